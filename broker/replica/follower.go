@@ -1,0 +1,104 @@
+package replica
+
+import (
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+)
+
+// NextFetch returns the fetch a follower sends to its leader (SPEC §4.4):
+// currentLeaderEpoch = LE, lastFetchedEpoch = latest cached epoch,
+// fetchOffset = LEO. It reports false unless the replica is a follower.
+// Sending it again (after a drop) is harmless.
+func (r *Replica) NextFetch() (FetchTarget, bool) {
+	if r.role != RoleFollower {
+		return FetchTarget{}, false
+	}
+	return FetchTarget{Leader: r.leader, Request: FetchRequest{
+		ReplicaID:          r.cfg.ID,
+		BrokerEpoch:        r.brokerEpochOf(r.cfg.ID),
+		FetcherType:        pb.FetcherType_FETCHER_TYPE_FOLLOWER,
+		FetchOffset:        r.leo,
+		CurrentLeaderEpoch: r.le,
+		LastFetchedEpoch:   r.cache.Latest(),
+	}}, true
+}
+
+// HandleFetchResponse applies the leader's answer to a follower fetch (SPEC
+// §4.4): truncation on DivergingEpoch or OFFSET_OUT_OF_RANGE, else append,
+// log start and HW from the leader, aligned epoch (§6.6 step 3). Answers to a
+// request other than the one NextFetch would now send are dropped, so
+// duplicated, delayed and reordered responses are harmless.
+func (r *Replica) HandleFetchResponse(resp FetchResponse, nowMs int64) {
+	cur, ok := r.NextFetch()
+	if !ok || cur.Request != resp.Request {
+		r.event(EventIgnored, "stale fetch response (offset %d, LE %d)", resp.Request.FetchOffset, resp.Request.CurrentLeaderEpoch)
+		return
+	}
+	switch resp.Error {
+	case errNone:
+	case errOutOfRange:
+		r.truncateLog(resp.LogStartOffset, "out of range")
+		if r.hw > r.leo {
+			r.setHW(r.leo, "out of range")
+		}
+		return
+	case errFenced, errUnknownEpoch, errNotLeader:
+		r.event(EventFenced, "fetch at LE %d: %v", r.le, resp.Error)
+		return
+	default:
+		r.event(EventIgnored, "fetch error %v", resp.Error)
+		return
+	}
+	if d := resp.DivergingEpoch; d != nil {
+		r.truncateLog(r.divergenceTruncationOffset(*d), "divergence")
+		return
+	}
+	// Validate before changing anything: a malformed answer is dropped, never
+	// a panic (the leader is remote input).
+	next := r.leo
+	for _, b := range resp.Batches {
+		if b.BaseOffset < next || b.LastOffset < b.BaseOffset || b.Epoch > resp.LeaderEpoch || b.Epoch < 0 {
+			r.event(EventIgnored, "fetch response with bad batch %v at %d", b, next)
+			return
+		}
+		next = b.LastOffset + 1
+	}
+	if len(resp.Batches) > 0 {
+		for _, b := range resp.Batches {
+			r.assign(b.Epoch, b.BaseOffset)
+		}
+		r.rd.LogOps = append(r.rd.LogOps, LogOp{Kind: OpAppend, Batches: append([]BatchMeta(nil), resp.Batches...)})
+		r.leo = next
+	}
+	if ls := min(resp.LogStartOffset, r.leo); ls > r.logStart {
+		r.logStart = ls
+		r.rd.LogOps = append(r.rd.LogOps, LogOp{Kind: OpAdvanceLogStart, Offset: ls})
+		if r.cache.TruncateFromStart(ls) {
+			r.rd.EpochsChanged = true
+		}
+	}
+	hw := min(max(resp.HighWatermark, r.logStart), r.leo)
+	if hw > r.hw || (hw < r.hw && r.followerHWFromOlderLE()) {
+		r.setHW(hw, "from leader")
+	}
+	r.followerHWLE = r.le
+	r.setAlignedEpoch(r.le)
+}
+
+// divergenceTruncationOffset is SPEC §4.4's DivergingEpoch rule.
+func (r *Replica) divergenceTruncationOffset(d EpochEndOffset) twinlog.Offset {
+	if d.Epoch == twinlog.NoEpoch || r.cache.Len() == 0 {
+		return min(d.EndOffset, r.leo)
+	}
+	ef, of := r.cache.EndOffsetFor(d.Epoch, r.leo)
+	if ef == d.Epoch {
+		return min(of, d.EndOffset, r.leo)
+	}
+	return min(of, r.leo)
+}
+
+// followerHWFromOlderLE: the follower takes a lower leader HW only from the
+// first answer in a new LE (a new leader starts from its own, possibly
+// lagging, HW: SPEC §4.2); within one LE the leader's HW never decreases, so a
+// lower value is a reordered answer.
+func (r *Replica) followerHWFromOlderLE() bool { return r.followerHWLE != r.le }

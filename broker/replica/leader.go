@@ -1,0 +1,345 @@
+package replica
+
+import (
+	"slices"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+)
+
+// Propose decides a produce request (SPEC §4.1). On acceptance the machine
+// moves its LEO past the batch and Ready.LogOps carries the append; acks=1
+// completes in that Ready, acks=all when the HW passes the batch.
+func (r *Replica) Propose(p Proposal, nowMs int64) ProposeDecision {
+	d := ProposeDecision{BaseOffset: twinlog.NoOffset, LastOffset: twinlog.NoOffset, LeaderEpoch: r.le}
+	switch {
+	case r.role != RoleLeader:
+		d.Error = errNotLeader
+		return d
+	case !r.writable:
+		d.Error = errReadOnly
+		return d
+	case p.NumRecords < 1 || (p.Acks != AcksAll && p.Acks != AcksLeader && p.Acks != AcksNone):
+		d.Error = errInvalidRequest
+		return d
+	case p.Acks == AcksAll && len(r.isr) < r.effectiveMinISR():
+		d.Error = errNotEnough
+		return d
+	}
+	d.BaseOffset = r.leo
+	d.LastOffset = r.leo + twinlog.Offset(p.NumRecords) - 1
+	b := BatchMeta{BaseOffset: d.BaseOffset, LastOffset: d.LastOffset, Epoch: r.le}
+	r.rd.LogOps = append(r.rd.LogOps, LogOp{Kind: OpAppend, Batches: []BatchMeta{b}, ProposalID: p.ID, Leader: true})
+	r.assign(r.le, d.BaseOffset)
+	r.leo = d.LastOffset + 1
+	switch p.Acks {
+	case AcksLeader:
+		r.rd.ProduceResults = append(r.rd.ProduceResults, ProduceResult{ID: p.ID, Error: errNone, BaseOffset: d.BaseOffset})
+	case AcksAll:
+		r.pending = append(r.pending, pendingProduce{id: p.ID, base: d.BaseOffset, last: d.LastOffset, deadline: nowMs + p.TimeoutMs})
+	}
+	r.reevaluate(nowMs)
+	return d
+}
+
+// HandleFollowerFetch decides one partition of a Fetch served by this
+// replica (SPEC §4.3 steps 1–7), for followers, consumers and mirrors alike.
+// Only FOLLOWER fetches that get records change leader state.
+func (r *Replica) HandleFollowerFetch(f FetchRequest, nowMs int64) FetchDecision {
+	d := FetchDecision{
+		TruncationOffset: twinlog.NoOffset, ReadFrom: f.FetchOffset, ReadUpTo: f.FetchOffset,
+		HighWatermark: r.hw, LogStartOffset: r.logStart, LogEndOffset: r.leo, LeaderEpoch: r.le,
+	}
+	isFollower := f.FetcherType == pb.FetcherType_FETCHER_TYPE_FOLLOWER
+	// Step 1.
+	if r.role != RoleLeader {
+		d.Error = errNotLeader
+		return d
+	}
+	if f.FetcherType == pb.FetcherType_FETCHER_TYPE_MIRROR && !r.writable {
+		d.Error = errInvalidMirrorSrc
+		return d
+	}
+	var fs *follower
+	if isFollower {
+		// Kafka's getReplicaOrException: a fetcher outside R is not served.
+		if fs = r.followers[f.ReplicaID]; fs == nil {
+			d.Error = errNotLeader
+			return d
+		}
+	}
+	// Step 2.
+	if f.FetcherType == pb.FetcherType_FETCHER_TYPE_CONSUMER {
+		trunc := twinlog.NoOffset
+		for _, tp := range r.truncPts {
+			if tp.LeaderEpoch > f.CurrentLeaderEpoch && tp.Offset < f.FetchOffset && (trunc < 0 || tp.Offset < trunc) {
+				trunc = tp.Offset
+			}
+		}
+		if trunc >= 0 {
+			d.Error, d.TruncationOffset = errLogTruncated, trunc
+			return d
+		}
+	}
+	if f.CurrentLeaderEpoch == twinlog.NoEpoch && f.FetcherType != pb.FetcherType_FETCHER_TYPE_MIRROR {
+		d.Error = errInvalidRequest
+		return d
+	}
+	if f.CurrentLeaderEpoch != twinlog.NoEpoch {
+		switch {
+		case f.CurrentLeaderEpoch < r.le:
+			d.Error = errFenced
+			return d
+		case f.CurrentLeaderEpoch > r.le || r.truncationPending():
+			d.Error = errUnknownEpoch
+			return d
+		}
+	}
+	// Step 3.
+	if f.FetchOffset < r.logStart {
+		d.Error = errOutOfRange
+		return d
+	}
+	// Step 4.
+	if t, ok := r.taints[f.ReplicaID]; isFollower && ok &&
+		(f.LastFetchedEpoch > t.Epoch || f.FetchOffset > max(t.Offset, r.logStart)) {
+		if t.Epoch == twinlog.NoEpoch {
+			d.Error = errOutOfRange
+			return d
+		}
+		d.DivergingEpoch = &EpochEndOffset{Epoch: min(f.LastFetchedEpoch, t.Epoch), EndOffset: t.Offset}
+		return d
+	}
+	if f.LastFetchedEpoch >= 0 {
+		e, o := r.cache.EndOffsetFor(f.LastFetchedEpoch, r.leo)
+		if e < f.LastFetchedEpoch || o < f.FetchOffset {
+			d.DivergingEpoch = &EpochEndOffset{Epoch: e, EndOffset: o}
+			return d
+		}
+	}
+	// Step 5.
+	if f.FetchOffset > r.leo {
+		d.Error = errOutOfRange
+		return d
+	}
+	// Step 6.
+	if isFollower {
+		d.ReadUpTo = r.leo
+	} else {
+		d.ReadUpTo = r.hw
+	}
+	if !isFollower {
+		return d
+	}
+	// Step 7.
+	r.updateFollower(f, fs, nowMs)
+	d.HighWatermark = r.hw
+	return d
+}
+
+func (r *Replica) updateFollower(f FetchRequest, fs *follower, nowMs int64) {
+	switch {
+	case f.FetchOffset >= r.leo:
+		fs.lastCaughtUpMs = nowMs
+	case fs.lastFetchLeaderLEO >= 0 && f.FetchOffset >= fs.lastFetchLeaderLEO:
+		fs.lastCaughtUpMs = max(fs.lastCaughtUpMs, fs.lastFetchMs)
+	}
+	fs.lastFetchLeaderLEO = r.leo
+	fs.lastFetchMs = nowMs
+	fs.leo = f.FetchOffset
+	fs.brokerEpoch = f.BrokerEpoch
+	fs.fetchedInLE = true
+	fs.alignedEpoch = r.le
+	if _, ok := r.taints[f.ReplicaID]; ok {
+		delete(r.taints, f.ReplicaID)
+		r.rd.TaintsCleared = append(r.rd.TaintsCleared, f.ReplicaID)
+		r.event(EventTaintCleared, "replica %d", f.ReplicaID)
+	}
+	r.maybeExpandISR(f.ReplicaID, fs)
+	r.reevaluate(nowMs)
+}
+
+// truncationPending: this LE was bumped for a truncation (§6.2f) the leader
+// has not done yet.
+func (r *Replica) truncationPending() bool {
+	if r.truncatedInLE {
+		return false
+	}
+	for _, tp := range r.truncPts {
+		if tp.LeaderEpoch == r.le {
+			return true
+		}
+	}
+	return false
+}
+
+// maybeAdvanceHW applies SPEC §4.2.
+func (r *Replica) maybeAdvanceHW() {
+	if len(r.isr) < r.effectiveMinISR() {
+		return
+	}
+	hw := r.leo
+	for _, id := range r.maximalISR() {
+		if id == r.cfg.ID {
+			continue
+		}
+		fs := r.followers[id]
+		if fs == nil || !fs.fetchedInLE {
+			return // a member not yet fetched in this LE blocks
+		}
+		hw = min(hw, fs.leo)
+	}
+	if hw > r.hw {
+		r.setHW(hw, "leader")
+		r.hwFloor = hw
+	}
+}
+
+// maybeExpandISR applies SPEC §4.5 (KAFKA-7128, KIP-841/903).
+func (r *Replica) maybeExpandISR(id twinlog.BrokerID, fs *follower) {
+	if r.inflight != nil || slices.Contains(r.maximalISR(), id) {
+		return
+	}
+	if r.recovery == pb.LeaderRecoveryState_LEADER_RECOVERY_STATE_RECOVERING {
+		return // AlterPartition([self], RECOVERED) first (§3.5)
+	}
+	if _, tainted := r.taints[id]; tainted || !fs.fetchedInLE || fs.leo < r.hw || fs.leo < r.leso {
+		return
+	}
+	reg, ok := r.brokers[id]
+	if !ok || reg != fs.brokerEpoch {
+		return
+	}
+	r.proposeISR(append(slices.Clone(r.isr), id), r.recovery, "expand")
+}
+
+func (r *Replica) maybeProposeRecovered() {
+	if r.inflight != nil || r.recovery != pb.LeaderRecoveryState_LEADER_RECOVERY_STATE_RECOVERING {
+		return
+	}
+	r.proposeISR([]twinlog.BrokerID{r.cfg.ID}, pb.LeaderRecoveryState_LEADER_RECOVERY_STATE_RECOVERED, "recovered")
+}
+
+func (r *Replica) proposeISR(isr []twinlog.BrokerID, rec pb.LeaderRecoveryState, why string) {
+	r.alterSeq++
+	r.inflight = &inflightAlter{seq: r.alterSeq, isr: isr, recovery: rec}
+	req := &pb.AlterPartitionRequest{
+		BrokerId:       int32(r.cfg.ID),
+		BrokerEpoch:    int64(r.brokerEpochOf(r.cfg.ID)),
+		Topic:          r.cfg.Partition.Topic,
+		Partition:      r.cfg.Partition.Partition,
+		LeaderEpoch:    int32(r.le),
+		PartitionEpoch: int32(r.pe),
+		RecoveryState:  rec,
+	}
+	for _, id := range isr {
+		e := r.brokerEpochOf(id)
+		if id != r.cfg.ID {
+			e = -1
+			if fs := r.followers[id]; fs != nil {
+				e = fs.brokerEpoch
+			}
+		}
+		req.NewIsr = append(req.NewIsr, &pb.IsrMember{BrokerId: int32(id), BrokerEpoch: int64(e)})
+	}
+	r.rd.AlterPartition = &AlterPartitionProposal{Seq: r.alterSeq, Request: req}
+	r.event(EventISRChange, "propose %v (%s, seq %d)", isr, why, r.alterSeq)
+}
+
+func (r *Replica) brokerEpochOf(id twinlog.BrokerID) twinlog.BrokerEpoch {
+	if e, ok := r.brokers[id]; ok {
+		return e
+	}
+	return -1
+}
+
+// HandleAlterPartitionResponse completes the in-flight ISR change seq:
+// commit on success, roll back to the committed ISR otherwise (SPEC §4.5).
+// Answers to an older seq, from another LE, or older than the applied
+// partition epoch are ignored (Kafka Partition.handleAlterPartitionUpdate).
+func (r *Replica) HandleAlterPartitionResponse(seq uint64, resp *pb.AlterPartitionResponse, nowMs int64) {
+	if r.role != RoleLeader || r.inflight == nil || r.inflight.seq != seq {
+		r.event(EventIgnored, "alter-partition response seq %d (stale)", seq)
+		return
+	}
+	r.inflight = nil
+	switch {
+	case resp.GetError() != errNone:
+		r.event(EventAlterRejected, "%v: rollback to %v", resp.GetError(), r.isr)
+	case twinlog.Epoch(resp.GetLeaderEpoch()) != r.le:
+		r.event(EventIgnored, "alter-partition response for LE %d, at LE %d", resp.GetLeaderEpoch(), r.le)
+	case twinlog.PartitionEpoch(resp.GetPartitionEpoch()) < r.pe:
+		r.event(EventIgnored, "alter-partition response PE %d < %d", resp.GetPartitionEpoch(), r.pe)
+	default:
+		r.pe = twinlog.PartitionEpoch(resp.GetPartitionEpoch())
+		r.isr = r.isr[:0]
+		for _, id := range resp.GetIsr() {
+			r.isr = append(r.isr, twinlog.BrokerID(id))
+		}
+		r.recovery = resp.GetRecoveryState()
+		r.event(EventISRChange, "committed %v (PE %d)", r.isr, r.pe)
+	}
+	r.reevaluate(nowMs)
+}
+
+// Tick advances time to nowMs: ISR shrink (SPEC §4.5) and produce timeouts
+// (§4.1).
+func (r *Replica) Tick(nowMs int64) {
+	if r.role != RoleLeader {
+		return
+	}
+	kept := r.pending[:0]
+	for _, p := range r.pending {
+		if nowMs >= p.deadline {
+			r.rd.ProduceResults = append(r.rd.ProduceResults, ProduceResult{ID: p.id, Error: errTimedOut, BaseOffset: p.base})
+			continue
+		}
+		kept = append(kept, p)
+	}
+	r.pending = kept
+	if r.inflight != nil {
+		return
+	}
+	var out []twinlog.BrokerID
+	for _, id := range r.isr {
+		if id == r.cfg.ID {
+			continue
+		}
+		fs := r.followers[id]
+		if fs == nil || nowMs-fs.lastCaughtUpMs > r.cfg.ReplicaLagTimeMaxMs {
+			out = append(out, id)
+		}
+	}
+	if len(out) > 0 {
+		isr := slices.DeleteFunc(slices.Clone(r.isr), func(id twinlog.BrokerID) bool { return slices.Contains(out, id) })
+		r.proposeISR(isr, r.recovery, "shrink")
+	}
+	r.reevaluate(nowMs)
+}
+
+// evaluatePending completes acks=all requests (SPEC §4.1).
+func (r *Replica) evaluatePending() {
+	if len(r.pending) == 0 {
+		return
+	}
+	tooFew := len(r.maximalISR()) < r.effectiveMinISR()
+	kept := r.pending[:0]
+	for _, p := range r.pending {
+		switch {
+		case r.hw > p.last:
+			r.rd.ProduceResults = append(r.rd.ProduceResults, ProduceResult{ID: p.id, Error: errNone, BaseOffset: p.base})
+		case tooFew:
+			r.rd.ProduceResults = append(r.rd.ProduceResults, ProduceResult{ID: p.id, Error: errNotEnoughAfter, BaseOffset: p.base})
+		default:
+			kept = append(kept, p)
+		}
+	}
+	r.pending = kept
+}
+
+func (r *Replica) failPending(code ErrorCode) {
+	for _, p := range r.pending {
+		r.rd.ProduceResults = append(r.rd.ProduceResults, ProduceResult{ID: p.id, Error: code, BaseOffset: p.base})
+	}
+	r.pending = nil
+}

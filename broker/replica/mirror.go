@@ -1,0 +1,109 @@
+package replica
+
+import (
+	"fmt"
+
+	"github.com/twinlog/twinlog"
+)
+
+// Mirror hooks (SPEC §6), driven by the mirror shell on D's leader.
+
+// SetMirrorPartition marks the partition as a mirror partition (not
+// STOPPED): its leader never assigns its own LE to the cache (§6.2c). Set it
+// before the ApplyPartitionState that makes this replica leader.
+func (r *Replica) SetMirrorPartition(mirror bool) { r.mirror = mirror }
+
+// SetWritable sets whether Produce is accepted (SPEC §1.2 "writable").
+// Turning it off fails pending acks=all requests with READ_ONLY_TOPIC (§6.6).
+func (r *Replica) SetWritable(w bool) {
+	if r.writable && !w {
+		r.failPending(errReadOnly)
+	}
+	r.writable = w
+}
+
+// Writable reports whether Produce is accepted.
+func (r *Replica) Writable() bool { return r.writable }
+
+// SetTaint records a taint for replica id (§6.6 step 4); the leader answers
+// it per §4.3 step 4 and never adds it to the ISR until a fetch clears it.
+func (r *Replica) SetTaint(id twinlog.BrokerID, t Taint) { r.taints[id] = t }
+
+// Taints returns the current taints.
+func (r *Replica) Taints() map[twinlog.BrokerID]Taint {
+	out := make(map[twinlog.BrokerID]Taint, len(r.taints))
+	for k, v := range r.taints {
+		out[k] = v
+	}
+	return out
+}
+
+// FollowerAlignedEpoch is the LE in which this leader last answered follower
+// id NONE without DivergingEpoch (§6.6 step 3), −1 none.
+func (r *Replica) FollowerAlignedEpoch(id twinlog.BrokerID) twinlog.Epoch {
+	if fs := r.followers[id]; fs != nil {
+		return fs.alignedEpoch
+	}
+	return twinlog.NoEpoch
+}
+
+// SetAlignedEpoch records this replica's own aligned epoch (the leader after
+// its §6.6 step-2 truncation); Ready.AlignedEpoch asks the shell to persist it.
+func (r *Replica) SetAlignedEpoch(e twinlog.Epoch) { r.setAlignedEpoch(e) }
+
+// TruncateAsLeader truncates the leader's log to o after a BumpLeaderEpoch
+// with truncation offset o (§6.2f, §6.3, §6.6 step 2): o within [logStart,
+// LEO] cuts the log; otherwise the log restarts empty at o. Then HW = min(HW,
+// o), LESO = LEO, followers re-validate as on a new LE, and fetches in this
+// LE stop getting UNKNOWN_LEADER_EPOCH. Pending acks=all requests whose
+// records were cut fail with NOT_LEADER_OR_FOLLOWER.
+func (r *Replica) TruncateAsLeader(o twinlog.Offset, nowMs int64) error {
+	if r.role != RoleLeader {
+		return fmt.Errorf("truncate to %d: %w", o, ErrNotLeader)
+	}
+	r.truncateLog(o, "as leader")
+	r.hwFloor = r.hw
+	r.truncatedInLE = true
+	r.leso = r.leo
+	for id, fs := range r.followers {
+		r.resetFollower(id, fs, nowMs)
+	}
+	kept := r.pending[:0]
+	for _, p := range r.pending {
+		if p.last >= r.leo {
+			r.rd.ProduceResults = append(r.rd.ProduceResults, ProduceResult{ID: p.id, Error: errNotLeader, BaseOffset: p.base})
+			continue
+		}
+		kept = append(kept, p)
+	}
+	r.pending = kept
+	r.reevaluate(nowMs)
+	return nil
+}
+
+// AppendAsMirrorLeader records batches the mirror fetcher copied from the
+// source (§6.2b–d): source offsets and epochs, gaps allowed. A batch below
+// LEO or with an epoch above LE (it must wait for BumpLeaderEpoch) is
+// rejected with nothing changed.
+func (r *Replica) AppendAsMirrorLeader(batches []BatchMeta, nowMs int64) error {
+	if r.role != RoleLeader {
+		return ErrNotLeader
+	}
+	next := r.leo
+	for _, b := range batches {
+		if b.BaseOffset < next || b.LastOffset < b.BaseOffset || b.Epoch < 0 || b.Epoch > r.le {
+			return fmt.Errorf("%w: %v at LEO %d, LE %d", ErrInvalidBatch, b, next, r.le)
+		}
+		next = b.LastOffset + 1
+	}
+	if len(batches) == 0 {
+		return nil
+	}
+	for _, b := range batches {
+		r.assign(b.Epoch, b.BaseOffset)
+	}
+	r.rd.LogOps = append(r.rd.LogOps, LogOp{Kind: OpAppend, Batches: append([]BatchMeta(nil), batches...)})
+	r.leo = next
+	r.reevaluate(nowMs)
+	return nil
+}

@@ -1,0 +1,347 @@
+package replica
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/storage/epoch"
+)
+
+// follower is the leader's knowledge of one other replica (SPEC §4.3 step 7).
+type follower struct {
+	leo                twinlog.Offset // −1 unknown
+	brokerEpoch        twinlog.BrokerEpoch
+	fetchedInLE        bool
+	lastCaughtUpMs     int64
+	lastFetchMs        int64
+	lastFetchLeaderLEO twinlog.Offset
+	// alignedEpoch is the LE in which this leader last answered the follower
+	// NONE without DivergingEpoch (SPEC §6.6 step 3), −1 none.
+	alignedEpoch twinlog.Epoch
+}
+
+type pendingProduce struct {
+	id       ProposalID
+	base     twinlog.Offset
+	last     twinlog.Offset
+	deadline int64
+}
+
+type inflightAlter struct {
+	seq      uint64
+	isr      []twinlog.BrokerID // proposed
+	recovery pb.LeaderRecoveryState
+}
+
+// Replica is one partition replica's replication state machine. It is not
+// safe for concurrent use.
+type Replica struct {
+	cfg Config
+
+	// Local log view, kept in lockstep with the log through Ready.LogOps.
+	logStart, leo, hw twinlog.Offset
+	cache             *epoch.Cache
+	alignedEpoch      twinlog.Epoch
+
+	// Applied metadata.
+	role      Role
+	leader    twinlog.BrokerID
+	le        twinlog.Epoch
+	pe        twinlog.PartitionEpoch
+	replicas  []twinlog.BrokerID
+	isr       []twinlog.BrokerID // committed
+	recovery  pb.LeaderRecoveryState
+	minISR    int
+	brokers   map[twinlog.BrokerID]twinlog.BrokerEpoch
+	truncPts  []TruncationPoint
+	haveState bool
+
+	// Mirror hooks (SPEC §6).
+	writable bool
+	mirror   bool
+	taints   map[twinlog.BrokerID]Taint
+
+	// Leader state, valid while role == RoleLeader.
+	leso          twinlog.Offset
+	hwFloor       twinlog.Offset // leader HW never decreases below this in an LE
+	followers     map[twinlog.BrokerID]*follower
+	inflight      *inflightAlter
+	alterSeq      uint64
+	pending       []pendingProduce
+	truncatedInLE bool // TruncateAsLeader done in this LE
+
+	// Follower state.
+	followerHWLE twinlog.Epoch // LE of the last leader HW taken
+
+	rd Ready
+}
+
+// New returns a replica over a local log in state st, with no role until the
+// first ApplyPartitionState.
+func New(cfg Config, st LogState) (*Replica, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cache, err := epoch.NewCache(st.Epochs)
+	if err != nil {
+		return nil, fmt.Errorf("replica: epoch cache: %w", err)
+	}
+	if st.LogStartOffset < 0 || st.LogEndOffset < st.LogStartOffset {
+		return nil, fmt.Errorf("%w: log start %d, end %d", ErrInvalidConfig, st.LogStartOffset, st.LogEndOffset)
+	}
+	r := &Replica{
+		cfg:          cfg.withDefaults(),
+		logStart:     st.LogStartOffset,
+		leo:          st.LogEndOffset,
+		hw:           min(max(st.HighWatermark, st.LogStartOffset), st.LogEndOffset),
+		cache:        cache,
+		alignedEpoch: st.AlignedEpoch,
+		leader:       twinlog.NoBroker,
+		le:           twinlog.NoEpoch,
+		pe:           -1,
+		minISR:       1,
+		writable:     true,
+		taints:       map[twinlog.BrokerID]Taint{},
+		leso:         twinlog.NoOffset,
+		followerHWLE: twinlog.NoEpoch,
+	}
+	return r, nil
+}
+
+// Accessors (read-only views for the shell, tests and the simulator).
+
+func (r *Replica) Role() Role                             { return r.role }
+func (r *Replica) Leader() twinlog.BrokerID               { return r.leader }
+func (r *Replica) LeaderEpoch() twinlog.Epoch             { return r.le }
+func (r *Replica) PartitionEpoch() twinlog.PartitionEpoch { return r.pe }
+func (r *Replica) HighWatermark() twinlog.Offset          { return r.hw }
+func (r *Replica) LogEndOffset() twinlog.Offset           { return r.leo }
+func (r *Replica) LogStartOffset() twinlog.Offset         { return r.logStart }
+func (r *Replica) EpochEntries() []epoch.Entry            { return r.cache.Entries() }
+func (r *Replica) AlignedEpoch() twinlog.Epoch            { return r.alignedEpoch }
+
+// LeaderEpochStartOffset is LESO (SPEC §1.2), −1 unless leader.
+func (r *Replica) LeaderEpochStartOffset() twinlog.Offset { return r.leso }
+
+// ISR is the committed ISR as this replica knows it.
+func (r *Replica) ISR() []twinlog.BrokerID { return slices.Clone(r.isr) }
+
+// MaximalISR is the committed ISR plus in-flight additions (SPEC §1.2).
+func (r *Replica) MaximalISR() []twinlog.BrokerID { return r.maximalISR() }
+
+// AlterPartitionInFlight reports whether an ISR change awaits the controller.
+func (r *Replica) AlterPartitionInFlight() bool { return r.inflight != nil }
+
+// EndOffsetFor answers OffsetForLeaderEpoch from the local cache (SPEC §2.4).
+func (r *Replica) EndOffsetFor(e twinlog.Epoch) EpochEndOffset {
+	ee, o := r.cache.EndOffsetFor(e, r.leo)
+	return EpochEndOffset{Epoch: ee, EndOffset: o}
+}
+
+// Ready returns the work accumulated since the last Advance (see Ready).
+func (r *Replica) Ready() Ready {
+	rd := r.rd
+	if rd.EpochsChanged {
+		rd.EpochEntries = r.cache.Entries()
+	}
+	return rd
+}
+
+// HasReady reports whether Ready would return work.
+func (r *Replica) HasReady() bool { return !r.rd.IsEmpty() }
+
+// Advance acknowledges that the last Ready was fully handled.
+func (r *Replica) Advance() { r.rd = Ready{} }
+
+func (r *Replica) event(t EventType, format string, args ...any) {
+	r.rd.Events = append(r.rd.Events, Event{Type: t, Detail: fmt.Sprintf(format, args...)})
+}
+
+func (r *Replica) effectiveMinISR() int {
+	m := r.minISR
+	if m < 1 {
+		m = 1
+	}
+	if len(r.replicas) > 0 && len(r.replicas) < m {
+		m = len(r.replicas)
+	}
+	return m
+}
+
+func (r *Replica) maximalISR() []twinlog.BrokerID {
+	out := slices.Clone(r.isr)
+	if r.inflight != nil {
+		for _, b := range r.inflight.isr {
+			if !slices.Contains(out, b) {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+// ApplyPartitionState applies controller metadata (SPEC §3, §4.5). It takes
+// the versioned fields only from a newer leader epoch, or the same leader
+// epoch with a newer partition epoch.
+func (r *Replica) ApplyPartitionState(st PartitionState, nowMs int64) {
+	r.minISR = st.MinISR
+	r.brokers = st.Brokers
+	r.truncPts = slices.Clone(st.TruncationPoints)
+
+	newer := !r.haveState || st.LeaderEpoch > r.le || (st.LeaderEpoch == r.le && st.PartitionEpoch > r.pe)
+	if !newer {
+		r.reevaluate(nowMs)
+		return
+	}
+	newLE := !r.haveState || st.LeaderEpoch != r.le
+	r.haveState = true
+	r.le, r.pe = st.LeaderEpoch, st.PartitionEpoch
+	r.leader = st.Leader
+	r.replicas = slices.Clone(st.Replicas)
+	oldISR := r.isr
+	r.isr = slices.Clone(st.ISR)
+	r.recovery = st.RecoveryState
+
+	prevRole := r.role
+	switch {
+	case st.Leader == r.cfg.ID && slices.Contains(st.Replicas, r.cfg.ID):
+		r.role = RoleLeader
+	case st.Leader != twinlog.NoBroker && slices.Contains(st.Replicas, r.cfg.ID):
+		r.role = RoleFollower
+	default:
+		r.role = RoleNone
+	}
+	if prevRole == RoleLeader && (r.role != RoleLeader || newLE) {
+		// The in-flight change belongs to the old LE (SPEC §3.6 one per LE).
+		r.inflight = nil
+	}
+	if prevRole == RoleLeader && r.role != RoleLeader {
+		r.failPending(errNotLeader)
+		r.followers = nil
+		r.leso = twinlog.NoOffset
+	}
+	if r.role != prevRole || newLE {
+		r.event(EventRoleChange, "%v at LE %d (leader %d, PE %d)", r.role, r.le, r.leader, r.pe)
+	}
+	if r.role == RoleLeader {
+		if newLE {
+			r.becomeLeader(nowMs)
+		} else {
+			// Same LE, newer PE: the metadata replaces any in-flight change
+			// (Kafka drops a pending state the controller overtook).
+			r.inflight = nil
+			r.syncFollowers(nowMs)
+		}
+		if !slices.Equal(oldISR, r.isr) {
+			r.event(EventISRChange, "committed %v (PE %d)", r.isr, r.pe)
+		}
+	}
+	r.reevaluate(nowMs)
+}
+
+// becomeLeader starts a new leader epoch (SPEC §4.5): LESO = LEO, the
+// epoch's cache entry (not on mirror partitions, §6.2c), followers reset.
+func (r *Replica) becomeLeader(nowMs int64) {
+	r.leso = r.leo
+	r.hwFloor = r.hw
+	r.truncatedInLE = false
+	if !r.mirror {
+		r.assign(r.le, r.leo)
+	}
+	r.followers = map[twinlog.BrokerID]*follower{}
+	r.syncFollowers(nowMs)
+	for id, f := range r.followers {
+		r.resetFollower(id, f, nowMs)
+	}
+}
+
+func (r *Replica) resetFollower(id twinlog.BrokerID, f *follower, nowMs int64) {
+	*f = follower{leo: twinlog.NoOffset, brokerEpoch: -1, lastFetchLeaderLEO: twinlog.NoOffset, alignedEpoch: twinlog.NoEpoch}
+	if slices.Contains(r.isr, id) {
+		f.lastCaughtUpMs = nowMs
+	}
+}
+
+// syncFollowers adds state for new replicas and drops removed ones.
+func (r *Replica) syncFollowers(nowMs int64) {
+	for _, id := range r.replicas {
+		if id == r.cfg.ID {
+			continue
+		}
+		if _, ok := r.followers[id]; !ok {
+			f := &follower{}
+			r.resetFollower(id, f, nowMs)
+			r.followers[id] = f
+		}
+	}
+	for id := range r.followers {
+		if !slices.Contains(r.replicas, id) {
+			delete(r.followers, id)
+		}
+	}
+}
+
+// reevaluate recomputes what may have changed with the HW or ISR.
+func (r *Replica) reevaluate(nowMs int64) {
+	if r.role != RoleLeader {
+		return
+	}
+	r.maybeAdvanceHW()
+	r.evaluatePending()
+	r.maybeProposeRecovered()
+}
+
+func (r *Replica) assign(e twinlog.Epoch, s twinlog.Offset) {
+	if r.cache.Assign(e, s) {
+		r.rd.EpochsChanged = true
+	}
+}
+
+func (r *Replica) setHW(hw twinlog.Offset, why string) {
+	if hw == r.hw {
+		return
+	}
+	old := r.hw
+	r.hw = hw
+	v := hw
+	r.rd.HighWatermark = &v
+	r.event(EventHighWatermark, "%d -> %d (%s)", old, hw, why)
+}
+
+// truncateLog cuts the local log to o (SPEC §4.4 "truncate to o"): o below
+// the log start (or above LEO) deletes everything and restarts the log at o.
+func (r *Replica) truncateLog(o twinlog.Offset, reason string) {
+	if o < r.logStart || o > r.leo {
+		r.rd.LogOps = append(r.rd.LogOps, LogOp{Kind: OpRestart, Offset: o})
+		if r.cache.Clear() {
+			r.rd.EpochsChanged = true
+		}
+		r.logStart, r.leo = o, o
+		r.setHW(o, reason)
+		r.event(EventTruncation, "restart log at %d (%s)", o, reason)
+		return
+	}
+	if o == r.leo {
+		return
+	}
+	r.rd.LogOps = append(r.rd.LogOps, LogOp{Kind: OpTruncate, Offset: o})
+	if r.cache.TruncateFromEnd(o) {
+		r.rd.EpochsChanged = true
+	}
+	r.event(EventTruncation, "%d -> %d (%s)", r.leo, o, reason)
+	r.leo = o
+	if r.hw > o {
+		r.setHW(o, reason)
+	}
+}
+
+func (r *Replica) setAlignedEpoch(e twinlog.Epoch) {
+	if e <= r.alignedEpoch {
+		return
+	}
+	r.alignedEpoch = e
+	v := e
+	r.rd.AlignedEpoch = &v
+}

@@ -1,0 +1,357 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/storage/epoch"
+)
+
+// ErrorCode is the protocol error table (SPEC §1.4), shared with the wire.
+type ErrorCode = pb.ErrorCode
+
+// Shorthands for the codes the replica produces.
+const (
+	errNone             = pb.ErrorCode_ERROR_CODE_NONE
+	errNotLeader        = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+	errFenced           = pb.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH
+	errUnknownEpoch     = pb.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH
+	errNotEnough        = pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS
+	errNotEnoughAfter   = pb.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND
+	errTimedOut         = pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT
+	errOutOfRange       = pb.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE
+	errLogTruncated     = pb.ErrorCode_ERROR_CODE_LOG_TRUNCATED
+	errReadOnly         = pb.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC
+	errInvalidRequest   = pb.ErrorCode_ERROR_CODE_INVALID_REQUEST
+	errInvalidMirrorSrc = pb.ErrorCode_ERROR_CODE_INVALID_MIRROR_SOURCE
+)
+
+// Sentinel errors returned by the shell-facing hooks (never for protocol
+// outcomes, which are ErrorCodes).
+var (
+	ErrNotLeader     = errors.New("replica: not leader")
+	ErrInvalidBatch  = errors.New("replica: invalid batch")
+	ErrInvalidConfig = errors.New("replica: invalid config")
+)
+
+// Role is what the replica currently does for its partition.
+type Role int8
+
+const (
+	// RoleNone: no leader known, or this broker is not in the replica set.
+	RoleNone Role = iota
+	// RoleLeader serves produce and fetch.
+	RoleLeader
+	// RoleFollower fetches from the leader.
+	RoleFollower
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleLeader:
+		return "leader"
+	case RoleFollower:
+		return "follower"
+	default:
+		return "none"
+	}
+}
+
+// Config is the static configuration of one partition replica.
+type Config struct {
+	// ID is this broker.
+	ID twinlog.BrokerID
+	// Partition is the partition replicated.
+	Partition twinlog.TopicPartition
+	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms (SPEC §4.5); 0 means
+	// the default 30000.
+	ReplicaLagTimeMaxMs int64
+}
+
+func (c Config) withDefaults() Config {
+	if c.ReplicaLagTimeMaxMs == 0 {
+		c.ReplicaLagTimeMaxMs = 30000
+	}
+	return c
+}
+
+// Validate reports a malformed configuration.
+func (c Config) Validate() error {
+	if c.ID < 0 {
+		return fmt.Errorf("%w: broker id %d", ErrInvalidConfig, c.ID)
+	}
+	if c.ReplicaLagTimeMaxMs < 0 {
+		return fmt.Errorf("%w: negative replica lag %d", ErrInvalidConfig, c.ReplicaLagTimeMaxMs)
+	}
+	return nil
+}
+
+// LogState is the durable state of the local log the replica starts from:
+// what the shell read from storage at open (SPEC §2.5).
+type LogState struct {
+	LogStartOffset twinlog.Offset
+	LogEndOffset   twinlog.Offset
+	// HighWatermark from the checkpoint; clamped to [LogStartOffset, LogEndOffset].
+	HighWatermark twinlog.Offset
+	// Epochs is the leader-epoch cache (checkpoint).
+	Epochs []epoch.Entry
+	// AlignedEpoch is partition.metadata's aligned_epoch (SPEC §6.6), −1 none.
+	AlignedEpoch twinlog.Epoch
+}
+
+// TruncationPoint is a recorded mirror truncation (SPEC §6.2f): leader epoch
+// LeaderEpoch truncated the log to Offset.
+type TruncationPoint struct {
+	LeaderEpoch twinlog.Epoch
+	Offset      twinlog.Offset
+}
+
+// PartitionState is the controller's view of the partition as applied from
+// the metadata stream.
+//
+// The versioned fields (Leader … RecoveryState) are applied only if
+// LeaderEpoch is newer, or equal with a newer PartitionEpoch. Brokers, MinISR
+// and TruncationPoints are not versioned by the partition and are always
+// taken, since the stream delivers them in order.
+type PartitionState struct {
+	Leader         twinlog.BrokerID
+	LeaderEpoch    twinlog.Epoch
+	PartitionEpoch twinlog.PartitionEpoch
+	Replicas       []twinlog.BrokerID
+	ISR            []twinlog.BrokerID
+	RecoveryState  pb.LeaderRecoveryState
+
+	// MinISR is min.insync.replicas; m = min(MinISR, |Replicas|) (SPEC §1.2).
+	MinISR int
+	// Brokers maps every acceptable broker (SPEC §1.2) to its registered
+	// broker epoch. A broker missing here is not acceptable.
+	Brokers map[twinlog.BrokerID]twinlog.BrokerEpoch
+	// TruncationPoints are the partition's recorded truncations (§6.2f).
+	TruncationPoints []TruncationPoint
+}
+
+// BatchMeta is what the machine needs to know about one record batch: its
+// offsets and record epoch (SPEC §2.2). The shell parses it from the batch
+// header.
+type BatchMeta struct {
+	BaseOffset twinlog.Offset
+	LastOffset twinlog.Offset
+	Epoch      twinlog.Epoch
+}
+
+func (b BatchMeta) String() string {
+	if b.BaseOffset == b.LastOffset {
+		return fmt.Sprintf("%d@%d", b.BaseOffset, b.Epoch)
+	}
+	return fmt.Sprintf("%d-%d@%d", b.BaseOffset, b.LastOffset, b.Epoch)
+}
+
+// Acks is the produce acks setting.
+type Acks int8
+
+const (
+	AcksNone   Acks = 0
+	AcksLeader Acks = 1
+	AcksAll    Acks = -1
+)
+
+// ProposalID identifies a produce request in the shell; results refer to it.
+type ProposalID uint64
+
+// Proposal is one produce request's batch as the leader sees it.
+type Proposal struct {
+	ID         ProposalID
+	Acks       Acks
+	TimeoutMs  int64
+	NumRecords int
+}
+
+// ProposeDecision answers Propose synchronously. With Error NONE the batch is
+// accepted: it gets offsets [BaseOffset, LastOffset] and record epoch
+// LeaderEpoch, and Ready.LogOps carries the append.
+type ProposeDecision struct {
+	Error       ErrorCode
+	BaseOffset  twinlog.Offset
+	LastOffset  twinlog.Offset
+	LeaderEpoch twinlog.Epoch
+}
+
+// ProduceResult completes an acks=1 or acks=all proposal.
+type ProduceResult struct {
+	ID         ProposalID
+	Error      ErrorCode
+	BaseOffset twinlog.Offset
+}
+
+// FetchRequest is one partition of a Fetch (SPEC §4.3).
+type FetchRequest struct {
+	ReplicaID          twinlog.BrokerID
+	BrokerEpoch        twinlog.BrokerEpoch
+	FetcherType        pb.FetcherType
+	FetchOffset        twinlog.Offset
+	CurrentLeaderEpoch twinlog.Epoch
+	LastFetchedEpoch   twinlog.Epoch
+}
+
+// EpochEndOffset is a DivergingEpoch or an OffsetForLeaderEpoch answer.
+type EpochEndOffset struct {
+	Epoch     twinlog.Epoch
+	EndOffset twinlog.Offset
+}
+
+// FetchDecision is the leader's answer to one FetchRequest. With Error NONE
+// and no DivergingEpoch the shell returns the records in [ReadFrom, ReadUpTo)
+// (none if ReadUpTo ≤ ReadFrom).
+type FetchDecision struct {
+	Error          ErrorCode
+	DivergingEpoch *EpochEndOffset
+	// TruncationOffset is LOG_TRUNCATED's offset, −1 otherwise.
+	TruncationOffset twinlog.Offset
+	ReadFrom         twinlog.Offset
+	ReadUpTo         twinlog.Offset
+	HighWatermark    twinlog.Offset
+	LogStartOffset   twinlog.Offset
+	LogEndOffset     twinlog.Offset
+	LeaderEpoch      twinlog.Epoch
+}
+
+// FetchTarget is a fetch the follower wants sent to Leader.
+type FetchTarget struct {
+	Leader  twinlog.BrokerID
+	Request FetchRequest
+}
+
+// FetchResponse is the leader's answer as the follower received it. Request
+// is the request it answers, exactly as NextFetch produced it (the machine
+// drops answers to stale requests). Batches are the records' metadata in log
+// order.
+type FetchResponse struct {
+	Request        FetchRequest
+	Error          ErrorCode
+	LeaderEpoch    twinlog.Epoch
+	HighWatermark  twinlog.Offset
+	LogStartOffset twinlog.Offset
+	LogEndOffset   twinlog.Offset
+	DivergingEpoch *EpochEndOffset
+	Batches        []BatchMeta
+}
+
+// Taint marks a replica skipped by a mirror start (SPEC §6.6 step 4): its
+// records of epochs > Epoch from Offset on may not be the other cluster's.
+type Taint struct {
+	Epoch  twinlog.Epoch
+	Offset twinlog.Offset
+}
+
+// LogOpKind says what a LogOp does to the local log.
+type LogOpKind int8
+
+const (
+	// OpAppend appends Batches. For a leader proposal ProposalID names the
+	// produce request whose batch it is (stamped with the batch's offsets and
+	// epoch); otherwise the batches come from the fetch response or mirror
+	// read just handed to the machine.
+	OpAppend LogOpKind = iota + 1
+	// OpTruncate removes every record at or above Offset.
+	OpTruncate
+	// OpRestart deletes the whole log; it restarts empty at Offset.
+	OpRestart
+	// OpAdvanceLogStart moves the log start up to Offset.
+	OpAdvanceLogStart
+)
+
+// LogOp is one change to the local log, to be applied in order.
+type LogOp struct {
+	Kind       LogOpKind
+	Offset     twinlog.Offset
+	Batches    []BatchMeta
+	ProposalID ProposalID
+	Leader     bool // OpAppend by the leader (Propose); false: as follower/mirror
+}
+
+func (o LogOp) String() string {
+	switch o.Kind {
+	case OpAppend:
+		if o.Leader {
+			return fmt.Sprintf("append %v (proposal %d)", o.Batches, o.ProposalID)
+		}
+		return fmt.Sprintf("append %v", o.Batches)
+	case OpTruncate:
+		return fmt.Sprintf("truncate to %d", o.Offset)
+	case OpRestart:
+		return fmt.Sprintf("restart at %d", o.Offset)
+	case OpAdvanceLogStart:
+		return fmt.Sprintf("log start %d", o.Offset)
+	}
+	return "?"
+}
+
+// AlterPartitionProposal is an ISR change for the controller. Seq identifies
+// it: the shell hands it back with the response.
+type AlterPartitionProposal struct {
+	Seq     uint64
+	Request *pb.AlterPartitionRequest
+}
+
+// EventType classifies an Event.
+type EventType int8
+
+const (
+	EventRoleChange EventType = iota + 1
+	EventISRChange
+	EventHighWatermark
+	EventTruncation
+	EventFenced
+	EventAlterRejected
+	EventTaintCleared
+	EventIgnored
+)
+
+var eventNames = map[EventType]string{
+	EventRoleChange: "role", EventISRChange: "isr", EventHighWatermark: "hw",
+	EventTruncation: "truncation", EventFenced: "fenced", EventAlterRejected: "alter-rejected",
+	EventTaintCleared: "taint-cleared", EventIgnored: "ignored",
+}
+
+// Event is a notable transition the shell logs (and counts in metrics).
+type Event struct {
+	Type   EventType
+	Detail string
+}
+
+func (e Event) String() string { return eventNames[e.Type] + ": " + e.Detail }
+
+// Ready is the work the shell must do after stepping the machine. Contract
+// (persist, then send):
+//
+//  1. Apply LogOps in order to the log, then write EpochEntries (if
+//     EpochsChanged) to the leader-epoch checkpoint, AlignedEpoch (if set)
+//     to partition.metadata and TaintsCleared to __mirror_state; make them
+//     durable as the flush policy requires (MustSync).
+//  2. Only then expose HighWatermark, answer ProduceResults and send
+//     AlterPartition: an acknowledgement or a controller ISR change must
+//     never precede the local write it depends on.
+//  3. Call Advance.
+//
+// The machine has already moved its view of the log; if a LogOp fails, the
+// log dir is offline and the replica must be rebuilt from disk with New.
+type Ready struct {
+	LogOps         []LogOp
+	EpochsChanged  bool
+	EpochEntries   []epoch.Entry
+	AlignedEpoch   *twinlog.Epoch
+	TaintsCleared  []twinlog.BrokerID
+	HighWatermark  *twinlog.Offset
+	AlterPartition *AlterPartitionProposal
+	ProduceResults []ProduceResult
+	Events         []Event
+}
+
+// IsEmpty reports whether there is nothing to do.
+func (rd *Ready) IsEmpty() bool {
+	return len(rd.LogOps) == 0 && !rd.EpochsChanged && rd.AlignedEpoch == nil &&
+		len(rd.TaintsCleared) == 0 && rd.HighWatermark == nil && rd.AlterPartition == nil &&
+		len(rd.ProduceResults) == 0 && len(rd.Events) == 0
+}
