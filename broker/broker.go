@@ -1,0 +1,661 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/storage"
+)
+
+// Broker is the I/O shell around one replica.Replica per hosted partition
+// (see doc.go).
+type Broker struct {
+	cfg  Config
+	fs   storage.FS
+	dial Dialer
+	now  func() time.Time
+	log  *slog.Logger
+	obs  Observer
+	lis  net.Listener
+
+	dirs   []*storage.LogDir
+	prevEp twinlog.BrokerEpoch // from the clean-shutdown files (SPEC §2.5)
+	incarn string
+
+	grpc   *grpc.Server
+	health *health.Server
+
+	epoch        atomic.Int64 // registered broker epoch, 0 before registration
+	wantShutdown atomic.Bool
+	crashc       chan struct{}
+	crashOnce    sync.Once
+	runOnce      sync.Once
+
+	connMu sync.Mutex
+	conns  map[string]*grpc.ClientConn
+
+	metaMu sync.Mutex
+	image  *metastate.State
+
+	partsMu sync.RWMutex
+	parts   map[twinlog.TopicPartition]*partition
+
+	fetchMu  sync.Mutex
+	fetchers map[twinlog.BrokerID]*fetcher
+
+	changeMu sync.Mutex
+	changed  chan struct{}
+
+	hbKick chan struct{}
+	wg     sync.WaitGroup
+}
+
+// New validates cfg, opens the log dirs (taking their clean-shutdown files,
+// SPEC §2.5) and builds the gRPC server. Run registers and serves.
+func New(cfg Config, deps Deps) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	b := &Broker{
+		cfg: cfg, fs: deps.FS, dial: deps.Dial, now: deps.Now, log: deps.Logger, obs: deps.Observer,
+		lis: deps.Listener, crashc: make(chan struct{}), conns: map[string]*grpc.ClientConn{},
+		image: metastate.New(metastate.Config{}), parts: map[twinlog.TopicPartition]*partition{},
+		fetchers: map[twinlog.BrokerID]*fetcher{}, changed: make(chan struct{}), hbKick: make(chan struct{}, 1),
+	}
+	if b.fs == nil {
+		b.fs = storage.OSFS{}
+	}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	b.log = b.log.With("component", "broker", "broker_id", cfg.ID)
+	if b.obs == nil {
+		b.obs = nopObserver{}
+	}
+	if b.dial == nil {
+		b.dial = defaultDial
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	b.incarn = hex.EncodeToString(id[:])
+
+	opts := cfg.Log
+	opts.Logger = b.log
+	opts.Clock = b.now
+	var clean []storage.CleanShutdown
+	for _, path := range cfg.LogDirs {
+		d, err := storage.OpenLogDir(b.fs, path, opts)
+		if err != nil {
+			for _, o := range b.dirs {
+				_ = o.Close(-1)
+			}
+			return nil, fmt.Errorf("broker: open log dir %s: %w", path, err)
+		}
+		b.dirs = append(b.dirs, d)
+		clean = append(clean, d.CleanShutdown())
+	}
+	b.prevEp = storage.PreviousBrokerEpoch(clean)
+
+	sopts := append([]grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(recoverUnary(b.log)),
+		grpc.ChainStreamInterceptor(recoverStream(b.log)),
+		grpc.MaxRecvMsgSize(64 << 20),
+		grpc.MaxSendMsgSize(64 << 20),
+	}, deps.ServerOptions...)
+	b.grpc = grpc.NewServer(sopts...)
+	b.health = health.NewServer()
+	b.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(b.grpc, b.health)
+	reflection.Register(b.grpc)
+	registerServices(b.grpc, b)
+	return b, nil
+}
+
+func defaultDial(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
+			BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second,
+		}, MinConnectTimeout: time.Second}))
+}
+
+// ID is the broker id.
+func (b *Broker) ID() twinlog.BrokerID { return b.cfg.ID }
+
+// BrokerEpoch is the registered broker epoch (0 before registration).
+func (b *Broker) BrokerEpoch() twinlog.BrokerEpoch { return twinlog.BrokerEpoch(b.epoch.Load()) }
+
+// PreviousBrokerEpoch is what the clean-shutdown files said at start-up.
+func (b *Broker) PreviousBrokerEpoch() twinlog.BrokerEpoch { return b.prevEp }
+
+// Addr is the listener address once Run has started.
+func (b *Broker) Addr() net.Addr {
+	if b.lis == nil {
+		return nil
+	}
+	return b.lis.Addr()
+}
+
+// GRPCServer exposes the server so other services (mirror) can register
+// before Run.
+func (b *Broker) GRPCServer() *grpc.Server { return b.grpc }
+
+// Changed returns a channel closed at the next observable state change:
+// metadata applied, a partition's LEO, HW or role moved. Tests wait on it
+// instead of sleeping.
+func (b *Broker) Changed() <-chan struct{} {
+	b.changeMu.Lock()
+	defer b.changeMu.Unlock()
+	return b.changed
+}
+
+func (b *Broker) notifyChange() {
+	b.changeMu.Lock()
+	close(b.changed)
+	b.changed = make(chan struct{})
+	b.changeMu.Unlock()
+}
+
+// Crash stops the broker as kill -9 would: Run returns without flushing,
+// checkpointing or writing the clean-shutdown file. For tests.
+func (b *Broker) Crash() { b.crashOnce.Do(func() { close(b.crashc) }) }
+
+// Run registers with the controller, follows metadata, serves gRPC and
+// replicates until ctx ends, then shuts down cleanly (controlled shutdown,
+// flush, checkpoints, clean-shutdown file last).
+func (b *Broker) Run(ctx context.Context) error {
+	started := false
+	b.runOnce.Do(func() { started = true })
+	if !started {
+		return errors.New("broker: Run called twice")
+	}
+	if b.lis == nil {
+		lis, err := net.Listen("tcp", b.cfg.ListenAddr)
+		if err != nil {
+			return fmt.Errorf("broker: listen %s: %w", b.cfg.ListenAddr, err)
+		}
+		b.lis = lis
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- b.grpc.Serve(b.lis) }()
+
+	// inner outlives ctx: the controlled shutdown still needs metadata and
+	// heartbeats after ctx is done.
+	inner, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		select {
+		case <-b.crashc:
+			stop()
+		case <-inner.Done():
+		}
+	}()
+	if err := b.register(inner, ctx); err != nil {
+		stop()
+		b.grpc.Stop()
+		b.closeDirs(false)
+		if ctx.Err() != nil || b.crashed() {
+			return nil
+		}
+		return err
+	}
+	b.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	b.log.Info("broker registered", "broker_epoch", b.epoch.Load(), "previous_broker_epoch", b.prevEp)
+
+	b.goLoop(inner, b.metadataLoop)
+	b.goLoop(inner, b.heartbeatLoop)
+	b.goLoop(inner, b.tickLoop)
+	b.goLoop(inner, b.checkpointLoop)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case <-b.crashc:
+	case err := <-serveErr:
+		runErr = fmt.Errorf("broker: grpc serve: %w", err)
+	}
+	if b.crashed() {
+		stop()
+		b.grpc.Stop()
+		b.wg.Wait()
+		b.stopFetchers()
+		b.closeConns()
+		b.log.Info("broker crashed (test)")
+		return nil
+	}
+	b.controlledShutdown(inner)
+	b.health.Shutdown()
+	stop()
+	b.stopGRPC()
+	b.wg.Wait()
+	b.stopFetchers()
+	b.closeConns()
+	b.closeDirs(true)
+	b.log.Info("broker stopped", "broker_epoch", b.epoch.Load())
+	return runErr
+}
+
+func (b *Broker) crashed() bool {
+	select {
+	case <-b.crashc:
+		return true
+	default:
+		return false
+	}
+}
+
+func (b *Broker) goLoop(ctx context.Context, fn func(context.Context)) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		fn(ctx)
+	}()
+}
+
+func (b *Broker) stopGRPC() {
+	done := make(chan struct{})
+	go func() { b.grpc.GracefulStop(); close(done) }()
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		b.grpc.Stop()
+		<-done
+	}
+}
+
+// closeDirs closes every partition and then the log dirs; with clean it
+// writes the clean-shutdown files last (LogDir.Close).
+func (b *Broker) closeDirs(clean bool) {
+	b.partsMu.Lock()
+	parts := b.parts
+	b.parts = map[twinlog.TopicPartition]*partition{}
+	b.partsMu.Unlock()
+	for _, p := range parts {
+		p.close()
+	}
+	ep := twinlog.BrokerEpoch(b.epoch.Load())
+	for _, d := range b.dirs {
+		if !clean || ep <= 0 {
+			// No registration: nothing to claim; just close.
+			for _, l := range d.Logs() {
+				_ = l.Close()
+			}
+			continue
+		}
+		if err := d.Close(ep); err != nil {
+			b.log.Error("close log dir; next start recovers", "dir", d.Path(), "err", err)
+		}
+	}
+}
+
+// conn returns a cached client connection to addr.
+func (b *Broker) conn(addr string) (*grpc.ClientConn, error) {
+	b.connMu.Lock()
+	defer b.connMu.Unlock()
+	if c, ok := b.conns[addr]; ok {
+		return c, nil
+	}
+	c, err := b.dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	b.conns[addr] = c
+	return c, nil
+}
+
+func (b *Broker) closeConns() {
+	b.connMu.Lock()
+	defer b.connMu.Unlock()
+	for a, c := range b.conns {
+		_ = c.Close()
+		delete(b.conns, a)
+	}
+}
+
+func (b *Broker) controller() (pb.ControllerServiceClient, error) {
+	c, err := b.conn(b.cfg.ControllerAddr)
+	if err != nil {
+		return nil, err
+	}
+	return pb.NewControllerServiceClient(c), nil
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (b *Broker) advertised() (string, int32, error) {
+	addr := b.cfg.AdvertisedAddr
+	if addr == "" {
+		addr = b.lis.Addr().String()
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("broker: advertised address %q: %w", addr, err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return "", 0, fmt.Errorf("broker: advertised port %q: %w", port, err)
+	}
+	return host, int32(n), nil
+}
+
+// register sends RegisterBroker until it succeeds (SPEC §3.2) with
+// PreviousBrokerEpoch from the clean-shutdown files (§2.5).
+func (b *Broker) register(inner, outer context.Context) error {
+	host, port, err := b.advertised()
+	if err != nil {
+		return err
+	}
+	prev := int64(b.prevEp)
+	if cur := b.epoch.Load(); cur > 0 {
+		prev = cur // re-registering a live broker: its logs are intact
+	}
+	req := &pb.RegisterBrokerRequest{
+		BrokerId: int32(b.cfg.ID), IncarnationId: b.incarn, Host: host, Port: port,
+		LogDirs: b.cfg.LogDirs, PreviousBrokerEpoch: prev, ClusterId: b.cfg.ClusterID,
+	}
+	for {
+		if outer.Err() != nil || inner.Err() != nil {
+			return ErrNotRunning
+		}
+		ctl, err := b.controller()
+		if err == nil {
+			ctx, cancel := context.WithTimeout(inner, b.cfg.RPCTimeout)
+			var resp *pb.RegisterBrokerResponse
+			resp, err = ctl.RegisterBroker(ctx, req)
+			cancel()
+			if err == nil && resp.GetError() == pb.ErrorCode_ERROR_CODE_NONE {
+				b.epoch.Store(resp.GetBrokerEpoch())
+				return nil
+			}
+			if err == nil {
+				err = fmt.Errorf("register: %v: %s", resp.GetError(), resp.GetErrorMessage())
+				if resp.GetError() == pb.ErrorCode_ERROR_CODE_INVALID_REQUEST {
+					return err
+				}
+			}
+		}
+		b.log.Debug("register broker", "err", err)
+		if !sleep(inner, 100*time.Millisecond) {
+			return ErrNotRunning
+		}
+	}
+}
+
+// heartbeatLoop sends BrokerHeartbeat every interval (and when kicked) with
+// the applied metadata offset; during a controlled shutdown it asks with
+// wantShutDown.
+func (b *Broker) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(b.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		b.heartbeat(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-b.hbKick:
+		}
+	}
+}
+
+func (b *Broker) kickHeartbeat() {
+	select {
+	case b.hbKick <- struct{}{}:
+	default:
+	}
+}
+
+// heartbeat sends one heartbeat; it returns the response (nil on error).
+func (b *Broker) heartbeat(ctx context.Context) *pb.BrokerHeartbeatResponse {
+	ctl, err := b.controller()
+	if err != nil {
+		return nil
+	}
+	b.metaMu.Lock()
+	applied := b.image.Offset()
+	b.metaMu.Unlock()
+	rctx, cancel := context.WithTimeout(ctx, b.cfg.RPCTimeout)
+	defer cancel()
+	resp, err := ctl.BrokerHeartbeat(rctx, &pb.BrokerHeartbeatRequest{
+		BrokerId: int32(b.cfg.ID), BrokerEpoch: b.epoch.Load(), AppliedOffset: applied,
+		WantShutDown: b.wantShutdown.Load(),
+	})
+	if err != nil {
+		b.log.Debug("heartbeat", "err", err)
+		return nil
+	}
+	if resp.GetError() == pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH && !b.wantShutdown.Load() {
+		b.log.Warn("heartbeat: stale broker epoch; re-registering", "broker_epoch", b.epoch.Load())
+		if err := b.register(ctx, ctx); err == nil {
+			b.log.Info("broker re-registered", "broker_epoch", b.epoch.Load())
+		}
+	}
+	return resp
+}
+
+// controlledShutdown asks the controller to move leadership away (SPEC
+// §3.2 wantShutDown) and waits, bounded, until it grants the shutdown.
+func (b *Broker) controlledShutdown(ctx context.Context) {
+	b.wantShutdown.Store(true)
+	deadline := time.Now().Add(b.cfg.ControlledShutdownTimeout)
+	interval := min(b.cfg.HeartbeatInterval, 100*time.Millisecond)
+	for time.Now().Before(deadline) {
+		resp := b.heartbeat(ctx)
+		if resp != nil && (resp.GetShouldShutDown() || resp.GetError() == pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH) {
+			b.log.Info("controlled shutdown granted")
+			// Let the metadata that moved leadership arrive, so produce
+			// requests fail over with NOT_LEADER rather than timing out.
+			return
+		}
+		if !sleep(ctx, interval) {
+			return
+		}
+	}
+	b.log.Warn("controlled shutdown not granted in time; shutting down anyway")
+}
+
+// tickLoop turns a ticker into replica Tick (ISR shrink, produce timeouts)
+// and reports partition metrics.
+func (b *Broker) tickLoop(ctx context.Context) {
+	t := time.NewTicker(b.cfg.TickInterval)
+	defer t.Stop()
+	n := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := b.nowMs()
+		n++
+		for _, p := range b.partitions() {
+			p.mu.Lock()
+			if p.usableLocked() == nil {
+				p.r.Tick(now)
+				p.processReadyLocked()
+			}
+			p.mu.Unlock()
+			if n%5 == 0 {
+				b.obs.ObservePartition(p.stats())
+			}
+		}
+	}
+}
+
+// checkpointLoop writes the HW, log-start and recovery-point checkpoints
+// every CheckpointInterval (SPEC §2.5).
+func (b *Broker) checkpointLoop(ctx context.Context) {
+	t := time.NewTicker(b.cfg.CheckpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, d := range b.dirs {
+			if err := d.Checkpoint(); err != nil {
+				b.log.Error("write checkpoints", "dir", d.Path(), "err", err)
+			}
+		}
+	}
+}
+
+func (b *Broker) nowMs() int64 { return b.now().UnixMilli() }
+
+func (b *Broker) partitions() []*partition {
+	b.partsMu.RLock()
+	defer b.partsMu.RUnlock()
+	out := make([]*partition, 0, len(b.parts))
+	for _, p := range b.parts {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (b *Broker) partition(tp twinlog.TopicPartition) *partition {
+	b.partsMu.RLock()
+	defer b.partsMu.RUnlock()
+	return b.parts[tp]
+}
+
+func (b *Broker) minISR(topic string) int {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	return b.image.MinISR(topic, 0)
+}
+
+// sendAlterPartition sends one ISR change (the machine keeps at most one in
+// flight per partition) and feeds the answer back. A transport failure is
+// retried while the partition still leads in that epoch, then reported as
+// an error so the machine rolls back.
+func (b *Broker) sendAlterPartition(p *partition, ap replica.AlterPartitionProposal, isrNow int) {
+	if n := len(ap.Request.GetNewIsr()); n != isrNow {
+		b.obs.ObserveISRChange(n > isrNow)
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		var resp *pb.AlterPartitionResponse
+		for attempt := 0; attempt < 5; attempt++ {
+			ctl, err := b.controller()
+			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), b.cfg.RPCTimeout)
+				resp, err = ctl.AlterPartition(ctx, ap.Request)
+				cancel()
+			}
+			if err == nil {
+				break
+			}
+			resp = nil
+			p.logger.Debug("alter partition", "err", err, "attempt", attempt)
+			if b.crashed() || !sleep(context.Background(), 100*time.Millisecond) {
+				break
+			}
+		}
+		if resp == nil {
+			resp = &pb.AlterPartitionResponse{Error: pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT}
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.usableLocked() != nil {
+			return
+		}
+		p.r.HandleAlterPartitionResponse(ap.Seq, resp, b.nowMs())
+		p.processReadyLocked()
+	}()
+}
+
+// brokerAddr returns the address of broker id from the metadata image.
+func (b *Broker) brokerAddr(id twinlog.BrokerID) (string, bool) {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	br := b.image.Broker(int32(id))
+	if br == nil {
+		return "", false
+	}
+	return net.JoinHostPort(br.GetHost(), strconv.Itoa(int(br.GetPort()))), true
+}
+
+// leaderHint returns the leader of tp per the image, −1 if none or unknown.
+func (b *Broker) leaderHint(tp twinlog.TopicPartition) (int32, bool) {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	if b.image.Topic(tp.Topic) == nil {
+		return -1, false
+	}
+	pr := b.image.Partition(tp.Topic, tp.Partition)
+	if pr == nil {
+		return -1, false
+	}
+	if !b.image.Alive(pr.GetLeader()) {
+		return -1, true
+	}
+	return pr.GetLeader(), true
+}
+
+// PartitionStatus is a hosted replica's local view (for tests, tools and
+// the mirror shell).
+type PartitionStatus struct {
+	Role           replica.Role
+	Leader         twinlog.BrokerID
+	LeaderEpoch    twinlog.Epoch
+	HighWatermark  twinlog.Offset
+	LogEndOffset   twinlog.Offset
+	LogStartOffset twinlog.Offset
+	ISR            []twinlog.BrokerID
+	MaximalISR     []twinlog.BrokerID
+	LESO           twinlog.Offset
+}
+
+// PartitionStatus returns tp's local status, false if not hosted.
+func (b *Broker) PartitionStatus(tp twinlog.TopicPartition) (PartitionStatus, bool) {
+	p := b.partition(tp)
+	if p == nil {
+		return PartitionStatus{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return PartitionStatus{
+		Role: p.r.Role(), Leader: p.r.Leader(), LeaderEpoch: p.r.LeaderEpoch(),
+		HighWatermark: p.r.HighWatermark(), LogEndOffset: p.r.LogEndOffset(), LogStartOffset: p.r.LogStartOffset(),
+		ISR: p.r.ISR(), MaximalISR: p.r.MaximalISR(), LESO: p.r.LeaderEpochStartOffset(),
+	}, true
+}

@@ -1,0 +1,147 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/twinlog/twinlog"
+	"github.com/twinlog/twinlog/storage"
+)
+
+// FlushPolicy says when partition data is fsynced.
+type FlushPolicy int8
+
+const (
+	// FlushDefault leaves fsync to the storage options (log.flush.*) and the
+	// OS: durability comes from replication (Kafka's default).
+	FlushDefault FlushPolicy = iota
+	// FlushEveryBatch makes every append durable before it is acknowledged
+	// or reported to the leader: leader acks wait for a group-committed
+	// fsync, followers fsync each fetch response before fetching again.
+	FlushEveryBatch
+)
+
+// Config configures a Broker. Durations are wall-clock; the replica state
+// machines see milliseconds.
+type Config struct {
+	// ID is broker.id.
+	ID twinlog.BrokerID
+	// ClusterID, if set, must match the controller's.
+	ClusterID string
+	// ListenAddr is the gRPC listen address (used when Deps.Listener is nil).
+	ListenAddr string
+	// AdvertisedAddr is the host:port registered with the controller
+	// (default: the listener's address).
+	AdvertisedAddr string
+	// ControllerAddr is the controller's host:port.
+	ControllerAddr string
+	// LogDirs are the partition log directories (at least one).
+	LogDirs []string
+	// Log is the template for every partition log (segment size, flush
+	// options, max batch size). Recovery fields are set per log.
+	Log storage.Options
+	// FlushPolicy selects group-committed fsyncs (FlushEveryBatch).
+	FlushPolicy FlushPolicy
+
+	// ReplicaLagTimeMax is replica.lag.time.max.ms (SPEC §4.5), default 30s.
+	ReplicaLagTimeMax time.Duration
+	// HeartbeatInterval is broker.heartbeat.interval.ms, default 2s.
+	HeartbeatInterval time.Duration
+	// TickInterval drives replica Tick (ISR shrink, produce timeouts),
+	// default 100ms.
+	TickInterval time.Duration
+	// CheckpointInterval is the HW checkpoint period (SPEC §2.5), default 5s.
+	CheckpointInterval time.Duration
+	// MetadataMaxWait is the FetchMetadata long-poll wait, default 5s.
+	MetadataMaxWait time.Duration
+	// ReplicaFetchMaxWait is the follower fetch long-poll wait, default 500ms.
+	ReplicaFetchMaxWait time.Duration
+	// ReplicaFetchMaxBytes bounds one follower fetch response, default 16 MiB.
+	ReplicaFetchMaxBytes int
+	// RPCTimeout bounds controller and peer RPCs, default 5s.
+	RPCTimeout time.Duration
+	// ControlledShutdownTimeout bounds waiting for the controller to grant a
+	// controlled shutdown, default 10s.
+	ControlledShutdownTimeout time.Duration
+	// DefaultProduceTimeout applies to produce requests with timeoutMs ≤ 0,
+	// default 30s.
+	DefaultProduceTimeout time.Duration
+	// MaxRequestPartitionSizeLimit is max.request.partition.size.limit
+	// (SPEC §5), default 1000.
+	MaxRequestPartitionSizeLimit int
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.ReplicaLagTimeMax, 30*time.Second)
+	def(&c.HeartbeatInterval, 2*time.Second)
+	def(&c.TickInterval, 100*time.Millisecond)
+	def(&c.CheckpointInterval, 5*time.Second)
+	def(&c.MetadataMaxWait, 5*time.Second)
+	def(&c.ReplicaFetchMaxWait, 500*time.Millisecond)
+	def(&c.RPCTimeout, 5*time.Second)
+	def(&c.ControlledShutdownTimeout, 10*time.Second)
+	def(&c.DefaultProduceTimeout, 30*time.Second)
+	if c.ReplicaFetchMaxBytes <= 0 {
+		c.ReplicaFetchMaxBytes = 16 << 20
+	}
+	if c.MaxRequestPartitionSizeLimit <= 0 {
+		c.MaxRequestPartitionSizeLimit = 1000
+	}
+	if c.Log.MaxBatchBytes <= 0 {
+		c.Log.MaxBatchBytes = storage.DefaultMaxBatchBytes
+	}
+	return c
+}
+
+// Validate reports a malformed configuration.
+func (c Config) Validate() error {
+	var errs []error
+	if c.ID < 0 {
+		errs = append(errs, fmt.Errorf("broker: ID %d must be >= 0", c.ID))
+	}
+	if c.ControllerAddr == "" {
+		errs = append(errs, errors.New("broker: ControllerAddr is required"))
+	}
+	if len(c.LogDirs) == 0 {
+		errs = append(errs, errors.New("broker: at least one log dir is required"))
+	}
+	if c.ReplicaLagTimeMax < 0 || c.HeartbeatInterval < 0 || c.TickInterval < 0 || c.RPCTimeout < 0 {
+		errs = append(errs, errors.New("broker: durations must not be negative"))
+	}
+	if err := c.Log.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("broker: log options: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Dialer opens a client connection to a peer ("host:port"): the controller
+// or another broker. Tests inject bufconn and cut links with it.
+type Dialer func(addr string) (*grpc.ClientConn, error)
+
+// Deps are the broker's injected collaborators.
+type Deps struct {
+	// FS is the file system of the log dirs; nil means the OS.
+	FS storage.FS
+	// Dial reaches the controller and peers; nil dials plain gRPC over TCP.
+	Dial Dialer
+	// Listener overrides Config.ListenAddr (tests pass bufconn).
+	Listener net.Listener
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Observer receives metrics; nil means none.
+	Observer Observer
+	// ServerOptions are added to the gRPC server.
+	ServerOptions []grpc.ServerOption
+}

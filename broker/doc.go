@@ -1,0 +1,40 @@
+// Package broker is the I/O shell of a twinlog broker (SPEC §4): it owns the
+// goroutines, gRPC, timers and disk, and drives one pure replica.Replica per
+// hosted partition (broker/replica, etcd RawNode style).
+//
+// # Goroutines
+//
+//   - metadataLoop long-polls the controller's FetchMetadata, applies deltas in
+//     offset order (a snapshot when far behind) to a metastate image and
+//     reconciles: logs are opened for new assignments, partition state is
+//     applied (newer LE, or same LE with newer PE, decides inside replica),
+//     partitions left or re-created with another topic id are deleted (SPEC
+//     §2.1). Nothing is reconciled until the image has reached the broker's
+//     own registration, so a restarted broker never acts on old leadership.
+//   - heartbeatLoop reports the applied offset (unfencing) and, at shutdown,
+//     wantShutDown until the controller grants it (SPEC §3.2).
+//   - tickLoop turns a ticker into Replica.Tick (ISR shrink §4.5, produce
+//     timeouts §4.1) and reports metrics.
+//   - checkpointLoop writes HW/log-start/recovery checkpoints every 5 s (§2.5).
+//   - one fetcher per leader broker replicates every partition followed from
+//     it with one pipelined long-poll Fetch (§4.4).
+//   - one goroutine per in-flight AlterPartition (the machine keeps at most
+//     one per partition) feeds the controller's answer back.
+//   - with FlushEveryBatch, a per-partition syncer group-commits fsyncs.
+//
+// # Concurrency contract
+//
+// Each partition's mutex serialises every call into its replica together
+// with the Ready handling that follows (persist LogOps and epoch/aligned
+// checkpoints, then expose HW, answer produce waiters and send
+// AlterPartition, then Advance). gRPC handlers take the partition lock only
+// for the machine's decision; log reads happen outside it (storage.Log is
+// safe for concurrent use). Lock order: partition.mu, then metaMu / wmu.
+//
+// # Shutdown
+//
+// Run's ctx ending starts a clean shutdown: controlled shutdown (bounded),
+// gRPC drained, fetchers stopped, every log flushed and closed, checkpoints
+// written and the clean-shutdown file written last (storage.LogDir.Close).
+// Crash (tests) abandons everything without flushing.
+package broker

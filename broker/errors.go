@@ -1,0 +1,97 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/storage"
+)
+
+// Sentinel errors. Callers use errors.Is.
+var (
+	// ErrInvalidRequest: a request field is malformed (gRPC InvalidArgument).
+	ErrInvalidRequest = errors.New("broker: invalid request")
+	// ErrNotRunning: the broker is starting or shutting down (Unavailable).
+	ErrNotRunning = errors.New("broker: not running")
+	// ErrPartitionClosed: the partition left this broker while a request
+	// was using it.
+	ErrPartitionClosed = errors.New("broker: partition closed")
+)
+
+// toStatus maps an error to a gRPC status (etcd rpctypes style). Protocol
+// outcomes travel as ErrorCode inside responses and never come here.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	switch {
+	case errors.Is(err, ErrInvalidRequest):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrNotRunning):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, args...))
+}
+
+// storageCode maps a storage error met while serving a partition to the
+// per-partition error code.
+func storageCode(err error) pb.ErrorCode {
+	switch {
+	case err == nil:
+		return pb.ErrorCode_ERROR_CODE_NONE
+	case errors.Is(err, storage.ErrCorrupt):
+		return pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+	case errors.Is(err, storage.ErrBatchTooLarge):
+		return pb.ErrorCode_ERROR_CODE_MESSAGE_TOO_LARGE
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		return pb.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE
+	case errors.Is(err, storage.ErrClosed), errors.Is(err, ErrPartitionClosed):
+		return pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+	}
+	return pb.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR
+}
+
+// recoverUnary turns a handler panic into codes.Internal (logged with the
+// stack): a handler bug must not take the broker down.
+func recoverUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("handler panic", "method", info.FullMethod, "panic", r, "stack", string(debug.Stack()))
+				resp, err = nil, status.Errorf(codes.Internal, "internal error in %s", info.FullMethod)
+			}
+		}()
+		return handler(ctx, req)
+	}
+}
+
+func recoverStream(log *slog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("stream handler panic", "method", info.FullMethod, "panic", r, "stack", string(debug.Stack()))
+				err = status.Errorf(codes.Internal, "internal error in %s", info.FullMethod)
+			}
+		}()
+		return handler(srv, ss)
+	}
+}

@@ -1,0 +1,363 @@
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/replica"
+)
+
+// Fetch serves FOLLOWER, CONSUMER and MIRROR fetches (SPEC §4.3): the
+// replica decides each partition, the log supplies the bytes. Without
+// minBytes of data it long-polls up to min(maxWaitMs, ctx deadline), woken
+// by appends and HW changes of the partitions asked for.
+func (b *Broker) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error) {
+	start := time.Now()
+	defer func() { b.obs.ObserveRequest("fetch", time.Since(start)) }()
+	if err := validateFetch(req); err != nil {
+		return nil, err
+	}
+	wait := time.Duration(max(req.GetMaxWaitMs(), 0)) * time.Millisecond
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)-5*time.Millisecond)
+	}
+	parts := make([]*partition, len(req.GetPartitions()))
+	for i, fp := range req.GetPartitions() {
+		parts[i] = b.partition(twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()})
+	}
+	var ch chan struct{}
+	var timer *time.Timer
+	for {
+		if wait > 0 && ch == nil {
+			// Register before evaluating so no append slips between.
+			ch = make(chan struct{}, 1)
+			for _, p := range parts {
+				if p != nil {
+					p.addWaiter(ch)
+				}
+			}
+			defer func() {
+				for _, p := range parts {
+					if p != nil {
+						p.removeWaiter(ch)
+					}
+				}
+			}()
+		}
+		resp, bytes, stop := b.fetchOnce(req, parts)
+		if stop || bytes >= int(max(req.GetMinBytes(), 1)) || wait <= 0 {
+			b.obs.ObserveBytesOut(bytes)
+			return resp, nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			resp, bytes, _ = b.fetchOnce(req, parts)
+			b.obs.ObserveBytesOut(bytes)
+			return resp, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func validateFetch(req *pb.FetchRequest) error {
+	switch req.GetFetcherType() {
+	case pb.FetcherType_FETCHER_TYPE_FOLLOWER:
+		if req.GetReplicaId() < 0 {
+			return invalidf("follower fetch with replica id %d", req.GetReplicaId())
+		}
+	case pb.FetcherType_FETCHER_TYPE_CONSUMER, pb.FetcherType_FETCHER_TYPE_MIRROR:
+	default:
+		return invalidf("fetcher type %v", req.GetFetcherType())
+	}
+	if len(req.GetPartitions()) == 0 {
+		return invalidf("fetch without partitions")
+	}
+	if req.GetMaxWaitMs() < 0 || req.GetMinBytes() < 0 || req.GetMaxBytes() < 0 {
+		return invalidf("negative maxWaitMs, minBytes or maxBytes")
+	}
+	for _, fp := range req.GetPartitions() {
+		if fp.GetPartitionMaxBytes() < 0 {
+			return invalidf("negative partition max bytes")
+		}
+	}
+	return nil
+}
+
+// fetchOnce evaluates every partition once. stop reports an answer that must
+// go out now (an error or divergence for some partition).
+func (b *Broker) fetchOnce(req *pb.FetchRequest, parts []*partition) (*pb.FetchResponse, int, bool) {
+	resp := &pb.FetchResponse{Partitions: make([]*pb.FetchPartitionResponse, len(parts))}
+	budget := int(req.GetMaxBytes())
+	if budget <= 0 {
+		budget = 64 << 20
+	}
+	total, stop := 0, false
+	now := b.nowMs()
+	for i, fp := range req.GetPartitions() {
+		out := &pb.FetchPartitionResponse{Topic: fp.GetTopic(), Partition: fp.GetPartition(), HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1, LeaderId: -1}
+		resp.Partitions[i] = out
+		p := parts[i]
+		if p == nil {
+			leader, known := b.leaderHint(twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()})
+			out.LeaderId = leader
+			out.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+			if !known {
+				out.Error = pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+			}
+			stop = true
+			continue
+		}
+		fr := replica.FetchRequest{
+			ReplicaID:          twinlog.BrokerID(req.GetReplicaId()),
+			BrokerEpoch:        twinlog.BrokerEpoch(req.GetReplicaBrokerEpoch()),
+			FetcherType:        req.GetFetcherType(),
+			FetchOffset:        twinlog.Offset(fp.GetFetchOffset()),
+			CurrentLeaderEpoch: twinlog.Epoch(fp.GetCurrentLeaderEpoch()),
+			LastFetchedEpoch:   twinlog.Epoch(fp.GetLastFetchedEpoch()),
+		}
+		if fr.FetcherType != pb.FetcherType_FETCHER_TYPE_FOLLOWER {
+			fr.ReplicaID = twinlog.NoBroker
+		}
+		p.mu.Lock()
+		if err := p.usableLocked(); err != nil {
+			p.mu.Unlock()
+			out.Error = storageCode(err)
+			stop = true
+			continue
+		}
+		d := p.r.HandleFollowerFetch(fr, now)
+		p.processReadyLocked()
+		leader := p.r.Leader()
+		p.mu.Unlock()
+		out.Error = d.Error
+		out.LeaderEpoch = int32(d.LeaderEpoch)
+		out.HighWatermark = int64(d.HighWatermark)
+		out.LogStartOffset = int64(d.LogStartOffset)
+		out.LogEndOffset = int64(d.LogEndOffset)
+		out.LeaderId = int32(leader)
+		if d.Error == pb.ErrorCode_ERROR_CODE_LOG_TRUNCATED {
+			v := int64(d.TruncationOffset)
+			out.TruncationOffset = &v
+		}
+		if d.DivergingEpoch != nil {
+			out.DivergingEpoch = &pb.EpochEndOffset{Epoch: int32(d.DivergingEpoch.Epoch), EndOffset: int64(d.DivergingEpoch.EndOffset)}
+			stop = true
+			continue
+		}
+		if d.Error != pb.ErrorCode_ERROR_CODE_NONE {
+			stop = true
+			continue
+		}
+		if d.ReadUpTo <= d.ReadFrom || budget <= 0 {
+			continue
+		}
+		limit := budget
+		if pm := int(fp.GetPartitionMaxBytes()); pm > 0 {
+			limit = min(limit, pm)
+		}
+		rr, err := p.log.Read(d.ReadFrom, limit, d.ReadUpTo)
+		if err != nil {
+			out.Error = storageCode(err)
+			stop = true
+			continue
+		}
+		out.Records = rr.Batches
+		total += len(rr.Batches)
+		budget -= len(rr.Batches)
+	}
+	return resp, total, stop
+}
+
+// epochCheck applies SPEC §4.3 step 2 to a non-fetch request (ListOffsets,
+// OffsetForLeaderEpoch): −1 is unchecked. p.mu is held.
+func epochCheck(r *replica.Replica, cur int32) pb.ErrorCode {
+	switch {
+	case r.Role() != replica.RoleLeader:
+		return pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+	case cur == -1:
+		return pb.ErrorCode_ERROR_CODE_NONE
+	case twinlog.Epoch(cur) < r.LeaderEpoch():
+		return pb.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH
+	case twinlog.Epoch(cur) > r.LeaderEpoch():
+		return pb.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH
+	}
+	return pb.ErrorCode_ERROR_CODE_NONE
+}
+
+// ListOffsets answers from leaders (SPEC §4.7).
+func (b *Broker) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {
+	resp := &pb.ListOffsetsResponse{}
+	for _, t := range req.GetTopics() {
+		tr := &pb.ListOffsetsTopicResponse{Name: t.GetName()}
+		resp.Topics = append(resp.Topics, tr)
+		for _, lp := range t.GetPartitions() {
+			out := &pb.ListOffsetsPartitionResponse{Index: lp.GetIndex(), Offset: -1, LeaderEpoch: -1, Timestamp: -1}
+			tr.Partitions = append(tr.Partitions, out)
+			tp := twinlog.TopicPartition{Topic: t.GetName(), Partition: lp.GetIndex()}
+			p := b.partition(tp)
+			if p == nil {
+				out.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+				if _, known := b.leaderHint(tp); !known {
+					out.Error = pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+				}
+				continue
+			}
+			p.mu.Lock()
+			if err := p.usableLocked(); err != nil {
+				out.Error = storageCode(err)
+				p.mu.Unlock()
+				continue
+			}
+			out.Error = epochCheck(p.r, lp.GetCurrentLeaderEpoch())
+			out.LeaderEpoch = int32(p.r.LeaderEpoch())
+			hw, leo, ls := p.r.HighWatermark(), p.r.LogEndOffset(), p.r.LogStartOffset()
+			p.mu.Unlock()
+			if out.Error != pb.ErrorCode_ERROR_CODE_NONE {
+				continue
+			}
+			switch lp.GetSpec() {
+			case pb.OffsetSpec_OFFSET_SPEC_EARLIEST:
+				out.Offset = int64(ls)
+			case pb.OffsetSpec_OFFSET_SPEC_LATEST:
+				out.Offset = int64(leo)
+			case pb.OffsetSpec_OFFSET_SPEC_HIGH_WATERMARK:
+				out.Offset = int64(hw)
+			case pb.OffsetSpec_OFFSET_SPEC_TIMESTAMP:
+				o, err := p.log.OffsetForTimestamp(lp.GetTimestamp())
+				if err != nil {
+					out.Error = storageCode(err)
+					continue
+				}
+				if o >= hw {
+					o = twinlog.NoOffset
+				}
+				out.Offset, out.Timestamp = int64(o), lp.GetTimestamp()
+			default:
+				out.Error = pb.ErrorCode_ERROR_CODE_INVALID_REQUEST
+			}
+		}
+	}
+	return resp, nil
+}
+
+// OffsetForLeaderEpoch answers the leader's endOffsetFor (SPEC §4.4).
+func (b *Broker) OffsetForLeaderEpoch(ctx context.Context, req *pb.OffsetForLeaderEpochRequest) (*pb.OffsetForLeaderEpochResponse, error) {
+	resp := &pb.OffsetForLeaderEpochResponse{}
+	for _, q := range req.GetPartitions() {
+		out := &pb.OffsetForLeaderEpochPartitionResponse{Topic: q.GetTopic(), Partition: q.GetPartition(), LeaderEpoch: -1, EndOffset: -1}
+		resp.Partitions = append(resp.Partitions, out)
+		tp := twinlog.TopicPartition{Topic: q.GetTopic(), Partition: q.GetPartition()}
+		p := b.partition(tp)
+		if p == nil {
+			out.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+			if _, known := b.leaderHint(tp); !known {
+				out.Error = pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+			}
+			continue
+		}
+		p.mu.Lock()
+		if err := p.usableLocked(); err != nil {
+			out.Error = storageCode(err)
+		} else if out.Error = epochCheck(p.r, q.GetCurrentLeaderEpoch()); out.Error == pb.ErrorCode_ERROR_CODE_NONE {
+			eo := p.r.EndOffsetFor(twinlog.Epoch(q.GetLeaderEpoch()))
+			out.LeaderEpoch, out.EndOffset = int32(eo.Epoch), int64(eo.EndOffset)
+		}
+		p.mu.Unlock()
+	}
+	return resp, nil
+}
+
+// GetReplicaLogInfo answers an unclean recovery round (SPEC §3.5).
+func (b *Broker) GetReplicaLogInfo(ctx context.Context, req *pb.GetReplicaLogInfoRequest) (*pb.GetReplicaLogInfoResponse, error) {
+	resp := &pb.GetReplicaLogInfoResponse{BrokerEpoch: b.epoch.Load()}
+	for _, t := range req.GetTopics() {
+		tr := &pb.GetReplicaLogInfoTopicResponse{Topic: t.GetTopic()}
+		resp.Topics = append(resp.Topics, tr)
+		for _, i := range t.GetPartitions() {
+			out := &pb.ReplicaLogInfo{Partition: i, LastWrittenLeaderEpoch: -1, LogEndOffset: -1}
+			tr.Partitions = append(tr.Partitions, out)
+			p := b.partition(twinlog.TopicPartition{Topic: t.GetTopic(), Partition: i})
+			if p == nil || (t.GetTopicId() != "" && p.topicID != t.GetTopicId()) {
+				out.Error = pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+				continue
+			}
+			p.mu.Lock()
+			if err := p.usableLocked(); err != nil {
+				out.Error = storageCode(err)
+			} else {
+				if es := p.r.EpochEntries(); len(es) > 0 {
+					out.LastWrittenLeaderEpoch = int32(es[len(es)-1].Epoch)
+				}
+				out.LogEndOffset = int64(p.r.LogEndOffset())
+			}
+			p.mu.Unlock()
+		}
+	}
+	return resp, nil
+}
+
+// Metadata answers from this broker's metadata image (SPEC §4.6).
+func (b *Broker) Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.MetadataResponse, error) {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	img := b.image
+	resp := &pb.MetadataResponse{ClusterId: img.ClusterID(), MetadataOffset: img.Offset()}
+	for _, br := range img.Brokers() {
+		if !br.GetFenced() {
+			resp.Brokers = append(resp.Brokers, &pb.MetadataBroker{Id: br.GetBrokerId(), Host: br.GetHost(), Port: br.GetPort()})
+		}
+	}
+	names := req.GetTopics()
+	if len(names) == 0 {
+		names = img.TopicNames()
+	}
+	for _, name := range names {
+		t := img.Topic(name)
+		mt := &pb.MetadataTopic{Name: name}
+		resp.Topics = append(resp.Topics, mt)
+		if t == nil {
+			mt.Error = pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+			continue
+		}
+		mt.TopicId, mt.IsInternal, mt.MirrorName = t.GetTopicId(), t.GetInternal(), t.GetMirrorName()
+		if m := img.Mirror(t.GetMirrorName()); m != nil {
+			for _, mtr := range m.GetTopics() {
+				if mtr.GetTopic() == name {
+					mt.MirrorState = mtr.GetDesiredState()
+				}
+			}
+		}
+		for i := int32(0); i < t.GetPartitionCount(); i++ {
+			pr := img.Partition(name, i)
+			if pr == nil {
+				mt.Partitions = append(mt.Partitions, &pb.MetadataPartition{Index: i, Error: pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, LeaderId: -1})
+				continue
+			}
+			leader := pr.GetLeader()
+			if leader >= 0 && !img.Alive(leader) {
+				leader = -1
+			}
+			mt.Partitions = append(mt.Partitions, &pb.MetadataPartition{
+				Index: i, LeaderId: leader, LeaderEpoch: pr.GetLeaderEpoch(),
+				Replicas: append([]int32(nil), pr.GetReplicas()...), Isr: append([]int32(nil), pr.GetIsr()...),
+			})
+		}
+	}
+	return resp, nil
+}
+
+// DescribeTopicPartitions pages the image with metastate's pure function
+// (SPEC §5).
+func (b *Broker) DescribeTopicPartitions(ctx context.Context, req *pb.DescribeTopicPartitionsRequest) (*pb.DescribeTopicPartitionsResponse, error) {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	return b.image.DescribeTopicPartitions(req, b.cfg.MaxRequestPartitionSizeLimit), nil
+}

@@ -1,0 +1,249 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/storage"
+)
+
+// metadataLoop follows the controller's change log (SPEC §3.1): long-poll
+// FetchMetadata from the next offset, apply deltas in order (a snapshot when
+// far behind), then reconcile the hosted partitions.
+func (b *Broker) metadataLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		ctl, err := b.controller()
+		if err != nil {
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		b.metaMu.Lock()
+		from := b.image.Offset() + 1
+		b.metaMu.Unlock()
+		rctx, cancel := context.WithTimeout(ctx, b.cfg.MetadataMaxWait+b.cfg.RPCTimeout)
+		resp, err := ctl.FetchMetadata(rctx, &pb.FetchMetadataRequest{
+			BrokerId: int32(b.cfg.ID), BrokerEpoch: b.epoch.Load(), FromOffset: from,
+			MaxWaitMs: int32(b.cfg.MetadataMaxWait.Milliseconds()),
+		})
+		cancel()
+		if err != nil {
+			b.log.Debug("fetch metadata", "err", err)
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		if resp.GetError() == pb.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE {
+			// The controller does not have what we applied: start over.
+			b.log.Warn("metadata offset ahead of the controller; reloading", "from", from, "high", resp.GetHighOffset())
+			b.metaMu.Lock()
+			b.image = metastate.New(metastate.Config{})
+			b.metaMu.Unlock()
+			continue
+		}
+		if resp.GetSnapshot() == nil && len(resp.GetDeltas()) == 0 {
+			continue
+		}
+		if err := b.applyMetadata(resp); err != nil {
+			b.log.Warn("apply metadata; reloading", "err", err)
+			b.metaMu.Lock()
+			b.image = metastate.New(metastate.Config{})
+			b.metaMu.Unlock()
+			continue
+		}
+		b.reconcile()
+		b.notifyChange()
+		b.kickHeartbeat()
+	}
+}
+
+func (b *Broker) applyMetadata(resp *pb.FetchMetadataResponse) error {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	if s := resp.GetSnapshot(); s != nil {
+		b.image.Restore(s)
+	}
+	for _, d := range resp.GetDeltas() {
+		if d.GetOffset() <= b.image.Offset() {
+			continue
+		}
+		if _, err := b.image.Apply(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MetadataOffset is the offset of the last applied metadata change.
+func (b *Broker) MetadataOffset() int64 {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	return b.image.Offset()
+}
+
+// reconcile makes the hosted partitions match the image: open logs for new
+// assignments, apply partition state, delete partitions this broker left or
+// whose topic id changed (SPEC §2.1), and retarget follower fetchers. It waits
+// until the image has caught up with this broker's own registration, so a
+// restarted broker never acts on leadership it held before.
+func (b *Broker) reconcile() {
+	now := b.nowMs()
+	b.metaMu.Lock()
+	if b.image.Offset() < b.epoch.Load() {
+		b.metaMu.Unlock()
+		return
+	}
+	type want struct {
+		rec    *pb.PartitionRecord
+		minISR int
+	}
+	wanted := map[twinlog.TopicPartition]want{}
+	brokers := map[twinlog.BrokerID]twinlog.BrokerEpoch{}
+	for _, br := range b.image.Brokers() {
+		if b.image.Acceptable(br.GetBrokerId()) {
+			brokers[twinlog.BrokerID(br.GetBrokerId())] = twinlog.BrokerEpoch(br.GetBrokerEpoch())
+		}
+	}
+	for _, name := range b.image.TopicNames() {
+		t := b.image.Topic(name)
+		m := b.image.MinISR(name, 0)
+		for i := int32(0); i < t.GetPartitionCount(); i++ {
+			pr := b.image.Partition(name, i)
+			if pr == nil || !slices.Contains(pr.GetReplicas(), int32(b.cfg.ID)) {
+				continue
+			}
+			wanted[twinlog.TopicPartition{Topic: name, Partition: i}] = want{pr, m}
+		}
+	}
+	b.metaMu.Unlock()
+
+	// Remove partitions that left (or whose topic id changed).
+	for _, p := range b.partitions() {
+		w, ok := wanted[p.tp]
+		if ok && w.rec.GetTopicId() == p.topicID {
+			continue
+		}
+		b.removePartition(p)
+	}
+	// Logs on disk that no assignment wants (SPEC §2.1).
+	for _, d := range b.dirs {
+		for tp := range d.Logs() {
+			if _, ok := wanted[tp]; !ok && b.partition(tp) == nil {
+				b.log.Info("deleting unassigned partition dir", "topic", tp.Topic, "partition", tp.Partition)
+				if err := d.Delete(tp); err != nil {
+					b.log.Error("delete partition dir", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+				}
+			}
+		}
+	}
+	for tp, w := range wanted {
+		p := b.partition(tp)
+		if p == nil {
+			var err error
+			if p, err = b.openPartition(tp, w.rec.GetTopicId()); err != nil {
+				b.log.Error("open partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+				continue
+			}
+		}
+		st := replica.PartitionState{
+			Leader:         twinlog.BrokerID(w.rec.GetLeader()),
+			LeaderEpoch:    twinlog.Epoch(w.rec.GetLeaderEpoch()),
+			PartitionEpoch: twinlog.PartitionEpoch(w.rec.GetPartitionEpoch()),
+			Replicas:       toIDs(w.rec.GetReplicas()),
+			ISR:            toIDs(w.rec.GetIsr()),
+			RecoveryState:  w.rec.GetRecoveryState(),
+			MinISR:         w.minISR,
+			Brokers:        brokers,
+		}
+		for _, t := range w.rec.GetTruncationPoints() {
+			st.TruncationPoints = append(st.TruncationPoints, replica.TruncationPoint{
+				LeaderEpoch: twinlog.Epoch(t.GetLeaderEpoch()), Offset: twinlog.Offset(t.GetOffset())})
+		}
+		p.mu.Lock()
+		if p.usableLocked() == nil {
+			p.state = w.rec
+			p.r.ApplyPartitionState(st, now)
+			p.processReadyLocked()
+		}
+		p.mu.Unlock()
+	}
+	b.retargetFetchers()
+}
+
+func toIDs(in []int32) []twinlog.BrokerID {
+	out := make([]twinlog.BrokerID, len(in))
+	for i, v := range in {
+		out[i] = twinlog.BrokerID(v)
+	}
+	return out
+}
+
+// openPartition opens (or creates) the log of tp and its replica. A dir
+// holding another topic id is deleted first (SPEC §2.1).
+func (b *Broker) openPartition(tp twinlog.TopicPartition, topicID string) (*partition, error) {
+	var dir *storage.LogDir
+	var l *storage.Log
+	for _, d := range b.dirs {
+		if got, ok := d.Get(tp); ok {
+			dir, l = d, got
+			break
+		}
+	}
+	aligned := storage.NoAlignedEpoch
+	if l != nil {
+		md, ok, err := l.ReadPartitionMetadata()
+		if err != nil || !ok || md.TopicID != topicID {
+			b.log.Info("partition dir holds another topic id; deleting", "topic", tp.Topic, "partition", tp.Partition,
+				"found", md.TopicID, "want", topicID, "err", err)
+			if err := dir.Delete(tp); err != nil {
+				return nil, err
+			}
+			l = nil
+		} else {
+			aligned = md.AlignedEpoch
+		}
+	}
+	if l == nil {
+		dir = b.dirs[0]
+		for _, d := range b.dirs[1:] {
+			if len(d.Logs()) < len(dir.Logs()) {
+				dir = d
+			}
+		}
+		var err error
+		if l, err = dir.GetOrCreate(tp); err != nil {
+			return nil, err
+		}
+		if err := l.WritePartitionMetadata(storage.PartitionMetadata{TopicID: topicID, AlignedEpoch: storage.NoAlignedEpoch}); err != nil {
+			return nil, err
+		}
+	}
+	p, err := newPartition(b, tp, topicID, dir, l, aligned)
+	if err != nil {
+		return nil, err
+	}
+	b.partsMu.Lock()
+	b.parts[tp] = p
+	b.partsMu.Unlock()
+	b.log.Info("hosting partition", "topic", tp.Topic, "partition", tp.Partition,
+		"log_end_offset", l.LogEndOffset(), "hw", l.HighWatermark())
+	return p, nil
+}
+
+func (b *Broker) removePartition(p *partition) {
+	b.partsMu.Lock()
+	if b.parts[p.tp] == p {
+		delete(b.parts, p.tp)
+	}
+	b.partsMu.Unlock()
+	p.close()
+	b.obs.ForgetPartition(p.tp.Topic, p.tp.Partition)
+	if err := p.dir.Delete(p.tp); err != nil && !errors.Is(err, storage.ErrClosed) {
+		b.log.Error("delete partition dir", "topic", p.tp.Topic, "partition", p.tp.Partition, "err", err)
+	}
+	b.log.Info("partition removed", "topic", p.tp.Topic, "partition", p.tp.Partition)
+}

@@ -1,0 +1,50 @@
+package broker
+
+import "time"
+
+// PartitionStats is one hosted partition as the broker sees it.
+type PartitionStats struct {
+	Topic     string
+	Partition int32
+	Leader    bool
+	// HighWatermark and LogEndOffset of the local replica.
+	HighWatermark int64
+	LogEndOffset  int64
+	// ISRSize, UnderReplicated and UnderMinISR are reported by the leader
+	// only (false/0 elsewhere).
+	ISRSize         int
+	UnderReplicated bool
+	UnderMinISR     bool
+}
+
+// Observer receives broker metrics (franz-go hook style). metrics.Broker
+// implements it with Prometheus. Calls may come from many goroutines.
+type Observer interface {
+	// ObservePartition reports a hosted partition (every tick).
+	ObservePartition(PartitionStats)
+	// ForgetPartition: the partition left this broker.
+	ForgetPartition(topic string, partition int32)
+	// ObserveTruncation counts a log truncation; reason is divergence,
+	// out_of_range or lmle (SPEC §7).
+	ObserveTruncation(reason string)
+	// ObserveRequest records the latency of one request; api is produce or
+	// fetch (and others).
+	ObserveRequest(api string, d time.Duration)
+	// ObserveBytesIn counts produced bytes appended by leaders.
+	ObserveBytesIn(n int)
+	// ObserveBytesOut counts record bytes returned by Fetch.
+	ObserveBytesOut(n int)
+	// ObserveISRChange counts a committed ISR shrink (expand=false) or
+	// expansion proposed by this broker as leader.
+	ObserveISRChange(expand bool)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ObservePartition(PartitionStats)      {}
+func (nopObserver) ForgetPartition(string, int32)        {}
+func (nopObserver) ObserveTruncation(string)             {}
+func (nopObserver) ObserveRequest(string, time.Duration) {}
+func (nopObserver) ObserveBytesIn(int)                   {}
+func (nopObserver) ObserveBytesOut(int)                  {}
+func (nopObserver) ObserveISRChange(bool)                {}

@@ -1,0 +1,394 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/storage"
+	"github.com/twinlog/twinlog/storage/epoch"
+)
+
+// partition is one hosted replica: the pure replica machine, its log and the
+// shell state around them. mu serialises every call into r and the Ready
+// handling that follows it (persist, then send, then Advance).
+type partition struct {
+	b       *Broker
+	tp      twinlog.TopicPartition
+	topicID string
+	dir     *storage.LogDir
+	log     *storage.Log
+	logger  *slog.Logger
+
+	mu        sync.Mutex
+	r         *replica.Replica
+	nextID    replica.ProposalID
+	proposals map[replica.ProposalID][]byte         // batches awaiting their OpAppend
+	results   map[replica.ProposalID]*produceWaiter // acks=1/all waiting for a result
+	fetched   []byte                                // follower bytes for the OpAppend of the current response
+	state     *pb.PartitionRecord                   // last applied controller record
+	closed    bool
+	failed    error // sticky: a LogOp failed; the log dir is offline
+
+	wmu     sync.Mutex
+	waiters map[chan struct{}]struct{} // long-poll fetches
+
+	sync syncer // group commit (FlushEveryBatch)
+}
+
+type produceWaiter struct {
+	last twinlog.Offset
+	ch   chan replica.ProduceResult
+}
+
+func newPartition(b *Broker, tp twinlog.TopicPartition, topicID string, dir *storage.LogDir, l *storage.Log, aligned twinlog.Epoch) (*partition, error) {
+	r, err := replica.New(replica.Config{
+		ID:                  b.cfg.ID,
+		Partition:           tp,
+		ReplicaLagTimeMaxMs: b.cfg.ReplicaLagTimeMax.Milliseconds(),
+	}, replica.LogState{
+		LogStartOffset: l.LogStartOffset(),
+		LogEndOffset:   l.LogEndOffset(),
+		HighWatermark:  l.HighWatermark(),
+		Epochs:         l.Epochs().Entries(),
+		AlignedEpoch:   aligned,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := &partition{
+		b: b, tp: tp, topicID: topicID, dir: dir, log: l, r: r,
+		logger:    b.log.With("topic", tp.Topic, "partition", tp.Partition),
+		proposals: map[replica.ProposalID][]byte{},
+		results:   map[replica.ProposalID]*produceWaiter{},
+		waiters:   map[chan struct{}]struct{}{},
+	}
+	p.sync.log = l
+	return p, nil
+}
+
+// usableLocked reports why the partition cannot serve. p.mu is held.
+func (p *partition) usableLocked() error {
+	if p.closed {
+		return ErrPartitionClosed
+	}
+	return p.failed
+}
+
+// processReadyLocked handles the machine's output per the Ready contract:
+// (1) log ops, epoch checkpoint, aligned epoch; (2) HW, produce results,
+// AlterPartition; (3) Advance. p.mu is held.
+func (p *partition) processReadyLocked() {
+	changed := false
+	for p.r.HasReady() {
+		rd := p.r.Ready()
+		if p.failed == nil {
+			p.applyLogOpsLocked(rd)
+		}
+		if p.failed == nil && rd.EpochsChanged {
+			p.syncEpochsLocked(rd.EpochEntries)
+		}
+		if p.failed == nil && rd.AlignedEpoch != nil {
+			if err := p.log.WritePartitionMetadata(storage.PartitionMetadata{TopicID: p.topicID, AlignedEpoch: *rd.AlignedEpoch}); err != nil {
+				p.failLocked(err)
+			}
+		}
+		if len(rd.LogOps) > 0 {
+			changed = true
+		}
+		if rd.HighWatermark != nil && p.failed == nil {
+			p.log.SetHighWatermark(*rd.HighWatermark)
+			changed = true
+		}
+		for _, res := range rd.ProduceResults {
+			p.deliverLocked(res)
+		}
+		if rd.AlterPartition != nil && p.failed == nil {
+			p.b.sendAlterPartition(p, *rd.AlterPartition, len(p.r.ISR()))
+		}
+		for _, ev := range rd.Events {
+			p.logEvent(ev)
+		}
+		p.r.Advance()
+	}
+	p.fetched = nil
+	if changed {
+		p.signal()
+		p.b.notifyChange()
+	}
+}
+
+func (p *partition) applyLogOpsLocked(rd replica.Ready) {
+	for _, op := range rd.LogOps {
+		var err error
+		switch op.Kind {
+		case replica.OpAppend:
+			if op.Leader {
+				buf, ok := p.proposals[op.ProposalID]
+				delete(p.proposals, op.ProposalID)
+				if !ok {
+					err = errors.New("broker: leader append without its batch")
+					break
+				}
+				var first, last twinlog.Offset
+				first, last, err = appendEach(buf, func(b []byte) (storage.AppendInfo, error) {
+					return p.log.AppendAsLeader(b, op.Batches[0].Epoch)
+				})
+				if err == nil && (first != op.Batches[0].BaseOffset || last != op.Batches[len(op.Batches)-1].LastOffset) {
+					err = errors.New("broker: leader append offsets disagree with the replica")
+				}
+				if err == nil {
+					p.b.obs.ObserveBytesIn(len(buf))
+				}
+			} else {
+				if len(p.fetched) == 0 {
+					err = errors.New("broker: follower append without fetched bytes")
+					break
+				}
+				_, _, err = appendEach(p.fetched, p.log.AppendAsFollower)
+				p.fetched = nil
+			}
+		case replica.OpTruncate:
+			err = p.log.TruncateTo(op.Offset)
+		case replica.OpRestart:
+			err = p.log.TruncateFullyAndStartAt(op.Offset)
+		case replica.OpAdvanceLogStart:
+			// storage has no log-start advance outside retention yet; the
+			// replica's view moves, the files keep the older prefix.
+			p.logger.Debug("log start advance not applied to storage", "offset", op.Offset)
+		}
+		if err != nil {
+			p.failLocked(err)
+			return
+		}
+	}
+}
+
+// syncEpochsLocked makes the log's epoch cache match the machine's. The log
+// assigns per appended batch and trims on truncation itself; what remains
+// is the (LE, LEO) entry of a leader entering a new epoch (SPEC §2.4).
+func (p *partition) syncEpochsLocked(want []epoch.Entry) {
+	have := p.log.Epochs().Entries()
+	if slices.Equal(have, want) {
+		return
+	}
+	if n := len(want); n > 0 {
+		last := want[n-1]
+		if !slices.Contains(have, last) {
+			if err := p.log.AssignEpoch(last.Epoch, last.StartOffset); err != nil {
+				p.failLocked(err)
+				return
+			}
+		}
+	}
+	if have = p.log.Epochs().Entries(); !slices.Equal(have, want) {
+		p.logger.Debug("epoch cache differs from the replica's view", "log", have, "replica", want)
+	}
+}
+
+func (p *partition) failLocked(err error) {
+	if p.failed != nil {
+		return
+	}
+	p.failed = err
+	p.logger.Error("partition log failed; replica offline until restart", "err", err)
+	for id, w := range p.results {
+		w.ch <- replica.ProduceResult{ID: id, Error: pb.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR}
+		delete(p.results, id)
+	}
+	p.signal()
+}
+
+// deliverLocked completes a produce waiter, after the leader's own fsync
+// when the flush policy asks for it.
+func (p *partition) deliverLocked(res replica.ProduceResult) {
+	w, ok := p.results[res.ID]
+	if !ok {
+		return
+	}
+	delete(p.results, res.ID)
+	if res.Error == pb.ErrorCode_ERROR_CODE_NONE && p.b.cfg.FlushPolicy == FlushEveryBatch {
+		p.sync.after(w.last, func(err error) {
+			if err != nil {
+				res.Error = pb.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR
+			}
+			w.ch <- res
+		})
+		return
+	}
+	w.ch <- res
+}
+
+func (p *partition) logEvent(ev replica.Event) {
+	switch ev.Type {
+	case replica.EventTruncation:
+		p.logger.Warn("truncation", "detail", ev.Detail)
+		reason := "divergence"
+		switch {
+		case strings.Contains(ev.Detail, "out of range"):
+			reason = "out_of_range"
+		case strings.Contains(ev.Detail, "lmle"), strings.Contains(ev.Detail, "mirror"):
+			reason = "lmle"
+		}
+		p.b.obs.ObserveTruncation(reason)
+	case replica.EventFenced, replica.EventAlterRejected:
+		p.logger.Warn(ev.String())
+	case replica.EventRoleChange, replica.EventISRChange, replica.EventTaintCleared:
+		p.logger.Info(ev.String())
+	default:
+		p.logger.Debug(ev.String())
+	}
+}
+
+// signal wakes long-poll fetches waiting on this partition.
+func (p *partition) signal() {
+	p.wmu.Lock()
+	for ch := range p.waiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	p.wmu.Unlock()
+}
+
+func (p *partition) addWaiter(ch chan struct{}) {
+	p.wmu.Lock()
+	p.waiters[ch] = struct{}{}
+	p.wmu.Unlock()
+}
+
+func (p *partition) removeWaiter(ch chan struct{}) {
+	p.wmu.Lock()
+	delete(p.waiters, ch)
+	p.wmu.Unlock()
+}
+
+// close stops the partition: pending produce requests fail, waiters wake.
+func (p *partition) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	for id, w := range p.results {
+		w.ch <- replica.ProduceResult{ID: id, Error: pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER}
+		delete(p.results, id)
+	}
+	p.signal()
+}
+
+func (p *partition) stats() PartitionStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := PartitionStats{
+		Topic: p.tp.Topic, Partition: p.tp.Partition,
+		HighWatermark: int64(p.r.HighWatermark()), LogEndOffset: int64(p.r.LogEndOffset()),
+	}
+	if p.r.Role() == replica.RoleLeader && p.state != nil {
+		isr := len(p.r.ISR())
+		st.Leader = true
+		st.ISRSize = isr
+		st.UnderReplicated = isr < len(p.state.GetReplicas())
+		st.UnderMinISR = isr < min(p.b.minISR(p.tp.Topic), len(p.state.GetReplicas()))
+	}
+	return st
+}
+
+// syncer group-commits fsyncs of one partition log: callers queue "after
+// offset o is durable" callbacks; one goroutine fsyncs everything appended
+// so far and runs every callback it covered, so concurrent produce requests
+// share one fsync.
+type syncer struct {
+	log     *storage.Log
+	mu      sync.Mutex
+	durable twinlog.Offset // everything below is fsynced
+	waiting []syncWaiter
+	running bool
+}
+
+type syncWaiter struct {
+	last twinlog.Offset
+	fn   func(error)
+}
+
+func (s *syncer) after(last twinlog.Offset, fn func(error)) {
+	s.mu.Lock()
+	if last < s.durable {
+		s.mu.Unlock()
+		fn(nil)
+		return
+	}
+	s.waiting = append(s.waiting, syncWaiter{last, fn})
+	if !s.running {
+		s.running = true
+		go s.loop()
+	}
+	s.mu.Unlock()
+}
+
+func (s *syncer) loop() {
+	for {
+		s.mu.Lock()
+		if len(s.waiting) == 0 {
+			s.running = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		leo := s.log.LogEndOffset()
+		err := s.log.Flush()
+		s.mu.Lock()
+		if err == nil {
+			s.durable = max(s.durable, leo)
+		}
+		var fire []syncWaiter
+		kept := s.waiting[:0]
+		for _, w := range s.waiting {
+			if err != nil || w.last < s.durable {
+				fire = append(fire, w)
+			} else {
+				kept = append(kept, w)
+			}
+		}
+		s.waiting = kept
+		s.mu.Unlock()
+		for _, w := range fire {
+			w.fn(err)
+		}
+	}
+}
+
+// appendEach appends concatenated batches one call per batch. storage's
+// multi-batch write path (contiguous) re-slices past the capacity that
+// DecodeBatch caps, so a single call with several batches panics; one batch
+// per call avoids it (reported to the storage owner).
+func appendEach(buf []byte, fn func([]byte) (storage.AppendInfo, error)) (first, last twinlog.Offset, err error) {
+	first = twinlog.NoOffset
+	for len(buf) > 0 {
+		if len(buf) < 12 {
+			return first, last, storage.ErrCorrupt
+		}
+		n := int(int32(binary.BigEndian.Uint32(buf[8:12]))) + 12
+		if n < 12 || n > len(buf) {
+			return first, last, storage.ErrCorrupt
+		}
+		info, err := fn(buf[:n:n])
+		if err != nil {
+			return first, last, err
+		}
+		if first < 0 {
+			first = info.FirstOffset
+		}
+		last = info.LastOffset
+		buf = buf[n:]
+	}
+	return first, last, nil
+}

@@ -1,0 +1,140 @@
+package broker
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+)
+
+// server.go: gRPC handlers only decode, call the Broker, encode and map
+// errors.
+
+func registerServices(s *grpc.Server, b *Broker) {
+	pb.RegisterProduceServiceServer(s, produceServer{b: b})
+	pb.RegisterFetchServiceServer(s, fetchServer{b: b})
+	pb.RegisterReplicationServiceServer(s, replicationServer{b: b})
+	pb.RegisterAdminServiceServer(s, adminServer{b: b})
+}
+
+type produceServer struct {
+	pb.UnimplementedProduceServiceServer
+	b *Broker
+}
+
+func (s produceServer) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+	resp, err := s.b.Produce(ctx, req)
+	return resp, toStatus(err)
+}
+
+type fetchServer struct {
+	pb.UnimplementedFetchServiceServer
+	b *Broker
+}
+
+func (s fetchServer) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error) {
+	resp, err := s.b.Fetch(ctx, req)
+	return resp, toStatus(err)
+}
+
+func (s fetchServer) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {
+	resp, err := s.b.ListOffsets(ctx, req)
+	return resp, toStatus(err)
+}
+
+func (s fetchServer) OffsetForLeaderEpoch(ctx context.Context, req *pb.OffsetForLeaderEpochRequest) (*pb.OffsetForLeaderEpochResponse, error) {
+	resp, err := s.b.OffsetForLeaderEpoch(ctx, req)
+	return resp, toStatus(err)
+}
+
+func (s fetchServer) Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.MetadataResponse, error) {
+	resp, err := s.b.Metadata(ctx, req)
+	return resp, toStatus(err)
+}
+
+type replicationServer struct {
+	pb.UnimplementedReplicationServiceServer
+	b *Broker
+}
+
+func (s replicationServer) GetReplicaLogInfo(ctx context.Context, req *pb.GetReplicaLogInfoRequest) (*pb.GetReplicaLogInfoResponse, error) {
+	resp, err := s.b.GetReplicaLogInfo(ctx, req)
+	return resp, toStatus(err)
+}
+
+// adminServer serves DescribeTopicPartitions from the broker's metadata
+// (SPEC §5) and forwards the rest to the controller.
+type adminServer struct {
+	pb.UnimplementedAdminServiceServer
+	b *Broker
+}
+
+func (s adminServer) admin() (pb.AdminServiceClient, error) {
+	c, err := s.b.conn(s.b.cfg.ControllerAddr)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return pb.NewAdminServiceClient(c), nil
+}
+
+func (s adminServer) DescribeTopicPartitions(ctx context.Context, req *pb.DescribeTopicPartitionsRequest) (*pb.DescribeTopicPartitionsResponse, error) {
+	resp, err := s.b.DescribeTopicPartitions(ctx, req)
+	return resp, toStatus(err)
+}
+
+func (s adminServer) CreateTopics(ctx context.Context, req *pb.CreateTopicsRequest) (*pb.CreateTopicsResponse, error) {
+	a, err := s.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.CreateTopics(ctx, req)
+}
+
+func (s adminServer) DeleteTopics(ctx context.Context, req *pb.DeleteTopicsRequest) (*pb.DeleteTopicsResponse, error) {
+	a, err := s.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.DeleteTopics(ctx, req)
+}
+
+func (s adminServer) DescribeConfigs(ctx context.Context, req *pb.DescribeConfigsRequest) (*pb.DescribeConfigsResponse, error) {
+	a, err := s.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.DescribeConfigs(ctx, req)
+}
+
+func (s adminServer) AlterConfigs(ctx context.Context, req *pb.AlterConfigsRequest) (*pb.AlterConfigsResponse, error) {
+	a, err := s.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.AlterConfigs(ctx, req)
+}
+
+func (s adminServer) ListBrokers(ctx context.Context, req *pb.ListBrokersRequest) (*pb.ListBrokersResponse, error) {
+	a, err := s.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.ListBrokers(ctx, req)
+}
+
+func (s adminServer) ElectLeaders(ctx context.Context, req *pb.ElectLeadersRequest) (*pb.ElectLeadersResponse, error) {
+	a, err := s.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.ElectLeaders(ctx, req)
+}
+
+func (s adminServer) AlterPartitionReassignments(ctx context.Context, req *pb.AlterPartitionReassignmentsRequest) (*pb.AlterPartitionReassignmentsResponse, error) {
+	a, err := s.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.AlterPartitionReassignments(ctx, req)
+}

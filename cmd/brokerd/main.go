@@ -1,0 +1,207 @@
+// Command brokerd runs one twinlog broker (SPEC §4).
+//
+//	brokerd --config configs/cluster-a/broker-1.yaml
+//	brokerd healthcheck --address 127.0.0.1:9091 [--timeout 2s]
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/twinlog/twinlog"
+	"github.com/twinlog/twinlog/broker"
+	"github.com/twinlog/twinlog/internal/config"
+	"github.com/twinlog/twinlog/metrics"
+	"github.com/twinlog/twinlog/storage"
+)
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	var configFile, logFormat, logLevel string
+	root := &cobra.Command{
+		Use:           "brokerd",
+		Short:         "twinlog broker",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(logFormat, logLevel)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return err
+			}
+			cfg, err := config.LoadBroker(configFile, cmd.Flags())
+			if err == nil {
+				err = cfg.Validate()
+			}
+			if err != nil {
+				log.Error("invalid configuration", "err", err)
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := run(ctx, cfg, log); err != nil {
+				log.Error("broker exited", "err", err)
+				return err
+			}
+			return nil
+		},
+	}
+	fs := root.Flags()
+	fs.StringVar(&configFile, "config", "", "YAML config file (keys: internal/config, SPEC §1.3)")
+	fs.StringVar(&logFormat, "log.format", "json", "log format: json or text")
+	fs.StringVar(&logLevel, "log.level", "info", "log level: debug, info, warn, error")
+	config.RegisterBrokerFlags(fs)
+	root.AddCommand(newHealthcheckCmd())
+	return root
+}
+
+func newLogger(format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log.level %q: %w", level, err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log.format %q: want json or text", format)
+}
+
+// brokerConfig maps the file/flag configuration onto broker.Config.
+// log.flush.interval.messages = 1 selects group-committed fsyncs per batch.
+func brokerConfig(cfg config.BrokerConfig) broker.Config {
+	bc := broker.Config{
+		ID:                           twinlog.BrokerID(cfg.BrokerID),
+		ClusterID:                    cfg.ClusterID,
+		ListenAddr:                   cfg.ListenAddress,
+		AdvertisedAddr:               cfg.AdvertisedAddress,
+		ControllerAddr:               cfg.ControllerAddress,
+		LogDirs:                      cfg.Log.Dirs,
+		ReplicaLagTimeMax:            cfg.ReplicaLagTimeMax,
+		HeartbeatInterval:            cfg.BrokerHeartbeatInterval,
+		MaxRequestPartitionSizeLimit: int(cfg.MaxRequestPartitionSizeLimit),
+		Log: storage.Options{
+			SegmentMaxBytes: cfg.Log.SegmentBytes,
+			SegmentMaxAge:   max(cfg.Log.RollInterval, 0),
+			FlushInterval:   max(cfg.Log.FlushInterval, 0),
+		},
+	}
+	if cfg.Log.RetentionBytes > 0 {
+		bc.Log.RetentionBytes = cfg.Log.RetentionBytes
+	}
+	if cfg.Log.Retention > 0 {
+		bc.Log.RetentionAge = cfg.Log.Retention
+	}
+	switch n := cfg.Log.FlushIntervalMessages; {
+	case n == 1:
+		bc.FlushPolicy = broker.FlushEveryBatch
+	case n > 1 && n < math.MaxInt64:
+		bc.Log.FlushMessages = n
+	}
+	return bc
+}
+
+// run wires config → broker.Config, metrics and the /metrics server, and
+// blocks in Broker.Run until ctx ends.
+func run(ctx context.Context, cfg config.BrokerConfig, log *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	obs, err := metrics.NewBroker(reg)
+	if err != nil {
+		return err
+	}
+	b, err := broker.New(brokerConfig(cfg), broker.Deps{Logger: log, Observer: obs})
+	if err != nil {
+		return err
+	}
+	if cfg.MetricsAddress != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		srv := &http.Server{Addr: cfg.MetricsAddress, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server", "addr", cfg.MetricsAddress, "err", err)
+			}
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		log.Info("metrics serving", "addr", cfg.MetricsAddress)
+	}
+	return b.Run(ctx)
+}
+
+// newHealthcheckCmd: dial, call grpc.health.v1.Health/Check for service "",
+// exit 0 iff SERVING (deploy/README.md's contract).
+func newHealthcheckCmd() *cobra.Command {
+	var (
+		addr    string
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:           "healthcheck",
+		Short:         "exit 0 if the broker at --address is SERVING",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := healthcheck(cmd.Context(), addr, timeout); err != nil {
+				fmt.Fprintln(os.Stderr, "healthcheck:", err)
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "address", "127.0.0.1:9091", "broker gRPC host:port")
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "overall deadline")
+	return cmd
+}
+
+func healthcheck(ctx context.Context, addr string, timeout time.Duration) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+	if err != nil {
+		return err
+	}
+	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("%s is %s", addr, resp.GetStatus())
+	}
+	return nil
+}

@@ -1,0 +1,450 @@
+// Command twinbench is a load generator for twinlog in the spirit of
+// kafka-producer-perf-test and the OpenMessaging Benchmark: producers with
+// batching and several requests in flight per partition, consumers measuring
+// end-to-end latency, HDR histograms, a table or --json.
+//
+//	twinbench --inprocess --partitions 8 --rf 3 --min-isr 2 --acks -1 --record-size 1024 --duration 30s
+//	twinbench --bootstrap 127.0.0.1:9091 --rate 2000 --duration 60s --json
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/storage"
+)
+
+type options struct {
+	bootstrap    string
+	inprocess    bool
+	brokers      int
+	topic        string
+	partitions   int
+	rf           int
+	minISR       int
+	acks         int
+	recordSize   int
+	batchRecords int
+	inflight     int
+	duration     time.Duration
+	warmup       time.Duration
+	rate         float64
+	consume      bool
+	syncEach     bool
+	jsonOut      bool
+	dataDir      string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.bootstrap, "bootstrap", "", "broker host:port of a running cluster")
+	flag.BoolVar(&o.inprocess, "inprocess", false, "start a controller and --brokers brokers in this process (TCP loopback, temp dirs)")
+	flag.IntVar(&o.brokers, "brokers", 3, "brokers for --inprocess")
+	flag.StringVar(&o.topic, "topic", "", "topic (default: bench-<unix time>, created)")
+	flag.IntVar(&o.partitions, "partitions", 8, "partitions")
+	flag.IntVar(&o.rf, "rf", 3, "replication factor")
+	flag.IntVar(&o.minISR, "min-isr", 2, "min.insync.replicas of the topic")
+	flag.IntVar(&o.acks, "acks", -1, "acks: 0, 1 or -1 (all)")
+	flag.IntVar(&o.recordSize, "record-size", 1024, "record value bytes")
+	flag.IntVar(&o.batchRecords, "batch", 64, "records per batch (one batch per request)")
+	flag.IntVar(&o.inflight, "inflight", 4, "concurrent requests per partition")
+	flag.DurationVar(&o.duration, "duration", 30*time.Second, "measured run time")
+	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured warm-up")
+	flag.Float64Var(&o.rate, "rate", 0, "target records/s over all partitions (0: as fast as possible)")
+	flag.BoolVar(&o.consume, "consume", true, "run consumers and measure end-to-end latency")
+	flag.BoolVar(&o.syncEach, "fsync", false, "--inprocess: fsync every batch on every replica (group commit)")
+	flag.BoolVar(&o.jsonOut, "json", false, "print JSON instead of a table")
+	flag.StringVar(&o.dataDir, "data-dir", "", "--inprocess: data directory (default: a temp dir, removed)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "twinbench:", err)
+		os.Exit(1)
+	}
+}
+
+// Result is the --json output.
+type Result struct {
+	Config            map[string]any `json:"config"`
+	DurationSeconds   float64        `json:"duration_seconds"`
+	Records           int64          `json:"records"`
+	Bytes             int64          `json:"bytes"`
+	RecordsPerSec     float64        `json:"records_per_sec"`
+	MBPerSec          float64        `json:"mb_per_sec"`
+	Requests          int64          `json:"requests"`
+	Errors            map[string]int `json:"errors"`
+	ProduceLatencyMs  Percentiles    `json:"produce_latency_ms"`
+	EndToEndLatencyMs *Percentiles   `json:"end_to_end_latency_ms,omitempty"`
+	ConsumedRecords   int64          `json:"consumed_records"`
+	Process           *ProcessStats  `json:"process,omitempty"`
+}
+
+// Percentiles of a latency histogram in milliseconds.
+type Percentiles struct {
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// ProcessStats is this process's CPU and RSS (the brokers, with
+// --inprocess, share it with the load generator).
+type ProcessStats struct {
+	CPUSeconds float64 `json:"cpu_seconds"`
+	CPUCores   float64 `json:"cpu_cores_avg"`
+	MaxRSSMB   float64 `json:"max_rss_mb"`
+}
+
+func percentiles(h *hdr.Histogram) Percentiles {
+	ms := func(v int64) float64 { return float64(v) / 1000 }
+	return Percentiles{P50: ms(h.ValueAtQuantile(50)), P99: ms(h.ValueAtQuantile(99)),
+		P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max()), Mean: h.Mean() / 1000}
+}
+
+func dial(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+}
+
+type cluster struct {
+	conns   map[int32]*grpc.ClientConn
+	leaders []int32
+	les     []int32
+}
+
+func discover(ctx context.Context, boot *grpc.ClientConn, topic string, parts int) (*cluster, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		md, err := pb.NewFetchServiceClient(boot).Metadata(ctx, &pb.MetadataRequest{Topics: []string{topic}})
+		if err == nil && len(md.GetTopics()) == 1 && md.GetTopics()[0].GetError() == pb.ErrorCode_ERROR_CODE_NONE &&
+			len(md.GetTopics()[0].GetPartitions()) == parts {
+			c := &cluster{conns: map[int32]*grpc.ClientConn{}}
+			addrs := map[int32]string{}
+			for _, b := range md.GetBrokers() {
+				addrs[b.GetId()] = b.GetHost() + ":" + strconv.Itoa(int(b.GetPort()))
+			}
+			ok := true
+			for _, p := range md.GetTopics()[0].GetPartitions() {
+				if p.GetLeaderId() < 0 || len(p.GetIsr()) < len(p.GetReplicas()) {
+					ok = false
+					break
+				}
+				c.leaders = append(c.leaders, p.GetLeaderId())
+				c.les = append(c.les, p.GetLeaderEpoch())
+			}
+			if ok {
+				for _, l := range c.leaders {
+					if _, done := c.conns[l]; done {
+						continue
+					}
+					conn, err := dial(addrs[l])
+					if err != nil {
+						return nil, err
+					}
+					c.conns[l] = conn
+				}
+				return c, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("topic %s not ready (last error %v)", topic, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	if o.inprocess {
+		ip, err := startInProcess(ctx, o)
+		if err != nil {
+			return err
+		}
+		defer ip.stop()
+		o.bootstrap = ip.bootstrap
+	}
+	if o.bootstrap == "" {
+		return errors.New("--bootstrap or --inprocess is required")
+	}
+	boot, err := dial(o.bootstrap)
+	if err != nil {
+		return err
+	}
+	defer boot.Close()
+	if o.topic == "" {
+		o.topic = fmt.Sprintf("bench-%d", time.Now().UnixNano())
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := pb.NewAdminServiceClient(boot).CreateTopics(cctx, &pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{{
+			Name: o.topic, NumPartitions: int32(o.partitions), ReplicationFactor: int32(o.rf),
+			Configs: map[string]string{"min.insync.replicas": strconv.Itoa(o.minISR)},
+		}}})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("create topic: %w", err)
+		}
+		if e := resp.GetTopics()[0].GetError(); e != pb.ErrorCode_ERROR_CODE_NONE {
+			return fmt.Errorf("create topic: %v %s", e, resp.GetTopics()[0].GetErrorMessage())
+		}
+	}
+	cl, err := discover(ctx, boot, o.topic, o.partitions)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, c := range cl.conns {
+			c.Close()
+		}
+	}()
+	res := bench(ctx, o, cl)
+	if o.jsonOut {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	printTable(res)
+	return nil
+}
+
+func bench(ctx context.Context, o options, cl *cluster) *Result {
+	var (
+		measuring atomic.Bool
+		records   atomic.Int64
+		bytes     atomic.Int64
+		requests  atomic.Int64
+		consumed  atomic.Int64
+		errMu     sync.Mutex
+		errs      = map[string]int{}
+		histMu    sync.Mutex
+		prodHist  = hdr.New(1, 60_000_000, 3) // µs
+		e2eHist   = hdr.New(1, 60_000_000, 3)
+	)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	workers := o.partitions * o.inflight
+	perWorkerRate := o.rate / float64(workers)
+	value := make([]byte, o.recordSize)
+	for p := 0; p < o.partitions; p++ {
+		client := pb.NewProduceServiceClient(cl.conns[cl.leaders[p]])
+		for w := 0; w < o.inflight; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				recs := make([]storage.Record, o.batchRecords)
+				var buf []byte
+				interval := time.Duration(0)
+				if perWorkerRate > 0 {
+					interval = time.Duration(float64(time.Second) * float64(o.batchRecords) / perWorkerRate)
+				}
+				next := time.Now()
+				for runCtx.Err() == nil {
+					if interval > 0 {
+						if d := time.Until(next); d > 0 {
+							select {
+							case <-time.After(d):
+							case <-runCtx.Done():
+								return
+							}
+						}
+						next = next.Add(interval)
+					}
+					now := time.Now()
+					for i := range recs {
+						v := make([]byte, len(value))
+						binary.BigEndian.PutUint64(v, uint64(now.UnixNano()))
+						recs[i] = storage.Record{Timestamp: now.UnixMilli(), Value: v}
+					}
+					buf, _ = storage.AppendBatch(buf[:0], recs, storage.BatchOptions{})
+					start := time.Now()
+					resp, err := client.Produce(runCtx, &pb.ProduceRequest{Acks: int32(o.acks), TimeoutMs: 30000,
+						Partitions: []*pb.ProducePartitionData{{Topic: o.topic, Partition: int32(p), Records: buf}}})
+					lat := time.Since(start)
+					if !measuring.Load() {
+						continue
+					}
+					requests.Add(1)
+					code := ""
+					if err != nil {
+						if runCtx.Err() != nil {
+							return
+						}
+						code = "rpc: " + strings.SplitN(err.Error(), ":", 3)[len(strings.SplitN(err.Error(), ":", 3))-1]
+					} else if e := resp.GetPartitions()[0].GetError(); e != pb.ErrorCode_ERROR_CODE_NONE {
+						code = e.String()
+					}
+					if code != "" {
+						errMu.Lock()
+						errs[code]++
+						errMu.Unlock()
+						continue
+					}
+					records.Add(int64(o.batchRecords))
+					bytes.Add(int64(o.batchRecords * o.recordSize))
+					histMu.Lock()
+					_ = prodHist.RecordValue(max(lat.Microseconds(), 1))
+					histMu.Unlock()
+				}
+			}()
+		}
+	}
+	if o.consume {
+		for p := 0; p < o.partitions; p++ {
+			fc := pb.NewFetchServiceClient(cl.conns[cl.leaders[p]])
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var off int64 = -1
+				for runCtx.Err() == nil {
+					if off < 0 { // start at the end
+						lo, err := fc.ListOffsets(runCtx, &pb.ListOffsetsRequest{Topics: []*pb.ListOffsetsTopic{{Name: o.topic,
+							Partitions: []*pb.ListOffsetsPartition{{Index: int32(p), CurrentLeaderEpoch: -1, Spec: pb.OffsetSpec_OFFSET_SPEC_HIGH_WATERMARK}}}}})
+						if err != nil || lo.GetTopics()[0].GetPartitions()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+							time.Sleep(50 * time.Millisecond)
+							continue
+						}
+						off = lo.GetTopics()[0].GetPartitions()[0].GetOffset()
+					}
+					resp, err := fc.Fetch(runCtx, &pb.FetchRequest{ReplicaId: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER,
+						MaxWaitMs: 500, MinBytes: 1, MaxBytes: 8 << 20,
+						Partitions: []*pb.FetchPartition{{Topic: o.topic, Partition: int32(p), FetchOffset: off,
+							CurrentLeaderEpoch: cl.les[p], LastFetchedEpoch: -1}}})
+					if err != nil || resp.GetPartitions()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+						time.Sleep(20 * time.Millisecond)
+						continue
+					}
+					now := time.Now().UnixNano()
+					var lats []int64
+					for bv, err := range storage.Batches(resp.GetPartitions()[0].GetRecords()) {
+						if err != nil {
+							break
+						}
+						rs, _ := bv.Records()
+						for _, r := range rs {
+							if len(r.Value) >= 8 {
+								lats = append(lats, (now-int64(binary.BigEndian.Uint64(r.Value)))/1000)
+							}
+						}
+						off = int64(bv.LastOffset()) + 1
+					}
+					if measuring.Load() {
+						consumed.Add(int64(len(lats)))
+						histMu.Lock()
+						for _, l := range lats {
+							_ = e2eHist.RecordValue(max(l, 1))
+						}
+						histMu.Unlock()
+					}
+				}
+			}()
+		}
+	}
+	sleepCtx(ctx, o.warmup)
+	cpu0 := cpuSeconds()
+	measuring.Store(true)
+	start := time.Now()
+	sleepCtx(ctx, o.duration)
+	measuring.Store(false)
+	elapsed := time.Since(start)
+	cpu1 := cpuSeconds()
+	cancel()
+	wg.Wait()
+	res := &Result{
+		Config: map[string]any{"topic": o.topic, "partitions": o.partitions, "rf": o.rf, "min_isr": o.minISR,
+			"acks": o.acks, "record_size": o.recordSize, "batch_records": o.batchRecords, "inflight": o.inflight,
+			"rate": o.rate, "inprocess": o.inprocess, "fsync_each_batch": o.syncEach, "gomaxprocs": runtime.GOMAXPROCS(0)},
+		DurationSeconds: elapsed.Seconds(), Records: records.Load(), Bytes: bytes.Load(), Requests: requests.Load(),
+		Errors: errs, ProduceLatencyMs: percentiles(prodHist), ConsumedRecords: consumed.Load(),
+	}
+	res.RecordsPerSec = float64(res.Records) / elapsed.Seconds()
+	res.MBPerSec = float64(res.Bytes) / elapsed.Seconds() / 1e6
+	if o.consume && e2eHist.TotalCount() > 0 {
+		p := percentiles(e2eHist)
+		res.EndToEndLatencyMs = &p
+	}
+	if cpu0 >= 0 && cpu1 >= 0 {
+		res.Process = &ProcessStats{CPUSeconds: cpu1 - cpu0, CPUCores: (cpu1 - cpu0) / elapsed.Seconds(), MaxRSSMB: maxRSSMB()}
+	}
+	return res
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// cpuSeconds is user+system CPU of this process from /proc (−1 elsewhere).
+func cpuSeconds() float64 {
+	data, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return -1
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+2:])
+	if len(f) < 13 {
+		return -1
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+func maxRSSMB() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return math.NaN()
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
+			return kb / 1024
+		}
+	}
+	return math.NaN()
+}
+
+func printTable(r *Result) {
+	c := r.Config
+	fmt.Printf("twinbench  partitions=%v rf=%v min_isr=%v acks=%v record=%vB batch=%v inflight=%v rate=%v fsync=%v\n",
+		c["partitions"], c["rf"], c["min_isr"], c["acks"], c["record_size"], c["batch_records"], c["inflight"], c["rate"], c["fsync_each_batch"])
+	fmt.Printf("%-28s %12.2f\n", "duration (s)", r.DurationSeconds)
+	fmt.Printf("%-28s %12.0f\n", "throughput (records/s)", r.RecordsPerSec)
+	fmt.Printf("%-28s %12.2f\n", "throughput (MB/s)", r.MBPerSec)
+	fmt.Printf("%-28s %12d\n", "requests", r.Requests)
+	pl := r.ProduceLatencyMs
+	fmt.Printf("%-28s %8.3f %8.3f %8.3f %8.3f\n", "produce latency ms p50/p99/p999/max", pl.P50, pl.P99, pl.P999, pl.Max)
+	if e := r.EndToEndLatencyMs; e != nil {
+		fmt.Printf("%-28s %8.3f %8.3f %8.3f %8.3f\n", "end-to-end ms p50/p99/p999/max", e.P50, e.P99, e.P999, e.Max)
+	}
+	fmt.Printf("%-28s %12d\n", "consumed records", r.ConsumedRecords)
+	if p := r.Process; p != nil {
+		fmt.Printf("%-28s %12.2f cores, max RSS %.0f MB\n", "process CPU", p.CPUCores, p.MaxRSSMB)
+	}
+	for k, v := range r.Errors {
+		fmt.Printf("error %-40s %d\n", k, v)
+	}
+}

@@ -1,0 +1,268 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+)
+
+// DefaultBootstrap is used when neither --bootstrap, TWINLOG_BOOTSTRAP nor the
+// config file names a server: cluster A's controller in configs/cluster-a.
+const DefaultBootstrap = "127.0.0.1:9090"
+
+// DefaultTimeout bounds every outbound RPC unless --timeout says otherwise.
+const DefaultTimeout = 10 * time.Second
+
+// Options are the process-level dependencies of Execute. The zero value uses
+// the real stdio and has no batch codec or log dumper.
+type Options struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Codec builds and parses SPEC §2.2 record batches for produce and
+	// consume; nil makes those commands fail with an explanation.
+	Codec BatchCodec
+	// DumpLog reads a partition directory for dump-log; nil disables it.
+	DumpLog LogDumper
+	// DialOptions are appended to every grpc.NewClient call (tests inject a
+	// bufconn dialer here).
+	DialOptions []grpc.DialOption
+	// StderrIsTerminal reports whether progress bars may be drawn; nil
+	// checks os.Stderr.
+	StderrIsTerminal func() bool
+	// HomeDir overrides the directory searched for .twinctl.yaml.
+	HomeDir string
+}
+
+// app is the state of one Execute call.
+type app struct {
+	opts      Options
+	v         *viper.Viper
+	bootstrap string
+	timeout   time.Duration
+	json      bool
+	conns     map[string]*grpc.ClientConn
+}
+
+// Execute runs twinctl with args (without the program name) and returns the
+// process exit code. Errors are printed to opts.Stderr.
+func Execute(ctx context.Context, args []string, opts Options) int {
+	if opts.Stdin == nil {
+		opts.Stdin = os.Stdin
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = os.Stderr
+	}
+	a := &app{opts: opts, v: viper.New(), conns: map[string]*grpc.ClientConn{}}
+	defer a.closeConns()
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(opts.Stdin)
+	root.SetOut(opts.Stdout)
+	root.SetErr(opts.Stderr)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintf(opts.Stderr, "twinctl: %v\n", err)
+		if ExitCode(err) == ExitUsage {
+			fmt.Fprintln(opts.Stderr, "run `twinctl --help` for usage")
+		}
+	}
+	return ExitCode(err)
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "twinctl",
+		Short: "Administer twinlog clusters: topics, configs, leaders, mirrors, produce and consume",
+		Long: `twinctl talks gRPC to a twinlog controller (admin and mirror commands) or
+broker (produce, consume, partitions describe).
+
+The server address comes from --bootstrap, the TWINLOG_BOOTSTRAP environment
+variable, "bootstrap:" in ~/.twinctl.yaml (or --config FILE), else ` + DefaultBootstrap + `.
+
+Exit codes: 0 ok, 1 error, 2 usage.`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Args:              noArgs,
+		PersistentPreRunE: a.loadConfig,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usagef("missing command; see `twinctl --help`")
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.String("bootstrap", DefaultBootstrap, "controller or broker address host:port (env TWINLOG_BOOTSTRAP)")
+	pf.Duration("timeout", DefaultTimeout, "deadline of each RPC (env TWINLOG_TIMEOUT)")
+	pf.Bool("json", false, "print JSON instead of tables")
+	pf.String("config", "", "config file (default ~/.twinctl.yaml)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+
+	root.AddCommand(
+		a.topicsCommand(),
+		a.configsCommand(),
+		a.brokersCommand(),
+		a.partitionsCommand(),
+		a.electLeadersCommand(),
+		a.reassignCommand(),
+		a.mirrorsCommand(),
+		a.produceCommand(),
+		a.consumeCommand(),
+		a.dumpLogCommand(),
+	)
+	return root
+}
+
+// loadConfig resolves the global settings: flag > env > config file > default.
+func (a *app) loadConfig(cmd *cobra.Command, _ []string) error {
+	v := a.v
+	flags := cmd.Flags()
+	for _, k := range []string{"bootstrap", "timeout", "json"} {
+		if err := v.BindPFlag(k, flags.Lookup(k)); err != nil {
+			return err
+		}
+	}
+	v.SetEnvPrefix("TWINLOG")
+	for _, k := range []string{"bootstrap", "timeout"} {
+		if err := v.BindEnv(k); err != nil {
+			return err
+		}
+	}
+	path, _ := flags.GetString("config")
+	explicit := path != ""
+	if !explicit {
+		home := a.opts.HomeDir
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		if home != "" {
+			path = filepath.Join(home, ".twinctl.yaml")
+		}
+	}
+	if path != "" {
+		v.SetConfigFile(path)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			var notFound *os.PathError
+			if explicit || !errors.As(err, &notFound) {
+				return fmt.Errorf("read config %s: %w: fix the file or pass --config", path, err)
+			}
+		}
+	}
+	a.bootstrap = v.GetString("bootstrap")
+	if a.bootstrap == "" {
+		return usagef("--bootstrap is empty: pass host:port of a controller or broker")
+	}
+	a.timeout = v.GetDuration("timeout")
+	if a.timeout <= 0 {
+		return usagef("--timeout must be positive, got %v", a.timeout)
+	}
+	a.json = v.GetBool("json")
+	return nil
+}
+
+// noArgs rejects positional arguments, naming the unknown subcommand.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s takes %s; see `%s --help`", cmd.CommandPath(), what, cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+func minArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usagef("%s needs %s; see `%s --help`", cmd.CommandPath(), what, cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// group builds a command that only holds subcommands.
+func group(use, short string, subs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usagef("%s needs a subcommand; see `%s --help`", cmd.CommandPath(), cmd.CommandPath())
+		},
+	}
+	c.AddCommand(subs...)
+	return c
+}
+
+// conn returns a cached client connection to addr. grpc.NewClient connects
+// lazily, so an unreachable server surfaces as codes.Unavailable on the
+// first RPC, which rpcError explains.
+func (a *app) conn(addr string) (*grpc.ClientConn, error) {
+	if c, ok := a.conns[addr]; ok {
+		return c, nil
+	}
+	dopts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, a.opts.DialOptions...)
+	// passthrough: hand the address to the dialer as is, as grpc.Dial did;
+	// a CLI has no use for the dns resolver's balancing.
+	c, err := grpc.NewClient("passthrough:///"+addr, dopts...)
+	if err != nil {
+		return nil, usagef("bad address %q: %v", addr, err)
+	}
+	a.conns[addr] = c
+	return c, nil
+}
+
+func (a *app) closeConns() {
+	for _, c := range a.conns {
+		_ = c.Close()
+	}
+}
+
+func (a *app) admin() (twinlogv1.AdminServiceClient, error) {
+	c, err := a.conn(a.bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	return twinlogv1.NewAdminServiceClient(c), nil
+}
+
+func (a *app) mirrorClient() (twinlogv1.MirrorServiceClient, error) {
+	c, err := a.conn(a.bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	return twinlogv1.NewMirrorServiceClient(c), nil
+}
+
+// rpcCtx gives one outbound RPC its deadline (STYLE: every outbound RPC has one).
+func (a *app) rpcCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, a.timeout)
+}
+
+func (a *app) printer() *printer { return &printer{w: a.opts.Stdout, json: a.json} }
+
+func (a *app) stderrIsTerminal() bool {
+	if a.opts.StderrIsTerminal != nil {
+		return a.opts.StderrIsTerminal()
+	}
+	return isTerminal(os.Stderr)
+}

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+	"errors"
+)
+
+// Record is one record as twinctl produces or shows it.
+type Record struct {
+	// Offset is absolute when decoded; Encode ignores it (the leader
+	// assigns offsets, SPEC §4.1).
+	Offset int64
+	// Timestamp is milliseconds since the Unix epoch.
+	Timestamp int64
+	// Key and Value are nil for a null key or value.
+	Key     []byte
+	Value   []byte
+	Headers []RecordHeader
+}
+
+// RecordHeader is one record header.
+type RecordHeader struct {
+	Key   string
+	Value []byte
+}
+
+// Batch is one decoded SPEC §2.2 record batch.
+type Batch struct {
+	BaseOffset  int64
+	LastOffset  int64 // BaseOffset + lastOffsetDelta
+	LeaderEpoch int32
+	Records     []Record
+}
+
+// BatchCodec builds and parses SPEC §2.2 record batches. twinctl does not
+// carry its own codec: cmd/twinctl/main.go plugs in the storage package's
+// one (see Options.Codec).
+type BatchCodec interface {
+	// Encode builds one batch from records with base offset 0 and leader
+	// epoch -1; the partition leader stamps both (SPEC §2.2).
+	Encode(records []Record) ([]byte, error)
+	// Decode parses the concatenated batches of a Fetch response. A
+	// truncated trailing batch (cut by maxBytes) is dropped, not an error;
+	// a bad CRC is an error.
+	Decode(b []byte) ([]Batch, error)
+}
+
+// CodecFuncs adapts two functions to BatchCodec.
+type CodecFuncs struct {
+	EncodeFunc func(records []Record) ([]byte, error)
+	DecodeFunc func(b []byte) ([]Batch, error)
+}
+
+// Encode implements BatchCodec.
+func (c CodecFuncs) Encode(records []Record) ([]byte, error) { return c.EncodeFunc(records) }
+
+// Decode implements BatchCodec.
+func (c CodecFuncs) Decode(b []byte) ([]Batch, error) { return c.DecodeFunc(b) }
+
+// LogDumper walks the segments of one partition directory (SPEC §2.1) in
+// offset order and calls visit for every batch.
+type LogDumper func(ctx context.Context, dir string, visit func(Batch) error) error
+
+var errNoCodec = errors.New("this twinctl build has no record batch codec (Options.Codec is nil): rebuild cmd/twinctl with the storage batch codec wired in")

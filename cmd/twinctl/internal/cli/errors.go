@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+)
+
+// Exit codes returned by Execute.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// usageError marks a mistake in the command line: wrong arguments, flags or
+// selectors. It maps to ExitUsage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// ProtocolError is a non-NONE ErrorCode returned in a response body
+// (SPEC §1.4). Hint tells the operator what to do next.
+type ProtocolError struct {
+	Code    twinlogv1.ErrorCode
+	Subject string // "topic x", "partition x-3", "mirror m"; may be empty
+	Message string // server's error_message; may be empty
+	Hint    string
+}
+
+func (e *ProtocolError) Error() string {
+	var b strings.Builder
+	if e.Subject != "" {
+		b.WriteString(e.Subject)
+		b.WriteString(": ")
+	}
+	b.WriteString(describeCode(e.Code, e.Subject))
+	if e.Message != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Message)
+		b.WriteString(")")
+	}
+	if e.Hint != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Hint)
+	}
+	return b.String()
+}
+
+// codeName renders an ErrorCode the way SPEC §1.4 names it:
+// ERROR_CODE_NOT_LEADER_OR_FOLLOWER → NOT_LEADER_OR_FOLLOWER.
+func codeName(c twinlogv1.ErrorCode) string {
+	return strings.TrimPrefix(c.String(), "ERROR_CODE_")
+}
+
+func describeCode(c twinlogv1.ErrorCode, subject string) string {
+	switch c {
+	case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION:
+		if strings.HasPrefix(subject, "topic ") {
+			return "does not exist"
+		}
+		return "unknown topic or partition"
+	case twinlogv1.ErrorCode_ERROR_CODE_TOPIC_ALREADY_EXISTS:
+		return "already exists"
+	case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MIRROR:
+		return "no such mirror"
+	case twinlogv1.ErrorCode_ERROR_CODE_MIRROR_ALREADY_EXISTS:
+		return "mirror already exists"
+	}
+	return codeName(c)
+}
+
+// hintFor returns the next step for an operator who got code c while working
+// on subject (a topic name, mirror name, ...).
+func hintFor(c twinlogv1.ErrorCode, topic string) string {
+	switch c {
+	case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION:
+		return "list topics with `twinctl topics list`"
+	case twinlogv1.ErrorCode_ERROR_CODE_TOPIC_ALREADY_EXISTS:
+		return fmt.Sprintf("inspect it with `twinctl topics describe %s`", topic)
+	case twinlogv1.ErrorCode_ERROR_CODE_NOT_CONTROLLER:
+		return "point --bootstrap at the cluster's controller"
+	case twinlogv1.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC:
+		return "the topic is a mirror target; stop the mirror with `twinctl mirrors stop` before producing"
+	case twinlogv1.ErrorCode_ERROR_CODE_INVALID_CONFIG:
+		return "check the key and value against `twinctl configs get`"
+	case twinlogv1.ErrorCode_ERROR_CODE_INVALID_REPLICATION_FACTOR:
+		return "use a replication factor no larger than the number of brokers (`twinctl brokers list`)"
+	case twinlogv1.ErrorCode_ERROR_CODE_INVALID_PARTITIONS:
+		return "use --partitions ≥ 1"
+	case twinlogv1.ErrorCode_ERROR_CODE_INVALID_REPLICA_ASSIGNMENT:
+		return "name only registered brokers (`twinctl brokers list`), each once per partition"
+	case twinlogv1.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS,
+		twinlogv1.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+		return "the ISR is below min.insync.replicas; check `twinctl partitions describe` or produce with --acks 1"
+	case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MIRROR:
+		return "list mirrors with `twinctl mirrors describe`"
+	case twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_STATE:
+		return "check the partition states with `twinctl mirrors describe`"
+	case twinlogv1.ErrorCode_ERROR_CODE_ELECTION_NOT_NEEDED:
+		return "the preferred replica already leads"
+	case twinlogv1.ErrorCode_ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE,
+		twinlogv1.ErrorCode_ERROR_CODE_ELIGIBLE_LEADERS_NOT_AVAILABLE:
+		return "no acceptable replica; check `twinctl brokers list` and `twinctl partitions describe`"
+	case twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT:
+		return "retry, or raise --timeout"
+	}
+	return ""
+}
+
+func protoErr(c twinlogv1.ErrorCode, subject, msg, topic string) error {
+	if c == twinlogv1.ErrorCode_ERROR_CODE_NONE {
+		return nil
+	}
+	return &ProtocolError{Code: c, Subject: subject, Message: msg, Hint: hintFor(c, topic)}
+}
+
+// rpcError turns a transport-level failure into an operator message.
+func rpcError(err error, addr, what string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return fmt.Errorf("%s at %s: %w", what, addr, err)
+	}
+	switch st.Code() {
+	case codes.Unavailable:
+		return fmt.Errorf("%s: cannot reach %s (%s): is the server running? set --bootstrap or TWINLOG_BOOTSTRAP", what, addr, st.Message())
+	case codes.DeadlineExceeded:
+		return fmt.Errorf("%s: %s did not answer in time: retry, or raise --timeout", what, addr)
+	case codes.Unimplemented:
+		return fmt.Errorf("%s: %s does not serve this RPC (%s): admin and mirror commands need the controller, produce/consume a broker", what, addr, st.Message())
+	case codes.Canceled:
+		return context.Canceled
+	}
+	return fmt.Errorf("%s at %s: %s: %s", what, addr, st.Code(), st.Message())
+}
+
+// ExitCode maps an error returned by a command to the process exit code.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return ExitUsage
+	}
+	// cobra reports unknown commands and flags from Find and flag parsing
+	// with plain errors before our hooks run.
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "invalid argument"} {
+		if strings.HasPrefix(msg, p) {
+			return ExitUsage
+		}
+	}
+	return ExitError
+}

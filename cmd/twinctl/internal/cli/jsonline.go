@@ -1,0 +1,11 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+)
+
+// jsonLine writes one compact JSON value per line.
+type jsonLine struct{ w io.Writer }
+
+func (j jsonLine) write(v any) error { return json.NewEncoder(j.w).Encode(v) }

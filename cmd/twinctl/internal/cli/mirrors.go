@@ -1,0 +1,363 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+)
+
+func stateName(s twinlogv1.MirrorState) string {
+	return strings.TrimPrefix(s.String(), "MIRROR_STATE_")
+}
+
+func (a *app) mirrorsCommand() *cobra.Command {
+	return group("mirrors", "Manage cross-cluster mirrors on the destination controller (SPEC §6)",
+		a.mirrorsCreate(), a.mirrorsDescribe(), a.mirrorsDelete(),
+		a.mirrorsAction("pause", "Pause mirroring (MIRRORING → PAUSED; topics stay read-only)"),
+		a.mirrorsAction("resume", "Resume paused topics from their LEO"),
+		a.mirrorsStop(), a.mirrorsStart())
+}
+
+func splitList(s []string) []string {
+	var out []string
+	for _, x := range s {
+		for y := range strings.SplitSeq(x, ",") {
+			if y = strings.TrimSpace(y); y != "" {
+				out = append(out, y)
+			}
+		}
+	}
+	return out
+}
+
+// renderMirrorTopicResults prints per-topic results and fails if any failed.
+func (a *app) renderMirrorTopicResults(mirror string, rs []*twinlogv1.MirrorTopicResult, okWord string) error {
+	type row struct {
+		Topic   string `json:"topic"`
+		Error   string `json:"error,omitempty"`
+		Message string `json:"error_message,omitempty"`
+	}
+	rows := make([]row, 0, len(rs))
+	var errs []error
+	for _, r := range rs {
+		rows = append(rows, row{r.GetTopic(), errString(r.GetError()), r.GetErrorMessage()})
+		errs = append(errs, mirrorErr(r.GetError(), mirror, r.GetTopic(), r.GetErrorMessage()))
+	}
+	p := a.printer()
+	if p.json {
+		if err := p.emitJSON(map[string]any{"mirror": mirror, "topics": rows}); err != nil {
+			return err
+		}
+		return errors.Join(errs...)
+	}
+	for _, r := range rows {
+		if r.Error == "" {
+			fmt.Fprintf(p.w, "mirror %s topic %s: %s\n", mirror, r.Topic, okWord)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func mirrorErr(c twinlogv1.ErrorCode, mirror, topic, msg string) error {
+	subject := "mirror " + mirror
+	if topic != "" {
+		subject += " topic " + topic
+	}
+	return protoErr(c, subject, msg, topic)
+}
+
+func (a *app) mirrorsCreate() *cobra.Command {
+	var source []string
+	c := &cobra.Command{
+		Use:     "create NAME --source HOST:PORT[,...] TOPIC...",
+		Short:   "Create a mirror pulling TOPICs from the source cluster",
+		Example: "  twinctl --bootstrap 127.0.0.1:9100 mirrors create a-to-b --source 127.0.0.1:9091,127.0.0.1:9092 orders",
+		Args:    minArgs(2, "a mirror name and at least one topic"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			src := splitList(source)
+			if len(src) == 0 {
+				return usagef("--source is required: the source cluster's broker addresses")
+			}
+			client, err := a.mirrorClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.rpcCtx(cmd.Context())
+			defer cancel()
+			resp, err := client.CreateMirror(ctx, &twinlogv1.CreateMirrorRequest{Name: args[0], SourceBootstrap: src, Topics: args[1:]})
+			if err != nil {
+				return rpcError(err, a.bootstrap, "create mirror")
+			}
+			if err := mirrorErr(resp.GetError(), args[0], "", resp.GetErrorMessage()); err != nil {
+				return err
+			}
+			return a.renderMirrorTopicResults(args[0], resp.GetTopics(), "created")
+		},
+	}
+	c.Flags().StringSliceVar(&source, "source", nil, "source cluster bootstrap addresses (comma-separated or repeated)")
+	return c
+}
+
+func (a *app) mirrorsDelete() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a mirror whose topics are all STOPPED",
+		Args:  exactArgs(1, "one mirror name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := a.mirrorClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.rpcCtx(cmd.Context())
+			defer cancel()
+			resp, err := client.DeleteMirror(ctx, &twinlogv1.DeleteMirrorRequest{Name: args[0]})
+			if err != nil {
+				return rpcError(err, a.bootstrap, "delete mirror")
+			}
+			if err := mirrorErr(resp.GetError(), args[0], "", resp.GetErrorMessage()); err != nil {
+				if resp.GetError() == twinlogv1.ErrorCode_ERROR_CODE_INVALID_REQUEST {
+					return fmt.Errorf("%w: stop all its topics first with `twinctl mirrors stop %s`", err, args[0])
+				}
+				return err
+			}
+			if a.json {
+				return a.printer().emitJSON(map[string]any{"mirror": args[0], "deleted": true})
+			}
+			fmt.Fprintf(a.opts.Stdout, "deleted mirror %s\n", args[0])
+			return nil
+		},
+	}
+}
+
+// mirrorsAction builds pause and resume, which share one request shape.
+func (a *app) mirrorsAction(verb, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   verb + " NAME [TOPIC...]",
+		Short: short + "; all topics of the mirror when none given",
+		Args:  minArgs(1, "a mirror name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := a.mirrorClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.rpcCtx(cmd.Context())
+			defer cancel()
+			var rs []*twinlogv1.MirrorTopicResult
+			if verb == "pause" {
+				resp, err := client.PauseMirrorTopics(ctx, &twinlogv1.PauseMirrorTopicsRequest{Mirror: args[0], Topics: args[1:]})
+				if err != nil {
+					return rpcError(err, a.bootstrap, "pause mirror")
+				}
+				rs = resp.GetTopics()
+			} else {
+				resp, err := client.ResumeMirrorTopics(ctx, &twinlogv1.ResumeMirrorTopicsRequest{Mirror: args[0], Topics: args[1:]})
+				if err != nil {
+					return rpcError(err, a.bootstrap, "resume mirror")
+				}
+				rs = resp.GetTopics()
+			}
+			return a.renderMirrorTopicResults(args[0], rs, verb+"d")
+		},
+	}
+}
+
+func (a *app) mirrorsStop() *cobra.Command {
+	var (
+		wait        bool
+		waitTimeout time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "stop NAME [TOPIC...]",
+		Short: "Stop mirroring and make the topics writable here (failover, SPEC §6.7)",
+		Long: `Stop records the last mirrored leader epoch and makes the topics writable on
+this cluster. With --wait-for-catch-up it first waits for lag 0 and fails with
+REQUEST_TIMED_OUT (changing nothing) if that takes longer than --wait-timeout.
+Stop works from FAILED too, for disaster recovery when the source is gone.`,
+		Args: minArgs(1, "a mirror name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := a.mirrorClient()
+			if err != nil {
+				return err
+			}
+			// The server may wait up to waitTimeout for catch-up, so the RPC
+			// deadline covers that plus the usual --timeout.
+			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout+waitTimeout)
+			defer cancel()
+			req := &twinlogv1.StopMirrorTopicsRequest{Mirror: args[0], Topics: args[1:], WaitForCatchUp: wait}
+			if wait {
+				req.TimeoutMs = int32(waitTimeout / time.Millisecond)
+			}
+			resp, err := client.StopMirrorTopics(ctx, req)
+			if err != nil {
+				return rpcError(err, a.bootstrap, "stop mirror")
+			}
+			return a.renderMirrorTopicResults(args[0], resp.GetTopics(), "stopped (writable)")
+		},
+	}
+	c.Flags().BoolVar(&wait, "wait-for-catch-up", false, "wait until the mirror has no lag before stopping")
+	c.Flags().DurationVar(&waitTimeout, "wait-timeout", 30*time.Second, "how long the server may wait for catch-up")
+	return c
+}
+
+func (a *app) mirrorsStart() *cobra.Command {
+	var source []string
+	c := &cobra.Command{
+		Use:   "start NAME [TOPIC...] [--source HOST:PORT,...]",
+		Short: "Start (or restart) mirroring; --source re-points it, e.g. to fail back",
+		Long: `Start mirroring from new, STOPPED or FAILED. To fail back after a failover,
+run start on the old source cluster's controller with --source set to the
+cluster that took over: the topics are truncated to the last mirrored leader
+epoch and then follow (SPEC §6.6).`,
+		Example: "  twinctl --bootstrap 127.0.0.1:9090 mirrors start b-to-a orders --source 127.0.0.1:9101",
+		Args:    minArgs(1, "a mirror name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := a.mirrorClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.rpcCtx(cmd.Context())
+			defer cancel()
+			resp, err := client.StartMirrorTopics(ctx, &twinlogv1.StartMirrorTopicsRequest{Mirror: args[0], Topics: args[1:], SourceBootstrap: splitList(source)})
+			if err != nil {
+				return rpcError(err, a.bootstrap, "start mirror")
+			}
+			return a.renderMirrorTopicResults(args[0], resp.GetTopics(), "started")
+		},
+	}
+	c.Flags().StringSliceVar(&source, "source", nil, "new source bootstrap addresses (reverse direction / fail back)")
+	return c
+}
+
+type mirrorPartitionView struct {
+	Topic          string      `json:"topic"`
+	Partition      int32       `json:"partition"`
+	State          string      `json:"state"`
+	DesiredState   string      `json:"desired_state"`
+	Leader         int32       `json:"leader"`
+	LeaderEpoch    int32       `json:"leader_epoch"`
+	LMLE           int32       `json:"lmle"`
+	SourceHW       int64       `json:"source_high_watermark"`
+	SourceLEO      int64       `json:"source_log_end_offset"`
+	HW             int64       `json:"high_watermark"`
+	LEO            int64       `json:"log_end_offset"`
+	LagRecords     int64       `json:"lag_records"`
+	LagSeconds     float64     `json:"lag_seconds"`
+	SkippedReplica []int32     `json:"skipped_replicas"`
+	Taints         []taintView `json:"taints"`
+	LastError      string      `json:"last_error,omitempty"`
+	RetryCount     int32       `json:"retry_count"`
+}
+
+type taintView struct {
+	Replica int32 `json:"replica"`
+	Epoch   int32 `json:"epoch"`
+	Offset  int64 `json:"offset"`
+}
+
+type mirrorView struct {
+	Name            string                `json:"name"`
+	SourceBootstrap []string              `json:"source_bootstrap"`
+	SourceClusterID string                `json:"source_cluster_id"`
+	Partitions      []mirrorPartitionView `json:"partitions"`
+}
+
+func mirrorViews(ms []*twinlogv1.MirrorDescription) []mirrorView {
+	out := make([]mirrorView, 0, len(ms))
+	for _, m := range ms {
+		mv := mirrorView{Name: m.GetName(), SourceBootstrap: strs(m.GetSourceBootstrap()), SourceClusterID: m.GetSourceClusterId(), Partitions: []mirrorPartitionView{}}
+		for _, p := range m.GetPartitions() {
+			pv := mirrorPartitionView{
+				Topic: p.GetTopic(), Partition: p.GetPartition(), State: stateName(p.GetState()), DesiredState: stateName(p.GetDesiredState()),
+				Leader: p.GetLeaderId(), LeaderEpoch: p.GetLeaderEpoch(), LMLE: p.GetLmle(),
+				SourceHW: p.GetSourceHighWatermark(), SourceLEO: p.GetSourceLogEndOffset(), HW: p.GetHighWatermark(), LEO: p.GetLogEndOffset(),
+				LagRecords: p.GetLagRecords(), LagSeconds: p.GetLagSeconds(), SkippedReplica: ints(p.GetSkippedReplicas()),
+				Taints: []taintView{}, LastError: p.GetLastError(), RetryCount: p.GetRetryCount(),
+			}
+			for _, t := range p.GetTaints() {
+				pv.Taints = append(pv.Taints, taintView{t.GetReplica(), t.GetEpoch(), t.GetOffset()})
+			}
+			mv.Partitions = append(mv.Partitions, pv)
+		}
+		out = append(out, mv)
+	}
+	return out
+}
+
+func renderMirrors(p *printer, ms []mirrorView) error {
+	if p.json {
+		return p.emitJSON(ms)
+	}
+	for i, m := range ms {
+		if i > 0 {
+			fmt.Fprintln(p.w)
+		}
+		src := m.SourceClusterID
+		if src == "" {
+			src = "?"
+		}
+		fmt.Fprintf(p.w, "mirror %s from cluster %s (%s)\n", m.Name, src, strings.Join(m.SourceBootstrap, ","))
+		rows := make([][]string, 0, len(m.Partitions))
+		for _, pv := range m.Partitions {
+			var taints []string
+			for _, t := range pv.Taints {
+				taints = append(taints, fmt.Sprintf("%d@(%d,%d)", t.Replica, t.Epoch, t.Offset))
+			}
+			errCol := pv.LastError
+			if pv.RetryCount > 0 {
+				errCol = fmt.Sprintf("%s (retry %d)", errCol, pv.RetryCount)
+			}
+			rows = append(rows, []string{
+				pv.Topic, strconv.Itoa(int(pv.Partition)), pv.State, pv.DesiredState, leaderString(pv.Leader),
+				strconv.Itoa(int(pv.LMLE)), fmt.Sprintf("%d/%d", pv.SourceHW, pv.SourceLEO), fmt.Sprintf("%d/%d", pv.HW, pv.LEO),
+				strconv.FormatInt(pv.LagRecords, 10), strconv.FormatFloat(pv.LagSeconds, 'f', 1, 64),
+				joinInts(pv.SkippedReplica), strings.Join(taints, ","), errCol,
+			})
+		}
+		if err := p.table([]string{"TOPIC", "PARTITION", "STATE", "DESIRED", "LEADER", "LMLE", "SRC-HW/LEO", "HW/LEO", "LAG", "LAG-S", "SKIPPED", "TAINTS", "LAST-ERROR"}, rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *app) mirrorsDescribe() *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe [NAME...]",
+		Short: "Show mirror partition states, LMLE, lag, taints and errors (SPEC §6.11)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := a.mirrorClient()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.rpcCtx(cmd.Context())
+			defer cancel()
+			resp, err := client.DescribeMirrors(ctx, &twinlogv1.DescribeMirrorsRequest{Names: args})
+			if err != nil {
+				return rpcError(err, a.bootstrap, "describe mirrors")
+			}
+			views := mirrorViews(resp.GetMirrors())
+			if err := renderMirrors(a.printer(), views); err != nil {
+				return err
+			}
+			if len(args) > 0 && len(views) < len(args) {
+				found := map[string]bool{}
+				for _, v := range views {
+					found[v.Name] = true
+				}
+				for _, n := range args {
+					if !found[n] {
+						return protoErr(twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MIRROR, "mirror "+n, "", "")
+					}
+				}
+			}
+			return nil
+		},
+	}
+}

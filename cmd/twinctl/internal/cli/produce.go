@@ -1,0 +1,383 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+)
+
+// topicMeta caches Metadata answers (SPEC §4.6) for one topic.
+type topicMeta struct {
+	a       *app
+	topic   string
+	parts   map[int32]*twinlogv1.MetadataPartition
+	brokers map[int32]string
+}
+
+func (a *app) newTopicMeta(topic string) *topicMeta { return &topicMeta{a: a, topic: topic} }
+
+// refresh asks the bootstrap server for the topic's leaders.
+func (m *topicMeta) refresh(ctx context.Context) error {
+	c, err := m.a.conn(m.a.bootstrap)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := m.a.rpcCtx(ctx)
+	defer cancel()
+	resp, err := twinlogv1.NewFetchServiceClient(c).Metadata(ctx, &twinlogv1.MetadataRequest{Topics: []string{m.topic}})
+	if err != nil {
+		return rpcError(err, m.a.bootstrap, "metadata")
+	}
+	m.brokers = map[int32]string{}
+	for _, b := range resp.GetBrokers() {
+		m.brokers[b.GetId()] = fmt.Sprintf("%s:%d", b.GetHost(), b.GetPort())
+	}
+	for _, t := range resp.GetTopics() {
+		if t.GetName() != m.topic {
+			continue
+		}
+		if err := protoErr(t.GetError(), "topic "+m.topic, "", m.topic); err != nil {
+			return err
+		}
+		m.parts = map[int32]*twinlogv1.MetadataPartition{}
+		for _, p := range t.GetPartitions() {
+			m.parts[p.GetIndex()] = p
+		}
+		return nil
+	}
+	return protoErr(twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, "topic "+m.topic, "", m.topic)
+}
+
+func (m *topicMeta) partitionCount(ctx context.Context) (int, error) {
+	if m.parts == nil {
+		if err := m.refresh(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return len(m.parts), nil
+}
+
+// errNoLeader is retriable: the partition is between leaders.
+var errNoLeader = errors.New("partition has no live leader")
+
+// leader returns the leader's address and epoch, refreshing once if unknown.
+func (m *topicMeta) leader(ctx context.Context, p int32) (string, int32, error) {
+	if m.parts == nil {
+		if err := m.refresh(ctx); err != nil {
+			return "", 0, err
+		}
+	}
+	mp, ok := m.parts[p]
+	if !ok {
+		return "", 0, protoErr(twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
+			fmt.Sprintf("partition %s-%d", m.topic, p), "", m.topic)
+	}
+	if mp.GetLeaderId() < 0 {
+		return "", 0, errNoLeader
+	}
+	addr, ok := m.brokers[mp.GetLeaderId()]
+	if !ok {
+		return "", 0, errNoLeader
+	}
+	return addr, mp.GetLeaderEpoch(), nil
+}
+
+// retriableRefresh lists the codes answered by refreshing Metadata and
+// retrying (SPEC §1.4). NOT_ENOUGH_REPLICAS appends nothing (SPEC §4.1), so
+// retrying it cannot duplicate; *_AFTER_APPEND and REQUEST_TIMED_OUT can, so
+// they are reported instead.
+func retriableRefresh(c twinlogv1.ErrorCode) bool {
+	switch c {
+	case twinlogv1.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER,
+		twinlogv1.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH,
+		twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH,
+		twinlogv1.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS:
+		return true
+	}
+	return false
+}
+
+func backoff(ctx context.Context, attempt int) error {
+	d := min(50*time.Millisecond<<attempt, 2*time.Second)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func parseAcks(s string) (int32, error) {
+	switch s {
+	case "all", "-1":
+		return -1, nil
+	case "0":
+		return 0, nil
+	case "1":
+		return 1, nil
+	}
+	return 0, usagef("--acks must be all, -1, 0 or 1, got %q", s)
+}
+
+type producer struct {
+	a           *app
+	meta        *topicMeta
+	acks        int32
+	timeoutMs   int32
+	retries     int
+	now         func() time.Time
+	partition   int32 // -1: by key hash, else 0
+	partitioned bool
+}
+
+type produceResult struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	BaseOffset  int64  `json:"base_offset"`
+	LeaderEpoch int32  `json:"leader_epoch"`
+	Records     int    `json:"records"`
+}
+
+// pick chooses the partition of a record: --partition if given, else a hash
+// of the key, else 0.
+func (pr *producer) pick(ctx context.Context, key []byte) (int32, error) {
+	if pr.partitioned || key == nil {
+		return max(pr.partition, 0), nil
+	}
+	n, err := pr.meta.partitionCount(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	h := fnv.New32a()
+	h.Write(key)
+	return int32(h.Sum32() % uint32(n)), nil
+}
+
+// send produces one batch to partition p, following leadership changes.
+func (pr *producer) send(ctx context.Context, p int32, batch []byte, count int) (*produceResult, error) {
+	a := pr.a
+	subject := fmt.Sprintf("partition %s-%d", pr.meta.topic, p)
+	var lastErr error
+	for attempt := 0; attempt <= pr.retries; attempt++ {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt-1); err != nil {
+				return nil, err
+			}
+			if err := pr.meta.refresh(ctx); err != nil {
+				lastErr = err
+				continue
+			}
+		}
+		addr, _, err := pr.meta.leader(ctx, p)
+		if errors.Is(err, errNoLeader) {
+			lastErr = fmt.Errorf("%s: %w", subject, err)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		c, err := a.conn(addr)
+		if err != nil {
+			return nil, err
+		}
+		rctx, cancel := context.WithTimeout(ctx, a.timeout+time.Duration(pr.timeoutMs)*time.Millisecond)
+		resp, err := twinlogv1.NewProduceServiceClient(c).Produce(rctx, &twinlogv1.ProduceRequest{
+			Acks: pr.acks, TimeoutMs: pr.timeoutMs,
+			Partitions: []*twinlogv1.ProducePartitionData{{Topic: pr.meta.topic, Partition: p, Records: batch}},
+		})
+		cancel()
+		if err != nil {
+			if status.Code(err) == codes.Unavailable {
+				lastErr = rpcError(err, addr, "produce")
+				continue
+			}
+			return nil, rpcError(err, addr, "produce")
+		}
+		if pr.acks == 0 {
+			return &produceResult{Topic: pr.meta.topic, Partition: p, BaseOffset: -1, LeaderEpoch: -1, Records: count}, nil
+		}
+		var ppr *twinlogv1.ProducePartitionResponse
+		for _, x := range resp.GetPartitions() {
+			if x.GetTopic() == pr.meta.topic && x.GetPartition() == p {
+				ppr = x
+			}
+		}
+		if ppr == nil {
+			return nil, fmt.Errorf("produce: %s answered without %s; report this server bug", addr, subject)
+		}
+		if ppr.GetError() == twinlogv1.ErrorCode_ERROR_CODE_NONE {
+			return &produceResult{Topic: pr.meta.topic, Partition: p, BaseOffset: ppr.GetBaseOffset(), LeaderEpoch: ppr.GetLeaderEpoch(), Records: count}, nil
+		}
+		perr := protoErr(ppr.GetError(), subject, ppr.GetErrorMessage(), pr.meta.topic)
+		if !retriableRefresh(ppr.GetError()) {
+			return nil, perr
+		}
+		lastErr = perr
+	}
+	return nil, fmt.Errorf("gave up after %d retries: %w", pr.retries, lastErr)
+}
+
+func (a *app) produceCommand() *cobra.Command {
+	var (
+		topic      string
+		partition  int32
+		value      string
+		key        string
+		parseKey   bool
+		sep        string
+		acks       string
+		timeoutMs  int32
+		retries    int
+		batchLimit int
+	)
+	c := &cobra.Command{
+		Use:   "produce --topic T [--value V | < lines]",
+		Short: "Produce records: --value, or one record per stdin line",
+		Long: `Each stdin line becomes one record (with --parse-key, "key<sep>value").
+The leader is found with the Metadata RPC on --bootstrap (a broker);
+NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH and
+NOT_ENOUGH_REPLICAS are retried after a Metadata refresh (SPEC §1.4).
+Without --partition, keyed records are spread by a hash of the key; unkeyed
+ones go to partition 0.`,
+		Example: `  twinctl --bootstrap 127.0.0.1:9091 produce --topic orders --value hello
+  printf 'k1:v1\nk2:v2\n' | twinctl --bootstrap 127.0.0.1:9091 produce --topic orders --parse-key --acks all`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if topic == "" {
+				return usagef("--topic is required")
+			}
+			ack, err := parseAcks(acks)
+			if err != nil {
+				return err
+			}
+			if sep == "" {
+				return usagef("--key-separator must not be empty")
+			}
+			if batchLimit < 1 {
+				return usagef("--batch-size must be ≥ 1")
+			}
+			if a.opts.Codec == nil {
+				return errNoCodec
+			}
+			pr := &producer{a: a, meta: a.newTopicMeta(topic), acks: ack, timeoutMs: timeoutMs, retries: retries,
+				now: time.Now, partition: partition, partitioned: cmd.Flags().Changed("partition")}
+			var staticKey []byte
+			if cmd.Flags().Changed("key") {
+				staticKey = []byte(key)
+			}
+			ctx := cmd.Context()
+			p := a.printer()
+			total := 0
+			flush := func(recs []Record) error {
+				byPart := map[int32][]Record{}
+				var order []int32
+				for _, r := range recs {
+					pn, err := pr.pick(ctx, r.Key)
+					if err != nil {
+						return err
+					}
+					if _, ok := byPart[pn]; !ok {
+						order = append(order, pn)
+					}
+					byPart[pn] = append(byPart[pn], r)
+				}
+				for _, pn := range order {
+					batch, err := a.opts.Codec.Encode(byPart[pn])
+					if err != nil {
+						return fmt.Errorf("encode batch: %w", err)
+					}
+					res, err := pr.send(ctx, pn, batch, len(byPart[pn]))
+					if err != nil {
+						return err
+					}
+					total += res.Records
+					if p.json {
+						if err := p.emitJSON(res); err != nil {
+							return err
+						}
+					} else if ack == 0 {
+						fmt.Fprintf(p.w, "sent %d record(s) to %s-%d (acks=0, not confirmed)\n", res.Records, topic, pn)
+					} else {
+						fmt.Fprintf(p.w, "produced %d record(s) to %s-%d at offset %d (leader epoch %d)\n", res.Records, topic, pn, res.BaseOffset, res.LeaderEpoch)
+					}
+				}
+				return nil
+			}
+			if cmd.Flags().Changed("value") {
+				return flush([]Record{{Timestamp: pr.now().UnixMilli(), Key: staticKey, Value: []byte(value)}})
+			}
+			return readLines(a.opts.Stdin, batchLimit, func(lines []string) error {
+				recs := make([]Record, 0, len(lines))
+				for _, l := range lines {
+					r := Record{Timestamp: pr.now().UnixMilli(), Key: staticKey, Value: []byte(l)}
+					if parseKey {
+						k, v, ok := strings.Cut(l, sep)
+						if !ok {
+							return usagef("line %q has no key separator %q (drop --parse-key or fix the input)", l, sep)
+						}
+						r.Key, r.Value = []byte(k), []byte(v)
+					}
+					recs = append(recs, r)
+				}
+				return flush(recs)
+			})
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&topic, "topic", "", "topic to produce to (required)")
+	f.Int32Var(&partition, "partition", 0, "partition (default: hash of the key, else 0)")
+	f.StringVar(&value, "value", "", "produce this single value instead of reading stdin")
+	f.StringVar(&key, "key", "", "key for every record")
+	f.BoolVar(&parseKey, "parse-key", false, "split each stdin line into key and value at --key-separator")
+	f.StringVar(&sep, "key-separator", ":", "separator used by --parse-key")
+	f.StringVar(&acks, "acks", "all", "acks: all (-1), 1 or 0")
+	f.Int32Var(&timeoutMs, "request-timeout-ms", 5000, "server-side wait for acks=all")
+	f.IntVar(&retries, "retries", 5, "retries on leader changes")
+	f.IntVar(&batchLimit, "batch-size", 100, "max records per batch")
+	return c
+}
+
+// readLines calls flush with up to limit lines at a time, and early whenever
+// the input would block, so interactive input is sent line by line.
+func readLines(r io.Reader, limit int, flush func([]string) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var lines []string
+	for {
+		line, err := br.ReadString('\n')
+		if len(line) > 0 {
+			lines = append(lines, strings.TrimRight(line, "\r\n"))
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read stdin: %w", err)
+		}
+		if len(lines) >= limit || br.Buffered() == 0 {
+			if err := flush(lines); err != nil {
+				return err
+			}
+			lines = nil
+		}
+	}
+	if len(lines) > 0 {
+		return flush(lines)
+	}
+	return nil
+}

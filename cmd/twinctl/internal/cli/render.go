@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"golang.org/x/term"
+)
+
+// printer writes either an aligned table or one JSON document. JSON views
+// are plain structs with snake_case tags so the output is byte-stable (unlike
+// protojson, which randomizes whitespace) and can be golden-tested.
+type printer struct {
+	w    io.Writer
+	json bool
+}
+
+func (p *printer) emitJSON(v any) error {
+	enc := json.NewEncoder(p.w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table renders rows under headers; empty cells are shown as "-".
+func (p *printer) table(headers []string, rows [][]string) error {
+	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(headers, "\t"))
+	for _, r := range rows {
+		cells := make([]string, len(r))
+		for i, c := range r {
+			if c == "" {
+				c = "-"
+			}
+			cells[i] = c
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+func joinInts(xs []int32) string {
+	if len(xs) == 0 {
+		return ""
+	}
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(int(x))
+	}
+	return strings.Join(s, ",")
+}
+
+// ints returns xs or an empty (non-nil) slice so JSON shows [] not null.
+func ints(xs []int32) []int32 {
+	if xs == nil {
+		return []int32{}
+	}
+	return xs
+}
+
+func strs(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}
+
+func leaderString(id int32) string {
+	if id < 0 {
+		return "none"
+	}
+	return strconv.Itoa(int(id))
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }

@@ -1,0 +1,23 @@
+// Command twinctl is the twinlog admin CLI; see package
+// cmd/twinctl/internal/cli for the commands and their exit codes.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/twinlog/twinlog/cmd/twinctl/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Execute(ctx, os.Args[1:], cli.Options{
+		Codec: storageCodec,
+		// DumpLog stays nil until storage exposes a read-only segment
+		// reader (storage.Open may recover/truncate, which dump-log must not).
+	})
+	stop()
+	os.Exit(code)
+}

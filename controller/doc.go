@@ -1,0 +1,22 @@
+// Package controller is the I/O shell around controller/metastate: one
+// controller per cluster owns the truth about brokers, topics, partitions and
+// mirrors (SPEC §3) and serves ControllerService, AdminService and
+// MirrorService over gRPC, plus the gRPC health and reflection services.
+//
+// Every command follows the same path under Controller.mu: metastate computes
+// a MetadataDelta without changing the image, boltstore persists it in one
+// fsynced bbolt transaction, State.Apply installs it, and long-polling
+// FetchMetadata callers are woken. A response is sent only after its delta is
+// durable, so an acknowledged change survives kill -9; a delta that failed to
+// persist is never applied.
+//
+// Goroutines: Run owns the gRPC server, the ticker that turns wall-clock time
+// into State.Tick (session-timeout fencing, leaderless re-election, recovery
+// round planning), compaction, and one goroutine per unclean recovery round
+// (SPEC §3.5) that asks candidates GetReplicaLogInfo with a deadline and feeds
+// the answers back through CompleteRecoveryRound. Shutdown cancels the rounds,
+// drains RPCs and closes the store.
+//
+// Time: Deps.Now is the only clock the state machine sees; tests inject it
+// and call Tick directly (or run under testing/synctest).
+package controller

@@ -1,0 +1,155 @@
+package metastate
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Config keys of SPEC §1.3.
+const (
+	KeyMinInsyncReplicas          = "min.insync.replicas"
+	KeyEligibleLeaderReplicas     = "eligible.leader.replicas.enabled"
+	KeyUncleanRecoveryStrategy    = "unclean.recovery.strategy"
+	KeyUncleanLeaderElection      = "unclean.leader.election.enable"
+	KeyUncleanRecoveryTimeoutMs   = "unclean.recovery.timeout.ms"
+	KeyReplicaLagTimeMaxMs        = "replica.lag.time.max.ms"
+	KeyBrokerSessionTimeoutMs     = "broker.session.timeout.ms"
+	KeyBrokerHeartbeatIntervalMs  = "broker.heartbeat.interval.ms"
+	KeyMaxRequestPartitionLimit   = "max.request.partition.size.limit"
+	KeyMirrorSupportUnclean       = "mirror.support.unclean.leader.election"
+	KeyMirrorPendingTimeoutMs     = "mirror.pending.timeout.ms"
+	KeyMirrorRetryInitialBackoff  = "mirror.failed.retry.initial.backoff.ms"
+	KeyMirrorRetryMaxBackoff      = "mirror.failed.retry.max.backoff.ms"
+	KeyMirrorRetryMaxAttempts     = "mirror.failed.retry.max.attempts"
+	KeyMirrorStateReplication     = "mirror.state.topic.replication.factor"
+	KeyMirrorStateNumPartitions   = "mirror.state.topic.num.partitions"
+	StrategyNone                  = "none"
+	StrategyBalanced              = "balanced"
+	StrategyAggressive            = "aggressive"
+	defaultServerPartitionLimit   = 1000
+	mirrorStateTopic              = "__mirror_state"
+	maxTruncationPoints           = 8
+	maxTopicNameLength            = 249
+	defaultMirrorTopicReplication = 3
+)
+
+// Scope is where a config key may be set (SPEC §1.3 "scope").
+type Scope uint8
+
+// Scopes. A key may have several.
+const (
+	ScopeTopic Scope = 1 << iota
+	ScopeCluster
+	ScopeBroker
+)
+
+// ConfigDef describes one known config key.
+type ConfigDef struct {
+	Name    string
+	Scopes  Scope
+	Default string
+	// Static keys cannot be altered at run time.
+	Static   bool
+	validate func(string) error
+}
+
+func intMin(lo int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		if n < lo {
+			return fmt.Errorf("must be >= %d, got %d", lo, n)
+		}
+		return nil
+	}
+}
+
+func isBool(v string) error {
+	if _, ok := parseBool(v); !ok {
+		return fmt.Errorf("not a boolean: %q", v)
+	}
+	return nil
+}
+
+// parseBool accepts "true"/"false" case-insensitively, as Kafka does.
+func parseBool(v string) (bool, bool) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
+
+func isStrategy(v string) error {
+	switch v {
+	case StrategyNone, StrategyBalanced, StrategyAggressive:
+		return nil
+	}
+	return fmt.Errorf("must be one of none, balanced, aggressive, got %q", v)
+}
+
+// configDefs is the table of SPEC §1.3. Unknown keys are rejected.
+var configDefs = map[string]ConfigDef{
+	KeyMinInsyncReplicas:         {Scopes: ScopeTopic | ScopeCluster, Default: "1", validate: intMin(1)},
+	KeyEligibleLeaderReplicas:    {Scopes: ScopeCluster, Default: "true", validate: isBool},
+	KeyUncleanRecoveryStrategy:   {Scopes: ScopeTopic | ScopeCluster, Default: StrategyBalanced, validate: isStrategy},
+	KeyUncleanLeaderElection:     {Scopes: ScopeTopic | ScopeCluster, Default: "false", validate: isBool},
+	KeyUncleanRecoveryTimeoutMs:  {Scopes: ScopeCluster, Default: "300000", validate: intMin(1)},
+	KeyReplicaLagTimeMaxMs:       {Scopes: ScopeBroker, Default: "30000", validate: intMin(1)},
+	KeyBrokerSessionTimeoutMs:    {Scopes: ScopeCluster, Default: "9000", validate: intMin(1)},
+	KeyBrokerHeartbeatIntervalMs: {Scopes: ScopeCluster, Default: "2000", validate: intMin(1)},
+	KeyMaxRequestPartitionLimit:  {Scopes: ScopeBroker, Default: "1000", validate: intMin(1)},
+	KeyMirrorSupportUnclean:      {Scopes: ScopeTopic, Default: "false", validate: isBool},
+	KeyMirrorPendingTimeoutMs:    {Scopes: ScopeBroker, Default: "300000", validate: intMin(1)},
+	KeyMirrorRetryInitialBackoff: {Scopes: ScopeBroker, Default: "100", validate: intMin(0)},
+	KeyMirrorRetryMaxBackoff:     {Scopes: ScopeBroker, Default: "300000", validate: intMin(0)},
+	KeyMirrorRetryMaxAttempts:    {Scopes: ScopeBroker, Default: "20", validate: intMin(0)},
+	KeyMirrorStateReplication:    {Scopes: ScopeCluster, Default: "3", Static: true, validate: intMin(1)},
+	KeyMirrorStateNumPartitions:  {Scopes: ScopeCluster, Default: "1", Static: true, validate: intMin(1)},
+}
+
+func init() {
+	for k, d := range configDefs {
+		d.Name = k
+		configDefs[k] = d
+	}
+}
+
+// LookupConfig returns the definition of a known key.
+func LookupConfig(key string) (ConfigDef, bool) {
+	d, ok := configDefs[key]
+	return d, ok
+}
+
+// ValidateConfig checks that key is known, settable at scope and that value
+// parses (SPEC §1.3).
+func ValidateConfig(scope Scope, key, value string) error {
+	d, ok := configDefs[key]
+	if !ok {
+		return fmt.Errorf("unknown config %q", key)
+	}
+	if d.Scopes&scope == 0 {
+		return fmt.Errorf("config %q cannot be set on this resource", key)
+	}
+	if err := d.validate(value); err != nil {
+		return fmt.Errorf("config %q: %v", key, err)
+	}
+	return nil
+}
+
+func keysWithScope(scope Scope) []string {
+	var out []string
+	for k, d := range configDefs {
+		if d.Scopes&scope != 0 {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,61 @@
+// Package metastate is the pure controller metadata state machine of one
+// cluster (SPEC §3, §5, §8): brokers, topics with configs, partitions (R,
+// ISR, ELR, LKE, LKL, L, LE, PE, recovery state, reassignment, truncation
+// points), mirrors and cluster configs, with the metadata offset.
+//
+// # Shape
+//
+// Like etcd's RawNode, State does no I/O. Every command validates its input
+// and computes a *twinlogv1.MetadataDelta holding the full new record of every
+// entity it changes, without changing the image; a change whose result equals
+// the current state yields a nil delta and nothing is written. The shell
+// persists the delta (bbolt, one transaction per offset) and then calls
+// Apply, which installs it, advances the offset and returns Events (elections,
+// unclean elections, fences) for the shell to log and count. Apply is also
+// the replay path at start-up; Snapshot and Restore round-trip the image, and
+// FromSnapshot+Apply is how a broker builds the same image to answer
+// DescribeTopicPartitions.
+//
+//	cmd ──► delta ──► shell persists ──► Apply(delta) ──► events
+//
+// Time enters as nowMs arguments and randomness through the injected Rand;
+// there are no goroutines, clocks or logging.
+//
+// # Soft state
+//
+// Heartbeat times and unclean recovery rounds are not persisted (as in
+// Kafka): commands may update them when called. After Restore every unfenced
+// broker gets a full session from the first Tick, and rounds are planned
+// again by Tick.
+//
+// # Invariants (SPEC §8, controller 1–6)
+//
+//  1. ISR, ELR, LKE ⊆ R without duplicates, ISR ∩ ELR = ∅; |ISR| ≥ m ⇒ ELR =
+//     LKE = ∅; ELR disabled ⇒ ELR = LKE = ∅ (and ISR ≠ ∅ whenever it had a
+//     member or an ELR/LKL to refill it from).
+//  2. L ≠ −1 ⇒ L ∈ ISR, acceptable when elected; ISR = ∅ ⇒ L = −1;
+//     RECOVERING ⇒ |ISR| = 1.
+//  3. PE + 1 per written change, no-op changes unwritten; LE never decreases
+//     and rises exactly on leader changes, BumpLeaderEpoch and
+//     replica-dropping reassignment completions (and cancels).
+//  4. ELR, LKE, LKL exactly per §3.3; elections per §3.4–3.5; a round's
+//     result only if its re-check holds; no fenced or unacceptable broker
+//     (LKL too) is ever elected; L ≠ −1 ⇒ LKL = −1.
+//  5. With ELR enabled and no unclean election, min ISR change or
+//     reassignment since |ISR| was last ≥ m: |ISR ∪ ELR ∪ LKE| ≥ m, and
+//     |ISR ∪ ELR| ≥ m without unclean registrations (checked by the property
+//     test's model).
+//  6. Nobody joins an ISR unacceptable or with a stale broker epoch; after an
+//     unclean registration a broker is in no ISR/ELR (with ELR enabled) until
+//     a leader re-adds it or an unclean election picks it.
+//
+// CheckInvariants checks 1, 2 and the state part of 4 on the image;
+// CheckTransition checks 3, 4 and 6 on a delta against the image it was
+// computed on. Tests call both after every step.
+//
+// # Concurrency
+//
+// State is not safe for concurrent use: the controller shell owns it from a
+// single goroutine. Records returned by accessors must not be modified.
+// Each delta must be applied (or dropped) before the next command runs.
+package metastate

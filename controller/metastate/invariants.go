@@ -1,0 +1,152 @@
+package metastate
+
+import (
+	"errors"
+	"fmt"
+
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+)
+
+// CheckInvariants checks the state-only parts of SPEC §8 controller
+// invariants 1, 2 and 4 on every partition (3, 5 and 6 concern transitions;
+// see CheckTransition). It returns all violations joined.
+func (s *State) CheckInvariants() error {
+	var errs []error
+	t := s.view()
+	elr := t.elrEnabled()
+	for name, tr := range s.topics {
+		if int(tr.GetPartitionCount()) != len(s.partitions[name]) {
+			errs = append(errs, fmt.Errorf("topic %s: %d partitions recorded, count %d", name, len(s.partitions[name]), tr.GetPartitionCount()))
+		}
+	}
+	for _, p := range s.sortedPartitions() {
+		bad := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("%s-%d: %s", p.GetTopic(), p.GetPartition(), fmt.Sprintf(format, args...)))
+		}
+		R := p.GetReplicas()
+		I, E, K := p.GetIsr(), p.GetElr(), p.GetLastKnownElr()
+		if tr := s.topics[p.GetTopic()]; tr == nil || tr.GetTopicId() != p.GetTopicId() {
+			bad("partition of an unknown topic")
+		}
+		if len(R) == 0 || hasDuplicates(R) {
+			bad("replicas %v empty or duplicated", R)
+		}
+		// Invariant 1.
+		for _, set := range []struct {
+			n string
+			v []int32
+		}{{"isr", I}, {"elr", E}, {"lke", K}} {
+			if !subset(set.v, R) || hasDuplicates(set.v) {
+				bad("%s %v not a duplicate-free subset of R %v", set.n, set.v, R)
+			}
+		}
+		if len(intersect(I, E)) > 0 {
+			bad("isr %v and elr %v intersect", I, E)
+		}
+		m := t.m(p.GetTopic(), len(R))
+		if len(I) >= m && (len(E) > 0 || len(K) > 0) {
+			bad("|isr| %d >= m %d but elr %v lke %v", len(I), m, E, K)
+		}
+		if !elr && (len(E) > 0 || len(K) > 0) {
+			bad("elr disabled but elr %v lke %v", E, K)
+		}
+		// Invariant 2.
+		L := p.GetLeader()
+		if L != noBroker && !contains(I, L) {
+			bad("leader %d not in isr %v", L, I)
+		}
+		if len(I) == 0 && L != noBroker {
+			bad("empty isr with leader %d", L)
+		}
+		if p.GetRecoveryState() == twinlogv1.LeaderRecoveryState_LEADER_RECOVERY_STATE_RECOVERING && len(I) != 1 {
+			bad("recovering with isr %v", I)
+		}
+		if p.GetRecoveryState() == twinlogv1.LeaderRecoveryState_LEADER_RECOVERY_STATE_UNSPECIFIED {
+			bad("recovery state unspecified")
+		}
+		// Invariant 4: LKL is cleared by every election.
+		if L != noBroker && p.GetLastKnownLeader() != noBroker {
+			bad("leader %d with last known leader %d", L, p.GetLastKnownLeader())
+		}
+		if L != noBroker && !contains(R, L) {
+			bad("leader %d not a replica", L)
+		}
+		if !subset(p.GetAddingReplicas(), R) || !subset(p.GetRemovingReplicas(), R) || len(intersect(p.GetAddingReplicas(), p.GetRemovingReplicas())) > 0 {
+			bad("adding %v / removing %v inconsistent with R %v", p.GetAddingReplicas(), p.GetRemovingReplicas(), R)
+		}
+		if len(p.GetTruncationPoints()) > maxTruncationPoints {
+			bad("%d truncation points", len(p.GetTruncationPoints()))
+		}
+	}
+	for id, b := range s.brokers {
+		if b.GetBrokerId() != id {
+			errs = append(errs, fmt.Errorf("broker %d recorded as %d", id, b.GetBrokerId()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CheckTransition checks SPEC §8 invariants 3, 4 and 6 for one applied
+// delta: before is the image the delta was computed on (a Snapshot), d the
+// delta. bumped reports whether the command was allowed to raise LE without a
+// leader change (BumpLeaderEpoch, a reassignment completion or cancel).
+func CheckTransition(before *twinlogv1.MetadataSnapshot, d *twinlogv1.MetadataDelta, bumped bool) error {
+	if d == nil {
+		return nil
+	}
+	var errs []error
+	old := map[tpKey]*twinlogv1.PartitionRecord{}
+	for _, p := range before.GetPartitions() {
+		old[tpKey{p.GetTopic(), p.GetPartition()}] = p
+	}
+	next := FromSnapshot(before, Config{})
+	if _, err := next.Apply(d); err != nil {
+		return err
+	}
+	for _, n := range d.GetPartitions() {
+		o := old[tpKey{n.GetTopic(), n.GetPartition()}]
+		if o == nil || o.GetTopicId() != n.GetTopicId() {
+			continue
+		}
+		bad := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("%s-%d: %s", n.GetTopic(), n.GetPartition(), fmt.Sprintf(format, args...)))
+		}
+		if n.GetPartitionEpoch() != o.GetPartitionEpoch()+1 {
+			bad("partition epoch %d -> %d", o.GetPartitionEpoch(), n.GetPartitionEpoch())
+		}
+		if n.GetLeaderEpoch() < o.GetLeaderEpoch() {
+			bad("leader epoch decreased %d -> %d", o.GetLeaderEpoch(), n.GetLeaderEpoch())
+		}
+		if n.GetLeader() != o.GetLeader() && n.GetLeaderEpoch() != o.GetLeaderEpoch()+1 {
+			bad("leader %d -> %d with leader epoch %d -> %d", o.GetLeader(), n.GetLeader(), o.GetLeaderEpoch(), n.GetLeaderEpoch())
+		}
+		if n.GetLeader() == o.GetLeader() && n.GetLeaderEpoch() != o.GetLeaderEpoch() && !bumped {
+			bad("leader epoch %d -> %d without a leader change", o.GetLeaderEpoch(), n.GetLeaderEpoch())
+		}
+		if L := n.GetLeader(); L != noBroker && L != o.GetLeader() && !next.Acceptable(L) {
+			bad("elected unacceptable broker %d", L)
+		}
+		// Invariant 6: nobody joins an ISR unacceptable.
+		for _, b := range minus(n.GetIsr(), o.GetIsr()) {
+			// (Step 5 may refill an empty ISR with an unacceptable member
+			// that cannot lead until it is acceptable.)
+			if !next.Acceptable(b) && len(o.GetIsr()) > 0 {
+				bad("unacceptable broker %d joined the ISR", b)
+			}
+		}
+		if o.GetLeader() != noBroker && n.GetLeader() == noBroker && n.GetLastKnownLeader() != o.GetLeader() {
+			bad("leader %d lost but last known leader %d", o.GetLeader(), n.GetLastKnownLeader())
+		}
+		if equalIgnoringEpochs(o, n) {
+			bad("no-op change written")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func equalIgnoringEpochs(a, b *twinlogv1.PartitionRecord) bool {
+	x, y := cloneP(a), cloneP(b)
+	x.PartitionEpoch, y.PartitionEpoch = 0, 0
+	x.LeaderEpoch, y.LeaderEpoch = 0, 0
+	return protoEqual(x, y) && a.GetLeaderEpoch() == b.GetLeaderEpoch()
+}

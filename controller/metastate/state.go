@@ -1,0 +1,296 @@
+package metastate
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// ErrOffsetGap is returned by Apply for a delta that does not follow the
+// current metadata offset.
+var ErrOffsetGap = errors.New("metastate: delta offset does not follow the metadata offset")
+
+// Rand is the injected randomness (STYLE: interface{ IntN(int) int }).
+type Rand interface{ IntN(n int) int }
+
+// Config configures a State.
+type Config struct {
+	// ClusterID names the cluster; snapshots carry it.
+	ClusterID string
+	// Rand produces topic ids and placement start offsets. Nil means a fixed
+	// deterministic sequence.
+	Rand Rand
+}
+
+// State is the whole metadata image of one cluster plus the controller's
+// soft (never persisted) state: heartbeat times and unclean recovery rounds.
+//
+// State is not safe for concurrent use. Commands never change the image: they
+// return a *twinlogv1.MetadataDelta that the shell persists and then hands to
+// Apply. Each command's delta must be applied (or dropped) before the next
+// command is computed, because deltas are full records computed against the
+// current image and carry the next offset.
+type State struct {
+	clusterID     string
+	offset        int64
+	brokers       map[int32]*twinlogv1.BrokerRecord
+	topics        map[string]*twinlogv1.TopicRecord
+	partitions    map[string][]*twinlogv1.PartitionRecord
+	mirrors       map[string]*twinlogv1.MirrorRecord
+	clusterConfig map[string]string
+
+	// Soft state.
+	rnd         Rand
+	heartbeatMs map[int32]int64
+	rounds      map[tpKey]*Round
+	nextRoundID uint64
+}
+
+type tpKey struct {
+	topic string
+	part  int32
+}
+
+// New returns an empty image at offset 0.
+func New(cfg Config) *State {
+	s := &State{clusterID: cfg.ClusterID, rnd: cfg.Rand}
+	if s.rnd == nil {
+		s.rnd = &splitmix{}
+	}
+	s.reset()
+	return s
+}
+
+func (s *State) reset() {
+	s.offset = 0
+	s.brokers = map[int32]*twinlogv1.BrokerRecord{}
+	s.topics = map[string]*twinlogv1.TopicRecord{}
+	s.partitions = map[string][]*twinlogv1.PartitionRecord{}
+	s.mirrors = map[string]*twinlogv1.MirrorRecord{}
+	s.clusterConfig = map[string]string{}
+	s.heartbeatMs = map[int32]int64{}
+	s.rounds = map[tpKey]*Round{}
+}
+
+// splitmix is the default deterministic Rand.
+type splitmix struct{ x uint64 }
+
+func (r *splitmix) IntN(n int) int {
+	r.x += 0x9e3779b97f4a7c15
+	z := r.x
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return int(z % uint64(n))
+}
+
+// ClusterID returns the cluster id.
+func (s *State) ClusterID() string { return s.clusterID }
+
+// Offset returns the metadata offset of the last applied delta.
+func (s *State) Offset() int64 { return s.offset }
+
+// Broker returns the registration of id, nil if unknown. Do not modify it.
+func (s *State) Broker(id int32) *twinlogv1.BrokerRecord { return s.brokers[id] }
+
+// Brokers returns all registrations sorted by id. Do not modify them.
+func (s *State) Brokers() []*twinlogv1.BrokerRecord {
+	out := make([]*twinlogv1.BrokerRecord, 0, len(s.brokers))
+	for _, id := range slices.Sorted(maps.Keys(s.brokers)) {
+		out = append(out, s.brokers[id])
+	}
+	return out
+}
+
+// Topic returns the topic record, nil if unknown. Do not modify it.
+func (s *State) Topic(name string) *twinlogv1.TopicRecord { return s.topics[name] }
+
+// TopicNames returns all topic names in byte-wise order.
+func (s *State) TopicNames() []string { return slices.Sorted(maps.Keys(s.topics)) }
+
+// Partition returns a partition record, nil if unknown. Do not modify it.
+func (s *State) Partition(topic string, p int32) *twinlogv1.PartitionRecord {
+	ps := s.partitions[topic]
+	if p < 0 || int(p) >= len(ps) {
+		return nil
+	}
+	return ps[p]
+}
+
+// Mirror returns a mirror record, nil if unknown. Do not modify it.
+func (s *State) Mirror(name string) *twinlogv1.MirrorRecord { return s.mirrors[name] }
+
+// ClusterConfigs returns a copy of the cluster-level configs.
+func (s *State) ClusterConfigs() map[string]string { return maps.Clone(s.clusterConfig) }
+
+// Acceptable reports SPEC §1.2 acceptability: registered, unfenced, not in
+// controlled shutdown, no offline log dir. (Replica-to-dir placement is not in
+// the metadata, so any offline dir makes all the broker's replicas
+// unacceptable; this is conservative.)
+func (s *State) Acceptable(b int32) bool { return s.view().acceptable(b) }
+
+// Alive reports a registered, unfenced broker (DescribeTopicPartitions'
+// "leader alive", SPEC §5).
+func (s *State) Alive(b int32) bool {
+	br := s.brokers[b]
+	return br != nil && !br.GetFenced()
+}
+
+// MinISR returns m = min(min.insync.replicas, |R|) for a partition of topic
+// with replication factor rf; rf <= 0 returns the configured value.
+func (s *State) MinISR(topic string, rf int) int {
+	if rf <= 0 {
+		return s.view().minInsync(topic)
+	}
+	return s.view().m(topic, rf)
+}
+
+// TopicConfig returns the effective value of key for topic: topic, then
+// cluster, then default (SPEC §1.3).
+func (s *State) TopicConfig(topic, key string) string { return s.view().topicConfig(topic, key) }
+
+// ClusterConfig returns the effective cluster-level value of key.
+func (s *State) ClusterConfig(key string) string { return s.view().clusterConfigValue(key) }
+
+// ELREnabled reports eligible.leader.replicas.enabled.
+func (s *State) ELREnabled() bool { return s.view().elrEnabled() }
+
+// UncleanStrategy returns the effective strategy for topic (SPEC §3.5).
+func (s *State) UncleanStrategy(topic string) string { return s.view().strategy(topic) }
+
+// Apply installs a delta computed by a command (or read back at start-up)
+// and returns the notable transitions it made. The delta's offset must be
+// Offset()+1.
+func (s *State) Apply(d *twinlogv1.MetadataDelta) ([]Event, error) {
+	if d == nil {
+		return nil, nil
+	}
+	if d.GetOffset() != s.offset+1 {
+		return nil, fmt.Errorf("%w: got %d, at %d", ErrOffsetGap, d.GetOffset(), s.offset)
+	}
+	events := s.events(d)
+	for _, id := range d.GetRemovedBrokers() {
+		delete(s.brokers, id)
+		delete(s.heartbeatMs, id)
+	}
+	for _, b := range d.GetBrokers() {
+		s.brokers[b.GetBrokerId()] = proto.Clone(b).(*twinlogv1.BrokerRecord)
+	}
+	if cc := d.GetClusterConfig(); cc != nil {
+		s.clusterConfig = maps.Clone(cc.GetConfigs())
+		if s.clusterConfig == nil {
+			s.clusterConfig = map[string]string{}
+		}
+	}
+	for _, name := range d.GetRemovedTopics() {
+		delete(s.topics, name)
+		delete(s.partitions, name)
+		for k := range s.rounds {
+			if k.topic == name {
+				delete(s.rounds, k)
+			}
+		}
+	}
+	for _, t := range d.GetTopics() {
+		old := s.topics[t.GetName()]
+		if old != nil && old.GetTopicId() != t.GetTopicId() {
+			delete(s.partitions, t.GetName())
+		}
+		s.topics[t.GetName()] = proto.Clone(t).(*twinlogv1.TopicRecord)
+	}
+	for _, p := range d.GetPartitions() {
+		s.putPartition(proto.Clone(p).(*twinlogv1.PartitionRecord))
+	}
+	for _, name := range d.GetRemovedMirrors() {
+		delete(s.mirrors, name)
+	}
+	for _, m := range d.GetMirrors() {
+		s.mirrors[m.GetName()] = proto.Clone(m).(*twinlogv1.MirrorRecord)
+	}
+	s.offset = d.GetOffset()
+	return events, nil
+}
+
+func (s *State) putPartition(p *twinlogv1.PartitionRecord) {
+	ps := s.partitions[p.GetTopic()]
+	for int(p.GetPartition()) >= len(ps) {
+		ps = append(ps, nil)
+	}
+	ps[p.GetPartition()] = p
+	s.partitions[p.GetTopic()] = ps
+}
+
+// Snapshot returns the whole image (not the soft state), sorted.
+func (s *State) Snapshot() *twinlogv1.MetadataSnapshot {
+	snap := &twinlogv1.MetadataSnapshot{
+		Offset:        s.offset,
+		ClusterId:     s.clusterID,
+		ClusterConfig: &twinlogv1.ClusterConfigRecord{Configs: maps.Clone(s.clusterConfig)},
+	}
+	for _, b := range s.Brokers() {
+		snap.Brokers = append(snap.Brokers, proto.Clone(b).(*twinlogv1.BrokerRecord))
+	}
+	for _, name := range s.TopicNames() {
+		snap.Topics = append(snap.Topics, proto.Clone(s.topics[name]).(*twinlogv1.TopicRecord))
+		for _, p := range s.partitions[name] {
+			if p != nil {
+				snap.Partitions = append(snap.Partitions, proto.Clone(p).(*twinlogv1.PartitionRecord))
+			}
+		}
+	}
+	names := slices.Sorted(maps.Keys(s.mirrors))
+	for _, n := range names {
+		snap.Mirrors = append(snap.Mirrors, proto.Clone(s.mirrors[n]).(*twinlogv1.MirrorRecord))
+	}
+	return snap
+}
+
+// Restore replaces the image with snap and clears the soft state (heartbeat
+// times restart from the next Tick, recovery rounds are not persisted).
+func (s *State) Restore(snap *twinlogv1.MetadataSnapshot) {
+	s.reset()
+	s.offset = snap.GetOffset()
+	if snap.GetClusterId() != "" {
+		s.clusterID = snap.GetClusterId()
+	}
+	for _, b := range snap.GetBrokers() {
+		s.brokers[b.GetBrokerId()] = proto.Clone(b).(*twinlogv1.BrokerRecord)
+	}
+	for _, t := range snap.GetTopics() {
+		s.topics[t.GetName()] = proto.Clone(t).(*twinlogv1.TopicRecord)
+	}
+	for _, p := range snap.GetPartitions() {
+		s.putPartition(proto.Clone(p).(*twinlogv1.PartitionRecord))
+	}
+	for _, m := range snap.GetMirrors() {
+		s.mirrors[m.GetName()] = proto.Clone(m).(*twinlogv1.MirrorRecord)
+	}
+	if cc := snap.GetClusterConfig().GetConfigs(); cc != nil {
+		s.clusterConfig = maps.Clone(cc)
+	}
+}
+
+// FromSnapshot builds a State from a snapshot, e.g. a broker's metadata copy.
+func FromSnapshot(snap *twinlogv1.MetadataSnapshot, cfg Config) *State {
+	s := New(cfg)
+	s.Restore(snap)
+	return s
+}
+
+// sortedPartitions returns every partition in (topic, index) order.
+func (s *State) sortedPartitions() []*twinlogv1.PartitionRecord {
+	var out []*twinlogv1.PartitionRecord
+	names := slices.Sorted(maps.Keys(s.partitions))
+	for _, n := range names {
+		for _, p := range s.partitions[n] {
+			if p != nil {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

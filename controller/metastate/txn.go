@@ -1,0 +1,325 @@
+package metastate
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// txn is a copy-on-write view of the image used to compute one delta. Reads
+// see the pending changes; the image itself is never modified.
+type txn struct {
+	s             *State
+	brokers       map[int32]*twinlogv1.BrokerRecord
+	topics        map[string]*twinlogv1.TopicRecord
+	removedTopics map[string]bool
+	parts         map[tpKey]*twinlogv1.PartitionRecord
+	mirrors       map[string]*twinlogv1.MirrorRecord
+	removedMirror map[string]bool
+	clusterConfig map[string]string // nil: unchanged
+
+	// Leader-epoch inputs, resolved against the image when the delta is built
+	// so that LE rises once per written change (SPEC §3.3).
+	bump  map[tpKey]bool
+	minLE map[tpKey]int32
+}
+
+func (s *State) view() *txn {
+	return &txn{
+		s:             s,
+		brokers:       map[int32]*twinlogv1.BrokerRecord{},
+		topics:        map[string]*twinlogv1.TopicRecord{},
+		removedTopics: map[string]bool{},
+		parts:         map[tpKey]*twinlogv1.PartitionRecord{},
+		mirrors:       map[string]*twinlogv1.MirrorRecord{},
+		removedMirror: map[string]bool{},
+		bump:          map[tpKey]bool{},
+		minLE:         map[tpKey]int32{},
+	}
+}
+
+func (t *txn) broker(id int32) *twinlogv1.BrokerRecord {
+	if b, ok := t.brokers[id]; ok {
+		return b
+	}
+	return t.s.brokers[id]
+}
+
+func (t *txn) putBroker(b *twinlogv1.BrokerRecord) { t.brokers[b.GetBrokerId()] = b }
+
+func (t *txn) brokerIDs() []int32 {
+	ids := map[int32]bool{}
+	for id := range t.s.brokers {
+		ids[id] = true
+	}
+	for id := range t.brokers {
+		ids[id] = true
+	}
+	return keys(ids)
+}
+
+func (t *txn) topic(name string) *twinlogv1.TopicRecord {
+	if t.removedTopics[name] {
+		return nil
+	}
+	if tr, ok := t.topics[name]; ok {
+		return tr
+	}
+	return t.s.topics[name]
+}
+
+func (t *txn) putTopic(tr *twinlogv1.TopicRecord) {
+	delete(t.removedTopics, tr.GetName())
+	t.topics[tr.GetName()] = tr
+}
+
+func (t *txn) removeTopic(name string) {
+	delete(t.topics, name)
+	for k := range t.parts {
+		if k.topic == name {
+			delete(t.parts, k)
+		}
+	}
+	t.removedTopics[name] = true
+}
+
+func (t *txn) topicNames() []string {
+	names := map[string]bool{}
+	for n := range t.s.topics {
+		names[n] = true
+	}
+	for n := range t.topics {
+		names[n] = true
+	}
+	var out []string
+	for n := range names {
+		if t.topic(n) != nil {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (t *txn) partition(topic string, p int32) *twinlogv1.PartitionRecord {
+	tr := t.topic(topic)
+	if tr == nil || p < 0 || p >= tr.GetPartitionCount() {
+		return nil
+	}
+	if pr, ok := t.parts[tpKey{topic, p}]; ok {
+		return pr
+	}
+	if orig := t.s.Partition(topic, p); orig != nil && orig.GetTopicId() == tr.GetTopicId() {
+		return orig
+	}
+	return nil
+}
+
+func (t *txn) putPartition(p *twinlogv1.PartitionRecord) {
+	t.parts[tpKey{p.GetTopic(), p.GetPartition()}] = p
+}
+
+// allPartitions returns every partition of the view in (topic, index) order.
+func (t *txn) allPartitions() []*twinlogv1.PartitionRecord {
+	var out []*twinlogv1.PartitionRecord
+	for _, n := range t.topicNames() {
+		for i := range t.topic(n).GetPartitionCount() {
+			if p := t.partition(n, i); p != nil {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func (t *txn) mirror(name string) *twinlogv1.MirrorRecord {
+	if t.removedMirror[name] {
+		return nil
+	}
+	if m, ok := t.mirrors[name]; ok {
+		return m
+	}
+	return t.s.mirrors[name]
+}
+
+func (t *txn) putMirror(m *twinlogv1.MirrorRecord) {
+	delete(t.removedMirror, m.GetName())
+	t.mirrors[m.GetName()] = m
+}
+
+func (t *txn) removeMirror(name string) {
+	delete(t.mirrors, name)
+	t.removedMirror[name] = true
+}
+
+func (t *txn) clusterConfigs() map[string]string {
+	if t.clusterConfig != nil {
+		return t.clusterConfig
+	}
+	return t.s.clusterConfig
+}
+
+func (t *txn) clusterConfigValue(key string) string {
+	if v, ok := t.clusterConfigs()[key]; ok {
+		return v
+	}
+	return configDefs[key].Default
+}
+
+func (t *txn) topicConfig(topic, key string) string {
+	if tr := t.topic(topic); tr != nil {
+		if v, ok := tr.GetConfigs()[key]; ok {
+			return v
+		}
+	}
+	return t.clusterConfigValue(key)
+}
+
+func atoi(v string, def int64) int64 {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+func (t *txn) minInsync(topic string) int {
+	return int(atoi(t.topicConfig(topic, KeyMinInsyncReplicas), 1))
+}
+
+// m is SPEC §1.2's m = min(min.insync.replicas, |R|).
+func (t *txn) m(topic string, rf int) int { return min(t.minInsync(topic), rf) }
+
+func (t *txn) elrEnabled() bool {
+	v, _ := parseBool(t.clusterConfigValue(KeyEligibleLeaderReplicas))
+	return v
+}
+
+// strategy is SPEC §3.5: aggressive if unclean.leader.election.enable, else
+// unclean.recovery.strategy.
+func (t *txn) strategy(topic string) string {
+	if v, _ := parseBool(t.topicConfig(topic, KeyUncleanLeaderElection)); v {
+		return StrategyAggressive
+	}
+	return t.topicConfig(topic, KeyUncleanRecoveryStrategy)
+}
+
+func (t *txn) acceptable(b int32) bool {
+	br := t.broker(b)
+	return br != nil && !br.GetFenced() && !br.GetInControlledShutdown() && len(br.GetOfflineLogDirs()) == 0
+}
+
+// delta builds the MetadataDelta of the pending changes, nil if none. Records
+// equal to the image are dropped (SPEC §3.3 "a change whose result equals the
+// current state is not written"); each written partition gets PE + 1 and the
+// leader epoch of SPEC §3.3.
+func (t *txn) delta() *twinlogv1.MetadataDelta {
+	s := t.s
+	d := &twinlogv1.MetadataDelta{Offset: s.offset + 1}
+	changed := false
+	for _, id := range slices.Sorted(maps.Keys(t.brokers)) {
+		b := t.brokers[id]
+		if !proto.Equal(b, s.brokers[id]) {
+			d.Brokers = append(d.Brokers, b)
+			changed = true
+		}
+	}
+	if t.clusterConfig != nil && !maps.Equal(t.clusterConfig, s.clusterConfig) {
+		d.ClusterConfig = &twinlogv1.ClusterConfigRecord{Configs: maps.Clone(t.clusterConfig)}
+		changed = true
+	}
+	for _, n := range slices.Sorted(maps.Keys(t.removedTopics)) {
+		if s.topics[n] != nil && t.topics[n] == nil {
+			d.RemovedTopics = append(d.RemovedTopics, n)
+			changed = true
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(t.topics)) {
+		tr := t.topics[n]
+		old := s.topics[n]
+		if old != nil && old.GetTopicId() != tr.GetTopicId() {
+			d.RemovedTopics = append(d.RemovedTopics, n)
+		}
+		if !proto.Equal(tr, old) {
+			d.Topics = append(d.Topics, tr)
+			changed = true
+		}
+	}
+	pkeys := slices.SortedFunc(maps.Keys(t.parts), func(a, b tpKey) int {
+		if a.topic != b.topic {
+			if a.topic < b.topic {
+				return -1
+			}
+			return 1
+		}
+		return int(a.part - b.part)
+	})
+	for _, k := range pkeys {
+		n := proto.Clone(t.parts[k]).(*twinlogv1.PartitionRecord)
+		old := s.Partition(k.topic, k.part)
+		if old == nil || old.GetTopicId() != n.GetTopicId() {
+			d.Partitions = append(d.Partitions, n)
+			changed = true
+			continue
+		}
+		le := old.GetLeaderEpoch()
+		if n.GetLeader() != old.GetLeader() || t.bump[k] {
+			le++
+		}
+		if min, ok := t.minLE[k]; ok && min > le {
+			le = min
+		}
+		n.LeaderEpoch = le
+		n.PartitionEpoch = old.GetPartitionEpoch()
+		if proto.Equal(n, old) {
+			continue
+		}
+		n.PartitionEpoch++
+		d.Partitions = append(d.Partitions, n)
+		changed = true
+	}
+	for _, n := range slices.Sorted(maps.Keys(t.removedMirror)) {
+		if s.mirrors[n] != nil && t.mirrors[n] == nil {
+			d.RemovedMirrors = append(d.RemovedMirrors, n)
+			changed = true
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(t.mirrors)) {
+		if !proto.Equal(t.mirrors[n], s.mirrors[n]) {
+			d.Mirrors = append(d.Mirrors, t.mirrors[n])
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return d
+}
+
+// result returns the record a partition will have after d (or now, if d
+// does not touch it).
+func (s *State) result(d *twinlogv1.MetadataDelta, topic string, p int32) *twinlogv1.PartitionRecord {
+	for _, pr := range d.GetPartitions() {
+		if pr.GetTopic() == topic && pr.GetPartition() == p {
+			return pr
+		}
+	}
+	return s.Partition(topic, p)
+}
+
+func cloneP(p *twinlogv1.PartitionRecord) *twinlogv1.PartitionRecord {
+	return proto.Clone(p).(*twinlogv1.PartitionRecord)
+}
+
+func cloneB(b *twinlogv1.BrokerRecord) *twinlogv1.BrokerRecord {
+	return proto.Clone(b).(*twinlogv1.BrokerRecord)
+}
+
+func cloneT(tr *twinlogv1.TopicRecord) *twinlogv1.TopicRecord {
+	return proto.Clone(tr).(*twinlogv1.TopicRecord)
+}
+
+func protoEqual(a, b proto.Message) bool { return proto.Equal(a, b) }

@@ -1,0 +1,426 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/controller/boltstore"
+	"github.com/twinlog/twinlog/controller/metastate"
+)
+
+// The handlers below only decode, call the controller, encode and map
+// errors. Protocol errors travel in-band as ErrorCode (SPEC §1.4); gRPC
+// status codes are for transport-level failures: Unavailable when the
+// controller cannot persist, Internal otherwise.
+
+func registerServices(s *grpc.Server, c *Controller) {
+	twinlogv1.RegisterControllerServiceServer(s, controllerServer{c: c})
+	twinlogv1.RegisterAdminServiceServer(s, adminServer{c: c})
+	twinlogv1.RegisterMirrorServiceServer(s, mirrorServer{c: c})
+}
+
+func toStatus(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrUnavailable):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// run is the common shape of a mutating command: compute the delta and the
+// response, persist, apply; the response is returned only if the delta is
+// durable.
+func run[R any](c *Controller, fn func(s *metastate.State) (*twinlogv1.MetadataDelta, R)) (R, error) {
+	var resp R
+	err := c.propose(func(s *metastate.State) *twinlogv1.MetadataDelta {
+		var d *twinlogv1.MetadataDelta
+		d, resp = fn(s)
+		return d
+	})
+	if err != nil {
+		var zero R
+		return zero, toStatus(err)
+	}
+	return resp, nil
+}
+
+// read runs fn under the read lock.
+func read[R any](c *Controller, fn func(s *metastate.State) R) (R, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.failed != nil {
+		var zero R
+		return zero, toStatus(c.failed)
+	}
+	return fn(c.state), nil
+}
+
+type controllerServer struct {
+	twinlogv1.UnimplementedControllerServiceServer
+	c *Controller
+}
+
+func (s controllerServer) RegisterBroker(ctx context.Context, req *twinlogv1.RegisterBrokerRequest) (*twinlogv1.RegisterBrokerResponse, error) {
+	now := s.c.nowMs()
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.RegisterBrokerResponse) {
+		return st.RegisterBroker(req, now)
+	})
+}
+
+func (s controllerServer) BrokerHeartbeat(ctx context.Context, req *twinlogv1.BrokerHeartbeatRequest) (*twinlogv1.BrokerHeartbeatResponse, error) {
+	return s.c.Heartbeat(req)
+}
+
+// Heartbeat handles a broker heartbeat and keeps the mirror partition
+// statuses it reports for DescribeMirrors.
+func (c *Controller) Heartbeat(req *twinlogv1.BrokerHeartbeatRequest) (*twinlogv1.BrokerHeartbeatResponse, error) {
+	now := c.nowMs()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failed != nil {
+		return nil, toStatus(c.failed)
+	}
+	d, resp := c.state.Heartbeat(req, now)
+	if err := c.commitLocked(d); err != nil {
+		return nil, toStatus(err)
+	}
+	if resp.GetError() == twinlogv1.ErrorCode_ERROR_CODE_NONE {
+		if ms := req.GetMirrorPartitions(); len(ms) > 0 {
+			cp := make([]*twinlogv1.MirrorPartitionStatus, len(ms))
+			for i, m := range ms {
+				cp[i] = proto.Clone(m).(*twinlogv1.MirrorPartitionStatus)
+			}
+			c.mirrorStats[req.GetBrokerId()] = cp
+		} else {
+			delete(c.mirrorStats, req.GetBrokerId())
+		}
+	}
+	return resp, nil
+}
+
+func (s controllerServer) AlterPartition(ctx context.Context, req *twinlogv1.AlterPartitionRequest) (*twinlogv1.AlterPartitionResponse, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.AlterPartitionResponse) {
+		return st.AlterPartition(req)
+	})
+}
+
+func (s controllerServer) BumpLeaderEpoch(ctx context.Context, req *twinlogv1.BumpLeaderEpochRequest) (*twinlogv1.BumpLeaderEpochResponse, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.BumpLeaderEpochResponse) {
+		return st.BumpLeaderEpoch(req)
+	})
+}
+
+func (s controllerServer) FetchMetadata(ctx context.Context, req *twinlogv1.FetchMetadataRequest) (*twinlogv1.FetchMetadataResponse, error) {
+	resp, err := s.c.FetchMetadata(ctx, req)
+	return resp, toStatus(err)
+}
+
+// FetchMetadata long-polls the change log (SPEC §3.1): it returns the deltas
+// from req.FromOffset on, waiting up to min(MaxWaitMs, MaxFetchWait, ctx
+// deadline) for the first one; a snapshot plus the deltas after it when
+// FromOffset was compacted away; OFFSET_OUT_OF_RANGE when FromOffset is past
+// the head + 1 (the follower saw changes this controller does not have).
+func (c *Controller) FetchMetadata(ctx context.Context, req *twinlogv1.FetchMetadataRequest) (*twinlogv1.FetchMetadataResponse, error) {
+	from := max(req.GetFromOffset(), 1)
+	maxDeltas := c.cfg.MaxFetchDeltas
+	if n := int(req.GetMaxDeltas()); n > 0 && n < maxDeltas {
+		maxDeltas = n
+	}
+	wait := time.Duration(max(req.GetMaxWaitMs(), 0)) * time.Millisecond
+	wait = min(wait, c.cfg.MaxFetchWait)
+	var timer <-chan time.Time
+	for {
+		c.mu.RLock()
+		head, notify, failed, clusterID, closing := c.state.Offset(), c.notify, c.failed, c.state.ClusterID(), c.closing
+		c.mu.RUnlock()
+		if failed != nil {
+			return nil, failed
+		}
+		resp := &twinlogv1.FetchMetadataResponse{HighOffset: head, ClusterId: clusterID}
+		if from > head+1 {
+			resp.Error = twinlogv1.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE
+			return resp, nil
+		}
+		if from <= head || wait <= 0 || closing {
+			if from > head {
+				return resp, nil
+			}
+			return c.readLog(resp, from, maxDeltas)
+		}
+		if timer == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-notify:
+		case <-timer:
+			return resp, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (c *Controller) readLog(resp *twinlogv1.FetchMetadataResponse, from int64, maxDeltas int) (*twinlogv1.FetchMetadataResponse, error) {
+	deltas, err := c.store.ReadDeltas(from, maxDeltas)
+	if errors.Is(err, boltstore.ErrCompacted) {
+		snap, serr := c.store.Snapshot()
+		if serr != nil {
+			return nil, serr
+		}
+		if snap == nil {
+			return nil, errors.New("controller: log compacted but no snapshot stored")
+		}
+		resp.Snapshot = snap
+		deltas, err = c.store.ReadDeltas(snap.GetOffset()+1, maxDeltas)
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp.Deltas = deltas
+	return resp, nil
+}
+
+type adminServer struct {
+	twinlogv1.UnimplementedAdminServiceServer
+	c *Controller
+}
+
+func (s adminServer) CreateTopics(ctx context.Context, req *twinlogv1.CreateTopicsRequest) (*twinlogv1.CreateTopicsResponse, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.CreateTopicsResponse) {
+		return st.CreateTopics(req)
+	})
+}
+
+func (s adminServer) DeleteTopics(ctx context.Context, req *twinlogv1.DeleteTopicsRequest) (*twinlogv1.DeleteTopicsResponse, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.DeleteTopicsResponse) {
+		return st.DeleteTopics(req)
+	})
+}
+
+func (s adminServer) DescribeConfigs(ctx context.Context, req *twinlogv1.DescribeConfigsRequest) (*twinlogv1.DescribeConfigsResponse, error) {
+	return read(s.c, func(st *metastate.State) *twinlogv1.DescribeConfigsResponse { return st.DescribeConfigs(req) })
+}
+
+func (s adminServer) AlterConfigs(ctx context.Context, req *twinlogv1.AlterConfigsRequest) (*twinlogv1.AlterConfigsResponse, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.AlterConfigsResponse) {
+		return st.AlterConfigs(req)
+	})
+}
+
+func (s adminServer) ListBrokers(ctx context.Context, req *twinlogv1.ListBrokersRequest) (*twinlogv1.ListBrokersResponse, error) {
+	return read(s.c, func(st *metastate.State) *twinlogv1.ListBrokersResponse {
+		resp := &twinlogv1.ListBrokersResponse{ClusterId: st.ClusterID(), MetadataOffset: st.Offset()}
+		for _, b := range st.Brokers() {
+			resp.Brokers = append(resp.Brokers, proto.Clone(b).(*twinlogv1.BrokerRecord))
+		}
+		return resp
+	})
+}
+
+func (s adminServer) ElectLeaders(ctx context.Context, req *twinlogv1.ElectLeadersRequest) (*twinlogv1.ElectLeadersResponse, error) {
+	c := s.c
+	now := c.nowMs()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failed != nil {
+		return nil, toStatus(c.failed)
+	}
+	d, res := c.state.ElectLeaders(req, now)
+	if err := c.commitLocked(d); err != nil {
+		return nil, toStatus(err)
+	}
+	for _, r := range res.StartRounds {
+		c.startRoundLocked(r)
+	}
+	return res.Response, nil
+}
+
+func (s adminServer) AlterPartitionReassignments(ctx context.Context, req *twinlogv1.AlterPartitionReassignmentsRequest) (*twinlogv1.AlterPartitionReassignmentsResponse, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.AlterPartitionReassignmentsResponse) {
+		return st.AlterPartitionReassignments(req)
+	})
+}
+
+func (s adminServer) DescribeTopicPartitions(ctx context.Context, req *twinlogv1.DescribeTopicPartitionsRequest) (*twinlogv1.DescribeTopicPartitionsResponse, error) {
+	limit := s.c.cfg.MaxRequestPartitionSizeLimit
+	return read(s.c, func(st *metastate.State) *twinlogv1.DescribeTopicPartitionsResponse {
+		return st.DescribeTopicPartitions(req, limit)
+	})
+}
+
+type mirrorServer struct {
+	twinlogv1.UnimplementedMirrorServiceServer
+	c *Controller
+}
+
+func (s mirrorServer) CreateMirror(ctx context.Context, req *twinlogv1.CreateMirrorRequest) (*twinlogv1.CreateMirrorResponse, error) {
+	// Resolve the source cluster id before taking the lock: it is network
+	// I/O and may be slow or impossible (controllers need not reach the
+	// other cluster; brokers' mirror fetchers verify ids themselves).
+	sourceID := s.c.resolveSourceClusterID(ctx, req.GetSourceBootstrap())
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.CreateMirrorResponse) {
+		return st.CreateMirror(req, sourceID)
+	})
+}
+
+func (s mirrorServer) DeleteMirror(ctx context.Context, req *twinlogv1.DeleteMirrorRequest) (*twinlogv1.DeleteMirrorResponse, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.DeleteMirrorResponse) {
+		return st.DeleteMirror(req)
+	})
+}
+
+func (s mirrorServer) setDesired(mirror string, topics []string, op metastate.MirrorOp, bootstrap []string) ([]*twinlogv1.MirrorTopicResult, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
+		return st.SetMirrorTopicsDesiredState(mirror, topics, op, bootstrap)
+	})
+}
+
+func (s mirrorServer) StartMirrorTopics(ctx context.Context, req *twinlogv1.StartMirrorTopicsRequest) (*twinlogv1.StartMirrorTopicsResponse, error) {
+	res, err := s.setDesired(req.GetMirror(), req.GetTopics(), metastate.MirrorStart, req.GetSourceBootstrap())
+	if err != nil {
+		return nil, err
+	}
+	return &twinlogv1.StartMirrorTopicsResponse{Topics: res}, nil
+}
+
+// StopMirrorTopics records the desired STOPPED state. waitForCatchUp and
+// timeoutMs are honoured by the destination leaders (SPEC §6.7 step 1),
+// which report progress through heartbeats (DescribeMirrors).
+func (s mirrorServer) StopMirrorTopics(ctx context.Context, req *twinlogv1.StopMirrorTopicsRequest) (*twinlogv1.StopMirrorTopicsResponse, error) {
+	res, err := s.setDesired(req.GetMirror(), req.GetTopics(), metastate.MirrorStop, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &twinlogv1.StopMirrorTopicsResponse{Topics: res}, nil
+}
+
+func (s mirrorServer) PauseMirrorTopics(ctx context.Context, req *twinlogv1.PauseMirrorTopicsRequest) (*twinlogv1.PauseMirrorTopicsResponse, error) {
+	res, err := s.setDesired(req.GetMirror(), req.GetTopics(), metastate.MirrorPause, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &twinlogv1.PauseMirrorTopicsResponse{Topics: res}, nil
+}
+
+func (s mirrorServer) ResumeMirrorTopics(ctx context.Context, req *twinlogv1.ResumeMirrorTopicsRequest) (*twinlogv1.ResumeMirrorTopicsResponse, error) {
+	res, err := s.setDesired(req.GetMirror(), req.GetTopics(), metastate.MirrorResume, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &twinlogv1.ResumeMirrorTopicsResponse{Topics: res}, nil
+}
+
+// resolveSourceClusterID asks the source bootstrap brokers' Metadata RPC for
+// their cluster id, first answer wins, bounded by RecoveryRPCTimeout. It
+// returns "" if none answers.
+func (c *Controller) resolveSourceClusterID(ctx context.Context, bootstrap []string) string {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RecoveryRPCTimeout)
+	defer cancel()
+	for _, addr := range bootstrap {
+		conn, err := c.dial(addr)
+		if err != nil {
+			continue
+		}
+		resp, err := twinlogv1.NewFetchServiceClient(conn).Metadata(ctx, &twinlogv1.MetadataRequest{Topics: []string{}})
+		_ = conn.Close()
+		if err == nil && resp.GetClusterId() != "" {
+			return resp.GetClusterId()
+		}
+		c.log.Debug("resolve mirror source cluster id", "addr", addr, "err", err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	c.log.Warn("mirror source cluster id unresolved; brokers will learn it from the source", "bootstrap", bootstrap)
+	return ""
+}
+
+// DescribeMirrors aggregates the runtime states that destination leaders
+// report in heartbeats (SPEC §6.11) onto the mirror definitions: for each
+// member partition the current leader's report, else the newest report from
+// any broker, else just the desired state.
+func (s mirrorServer) DescribeMirrors(ctx context.Context, req *twinlogv1.DescribeMirrorsRequest) (*twinlogv1.DescribeMirrorsResponse, error) {
+	c := s.c
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.failed != nil {
+		return nil, toStatus(c.failed)
+	}
+	names := req.GetNames()
+	if len(names) == 0 {
+		names = slices.Sorted(maps.Keys(c.mirrorNames))
+	}
+	type key struct {
+		topic string
+		part  int32
+	}
+	byPart := map[string]map[key]map[int32]*twinlogv1.MirrorPartitionStatus{}
+	for b, sts := range c.mirrorStats {
+		for _, st := range sts {
+			m := byPart[st.GetMirror()]
+			if m == nil {
+				m = map[key]map[int32]*twinlogv1.MirrorPartitionStatus{}
+				byPart[st.GetMirror()] = m
+			}
+			k := key{st.GetTopic(), st.GetPartition()}
+			if m[k] == nil {
+				m[k] = map[int32]*twinlogv1.MirrorPartitionStatus{}
+			}
+			m[k][b] = st
+		}
+	}
+	resp := &twinlogv1.DescribeMirrorsResponse{}
+	for _, name := range names {
+		mr := c.state.Mirror(name)
+		if mr == nil {
+			return nil, status.Errorf(codes.NotFound, "unknown mirror %q", name)
+		}
+		desc := &twinlogv1.MirrorDescription{
+			Name: mr.GetName(), SourceBootstrap: slices.Clone(mr.GetSourceBootstrap()), SourceClusterId: mr.GetSourceClusterId(),
+		}
+		for _, mt := range mr.GetTopics() {
+			tr := c.state.Topic(mt.GetTopic())
+			for p := range tr.GetPartitionCount() {
+				pr := c.state.Partition(mt.GetTopic(), p)
+				reports := byPart[name][key{mt.GetTopic(), p}]
+				var st *twinlogv1.MirrorPartitionStatus
+				if r, ok := reports[pr.GetLeader()]; ok && pr != nil {
+					st = r
+				} else {
+					for _, b := range slices.Sorted(maps.Keys(reports)) {
+						if r := reports[b]; st == nil || r.GetLeaderEpoch() > st.GetLeaderEpoch() {
+							st = r
+						}
+					}
+				}
+				if st != nil {
+					st = proto.Clone(st).(*twinlogv1.MirrorPartitionStatus)
+				} else {
+					st = &twinlogv1.MirrorPartitionStatus{Mirror: name, Topic: mt.GetTopic(), Partition: p,
+						LeaderId: pr.GetLeader(), LeaderEpoch: pr.GetLeaderEpoch()}
+				}
+				st.DesiredState = mt.GetDesiredState()
+				desc.Partitions = append(desc.Partitions, st)
+			}
+		}
+		resp.Mirrors = append(resp.Mirrors, desc)
+	}
+	return resp, nil
+}

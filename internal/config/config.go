@@ -1,0 +1,364 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// EnvPrefix prefixes every environment override.
+const EnvPrefix = "TWINLOG"
+
+// UncleanRecoveryStrategies are the allowed unclean.recovery.strategy values (SPEC §3.5).
+var UncleanRecoveryStrategies = []string{"none", "balanced", "aggressive"}
+
+// LogConfig holds the segment and retention settings of a broker (SPEC §2).
+type LogConfig struct {
+	Dirs                  []string      // log.dirs
+	SegmentBytes          int64         // log.segment.bytes
+	RollInterval          time.Duration // log.roll.ms
+	RetentionBytes        int64         // log.retention.bytes (-1 unlimited)
+	Retention             time.Duration // log.retention.ms (-1 unlimited)
+	FlushIntervalMessages int64         // log.flush.interval.messages
+	FlushInterval         time.Duration // log.flush.interval.ms (0: only when replication needs it)
+}
+
+// MirrorConfig holds the broker-side mirror settings (SPEC §1.3, §6.5).
+type MirrorConfig struct {
+	PendingTimeout            time.Duration // mirror.pending.timeout.ms
+	FailedRetryInitialBackoff time.Duration // mirror.failed.retry.initial.backoff.ms
+	FailedRetryMaxBackoff     time.Duration // mirror.failed.retry.max.backoff.ms
+	FailedRetryMaxAttempts    int           // mirror.failed.retry.max.attempts
+}
+
+// BrokerConfig configures brokerd.
+type BrokerConfig struct {
+	BrokerID          int32    // broker.id
+	ClusterID         string   // cluster.id (empty: take the controller's)
+	Listeners         []string // listeners (Kafka form; first one used if listen.address is unset)
+	ListenAddress     string   // listen.address host:port for gRPC
+	AdvertisedAddress string   // advertised.address registered with the controller (default listen.address)
+	ControllerAddress string   // controller.address
+	MetricsAddress    string   // metrics.address (empty: no metrics endpoint)
+
+	Log    LogConfig
+	Mirror MirrorConfig
+
+	ReplicaLagTimeMax            time.Duration // replica.lag.time.max.ms
+	MaxRequestPartitionSizeLimit int32         // max.request.partition.size.limit
+	BrokerHeartbeatInterval      time.Duration // broker.heartbeat.interval.ms
+	BrokerSessionTimeout         time.Duration // broker.session.timeout.ms (for sanity checks only)
+}
+
+// ControllerConfig configures controllerd.
+type ControllerConfig struct {
+	ClusterID      string // cluster.id
+	ListenAddress  string // listen.address
+	MetricsAddress string // metrics.address
+	DataDir        string // data.dir, holds the bbolt file
+
+	MinInsyncReplicas                 int           // min.insync.replicas
+	EligibleLeaderReplicasEnabled     bool          // eligible.leader.replicas.enabled
+	UncleanRecoveryStrategy           string        // unclean.recovery.strategy
+	UncleanLeaderElectionEnable       bool          // unclean.leader.election.enable
+	UncleanRecoveryTimeout            time.Duration // unclean.recovery.timeout.ms
+	BrokerSessionTimeout              time.Duration // broker.session.timeout.ms
+	BrokerHeartbeatInterval           time.Duration // broker.heartbeat.interval.ms
+	MirrorStateTopicReplicationFactor int           // mirror.state.topic.replication.factor (static)
+	MirrorStateTopicNumPartitions     int           // mirror.state.topic.num.partitions (static)
+	MaxRequestPartitionSizeLimit      int32         // max.request.partition.size.limit
+}
+
+// field is one config key: its default (in input syntax) and how to store a
+// raw value from viper into the struct.
+type field struct {
+	key   string
+	def   string
+	usage string
+	set   func(raw any) error
+}
+
+func brokerFields(c *BrokerConfig) []field {
+	return []field{
+		intField("broker.id", "-1", "this broker's id (required, ≥ 0)", &c.BrokerID),
+		strField("cluster.id", "", "cluster id (empty: accept the controller's)", &c.ClusterID),
+		listField("listeners", "", "Kafka-style listeners, e.g. PLAINTEXT://0.0.0.0:9091 (first is used when listen.address is unset)", &c.Listeners),
+		strField("listen.address", "", "gRPC listen address host:port (default from listeners, else 127.0.0.1:9091)", &c.ListenAddress),
+		strField("advertised.address", "", "address other nodes use to reach this broker (default listen.address)", &c.AdvertisedAddress),
+		strField("controller.address", "127.0.0.1:9090", "controller host:port", &c.ControllerAddress),
+		strField("metrics.address", "", "Prometheus /metrics listen address (empty: disabled)", &c.MetricsAddress),
+		listField("log.dirs", "./run/broker", "partition log directories", &c.Log.Dirs),
+		intField("log.segment.bytes", "1073741824", "segment size before rolling", &c.Log.SegmentBytes),
+		msField("log.roll.ms", "604800000", "segment age before rolling", &c.Log.RollInterval),
+		intField("log.retention.bytes", "-1", "partition size kept (-1 unlimited)", &c.Log.RetentionBytes),
+		msField("log.retention.ms", "604800000", "record age kept (-1 unlimited)", &c.Log.Retention),
+		intField("log.flush.interval.messages", strconv.FormatInt(math.MaxInt64, 10), "fsync after this many messages", &c.Log.FlushIntervalMessages),
+		msField("log.flush.interval.ms", "0", "fsync at least this often (0: only when replication requires)", &c.Log.FlushInterval),
+		msField("replica.lag.time.max.ms", "30000", "ISR shrink threshold (SPEC §4.5)", &c.ReplicaLagTimeMax),
+		intField("max.request.partition.size.limit", "1000", "DescribeTopicPartitions page limit (SPEC §5)", &c.MaxRequestPartitionSizeLimit),
+		msField("mirror.pending.timeout.ms", "300000", "PENDING/PREPARING timeout before FAILED (SPEC §6.6)", &c.Mirror.PendingTimeout),
+		msField("mirror.failed.retry.initial.backoff.ms", "100", "first FAILED retry backoff", &c.Mirror.FailedRetryInitialBackoff),
+		msField("mirror.failed.retry.max.backoff.ms", "300000", "largest FAILED retry backoff", &c.Mirror.FailedRetryMaxBackoff),
+		intField("mirror.failed.retry.max.attempts", "20", "automatic FAILED retries", &c.Mirror.FailedRetryMaxAttempts),
+		msField("broker.heartbeat.interval.ms", "2000", "heartbeat period (SPEC §3.2)", &c.BrokerHeartbeatInterval),
+		msField("broker.session.timeout.ms", "9000", "controller's fencing timeout, used to check the heartbeat interval", &c.BrokerSessionTimeout),
+	}
+}
+
+func controllerFields(c *ControllerConfig) []field {
+	return []field{
+		strField("cluster.id", "", "cluster id (required)", &c.ClusterID),
+		strField("listen.address", "127.0.0.1:9090", "gRPC listen address host:port", &c.ListenAddress),
+		strField("metrics.address", "", "Prometheus /metrics listen address (empty: disabled)", &c.MetricsAddress),
+		strField("data.dir", "./run/controller", "directory of the bbolt metadata file", &c.DataDir),
+		intField("min.insync.replicas", "1", "cluster default m (SPEC §1.3)", &c.MinInsyncReplicas),
+		boolField("eligible.leader.replicas.enabled", "true", "keep ELR (KIP-966)", &c.EligibleLeaderReplicasEnabled),
+		strField("unclean.recovery.strategy", "balanced", "none, balanced or aggressive (SPEC §3.5)", &c.UncleanRecoveryStrategy),
+		boolField("unclean.leader.election.enable", "false", "true implies aggressive", &c.UncleanLeaderElectionEnable),
+		msField("unclean.recovery.timeout.ms", "300000", "balanced round timeout", &c.UncleanRecoveryTimeout),
+		msField("broker.session.timeout.ms", "9000", "fence a broker without heartbeats this long", &c.BrokerSessionTimeout),
+		msField("broker.heartbeat.interval.ms", "2000", "expected broker heartbeat period", &c.BrokerHeartbeatInterval),
+		intField("mirror.state.topic.replication.factor", "3", "__mirror_state RF (static)", &c.MirrorStateTopicReplicationFactor),
+		intField("mirror.state.topic.num.partitions", "1", "__mirror_state partitions (static)", &c.MirrorStateTopicNumPartitions),
+		intField("max.request.partition.size.limit", "1000", "DescribeTopicPartitions page limit (SPEC §5)", &c.MaxRequestPartitionSizeLimit),
+	}
+}
+
+// EnvName returns the environment variable overriding key.
+func EnvName(key string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// RegisterBrokerFlags defines one flag per broker key on fs (--log.dirs, ...).
+func RegisterBrokerFlags(fs *pflag.FlagSet) { registerFlags(fs, brokerFields(&BrokerConfig{})) }
+
+// RegisterControllerFlags defines one flag per controller key on fs.
+func RegisterControllerFlags(fs *pflag.FlagSet) {
+	registerFlags(fs, controllerFields(&ControllerConfig{}))
+}
+
+func registerFlags(fs *pflag.FlagSet, fields []field) {
+	for _, f := range fields {
+		if fs.Lookup(f.key) == nil {
+			fs.String(f.key, f.def, f.usage+" (env "+EnvName(f.key)+")")
+		}
+	}
+}
+
+// DefaultBroker returns the broker defaults (broker.id still unset, -1).
+func DefaultBroker() BrokerConfig {
+	c, _ := LoadBroker("", nil)
+	return c
+}
+
+// DefaultController returns the controller defaults.
+func DefaultController() ControllerConfig {
+	c, _ := LoadController("", nil)
+	return c
+}
+
+// LoadBroker reads file (empty: none), env and the flags registered by
+// RegisterBrokerFlags on fs (nil: none), then applies derived defaults. It
+// does not call Validate.
+func LoadBroker(file string, fs *pflag.FlagSet) (BrokerConfig, error) {
+	var c BrokerConfig
+	if err := load(file, fs, brokerFields(&c)); err != nil {
+		return c, err
+	}
+	c.withDefaults()
+	return c, nil
+}
+
+// LoadController is LoadBroker for the controller.
+func LoadController(file string, fs *pflag.FlagSet) (ControllerConfig, error) {
+	var c ControllerConfig
+	err := load(file, fs, controllerFields(&c))
+	return c, err
+}
+
+func load(file string, fs *pflag.FlagSet, fields []field) error {
+	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
+	v.SetEnvPrefix(EnvPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	if file != "" {
+		v.SetConfigFile(file)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return fmt.Errorf("config: read %s: %w", file, err)
+		}
+		known := map[string]bool{}
+		for _, f := range fields {
+			known[f.key] = true
+		}
+		for _, k := range v.AllKeys() {
+			if !known[k] {
+				return fmt.Errorf("config: %s: unknown key %q (known keys: see --help)", file, k)
+			}
+		}
+	}
+	var errs []error
+	for _, f := range fields {
+		v.SetDefault(f.key, f.def)
+		if fs != nil {
+			if fl := fs.Lookup(f.key); fl != nil {
+				if err := v.BindPFlag(f.key, fl); err != nil {
+					return err
+				}
+			}
+		}
+		raw := v.Get(f.key)
+		if err := f.set(raw); err != nil {
+			errs = append(errs, fmt.Errorf("config: %s = %v: %w", f.key, raw, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *BrokerConfig) withDefaults() {
+	if c.ListenAddress == "" && len(c.Listeners) > 0 {
+		l := c.Listeners[0]
+		if _, rest, ok := strings.Cut(l, "://"); ok {
+			l = rest
+		}
+		c.ListenAddress = l
+	}
+	if c.ListenAddress == "" {
+		c.ListenAddress = "127.0.0.1:9091"
+	}
+	if c.AdvertisedAddress == "" {
+		c.AdvertisedAddress = c.ListenAddress
+	}
+}
+
+// Validate checks every key and reports all problems, each naming the key
+// and its allowed values.
+func (c BrokerConfig) Validate() error {
+	var errs []error
+	bad := func(key string, val any, want string) {
+		errs = append(errs, fmt.Errorf("config: %s = %v: %s", key, val, want))
+	}
+	if c.BrokerID < 0 {
+		bad("broker.id", c.BrokerID, "must be set to an integer ≥ 0 (unique in the cluster)")
+	}
+	checkAddr(&errs, "listen.address", c.ListenAddress, false)
+	checkAddr(&errs, "advertised.address", c.AdvertisedAddress, false)
+	checkAddr(&errs, "controller.address", c.ControllerAddress, false)
+	checkAddr(&errs, "metrics.address", c.MetricsAddress, true)
+	if len(c.Log.Dirs) == 0 {
+		bad("log.dirs", "[]", "needs at least one directory")
+	}
+	if c.Log.SegmentBytes < 1024 {
+		bad("log.segment.bytes", c.Log.SegmentBytes, "must be ≥ 1024")
+	}
+	if c.Log.RollInterval <= 0 {
+		bad("log.roll.ms", c.Log.RollInterval.Milliseconds(), "must be > 0")
+	}
+	if c.Log.RetentionBytes < -1 {
+		bad("log.retention.bytes", c.Log.RetentionBytes, "must be -1 (unlimited) or ≥ 0")
+	}
+	if c.Log.Retention < -time.Millisecond {
+		bad("log.retention.ms", c.Log.Retention.Milliseconds(), "must be -1 (unlimited) or ≥ 0")
+	}
+	if c.Log.FlushIntervalMessages < 1 {
+		bad("log.flush.interval.messages", c.Log.FlushIntervalMessages, "must be ≥ 1")
+	}
+	if c.Log.FlushInterval < 0 {
+		bad("log.flush.interval.ms", c.Log.FlushInterval.Milliseconds(), "must be ≥ 0 (0: only when replication requires)")
+	}
+	if c.ReplicaLagTimeMax <= 0 {
+		bad("replica.lag.time.max.ms", c.ReplicaLagTimeMax.Milliseconds(), "must be > 0")
+	}
+	if c.MaxRequestPartitionSizeLimit < 1 {
+		bad("max.request.partition.size.limit", c.MaxRequestPartitionSizeLimit, "must be ≥ 1")
+	}
+	if c.Mirror.PendingTimeout <= 0 {
+		bad("mirror.pending.timeout.ms", c.Mirror.PendingTimeout.Milliseconds(), "must be > 0")
+	}
+	if c.Mirror.FailedRetryInitialBackoff <= 0 {
+		bad("mirror.failed.retry.initial.backoff.ms", c.Mirror.FailedRetryInitialBackoff.Milliseconds(), "must be > 0")
+	}
+	if c.Mirror.FailedRetryMaxBackoff < c.Mirror.FailedRetryInitialBackoff {
+		bad("mirror.failed.retry.max.backoff.ms", c.Mirror.FailedRetryMaxBackoff.Milliseconds(), "must be ≥ mirror.failed.retry.initial.backoff.ms")
+	}
+	if c.Mirror.FailedRetryMaxAttempts < 0 {
+		bad("mirror.failed.retry.max.attempts", c.Mirror.FailedRetryMaxAttempts, "must be ≥ 0")
+	}
+	checkHeartbeat(&errs, c.BrokerHeartbeatInterval, c.BrokerSessionTimeout)
+	return errors.Join(errs...)
+}
+
+// Validate checks every key and reports all problems.
+func (c ControllerConfig) Validate() error {
+	var errs []error
+	bad := func(key string, val any, want string) {
+		errs = append(errs, fmt.Errorf("config: %s = %v: %s", key, val, want))
+	}
+	if c.ClusterID == "" {
+		bad("cluster.id", `""`, "must be set (e.g. cluster-a)")
+	}
+	checkAddr(&errs, "listen.address", c.ListenAddress, false)
+	checkAddr(&errs, "metrics.address", c.MetricsAddress, true)
+	if c.DataDir == "" {
+		bad("data.dir", `""`, "must name the directory for the bbolt file")
+	}
+	if c.MinInsyncReplicas < 1 {
+		bad("min.insync.replicas", c.MinInsyncReplicas, "must be ≥ 1")
+	}
+	if !slices.Contains(UncleanRecoveryStrategies, c.UncleanRecoveryStrategy) {
+		bad("unclean.recovery.strategy", strconv.Quote(c.UncleanRecoveryStrategy), "allowed values are "+strings.Join(UncleanRecoveryStrategies, ", "))
+	}
+	if c.UncleanRecoveryTimeout <= 0 {
+		bad("unclean.recovery.timeout.ms", c.UncleanRecoveryTimeout.Milliseconds(), "must be > 0")
+	}
+	checkHeartbeat(&errs, c.BrokerHeartbeatInterval, c.BrokerSessionTimeout)
+	if c.MirrorStateTopicReplicationFactor < 1 {
+		bad("mirror.state.topic.replication.factor", c.MirrorStateTopicReplicationFactor, "must be ≥ 1")
+	}
+	if c.MirrorStateTopicNumPartitions < 1 {
+		bad("mirror.state.topic.num.partitions", c.MirrorStateTopicNumPartitions, "must be ≥ 1")
+	}
+	if c.MaxRequestPartitionSizeLimit < 1 {
+		bad("max.request.partition.size.limit", c.MaxRequestPartitionSizeLimit, "must be ≥ 1")
+	}
+	return errors.Join(errs...)
+}
+
+func checkHeartbeat(errs *[]error, hb, session time.Duration) {
+	if hb <= 0 {
+		*errs = append(*errs, fmt.Errorf("config: broker.heartbeat.interval.ms = %d: must be > 0", hb.Milliseconds()))
+	}
+	if session <= hb {
+		*errs = append(*errs, fmt.Errorf("config: broker.session.timeout.ms = %d: must be > broker.heartbeat.interval.ms (%d)", session.Milliseconds(), hb.Milliseconds()))
+	}
+}
+
+func checkAddr(errs *[]error, key, addr string, optional bool) {
+	if addr == "" && optional {
+		return
+	}
+	host, port, err := net.SplitHostPort(addr)
+	_ = host
+	if err == nil {
+		var n int
+		n, err = strconv.Atoi(port)
+		if err == nil && (n < 0 || n > 65535) {
+			err = errors.New("port out of range")
+		}
+	}
+	if err != nil {
+		want := "must be host:port"
+		if optional {
+			want += " or empty"
+		}
+		*errs = append(*errs, fmt.Errorf("config: %s = %q: %s", key, addr, want))
+	}
+}

@@ -1,0 +1,134 @@
+package metrics
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/twinlog/twinlog/broker"
+)
+
+// Broker implements broker.Observer with Prometheus collectors (SPEC §7).
+type Broker struct {
+	hw              *prometheus.GaugeVec
+	leo             *prometheus.GaugeVec
+	isrSize         *prometheus.GaugeVec
+	underReplicated *prometheus.GaugeVec
+	underMinISR     *prometheus.GaugeVec
+	truncations     *prometheus.CounterVec
+	requests        *prometheus.HistogramVec
+	bytesIn         prometheus.Counter
+	bytesOut        prometheus.Counter
+	isrShrinks      prometheus.Counter
+	isrExpands      prometheus.Counter
+}
+
+var _ broker.Observer = (*Broker)(nil)
+
+// NewBroker registers the broker collectors on reg. The leader-side ISR
+// gauge is twinlog_leader_isr_size so a registry shared with the controller
+// (in-process runs) does not clash with twinlog_partition_isr_size.
+func NewBroker(reg prometheus.Registerer) (*Broker, error) {
+	tp := []string{"topic", "partition"}
+	b := &Broker{
+		hw: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "twinlog_partition_high_watermark", Help: "High watermark of the local replica.",
+		}, tp),
+		leo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "twinlog_partition_log_end_offset", Help: "Log end offset of the local replica.",
+		}, tp),
+		isrSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "twinlog_leader_isr_size", Help: "ISR size as the partition's leader knows it (leaders only).",
+		}, tp),
+		underReplicated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "twinlog_partition_under_replicated", Help: "1 if the led partition's ISR is smaller than its replica set.",
+		}, tp),
+		underMinISR: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "twinlog_partition_under_min_isr", Help: "1 if the led partition's ISR is below min.insync.replicas.",
+		}, tp),
+		truncations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "twinlog_log_truncations_total", Help: "Log truncations by reason (divergence, lmle, out_of_range).",
+		}, []string{"reason"}),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "twinlog_request_duration_seconds", Help: "Request latency by API.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 20),
+		}, []string{"api"}),
+		bytesIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "twinlog_bytes_in_total", Help: "Produced bytes appended by leaders.",
+		}),
+		bytesOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "twinlog_bytes_out_total", Help: "Record bytes returned by Fetch.",
+		}),
+		isrShrinks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "twinlog_isr_shrinks_total", Help: "ISR shrinks proposed by this broker as leader.",
+		}),
+		isrExpands: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "twinlog_isr_expands_total", Help: "ISR expansions proposed by this broker as leader.",
+		}),
+	}
+	for _, r := range []string{"divergence", "lmle", "out_of_range"} {
+		b.truncations.WithLabelValues(r)
+	}
+	for _, col := range []prometheus.Collector{b.hw, b.leo, b.isrSize, b.underReplicated, b.underMinISR,
+		b.truncations, b.requests, b.bytesIn, b.bytesOut, b.isrShrinks, b.isrExpands} {
+		if err := reg.Register(col); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+func bool01(v bool) float64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// ObservePartition implements broker.Observer.
+func (b *Broker) ObservePartition(s broker.PartitionStats) {
+	part := strconv.Itoa(int(s.Partition))
+	b.hw.WithLabelValues(s.Topic, part).Set(float64(s.HighWatermark))
+	b.leo.WithLabelValues(s.Topic, part).Set(float64(s.LogEndOffset))
+	if s.Leader {
+		b.isrSize.WithLabelValues(s.Topic, part).Set(float64(s.ISRSize))
+		b.underReplicated.WithLabelValues(s.Topic, part).Set(bool01(s.UnderReplicated))
+		b.underMinISR.WithLabelValues(s.Topic, part).Set(bool01(s.UnderMinISR))
+		return
+	}
+	b.isrSize.DeleteLabelValues(s.Topic, part)
+	b.underReplicated.DeleteLabelValues(s.Topic, part)
+	b.underMinISR.DeleteLabelValues(s.Topic, part)
+}
+
+// ForgetPartition implements broker.Observer.
+func (b *Broker) ForgetPartition(topic string, partition int32) {
+	part := strconv.Itoa(int(partition))
+	for _, v := range []*prometheus.GaugeVec{b.hw, b.leo, b.isrSize, b.underReplicated, b.underMinISR} {
+		v.DeleteLabelValues(topic, part)
+	}
+}
+
+// ObserveTruncation implements broker.Observer.
+func (b *Broker) ObserveTruncation(reason string) { b.truncations.WithLabelValues(reason).Inc() }
+
+// ObserveRequest implements broker.Observer.
+func (b *Broker) ObserveRequest(api string, d time.Duration) {
+	b.requests.WithLabelValues(api).Observe(d.Seconds())
+}
+
+// ObserveBytesIn implements broker.Observer.
+func (b *Broker) ObserveBytesIn(n int) { b.bytesIn.Add(float64(n)) }
+
+// ObserveBytesOut implements broker.Observer.
+func (b *Broker) ObserveBytesOut(n int) { b.bytesOut.Add(float64(n)) }
+
+// ObserveISRChange implements broker.Observer.
+func (b *Broker) ObserveISRChange(expand bool) {
+	if expand {
+		b.isrExpands.Inc()
+		return
+	}
+	b.isrShrinks.Inc()
+}

@@ -1,0 +1,87 @@
+package metrics
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/twinlog/twinlog/broker"
+)
+
+// gathered maps "name{label=value,...}" to the sample value (histograms:
+// sample count).
+func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			switch {
+			case m.GetGauge() != nil:
+				out[key] = m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				out[key] = m.GetCounter().GetValue()
+			case m.GetHistogram() != nil:
+				out[key] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+func TestBrokerObserver(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	b, err := NewBroker(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Shares a registry with the controller collectors without clashes.
+	if _, err := NewController(reg); err != nil {
+		t.Fatalf("controller collectors on the same registry: %v", err)
+	}
+	b.ObservePartition(broker.PartitionStats{Topic: "t", Partition: 0, Leader: true, HighWatermark: 7, LogEndOffset: 9,
+		ISRSize: 2, UnderReplicated: true})
+	b.ObserveTruncation("divergence")
+	b.ObserveRequest("produce", 3*time.Millisecond)
+	b.ObserveBytesIn(100)
+	b.ObserveBytesOut(50)
+	b.ObserveISRChange(false)
+	b.ObserveISRChange(true)
+	got := gathered(t, reg)
+	for k, v := range map[string]float64{
+		"twinlog_partition_high_watermark,partition=0,topic=t":   7,
+		"twinlog_partition_log_end_offset,partition=0,topic=t":   9,
+		"twinlog_leader_isr_size,partition=0,topic=t":            2,
+		"twinlog_partition_under_replicated,partition=0,topic=t": 1,
+		"twinlog_partition_under_min_isr,partition=0,topic=t":    0,
+		"twinlog_log_truncations_total,reason=divergence":        1,
+		"twinlog_log_truncations_total,reason=lmle":              0,
+		"twinlog_log_truncations_total,reason=out_of_range":      0,
+		"twinlog_request_duration_seconds,api=produce":           1,
+		"twinlog_bytes_in_total":                                 100,
+		"twinlog_bytes_out_total":                                50,
+		"twinlog_isr_shrinks_total":                              1,
+		"twinlog_isr_expands_total":                              1,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	// A follower exports HW/LEO only.
+	b.ObservePartition(broker.PartitionStats{Topic: "t", Partition: 0, HighWatermark: 8, LogEndOffset: 9})
+	if _, ok := gathered(t, reg)["twinlog_leader_isr_size,partition=0,topic=t"]; ok {
+		t.Errorf("follower exports leader ISR size")
+	}
+	b.ForgetPartition("t", 0)
+	if _, ok := gathered(t, reg)["twinlog_partition_high_watermark,partition=0,topic=t"]; ok {
+		t.Errorf("forgotten partition still exported")
+	}
+}

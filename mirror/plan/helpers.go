@@ -1,0 +1,254 @@
+package plan
+
+import (
+	"slices"
+
+	"github.com/twinlog/twinlog"
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/storage/epoch"
+)
+
+// Truncation is where a leader truncation cuts a log.
+type Truncation struct {
+	// NoOp is true when nothing needs to be cut.
+	NoOp bool
+	// Full means truncate fully: LEO = log start = RestartAt.
+	Full bool
+	// Offset is the first offset removed (the truncation point of §6.2f).
+	Offset twinlog.Offset
+	// RestartAt is where the log restarts after a full truncation.
+	RestartAt twinlog.Offset
+}
+
+// LMLETruncationOffset answers SPEC §6.6 step 2 for a log with the given
+// cache, log start and log end offset: LMLE −1 truncates fully (LEO =
+// logStart); otherwise the log is cut at the start of the first cached epoch
+// greater than lmle; if there is none, or nothing would be removed, it is a
+// no-op.
+func LMLETruncationOffset(cache *epoch.Cache, lmle twinlog.Epoch, logStart, leo twinlog.Offset) Truncation {
+	if lmle == twinlog.NoEpoch {
+		if leo <= logStart {
+			return Truncation{NoOp: true, Offset: twinlog.NoOffset}
+		}
+		return Truncation{Full: true, Offset: logStart, RestartAt: logStart}
+	}
+	o, ok := cache.StartOffsetOfFirstEpochAfter(lmle)
+	if !ok || o >= leo {
+		return Truncation{NoOp: true, Offset: twinlog.NoOffset}
+	}
+	if o < logStart {
+		// The first foreign epoch starts before the retained log: every
+		// retained record is foreign.
+		return Truncation{Full: true, Offset: logStart, RestartAt: logStart}
+	}
+	return Truncation{Offset: o}
+}
+
+// DivergenceTruncation is the follower rule of SPEC §4.4 applied by a mirror
+// leader to DivergingEpoch{el, ol} from the source: E_L = −1 or an empty
+// cache → min(O_L, LEO); else (E_F, O_F) = endOffsetFor(E_L): E_F = E_L →
+// min(O_F, O_L, LEO), else min(O_F, LEO). An offset below logStart is a full
+// truncation restarting there.
+func DivergenceTruncation(cache *epoch.Cache, logStart, leo twinlog.Offset, el twinlog.Epoch, ol twinlog.Offset) Truncation {
+	var o twinlog.Offset
+	if el == twinlog.NoEpoch || cache.Len() == 0 {
+		o = min(ol, leo)
+	} else {
+		ef, of := cache.EndOffsetFor(el, leo)
+		if ef == el {
+			o = min(of, ol, leo)
+		} else {
+			o = min(of, leo)
+		}
+	}
+	switch {
+	case o >= leo:
+		return Truncation{NoOp: true, Offset: twinlog.NoOffset}
+	case o < logStart:
+		return Truncation{Full: true, Offset: logStart, RestartAt: o}
+	default:
+		return Truncation{Offset: o}
+	}
+}
+
+// Aligned is the predicate of SPEC §6.6 step 3: a replica is aligned for a
+// run iff the run has truncated (truncationEpoch ≥ 0) and the replica's
+// aligned_epoch ≥ truncationEpoch.
+func Aligned(truncationEpoch, alignedEpoch twinlog.Epoch) bool {
+	return truncationEpoch >= 0 && alignedEpoch >= truncationEpoch
+}
+
+// LMLEAtStop is SPEC §6.7 step 3: an aligned leader records its latest cached
+// epoch; any other records the existing LMLE (−1 if there is none). An
+// aligned leader with an empty log records −1.
+func LMLEAtStop(aligned bool, cache *epoch.Cache, existing twinlog.Epoch) twinlog.Epoch {
+	if aligned {
+		return cache.Latest()
+	}
+	return existing
+}
+
+// StopBumpEpoch is the minLeaderEpoch of the stop bump (SPEC §6.7 step 4),
+// max(LMLE, LE) + 1, so that new records carry an epoch above the LMLE and
+// above every epoch in the log (inv. 18).
+func StopBumpEpoch(lmle, le twinlog.Epoch) twinlog.Epoch { return max(lmle, le) + 1 }
+
+// ReplicaStatus is the leader's view of the partition's replicas at one
+// check (SPEC §6.6 step 3).
+type ReplicaStatus struct {
+	// Replicas is R, ISR the committed ISR (both include the leader).
+	Replicas, ISR []twinlog.BrokerID
+	// FollowerAlignedEpoch is, per follower, the highest LE in which this
+	// leader answered one of its fetches with NONE and no DivergingEpoch
+	// (absent: none in this leadership). The leader's own aligned epoch is
+	// not taken from here.
+	FollowerAlignedEpoch map[twinlog.BrokerID]twinlog.Epoch
+	// MinInsyncReplicas is the topic's min.insync.replicas.
+	MinInsyncReplicas int
+	// SupportUncleanLeaderElection is mirror.support.unclean.leader.election
+	// as configured now.
+	SupportUncleanLeaderElection bool
+}
+
+// ReadyToMirror is the PENDING → MIRRORING check of SPEC §6.6 step 3: every
+// ISR member is aligned for the run (the leader by its own aligned epoch),
+// |ISR| ≥ m = min(min.insync.replicas, |R|), and, when the unclean-support
+// config is true at check time, ISR = R.
+func ReadyToMirror(st ReplicaStatus, self twinlog.BrokerID, selfAligned, truncationEpoch twinlog.Epoch) bool {
+	if truncationEpoch < 0 {
+		return false
+	}
+	m := min(st.MinInsyncReplicas, len(st.Replicas))
+	if len(st.ISR) < m || len(st.ISR) == 0 {
+		return false
+	}
+	for _, r := range st.ISR {
+		ae, ok := selfAligned, true
+		if r != self {
+			ae, ok = st.FollowerAlignedEpoch[r]
+		}
+		if !ok || !Aligned(truncationEpoch, ae) {
+			return false
+		}
+	}
+	if st.SupportUncleanLeaderElection {
+		for _, r := range st.Replicas {
+			if !slices.Contains(st.ISR, r) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Taint marks a replica skipped by an LMLE truncation (SPEC §6.6 step 4):
+// its leader answers it per §4.3 step 4 with (Epoch, Offset) until it has
+// truncated.
+type Taint struct {
+	Replica twinlog.BrokerID
+	Epoch   twinlog.Epoch
+	Offset  twinlog.Offset
+}
+
+// SkippedReplicas is R − ISR, in R order.
+func SkippedReplicas(replicas, isr []twinlog.BrokerID) []twinlog.BrokerID {
+	var out []twinlog.BrokerID
+	for _, r := range replicas {
+		if !slices.Contains(isr, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TaintsFor taints every skipped replica with (lmleUsed, t).
+func TaintsFor(skipped []twinlog.BrokerID, lmleUsed twinlog.Epoch, t twinlog.Offset) []Taint {
+	out := make([]Taint, 0, len(skipped))
+	for _, r := range skipped {
+		out = append(out, Taint{Replica: r, Epoch: lmleUsed, Offset: t})
+	}
+	return out
+}
+
+// MergeTaints merges taints across runs (SPEC §6.6 step 4): a replica
+// tainted in both keeps the smaller epoch and the smaller offset; others
+// keep theirs. The result is sorted by replica.
+func MergeTaints(existing, added []Taint) []Taint {
+	out := slices.Clone(existing)
+	for _, a := range added {
+		i := slices.IndexFunc(out, func(t Taint) bool { return t.Replica == a.Replica })
+		if i < 0 {
+			out = append(out, a)
+			continue
+		}
+		out[i].Epoch = min(out[i].Epoch, a.Epoch)
+		out[i].Offset = min(out[i].Offset, a.Offset)
+	}
+	slices.SortFunc(out, func(a, b Taint) int { return int(a.Replica) - int(b.Replica) })
+	return out
+}
+
+// WithoutTaint returns taints minus the replica's.
+func WithoutTaint(taints []Taint, r twinlog.BrokerID) []Taint {
+	return slices.DeleteFunc(slices.Clone(taints), func(t Taint) bool { return t.Replica == r })
+}
+
+// FetchRequest is one partition of a Fetch{MIRROR} request (SPEC §6.3).
+type FetchRequest struct {
+	FetchOffset        twinlog.Offset
+	CurrentLeaderEpoch twinlog.Epoch
+	LastFetchedEpoch   twinlog.Epoch
+}
+
+// MirrorFetchRequest builds the mirror fetch fields: currentLeaderEpoch =
+// the source leader epoch as known (−1 allowed), lastFetchedEpoch = the
+// latest cached epoch (−1 none), fetchOffset = D's LEO.
+func MirrorFetchRequest(sourceLeaderEpoch twinlog.Epoch, cache *epoch.Cache, leo twinlog.Offset) FetchRequest {
+	return FetchRequest{FetchOffset: leo, CurrentLeaderEpoch: sourceLeaderEpoch, LastFetchedEpoch: cache.Latest()}
+}
+
+// AppendablePrefix returns how many of the fetched batches (given by their
+// record epochs, in order) may be appended at leader epoch le before a
+// BumpLeaderEpoch(minLeaderEpoch = the returned epoch) is needed (SPEC
+// §6.2d). needBump is NoEpoch when all may be appended.
+func AppendablePrefix(batchEpochs []twinlog.Epoch, le twinlog.Epoch) (n int, needBump twinlog.Epoch) {
+	for i, e := range batchEpochs {
+		if e > le {
+			return i, e
+		}
+	}
+	return len(batchEpochs), twinlog.NoEpoch
+}
+
+// Lag is the mirror lag of SPEC §6.3: records = max(0, S.HW − D.LEO);
+// seconds = now − lastCaughtUpMs, the time of the last fetch response that
+// found D.LEO ≥ S.HW (the shell passes the mirroring start if there was none).
+func Lag(sourceHW, leo twinlog.Offset, nowMs, lastCaughtUpMs int64) (records int64, seconds float64) {
+	return max(0, int64(sourceHW-leo)), float64(max(0, nowMs-lastCaughtUpMs)) / 1000
+}
+
+// Backoff is full-jitter exponential backoff: a uniform delay in
+// [0, min(maxMs, initialMs·2^attempt)].
+func Backoff(rng Rand, attempt int, initialMs, maxMs int64) int64 {
+	ceil := initialMs
+	for i := 0; i < attempt && ceil < maxMs; i++ {
+		ceil *= 2
+	}
+	ceil = min(ceil, maxMs)
+	if ceil <= 0 {
+		return 0
+	}
+	return int64(rng.IntN(int(ceil) + 1))
+}
+
+// Fatal reports whether a source error ends the run in FAILED rather than
+// being retried (SPEC §6.3, §6.6 step 1).
+func Fatal(code twinlogv1.ErrorCode) bool {
+	switch code {
+	case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
+		twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID,
+		twinlogv1.ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,295 @@
+package plan_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/twinlog/twinlog"
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/mirror/plan"
+	"github.com/twinlog/twinlog/storage/epoch"
+)
+
+func cache(t *testing.T, es ...epoch.Entry) *epoch.Cache {
+	t.Helper()
+	c, err := epoch.NewCache(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+type E = epoch.Entry
+
+func TestLMLETruncationOffset(t *testing.T) {
+	seedB := []E{en(0, 0), en(1, 1), en(2, 2), en(3, 3), en(4, 5)} // §6.9 row 8, LEO 6
+	tests := []struct {
+		name          string
+		entries       []E
+		lmle          twinlog.Epoch
+		logStart, leo twinlog.Offset
+		want          plan.Truncation
+	}{
+		{"-1 truncates fully", []E{en(0, 0)}, -1, 0, 2, plan.Truncation{Full: true, Offset: 0, RestartAt: 0}},
+		{"-1 keeps log start", []E{en(3, 10)}, -1, 10, 12, plan.Truncation{Full: true, Offset: 10, RestartAt: 10}},
+		{"-1 on an empty log is a no-op", nil, -1, 0, 0, plan.Truncation{NoOp: true, Offset: -1}},
+		{"§6.9 row 5: lmle 1 cuts 2@2a", []E{en(0, 0), en(1, 1), en(2, 2)}, 1, 0, 3, plan.Truncation{Offset: 2}},
+		{"§6.9 row 8: lmle 3 cuts 5@4b", seedB, 3, 0, 6, plan.Truncation{Offset: 5}},
+		{"gap epoch: first epoch > lmle", []E{en(1, 0), en(5, 4)}, 3, 0, 8, plan.Truncation{Offset: 4}},
+		{"no epoch after lmle: no-op", []E{en(1, 0), en(3, 2)}, 3, 0, 6, plan.Truncation{NoOp: true, Offset: -1}},
+		{"§6.10 row 7: lmle 5 no-op", []E{en(1, 0), en(5, 2)}, 5, 0, 4, plan.Truncation{NoOp: true, Offset: -1}},
+		{"epoch after lmle without records", []E{en(1, 0), en(4, 3)}, 1, 0, 3, plan.Truncation{NoOp: true, Offset: -1}},
+		{"every retained record foreign", []E{en(2, 0)}, 1, 5, 9, plan.Truncation{Full: true, Offset: 5, RestartAt: 5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := plan.LMLETruncationOffset(cache(t, tt.entries...), tt.lmle, tt.logStart, tt.leo)
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Fatalf("(-want +got)\n%s", d)
+			}
+		})
+	}
+}
+
+func TestDivergenceTruncation(t *testing.T) {
+	tests := []struct {
+		name     string
+		entries  []E
+		logStart twinlog.Offset
+		leo      twinlog.Offset
+		el       twinlog.Epoch
+		ol       twinlog.Offset
+		want     plan.Truncation
+	}{
+		{"§6.9 row 9", []E{en(0, 0), en(1, 1), en(2, 2), en(3, 3)}, 0, 5, 3, 4, plan.Truncation{Offset: 4}},
+		{"S4b", []E{en(1, 0)}, 0, 4, 1, 2, plan.Truncation{Offset: 2}},
+		{"S4c: follower (1,1)", []E{en(1, 0), en(2, 1)}, 0, 4, 1, 2, plan.Truncation{Offset: 1}},
+		{"S4d: follower (1,0)", []E{en(2, 0)}, 0, 3, 1, 5, plan.Truncation{Offset: 0}},
+		{"E_L = -1", []E{en(1, 0)}, 0, 6, -1, 3, plan.Truncation{Offset: 3}},
+		{"empty cache", nil, 0, 6, 2, 3, plan.Truncation{Offset: 3}},
+		{"§6.10 1.3a", []E{en(1, 0)}, 0, 4, 1, 1, plan.Truncation{Offset: 1}},
+		{"nothing to cut", []E{en(1, 0)}, 0, 4, 1, 9, plan.Truncation{NoOp: true, Offset: -1}},
+		{"below log start", []E{en(3, 10)}, 10, 14, 3, 7, plan.Truncation{Full: true, Offset: 10, RestartAt: 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := plan.DivergenceTruncation(cache(t, tt.entries...), tt.logStart, tt.leo, tt.el, tt.ol)
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Fatalf("(-want +got)\n%s", d)
+			}
+		})
+	}
+}
+
+func TestLMLEAtStopAndBump(t *testing.T) {
+	c := cache(t, en(0, 0), en(1, 1))
+	if got := plan.LMLEAtStop(true, c, 7); got != 1 {
+		t.Errorf("aligned: %d", got)
+	}
+	if got := plan.LMLEAtStop(false, c, 7); got != 7 {
+		t.Errorf("unaligned with record: %d", got)
+	}
+	if got := plan.LMLEAtStop(false, c, -1); got != -1 {
+		t.Errorf("unaligned without record: %d", got)
+	}
+	if got := plan.LMLEAtStop(true, cache(t), 4); got != -1 {
+		t.Errorf("aligned, empty log: %d", got)
+	}
+	for _, tt := range []struct{ lmle, le, want twinlog.Epoch }{{1, 1, 2}, {3, 3, 4}, {5, 8, 9}, {9, 4, 10}, {-1, 0, 1}} {
+		if got := plan.StopBumpEpoch(tt.lmle, tt.le); got != tt.want {
+			t.Errorf("StopBumpEpoch(%d, %d) = %d, want %d", tt.lmle, tt.le, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		te, ae twinlog.Epoch
+		want   bool
+	}{{-1, -1, false}, {-1, 5, false}, {3, 2, false}, {3, 3, true}, {3, 4, true}, {0, 0, true}} {
+		if got := plan.Aligned(tt.te, tt.ae); got != tt.want {
+			t.Errorf("Aligned(%d, %d) = %v", tt.te, tt.ae, got)
+		}
+	}
+}
+
+func TestReadyToMirror(t *testing.T) {
+	ids := func(b ...twinlog.BrokerID) []twinlog.BrokerID { return b }
+	al := func(kv ...twinlog.Epoch) map[twinlog.BrokerID]twinlog.Epoch {
+		m := map[twinlog.BrokerID]twinlog.Epoch{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[twinlog.BrokerID(kv[i])] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		st   plan.ReplicaStatus
+		self twinlog.Epoch
+		te   twinlog.Epoch
+		want bool
+	}{
+		{"all aligned", plan.ReplicaStatus{Replicas: ids(1, 2, 3), ISR: ids(1, 2, 3), FollowerAlignedEpoch: al(2, 5, 3, 6), MinInsyncReplicas: 2}, 5, 5, true},
+		{"no run", plan.ReplicaStatus{Replicas: ids(1), ISR: ids(1), MinInsyncReplicas: 1}, 5, -1, false},
+		{"leader unaligned", plan.ReplicaStatus{Replicas: ids(1), ISR: ids(1), MinInsyncReplicas: 1}, 4, 5, false},
+		{"follower not answered", plan.ReplicaStatus{Replicas: ids(1, 2), ISR: ids(1, 2), FollowerAlignedEpoch: al(), MinInsyncReplicas: 1}, 5, 5, false},
+		{"follower aligned in older LE", plan.ReplicaStatus{Replicas: ids(1, 2), ISR: ids(1, 2), FollowerAlignedEpoch: al(2, 4), MinInsyncReplicas: 1}, 5, 5, false},
+		{"ISR below m", plan.ReplicaStatus{Replicas: ids(1, 2, 3), ISR: ids(1), MinInsyncReplicas: 2}, 5, 5, false},
+		{"m capped by |R|", plan.ReplicaStatus{Replicas: ids(1), ISR: ids(1), MinInsyncReplicas: 2}, 5, 5, true},
+		{"skip out-of-ISR, config false", plan.ReplicaStatus{Replicas: ids(1, 2), ISR: ids(1), MinInsyncReplicas: 1}, 5, 5, true},
+		{"config true needs ISR = R", plan.ReplicaStatus{Replicas: ids(1, 2), ISR: ids(1), MinInsyncReplicas: 1, SupportUncleanLeaderElection: true}, 5, 5, false},
+		{"config true, all in", plan.ReplicaStatus{Replicas: ids(1, 2), ISR: ids(1, 2), FollowerAlignedEpoch: al(2, 7), MinInsyncReplicas: 1, SupportUncleanLeaderElection: true}, 5, 5, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := plan.ReadyToMirror(tt.st, 1, tt.self, tt.te); got != tt.want {
+				t.Fatalf("got %v", got)
+			}
+		})
+	}
+}
+
+func TestTaints(t *testing.T) {
+	skipped := plan.SkippedReplicas([]twinlog.BrokerID{3, 1, 2}, []twinlog.BrokerID{1})
+	if d := cmp.Diff([]twinlog.BrokerID{3, 2}, skipped); d != "" {
+		t.Fatal(d)
+	}
+	added := plan.TaintsFor(skipped, 5, 6)
+	existing := []plan.Taint{{Replica: 2, Epoch: 1, Offset: 9}, {Replica: 4, Epoch: 3, Offset: 2}}
+	got := plan.MergeTaints(existing, added)
+	want := []plan.Taint{
+		{Replica: 2, Epoch: 1, Offset: 6}, // smaller epoch (1) and smaller offset (6)
+		{Replica: 3, Epoch: 5, Offset: 6},
+		{Replica: 4, Epoch: 3, Offset: 2},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("merge (-want +got)\n%s", d)
+	}
+	// §6.10 M6 row 4 then a later run: a2 tainted (1, 2), then (5, 6) → (1, 2).
+	got = plan.MergeTaints([]plan.Taint{{Replica: 2, Epoch: 1, Offset: 2}}, []plan.Taint{{Replica: 2, Epoch: 5, Offset: 6}})
+	if d := cmp.Diff([]plan.Taint{{Replica: 2, Epoch: 1, Offset: 2}}, got); d != "" {
+		t.Fatal(d)
+	}
+	if d := cmp.Diff([]plan.Taint{{Replica: 4, Epoch: 3, Offset: 2}}, plan.WithoutTaint(existing, 2)); d != "" {
+		t.Fatal(d)
+	}
+	if len(existing) != 2 {
+		t.Fatal("WithoutTaint modified its input")
+	}
+}
+
+func TestFetchFieldsLagBackoff(t *testing.T) {
+	if got := plan.MirrorFetchRequest(7, cache(t), 0); got != (plan.FetchRequest{FetchOffset: 0, CurrentLeaderEpoch: 7, LastFetchedEpoch: -1}) {
+		t.Errorf("empty: %+v", got)
+	}
+	if got := plan.MirrorFetchRequest(-1, cache(t, en(1, 0), en(3, 2)), 5); got != (plan.FetchRequest{FetchOffset: 5, CurrentLeaderEpoch: -1, LastFetchedEpoch: 3}) {
+		t.Errorf("got %+v", got)
+	}
+	if n, e := plan.AppendablePrefix([]twinlog.Epoch{1, 1, 7, 7}, 3); n != 2 || e != 7 {
+		t.Errorf("prefix %d, %d", n, e)
+	}
+	if n, e := plan.AppendablePrefix([]twinlog.Epoch{1, 3}, 3); n != 2 || e != -1 {
+		t.Errorf("prefix %d, %d", n, e)
+	}
+	if r, s := plan.Lag(10, 4, 9000, 6000); r != 6 || s != 3 {
+		t.Errorf("lag %d %v", r, s)
+	}
+	if r, _ := plan.Lag(4, 10, 9000, 9000); r != 0 {
+		t.Errorf("lag %d", r)
+	}
+	for attempt, want := range []int64{100, 200, 400, 800, 1000, 1000} {
+		if got := plan.Backoff(maxRand{}, attempt, 100, 1000); got != want {
+			t.Errorf("Backoff(%d) = %d, want %d", attempt, got, want)
+		}
+	}
+	if got := plan.Backoff(zeroRand{}, 3, 100, 1000); got != 0 {
+		t.Errorf("full jitter lower bound %d", got)
+	}
+}
+
+type zeroRand struct{}
+
+func (zeroRand) IntN(int) int { return 0 }
+
+// TestAnswerLastMirroredEpoch: the source-side rule of SPEC §6.4.
+func TestAnswerLastMirroredEpoch(t *testing.T) {
+	rec := &twinlogv1.MirrorLmleRecord{Lmle: 3, SourceClusterId: "B"}
+	ok := plan.SourceView{HasStateTopic: true, StateLeader: true, CaughtUp: true, LocalTopicID: "t1", Record: rec}
+	with := func(f func(*plan.SourceView)) plan.SourceView { v := ok; f(&v); return v }
+	const (
+		none      = twinlogv1.ErrorCode_ERROR_CODE_NONE
+		notLeader = twinlogv1.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+		loading   = twinlogv1.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS
+		invalid   = twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_SOURCE
+	)
+	tests := []struct {
+		name      string
+		requester string
+		topicID   string
+		v         plan.SourceView
+		lmle      twinlog.Epoch
+		code      twinlogv1.ErrorCode
+	}{
+		{"record", "B", "t1", ok, 3, none},
+		{"no __mirror_state: any broker answers -1", "B", "t1", plan.SourceView{}, -1, none},
+		{"no record", "B", "t1", with(func(v *plan.SourceView) { v.Record = nil }), -1, none},
+		{"other source cluster", "C", "t1", ok, -1, none},
+		{"other topic id", "B", "t2", ok, -1, none},
+		{"topic unknown locally", "B", "t1", with(func(v *plan.SourceView) { v.LocalTopicID = "" }), -1, none},
+		{"not the state leader", "B", "t1", with(func(v *plan.SourceView) { v.StateLeader = false }), -1, notLeader},
+		{"not caught up", "B", "t1", with(func(v *plan.SourceView) { v.CaughtUp = false }), -1, loading},
+		{"mirror MIRRORING", "B", "t1", with(func(v *plan.SourceView) {
+			v.InMirror, v.DesiredState, v.RunState = true, plan.Mirroring, plan.Mirroring
+		}), -1, invalid},
+		{"desired STOPPED, still STOPPING", "B", "t1", with(func(v *plan.SourceView) {
+			v.InMirror, v.DesiredState, v.RunState = true, plan.Stopped, plan.Stopping
+		}), -1, invalid},
+		{"mirror STOPPED", "B", "t1", with(func(v *plan.SourceView) {
+			v.InMirror, v.DesiredState, v.RunState = true, plan.Stopped, plan.Stopped
+		}), 3, none},
+		{"mirror FAILED", "B", "t1", with(func(v *plan.SourceView) {
+			v.InMirror, v.DesiredState, v.RunState = true, plan.Mirroring, plan.Failed
+		}), -1, invalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, code := plan.AnswerLastMirroredEpoch(tt.requester, tt.topicID, tt.v)
+			if l != tt.lmle || code != tt.code {
+				t.Fatalf("got (%d, %v), want (%d, %v)", l, code, tt.lmle, tt.code)
+			}
+		})
+	}
+}
+
+// TestStateTable: the __mirror_state reader rule.
+func TestStateTable(t *testing.T) {
+	var tab plan.StateTable[plan.LmleKey, *twinlogv1.MirrorLmleRecord]
+	k := plan.LmleKey{TopicID: "t1", Partition: 0}
+	steps := []struct {
+		rec     *twinlogv1.MirrorLmleRecord
+		applied bool
+		want    int32 // lmle after, -9 none
+	}{
+		{&twinlogv1.MirrorLmleRecord{StateEpoch: 3, Lmle: 1}, true, 1},
+		{&twinlogv1.MirrorLmleRecord{StateEpoch: 2, Lmle: 9}, false, 1}, // fenced writer
+		{&twinlogv1.MirrorLmleRecord{StateEpoch: 3, Lmle: 2}, true, 2},  // same epoch: latest wins
+		{&twinlogv1.MirrorLmleRecord{StateEpoch: 5, Lmle: 3}, true, 3},
+		{nil, true, -9}, // tombstone
+		{&twinlogv1.MirrorLmleRecord{StateEpoch: 1, Lmle: 4}, true, 4}, // reset stateEpoch
+	}
+	for i, s := range steps {
+		if got := tab.Apply(k, s.rec); got != s.applied {
+			t.Fatalf("step %d applied = %v", i, got)
+		}
+		r, ok := tab.Get(k)
+		if s.want == -9 {
+			if ok {
+				t.Fatalf("step %d: key survived its tombstone", i)
+			}
+			continue
+		}
+		if r.GetLmle() != s.want {
+			t.Fatalf("step %d: lmle %d, want %d", i, r.GetLmle(), s.want)
+		}
+	}
+}
+
+func en(e twinlog.Epoch, o twinlog.Offset) E { return E{Epoch: e, StartOffset: o} }

@@ -1,0 +1,1020 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twinlog/twinlog"
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/storage/epoch"
+)
+
+// Short names for the states of SPEC §6.5; NotStarted is UNSPECIFIED (no run yet).
+const (
+	NotStarted = twinlogv1.MirrorState_MIRROR_STATE_UNSPECIFIED
+	Preparing  = twinlogv1.MirrorState_MIRROR_STATE_PREPARING
+	Truncating = twinlogv1.MirrorState_MIRROR_STATE_TRUNCATING
+	Pending    = twinlogv1.MirrorState_MIRROR_STATE_PENDING
+	Mirroring  = twinlogv1.MirrorState_MIRROR_STATE_MIRRORING
+	Paused     = twinlogv1.MirrorState_MIRROR_STATE_PAUSED
+	Stopping   = twinlogv1.MirrorState_MIRROR_STATE_STOPPING
+	Stopped    = twinlogv1.MirrorState_MIRROR_STATE_STOPPED
+	Failed     = twinlogv1.MirrorState_MIRROR_STATE_FAILED
+)
+
+// ErrInvalidRequest is returned by Step for a desired-state change the
+// current state does not allow (SPEC §6.5); callers answer INVALID_REQUEST.
+var ErrInvalidRequest = errors.New("plan: invalid mirror state transition")
+
+// Op is an operator request on a mirror partition.
+type Op int
+
+// Operator requests.
+const (
+	OpStart Op = iota
+	OpPause
+	OpResume
+	OpStop
+)
+
+func (o Op) String() string { return [...]string{"start", "pause", "resume", "stop"}[o] }
+
+// CheckTransition is the legality table of SPEC §6.5: Start from new,
+// STOPPED or FAILED; Pause only from MIRRORING; Resume only from PAUSED;
+// Stop from any state except STOPPED; otherwise INVALID_REQUEST.
+func CheckTransition(s twinlogv1.MirrorState, op Op) twinlogv1.ErrorCode {
+	ok := false
+	switch op {
+	case OpStart:
+		ok = s == NotStarted || s == Stopped || s == Failed
+	case OpPause:
+		ok = s == Mirroring
+	case OpResume:
+		ok = s == Paused
+	case OpStop:
+		ok = s != Stopped
+	}
+	if ok {
+		return twinlogv1.ErrorCode_ERROR_CODE_NONE
+	}
+	return twinlogv1.ErrorCode_ERROR_CODE_INVALID_REQUEST
+}
+
+// Log is the machine's read-only view of the local partition log. The shell
+// owns it and applies the machine's actions to it before reporting them.
+type Log interface {
+	EpochCache() *epoch.Cache
+	LogStartOffset() twinlog.Offset
+	LogEndOffset() twinlog.Offset
+	HighWatermark() twinlog.Offset
+	// AlignedEpoch is aligned_epoch from partition.metadata (−1 none).
+	AlignedEpoch() twinlog.Epoch
+}
+
+// Rand draws jitter: IntN returns a uniform int in [0, n).
+type Rand interface{ IntN(n int) int }
+
+// Config configures one partition's machine.
+type Config struct {
+	BrokerID       twinlog.BrokerID
+	Mirror         string
+	TopicPartition twinlog.TopicPartition
+	TopicID        string
+	// PendingTimeoutMs is mirror.pending.timeout.ms (PREPARING without an
+	// answer and PENDING both fail after it).
+	PendingTimeoutMs int64
+	// RetryInitialBackoffMs, RetryMaxBackoffMs, RetryMaxAttempts are
+	// mirror.failed.retry.{initial.backoff.ms,max.backoff.ms,max.attempts}.
+	RetryInitialBackoffMs int64
+	RetryMaxBackoffMs     int64
+	RetryMaxAttempts      int32
+	// MaxCorruptFetches consecutive CORRUPT_MESSAGE fetches fail the run.
+	MaxCorruptFetches int
+}
+
+func (c Config) withDefaults() Config {
+	if c.PendingTimeoutMs == 0 {
+		c.PendingTimeoutMs = 300000
+	}
+	if c.RetryInitialBackoffMs == 0 {
+		c.RetryInitialBackoffMs = 100
+	}
+	if c.RetryMaxBackoffMs == 0 {
+		c.RetryMaxBackoffMs = 300000
+	}
+	if c.RetryMaxAttempts == 0 {
+		c.RetryMaxAttempts = 20
+	}
+	if c.MaxCorruptFetches == 0 {
+		c.MaxCorruptFetches = 3
+	}
+	return c
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	switch {
+	case c.BrokerID < 0:
+		return fmt.Errorf("plan: broker id %d", c.BrokerID)
+	case c.PendingTimeoutMs < 0, c.RetryInitialBackoffMs < 0, c.RetryMaxBackoffMs < c.RetryInitialBackoffMs,
+		c.RetryMaxAttempts < 0, c.MaxCorruptFetches < 0:
+		return errors.New("plan: negative or inconsistent timeouts")
+	}
+	return nil
+}
+
+// Deps are the machine's injected dependencies.
+type Deps struct {
+	Log  Log
+	Rand Rand
+}
+
+// Ready is the output of the machine since the last Advance.
+type Ready struct{ Actions []Action }
+
+// step is what the machine waits for inside its state.
+type step int
+
+const (
+	stepIdle          step = iota
+	stepQuery              // PREPARING: QueryLMLE outstanding
+	stepQueryBackoff       // PREPARING: re-query at nextAtMs
+	stepRunBump            // TRUNCATING: bump outstanding
+	stepRunTruncate        // TRUNCATING: truncation outstanding
+	stepAwaitReplicas      // PENDING (or TRUNCATING before the first status)
+	stepMirrorWrites       // MIRRORING record (+ taints) being written
+	stepFetching           // fetcher running
+	stepFetchBump          // bump for a fetched batch epoch
+	stepFixBump            // bump before a divergence / out-of-range truncation
+	stepFixTruncate        // that truncation
+	stepStopWrites         // LMLE + STOPPING being written
+	stepStopBump           // stop bump outstanding
+	stepStoppedWrites      // STOPPED (+ LMLE) being written
+	stepResumeWrites       // new leader rewriting a resumed state
+	stepFailedBackoff      // FAILED: retry at nextAtMs
+)
+
+type pendingWrite struct {
+	run  bool // else lmle record
+	cont bool // counts towards the current step
+	// clear is the replica whose taint this write clears (−1 none).
+	clear twinlog.BrokerID
+}
+
+// Machine is the mirror state machine of one partition on D. Not safe for
+// concurrent use.
+type Machine struct {
+	cfg  Config
+	log  Log
+	rand Rand
+
+	leader   bool
+	le       twinlog.Epoch
+	desired  Desired
+	state    twinlogv1.MirrorState
+	run      *twinlogv1.MirrorRunRecord  // in-memory run record (StateEpoch set on write)
+	lmle     *twinlogv1.MirrorLmleRecord // nil: none
+	aligned  twinlog.Epoch               // own aligned_epoch
+	writable bool
+
+	step     step
+	seq      uint64
+	await    uint64 // Seq of the outstanding query/bump/truncate
+	writes   map[uint64]pendingWrite
+	rewrite  []pendingWrite // failed writes, reissued on Tick
+	bump     BumpLeaderEpoch
+	bumpDue  bool // reissue bump on Tick
+	fix      Truncation
+	fixWhy   TruncateReason
+	runTrunc Truncation
+	nowMs    int64
+	nextAtMs int64
+	timeout  int64 // PREPARING/PENDING deadline
+	queries  int
+	t        twinlog.Offset // T of the run (§6.6 step 2)
+	replicas *ReplicaStatus
+
+	session   uint64
+	fetching  bool
+	corrupt   int
+	srcHW     twinlog.Offset
+	srcLEO    twinlog.Offset
+	caughtUp  int64 // last response with D.LEO ≥ S.HW
+	stopWait  bool
+	stopUntil int64
+
+	ready Ready
+}
+
+// New returns a machine for a partition this broker does not lead yet.
+func New(cfg Config, deps Deps) (*Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Log == nil || deps.Rand == nil {
+		return nil, errors.New("plan: Log and Rand are required")
+	}
+	m := &Machine{cfg: cfg.withDefaults(), log: deps.Log, rand: deps.Rand, le: twinlog.NoEpoch,
+		aligned: twinlog.NoEpoch, srcHW: twinlog.NoOffset, srcLEO: twinlog.NoOffset}
+	m.run = m.freshRun(-1)
+	return m, nil
+}
+
+func (m *Machine) freshRun(gen int64) *twinlogv1.MirrorRunRecord {
+	return &twinlogv1.MirrorRunRecord{LmleUsed: -1, TruncationEpoch: -1, LmleRecorded: -1, Generation: gen}
+}
+
+// State is the current state (NotStarted before any run).
+func (m *Machine) State() twinlogv1.MirrorState { return m.state }
+
+// LeaderEpoch is the LE the machine knows (−1 when not leader yet).
+func (m *Machine) LeaderEpoch() twinlog.Epoch { return m.le }
+
+// Writable reports whether Produce is accepted.
+func (m *Machine) Writable() bool { return m.writable }
+
+// HasReady reports whether actions are waiting.
+func (m *Machine) HasReady() bool { return len(m.ready.Actions) > 0 }
+
+// Ready returns the actions produced since the last Advance, in order.
+func (m *Machine) Ready() Ready { return m.ready }
+
+// Advance acknowledges that the shell took the last Ready.
+func (m *Machine) Advance() { m.ready = Ready{} }
+
+func (m *Machine) emit(a Action) { m.ready.Actions = append(m.ready.Actions, a) }
+
+func (m *Machine) next() uint64 { m.seq++; return m.seq }
+
+func (m *Machine) setState(s twinlogv1.MirrorState, why string) {
+	if s == m.state {
+		return
+	}
+	m.emit(Transition{From: m.state, To: s, Reason: why})
+	m.state = s
+	m.run.State = s
+}
+
+// Step applies one input. It returns ErrInvalidRequest for an illegal
+// operator request (nothing changes).
+func (m *Machine) Step(ev Event) error {
+	err := m.step1(ev)
+	m.assertInvariants()
+	return err
+}
+
+func (m *Machine) step1(ev Event) error {
+	switch ev := ev.(type) {
+	case Tick:
+		m.nowMs = max(m.nowMs, ev.NowMs)
+		if m.leader {
+			m.tick()
+		}
+		return nil
+	case BecameLeader:
+		m.becomeLeader(ev)
+		return nil
+	case LostLeadership:
+		m.loseLeadership()
+		return nil
+	case Start:
+		return m.opStart(ev)
+	case Pause:
+		return m.opPause()
+	case Resume:
+		return m.opResume()
+	case Stop:
+		return m.opStop(ev)
+	case ReplicaStatusChanged:
+		st := ev.Status
+		m.replicas = &st
+		if m.leader && m.step == stepAwaitReplicas {
+			m.checkReplicas()
+		}
+		return nil
+	case BumpDone:
+		// Any bump of ours raises LE, answered late or not.
+		m.le = max(m.le, ev.LeaderEpoch)
+	}
+	if !m.leader {
+		return nil
+	}
+	switch ev := ev.(type) {
+	case LMLEAnswer:
+		m.onLMLE(ev)
+	case BumpDone:
+		if ev.Seq == m.await {
+			m.onBumpDone()
+		}
+	case BumpFailed:
+		if ev.Seq == m.await {
+			m.run.LastError = "bump leader epoch: " + ev.Error.String()
+			m.bumpDue = true
+		}
+	case TruncationDone:
+		if ev.Seq == m.await {
+			m.onTruncationDone()
+		}
+	case WriteAcked:
+		m.onWriteAcked(ev.Seq)
+	case WriteFailed:
+		if w, ok := m.writes[ev.Seq]; ok {
+			delete(m.writes, ev.Seq)
+			m.rewrite = append(m.rewrite, w)
+			m.run.LastError = "write __mirror_state: " + ev.Error.String()
+		}
+	case FollowerRepaired:
+		m.onRepaired(ev.Replica)
+	case Fetched, FetchNeedsBump, FetchDiverging, FetchOutOfRange, FetchError:
+		m.onFetch(ev)
+	}
+	return nil
+}
+
+// ---- leadership ----
+
+func (m *Machine) becomeLeader(ev BecameLeader) {
+	if m.leader && ev.LeaderEpoch <= m.le {
+		return
+	}
+	m.resetTransient()
+	m.leader = true
+	m.le = ev.LeaderEpoch
+	m.aligned = m.log.AlignedEpoch()
+	m.desired = ev.Desired
+	m.lmle = cloneLmle(ev.Lmle)
+	if m.lmle != nil && len(m.lmle.Taints) > 0 {
+		m.emit(AddTaints{Taints: taintsFromProto(m.lmle.Taints)})
+	}
+	m.writable = false
+	if ev.Run == nil {
+		m.run = m.freshRun(-1)
+		m.state = NotStarted
+		switch ev.Desired.State {
+		case NotStarted:
+			m.setWritable(true) // a topic in no mirror
+		case Stopped:
+			m.beginStopping("new leader, desired STOPPED")
+		default:
+			m.reconcile()
+		}
+		return
+	}
+	m.run = cloneRun(ev.Run)
+	m.state = m.run.State
+	switch m.state {
+	case Preparing, Truncating, Pending:
+		// SPEC §6.5: redo the run from PREPARING.
+		if m.desired.State == Stopped {
+			m.beginStopping("new leader, desired STOPPED")
+			return
+		}
+		m.beginRun("new leader redoes the run")
+	case Stopping:
+		m.resumeStopping()
+	case Mirroring, Paused, Stopped, Failed:
+		if m.desired.State == Stopped && m.state != Stopped {
+			m.beginStopping("new leader, desired STOPPED")
+			return
+		}
+		if m.state == Failed || m.state == Stopped {
+			if m.startWanted() {
+				m.beginStart()
+				return
+			}
+		}
+		// Rewrite the resumed state with our LE before acting on it.
+		m.writeRun(true)
+		m.step = stepResumeWrites
+	default:
+		panic(fmt.Sprintf("plan: run record in state %v", m.state))
+	}
+}
+
+func (m *Machine) loseLeadership() {
+	if !m.leader {
+		return
+	}
+	if m.stopWait {
+		m.emit(StopResult{Error: twinlogv1.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER})
+	}
+	m.resetTransient()
+	m.writes, m.rewrite = nil, nil
+	m.leader = false
+	m.writable = false
+}
+
+// dropStepWrites forgets the writes a step was waiting for; taint-clearing
+// writes stay tracked so their ClearTaint still follows the ack.
+func (m *Machine) dropStepWrites() {
+	for seq, w := range m.writes {
+		if w.clear == twinlog.NoBroker {
+			delete(m.writes, seq)
+		}
+	}
+	m.rewrite = slices.DeleteFunc(m.rewrite, func(w pendingWrite) bool { return w.clear == twinlog.NoBroker })
+}
+
+func (m *Machine) resetTransient() {
+	m.stopFetcher()
+	m.step = stepIdle
+	m.await = 0
+	m.dropStepWrites()
+	m.bumpDue = false
+	m.stopWait = false
+	m.corrupt = 0
+	m.queries = 0
+}
+
+// ---- operator requests ----
+
+func (m *Machine) opStart(ev Start) error {
+	if !m.leader {
+		m.desired = Desired{State: Mirroring, Generation: ev.Generation, SourceClusterID: ev.SourceClusterID}
+		return nil
+	}
+	if ev.Generation <= m.run.Generation && m.desired.State == Mirroring {
+		return nil // re-delivery of the current generation
+	}
+	if CheckTransition(m.state, OpStart) != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+		return fmt.Errorf("%w: start from %v", ErrInvalidRequest, m.state)
+	}
+	m.desired = Desired{State: Mirroring, Generation: ev.Generation, SourceClusterID: ev.SourceClusterID}
+	if ev.Generation <= m.run.Generation {
+		return nil
+	}
+	m.beginStart()
+	return nil
+}
+
+func (m *Machine) opPause() error {
+	if !m.leader {
+		m.desired.State = Paused
+		return nil
+	}
+	if CheckTransition(m.state, OpPause) != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+		return fmt.Errorf("%w: pause from %v", ErrInvalidRequest, m.state)
+	}
+	m.desired.State = Paused
+	if m.step == stepFetching {
+		m.pause()
+	} // else after the bump/truncation in flight (fetchAgain)
+	return nil
+}
+
+func (m *Machine) opResume() error {
+	if !m.leader {
+		m.desired.State = Mirroring
+		return nil
+	}
+	if CheckTransition(m.state, OpResume) != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+		return fmt.Errorf("%w: resume from %v", ErrInvalidRequest, m.state)
+	}
+	m.desired.State = Mirroring
+	m.resume()
+	return nil
+}
+
+func (m *Machine) opStop(ev Stop) error {
+	if !m.leader {
+		m.desired.State = Stopped
+		return nil
+	}
+	if m.state == Stopping {
+		return nil
+	}
+	if CheckTransition(m.state, OpStop) != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+		return fmt.Errorf("%w: stop from %v", ErrInvalidRequest, m.state)
+	}
+	if ev.WaitForCatchUp && !m.caughtUpNow() {
+		m.stopWait = true
+		m.stopUntil = m.nowMs + ev.TimeoutMs
+		return nil
+	}
+	m.desired.State = Stopped
+	m.beginStopping("stop")
+	return nil
+}
+
+func (m *Machine) caughtUpNow() bool {
+	return m.srcHW >= 0 && m.log.LogEndOffset() >= m.srcHW
+}
+
+// startWanted: metadata asks for a run newer than the current one.
+func (m *Machine) startWanted() bool {
+	return m.desired.State == Mirroring && m.desired.Generation > m.run.Generation
+}
+
+// reconcile applies the desired state once the machine is in a stable state.
+func (m *Machine) reconcile() {
+	switch {
+	case m.desired.State == Stopped && m.state != Stopped && m.state != Stopping:
+		m.beginStopping("desired STOPPED")
+	case m.startWanted() && CheckTransition(m.state, OpStart) == twinlogv1.ErrorCode_ERROR_CODE_NONE:
+		m.beginStart()
+	case m.desired.State == Paused && m.state == Mirroring && m.step == stepFetching:
+		m.pause()
+	case m.desired.State == Mirroring && m.state == Paused:
+		m.resume()
+	}
+}
+
+// ---- run: PREPARING → TRUNCATING → PENDING → MIRRORING ----
+
+func (m *Machine) beginStart() {
+	m.run = m.freshRun(m.desired.Generation)
+	m.run.State = m.state
+	m.beginRun("start")
+}
+
+func (m *Machine) beginRun(why string) {
+	m.stopFetcher()
+	m.resetTransient()
+	if m.writable || m.state == NotStarted || m.state == Stopped {
+		m.setWritable(false)
+		m.emit(FailPendingProduces{Error: twinlogv1.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC})
+	}
+	m.setState(Preparing, why)
+	m.run.LmleUsed = -1
+	m.run.TruncationEpoch = -1 // SPEC §6.6 step 1: no run yet
+	m.run.SkippedReplicas = nil
+	m.writeRun(false)
+	m.timeout = m.nowMs + m.cfg.PendingTimeoutMs
+	m.query()
+}
+
+func (m *Machine) query() {
+	m.await = m.next()
+	m.step = stepQuery
+	m.emit(QueryLMLE{Seq: m.await})
+}
+
+func (m *Machine) onLMLE(ev LMLEAnswer) {
+	if m.step != stepQuery || ev.Seq != m.await {
+		return
+	}
+	switch {
+	case ev.Error == twinlogv1.ErrorCode_ERROR_CODE_NONE:
+		m.run.LastError = ""
+		m.beginTruncating(ev.LMLE)
+	case Fatal(ev.Error):
+		m.fail("get last mirrored epochs: " + ev.Error.String())
+	default:
+		m.run.LastError = "get last mirrored epochs: " + ev.Error.String()
+		m.step = stepQueryBackoff
+		m.nextAtMs = m.nowMs + Backoff(m.rand, m.queries, m.cfg.RetryInitialBackoffMs, m.cfg.RetryMaxBackoffMs)
+		m.queries++
+	}
+}
+
+func (m *Machine) beginTruncating(lmle twinlog.Epoch) {
+	m.setState(Truncating, fmt.Sprintf("lmle %d", lmle))
+	m.run.LmleUsed = int32(lmle)
+	m.runTrunc = LMLETruncationOffset(m.log.EpochCache(), lmle, m.log.LogStartOffset(), m.log.LogEndOffset())
+	m.writeRun(false)
+	m.step = stepRunBump
+	m.requestBump(m.le+1, m.runTrunc.Offset)
+}
+
+func (m *Machine) requestBump(minLE twinlog.Epoch, truncation twinlog.Offset) {
+	m.await = m.next()
+	m.bump = BumpLeaderEpoch{Seq: m.await, LeaderEpoch: m.le, MinLeaderEpoch: minLE, TruncationOffset: truncation}
+	m.bumpDue = false
+	m.emit(m.bump)
+}
+
+func (m *Machine) onBumpDone() {
+	m.run.LastError = ""
+	switch m.step {
+	case stepRunBump:
+		m.run.TruncationEpoch = int32(m.le)
+		if m.runTrunc.NoOp {
+			m.afterRunTruncation()
+			return
+		}
+		m.step = stepRunTruncate
+		m.truncate(m.runTrunc, ReasonLMLE)
+	case stepFetchBump:
+		m.fetchAgain()
+	case stepFixBump:
+		m.step = stepFixTruncate
+		m.truncate(m.fix, m.fixWhy)
+	case stepStopBump:
+		m.stopped()
+	}
+}
+
+func (m *Machine) truncate(t Truncation, why TruncateReason) {
+	m.await = m.next()
+	if t.Full {
+		m.emit(TruncateFully{Seq: m.await, RestartAt: t.RestartAt, Reason: why})
+	} else {
+		m.emit(TruncateTo{Seq: m.await, Offset: t.Offset, Reason: why})
+	}
+}
+
+func (m *Machine) onTruncationDone() {
+	switch m.step {
+	case stepRunTruncate:
+		m.afterRunTruncation()
+	case stepFixTruncate:
+		m.fetchAgain()
+	}
+}
+
+func (m *Machine) afterRunTruncation() {
+	te := twinlog.Epoch(m.run.TruncationEpoch)
+	m.aligned = te
+	m.emit(SetAlignedEpoch{Epoch: te})
+	m.t = m.log.LogEndOffset()
+	m.writeRun(false)
+	m.step = stepAwaitReplicas
+	m.timeout = m.nowMs + m.cfg.PendingTimeoutMs
+	m.checkReplicas()
+}
+
+func (m *Machine) checkReplicas() {
+	if m.replicas != nil && ReadyToMirror(*m.replicas, m.cfg.BrokerID, m.aligned, twinlog.Epoch(m.run.TruncationEpoch)) {
+		m.enterMirroring()
+		return
+	}
+	if m.state != Pending {
+		m.setState(Pending, "awaiting aligned replicas")
+		m.writeRun(false)
+	}
+}
+
+func (m *Machine) enterMirroring() {
+	st := *m.replicas
+	skipped := SkippedReplicas(st.Replicas, st.ISR)
+	added := TaintsFor(skipped, twinlog.Epoch(m.run.LmleUsed), m.t)
+	m.run.SkippedReplicas = brokersToInt32(skipped)
+	m.run.State = Mirroring
+	l := m.lmleOrEmpty()
+	existing := taintsFromProto(l.Taints)
+	// The leader did step 2 itself: its own taint clears (SPEC §6.6 step 4).
+	clear := twinlog.NoBroker
+	if slices.ContainsFunc(existing, func(t Taint) bool { return t.Replica == m.cfg.BrokerID }) {
+		clear = m.cfg.BrokerID
+	}
+	l.Taints = taintsToProto(MergeTaints(WithoutTaint(existing, m.cfg.BrokerID), added))
+	m.lmle = l
+	if len(added) > 0 {
+		m.emit(AddTaints{Taints: added})
+	}
+	m.step = stepMirrorWrites
+	m.writeLmle(true, clear)
+	m.writeRun(true)
+}
+
+func (m *Machine) lmleOrEmpty() *twinlogv1.MirrorLmleRecord {
+	if m.lmle == nil {
+		return &twinlogv1.MirrorLmleRecord{Lmle: -1, LeaderEpochAfterStop: -1, LeoAtStop: -1}
+	}
+	return cloneLmle(m.lmle)
+}
+
+func (m *Machine) mirroring(why string) {
+	if m.state != Mirroring {
+		m.caughtUp = m.nowMs // lag seconds count from the start of mirroring
+	}
+	m.setState(Mirroring, why)
+	m.startFetcher()
+}
+
+// ---- fetcher ----
+
+func (m *Machine) startFetcher() {
+	m.session = m.next()
+	m.fetching = true
+	m.step = stepFetching
+	m.emit(StartFetcher{Session: m.session})
+}
+
+func (m *Machine) stopFetcher() {
+	if m.fetching {
+		m.fetching = false
+		m.emit(StopFetcher{Session: m.session})
+	}
+}
+
+func (m *Machine) onFetch(ev Event) {
+	if m.step != stepFetching {
+		return
+	}
+	switch ev := ev.(type) {
+	case Fetched:
+		if ev.Session != m.session {
+			return
+		}
+		m.nowMs = max(m.nowMs, ev.NowMs)
+		m.srcHW, m.srcLEO = ev.SourceHighWatermark, ev.SourceLogEndOffset
+		m.corrupt = 0
+		m.run.LastError = ""
+		if m.log.LogEndOffset() >= m.srcHW {
+			m.caughtUp = m.nowMs
+			if m.stopWait {
+				m.stopWait = false
+				m.desired.State = Stopped
+				m.beginStopping("stop after catch-up")
+			}
+		}
+	case FetchNeedsBump:
+		if ev.Session != m.session {
+			return
+		}
+		m.stopFetcher()
+		m.step = stepFetchBump
+		m.requestBump(ev.Epoch, twinlog.NoOffset) // SPEC §6.2d
+	case FetchDiverging:
+		if ev.Session != m.session {
+			return
+		}
+		t := DivergenceTruncation(m.log.EpochCache(), m.log.LogStartOffset(), m.log.LogEndOffset(), ev.Epoch, ev.EndOffset)
+		m.fixLog(t, ReasonDivergence)
+	case FetchOutOfRange:
+		if ev.Session != m.session {
+			return
+		}
+		ls := m.log.LogStartOffset()
+		m.fixLog(Truncation{Full: true, Offset: ls, RestartAt: ev.SourceLogStartOffset}, ReasonOutOfRange)
+	case FetchError:
+		if ev.Session != m.session {
+			return
+		}
+		msg := "fetch: " + ev.Error.String()
+		if ev.Message != "" {
+			msg += ": " + ev.Message
+		}
+		switch {
+		case Fatal(ev.Error):
+			m.fail(msg)
+		case ev.Error == twinlogv1.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE:
+			m.corrupt++
+			m.run.LastError = msg
+			if m.corrupt >= m.cfg.MaxCorruptFetches {
+				m.fail(msg)
+			}
+		default:
+			m.run.LastError = msg
+		}
+	}
+}
+
+// fetchAgain restarts the fetcher after a bump or truncation, unless a Pause
+// arrived meanwhile.
+func (m *Machine) fetchAgain() {
+	if m.desired.State == Paused {
+		m.pause()
+		return
+	}
+	m.startFetcher()
+}
+
+// fixLog bumps then truncates (SPEC §6.2f, §6.3), then fetches again.
+func (m *Machine) fixLog(t Truncation, why TruncateReason) {
+	m.stopFetcher()
+	if t.NoOp {
+		m.fetchAgain()
+		return
+	}
+	m.fix, m.fixWhy = t, why
+	m.step = stepFixBump
+	m.requestBump(m.le+1, t.Offset)
+}
+
+// ---- pause / resume ----
+
+func (m *Machine) pause() {
+	m.stopFetcher()
+	m.setState(Paused, "pause")
+	m.step = stepIdle
+	m.writeRun(false)
+}
+
+func (m *Machine) resume() {
+	m.run.State = Mirroring
+	m.writeRun(false)
+	m.mirroring("resume")
+}
+
+// ---- stop (SPEC §6.7) ----
+
+func (m *Machine) beginStopping(why string) {
+	m.resetTransient()
+	aligned := Aligned(twinlog.Epoch(m.run.TruncationEpoch), m.aligned)
+	existing := twinlog.NoEpoch
+	if m.lmle != nil {
+		existing = twinlog.Epoch(m.lmle.Lmle)
+	}
+	lmle := LMLEAtStop(aligned, m.log.EpochCache(), existing)
+	l := m.lmleOrEmpty()
+	l.Lmle = int32(lmle)
+	if aligned {
+		l.SourceClusterId = m.desired.SourceClusterID
+	}
+	m.lmle = l
+	m.run.LmleRecorded = int32(lmle)
+	m.setState(Stopping, why)
+	m.step = stepStopWrites
+	m.writeLmle(true, twinlog.NoBroker)
+	m.writeRun(true)
+}
+
+// resumeStopping: a new leader reuses lmleRecorded (SPEC §6.7 step 5).
+func (m *Machine) resumeStopping() {
+	l := m.lmleOrEmpty()
+	if l.Lmle != m.run.LmleRecorded {
+		l.Lmle = m.run.LmleRecorded
+		l.SourceClusterId = m.desired.SourceClusterID
+	}
+	m.lmle = l
+	m.step = stepStopWrites
+	m.writeLmle(true, twinlog.NoBroker)
+	m.writeRun(true)
+}
+
+func (m *Machine) stopped() {
+	m.lmle.LeaderEpochAfterStop = int32(m.le)
+	m.lmle.LeoAtStop = int64(m.log.LogEndOffset())
+	m.run.State = Stopped
+	m.step = stepStoppedWrites
+	m.writeLmle(true, twinlog.NoBroker)
+	m.writeRun(true)
+}
+
+// ---- FAILED ----
+
+func (m *Machine) fail(msg string) {
+	m.resetTransient()
+	m.run.LastError = msg
+	m.setState(Failed, msg)
+	m.scheduleRetry()
+	m.writeRun(false)
+}
+
+func (m *Machine) scheduleRetry() {
+	if m.run.RetryCount < m.cfg.RetryMaxAttempts {
+		m.step = stepFailedBackoff
+		m.nextAtMs = m.nowMs + Backoff(m.rand, int(m.run.RetryCount), m.cfg.RetryInitialBackoffMs, m.cfg.RetryMaxBackoffMs)
+	} else {
+		m.step = stepIdle
+	}
+}
+
+// ---- time ----
+
+func (m *Machine) tick() {
+	if m.bumpDue {
+		m.bumpDue = false
+		m.emit(m.bump)
+	}
+	if len(m.rewrite) > 0 {
+		ws := m.rewrite
+		m.rewrite = nil
+		for _, w := range ws {
+			if w.run {
+				m.writeRun(w.cont)
+			} else {
+				m.writeLmle(w.cont, w.clear)
+			}
+		}
+	}
+	if m.stopWait && m.nowMs >= m.stopUntil {
+		m.stopWait = false
+		m.emit(StopResult{Error: twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT})
+	}
+	switch m.step {
+	case stepQuery, stepQueryBackoff:
+		if m.nowMs >= m.timeout {
+			m.fail("no LMLE answer within mirror.pending.timeout.ms")
+			return
+		}
+		if m.step == stepQueryBackoff && m.nowMs >= m.nextAtMs {
+			m.query()
+		}
+	case stepAwaitReplicas:
+		if m.nowMs >= m.timeout {
+			m.fail("replicas not aligned within mirror.pending.timeout.ms")
+		}
+	case stepFailedBackoff:
+		if m.nowMs >= m.nextAtMs {
+			m.run.RetryCount++
+			m.beginRun("retry")
+		}
+	}
+}
+
+// ---- writes ----
+
+func (m *Machine) writeRun(cont bool) {
+	rec := cloneRun(m.run)
+	rec.StateEpoch = int32(m.le)
+	seq := m.next()
+	m.track(seq, pendingWrite{run: true, cont: cont, clear: twinlog.NoBroker})
+	m.emit(WriteRunRecord{Seq: seq, Record: rec})
+}
+
+func (m *Machine) writeLmle(cont bool, clear twinlog.BrokerID) {
+	rec := m.lmleOrEmpty()
+	rec.StateEpoch = int32(m.le)
+	seq := m.next()
+	m.track(seq, pendingWrite{cont: cont, clear: clear})
+	m.emit(WriteLmleRecord{Seq: seq, Record: rec})
+}
+
+func (m *Machine) track(seq uint64, w pendingWrite) {
+	if m.writes == nil {
+		m.writes = make(map[uint64]pendingWrite)
+	}
+	m.writes[seq] = w
+}
+
+func (m *Machine) onWriteAcked(seq uint64) {
+	w, ok := m.writes[seq]
+	if !ok {
+		return
+	}
+	delete(m.writes, seq)
+	if w.clear != twinlog.NoBroker {
+		m.emit(ClearTaint{Replica: w.clear})
+	}
+	if !w.cont {
+		return
+	}
+	for _, o := range m.writes {
+		if o.cont {
+			return
+		}
+	}
+	for _, o := range m.rewrite {
+		if o.cont {
+			return
+		}
+	}
+	switch m.step {
+	case stepMirrorWrites:
+		m.mirroring("replicas aligned")
+		m.reconcile()
+	case stepStopWrites:
+		m.step = stepStopBump
+		m.requestBump(StopBumpEpoch(twinlog.Epoch(m.run.LmleRecorded), m.le), twinlog.NoOffset)
+	case stepStoppedWrites:
+		m.setState(Stopped, "stop done")
+		m.step = stepIdle
+		m.setWritable(true)
+		m.reconcile()
+	case stepResumeWrites:
+		switch m.state {
+		case Mirroring:
+			if m.desired.State == Paused {
+				m.pause()
+			} else {
+				m.mirroring("new leader resumes")
+			}
+		case Paused:
+			m.step = stepIdle
+			m.reconcile()
+		case Stopped:
+			m.step = stepIdle
+			m.setWritable(true)
+		case Failed:
+			m.scheduleRetry()
+		}
+	}
+}
+
+func (m *Machine) onRepaired(r twinlog.BrokerID) {
+	if m.lmle == nil || !slices.ContainsFunc(m.lmle.Taints, func(t *twinlogv1.ReplicaTaint) bool { return t.Replica == int32(r) }) {
+		return
+	}
+	m.lmle.Taints = taintsToProto(WithoutTaint(taintsFromProto(m.lmle.Taints), r))
+	m.writeLmle(false, r)
+}
+
+func (m *Machine) setWritable(w bool) {
+	if m.writable == w && w {
+		return
+	}
+	m.writable = w
+	m.emit(SetWritable{Writable: w, LeaderEpoch: m.le})
+}
+
+func (m *Machine) assertInvariants() {
+	if m.fetching && (m.state != Mirroring || !m.leader || m.step != stepFetching) {
+		panic(fmt.Sprintf("plan: fetcher running in %v (step %d, leader %v)", m.state, m.step, m.leader))
+	}
+	if m.fetching && (m.run.TruncationEpoch < 0 || m.run.LmleUsed < -1) {
+		panic("plan: fetching without an LMLE truncation")
+	}
+	if m.writable && !(m.state == Stopped || m.state == NotStarted && m.desired.State == NotStarted) {
+		panic(fmt.Sprintf("plan: writable in %v", m.state))
+	}
+	if m.leader && m.run.TruncationEpoch > int32(m.le) {
+		panic(fmt.Sprintf("plan: truncation epoch %d above LE %d", m.run.TruncationEpoch, m.le))
+	}
+	if _, ok := twinlogv1.MirrorState_name[int32(m.state)]; !ok {
+		panic(fmt.Sprintf("plan: state %d", m.state))
+	}
+}

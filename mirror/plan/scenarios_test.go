@@ -1,0 +1,505 @@
+package plan_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/twinlog/twinlog"
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/mirror/plan"
+)
+
+// TestM1InitialMirror: SPEC §10 M1 on stale destination data — LMLE −1
+// truncates fully, B is read-only, never passes A's HW, bumps to ≥ a source
+// batch epoch before appending it, and ends equal to A with lag 0.
+func TestM1InitialMirror(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = 1
+	a.mustProduce(3) // 0-2@1a
+	b.mustProduce(2) // stale 0-1@0b
+	a.log.hwLag = 1  // A's ISR slowed: HW 2
+
+	b.mirrorFrom(1, plan.Config{})
+	if b.failed != 1 || b.writable {
+		t.Fatalf("start did not make B read-only (failed %d, writable %v)", b.failed, b.writable)
+	}
+	if e := b.produce(); e != twinlogv1.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC {
+		t.Fatalf("produce = %v", e)
+	}
+	b.checkLog("")
+	b.checkLE(1)
+	if len(b.truncations) != 1 || b.truncations[0] != plan.ReasonLMLE {
+		t.Fatalf("truncations %v", b.truncations)
+	}
+	b.fetchUntilIdle()
+	b.checkLog("0@1a 1@1a") // not past A's HW 2
+	if st := b.m.Status(); st.LagRecords != 0 || st.SourceHighWatermark != 2 {
+		t.Fatalf("status %v", st)
+	}
+
+	// A reaches LE 7: B bumps to ≥ 7 before appending 3@7a.
+	a.le = 7
+	a.mustProduce(1)
+	a.log.hwLag = 0
+	out := b.fetch()
+	if nb, ok := out.ev.(plan.FetchNeedsBump); !ok || nb.Epoch != 7 {
+		t.Fatalf("outcome %+v, want FetchNeedsBump{7}", out.ev)
+	}
+	b.checkLog("0@1a 1@1a 2@1a")
+	if b.le < 7 {
+		t.Fatalf("LE_B %d < 7", b.le)
+	}
+	b.fetchUntilIdle()
+	b.checkLog(a.log.String())
+	if a.log.cache.Latest() != b.log.cache.Latest() || len(a.log.cache.Entries()) != len(b.log.cache.Entries()) {
+		t.Fatalf("caches %v vs %v", a.log.cache.Entries(), b.log.cache.Entries())
+	}
+	checkMirrorInvariants(t, b)
+	b.tick(5000)
+	if st := b.m.Status(); st.LagRecords != 0 || st.State != plan.Mirroring || st.LagSeconds < 0 {
+		t.Fatalf("status %v", st)
+	}
+}
+
+// TestM2LMLECommittedBeforeWritable: the LMLE record is committed before the
+// stop bump, and the partition becomes writable only after the STOPPED
+// record is committed, with a first new epoch above LMLE and every epoch.
+func TestM2LMLECommittedBeforeWritable(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = 1
+	a.mustProduce(2)
+	b.mirrorFrom(1, plan.Config{})
+	b.fetchUntilIdle()
+	a.up = false
+
+	b.holdWrites = true
+	b.desired.State = plan.Stopped
+	b.actions = nil
+	if err := b.m.Step(plan.Stop{}); err != nil {
+		t.Fatal(err)
+	}
+	b.drive()
+	b.checkState(plan.Stopping)
+	if len(b.bumps) != 1 || b.writable {
+		t.Fatalf("bumped %v / writable %v before the LMLE write was acked", b.bumps, b.writable)
+	}
+	if got := b.lmleRecord().GetLmle(); got != 1 {
+		t.Fatalf("LMLE written %d, want 1", got)
+	}
+	b.releaseWrites() // LMLE + STOPPING acked → bump → STOPPED write (held)
+	if len(b.bumps) != 2 || b.le != 2 {
+		t.Fatalf("bumps %v", b.bumps)
+	}
+	if b.writable || b.m.State() != plan.Stopping {
+		t.Fatalf("writable before the STOPPED record was acked")
+	}
+	if e := b.produce(); e != twinlogv1.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC {
+		t.Fatalf("produce during STOPPING = %v", e)
+	}
+	b.releaseWrites()
+	b.checkState(plan.Stopped)
+	b.mustProduce(1)
+	b.checkLog("0@1a 1@1a 2@2b")
+	if r := b.lmleRecord(); r.GetLeaderEpochAfterStop() != 2 || r.GetLeoAtStop() != 2 || r.GetSourceClusterId() != "A" {
+		t.Fatalf("lmle record %v", r)
+	}
+}
+
+// TestM2LeaderDiesAfterLMLEWrite: the next leader (not aligned itself)
+// finishes the stop with the recorded LMLE.
+func TestM2LeaderDiesAfterLMLEWrite(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = 1
+	a.mustProduce(2)
+	b.mirrorFrom(1, plan.Config{})
+	b.fetchUntilIdle()
+	a.up = false
+
+	// Hold the bump: perform the stop writes, then kill the leader.
+	b.desired.State = plan.Stopped
+	if err := b.m.Step(plan.Stop{}); err != nil {
+		t.Fatal(err)
+	}
+	rd := b.m.Ready()
+	b.m.Advance()
+	var acks []plan.Event
+	for _, act := range rd.Actions {
+		if ev := b.perform(act); ev != nil {
+			acks = append(acks, ev)
+		}
+	}
+	for _, ev := range acks {
+		if err := b.m.Step(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sawBump bool
+	for _, act := range b.m.Ready().Actions {
+		_, sawBump = act.(plan.BumpLeaderEpoch)
+	}
+	if !sawBump {
+		t.Fatalf("no bump after LMLE write: %v", b.m.Ready().Actions)
+	}
+	b.m.Advance()
+	if err := b.m.Step(plan.LostLeadership{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// b2 leads at LE 2 with its own (unaligned) view of the same records.
+	b2 := newCluster(t, 'b')
+	b2.self = 2
+	b2.peer = a
+	b2.log.recs = append(b2.log.recs, b.log.recs...)
+	b2.log.cache.Assign(1, 0)
+	b2.log.cache.Assign(2, 1) // a different, later epoch: must not be recorded
+	b2.runs, b2.lmles, b2.desired = b.runs, b.lmles, b.desired
+	b2.le = 2
+	b2.writable = false
+	b2.ensureMachine(plan.Config{})
+	b2.becomeLeader()
+	b2.checkState(plan.Stopped)
+	if got := b2.lmleRecord().GetLmle(); got != 1 {
+		t.Fatalf("LMLE after failover %d, want 1", got)
+	}
+	if b2.le != 3 || !b2.writable {
+		t.Fatalf("LE %d writable %v", b2.le, b2.writable)
+	}
+}
+
+// TestM2StopWithSourceUnreachable: stop completes from PREPARING (A never
+// answers) and from FAILED.
+func TestM2StopWithSourceUnreachable(t *testing.T) {
+	t.Run("from PREPARING", func(t *testing.T) {
+		a, b := newCluster(t, 'a'), newCluster(t, 'b')
+		link(a, b)
+		a.up = false
+		b.le = 4
+		b.mustProduce(1) // 0@4b, earlier history
+		b.lmles.Apply(b.lmleKey(), &twinlogv1.MirrorLmleRecord{StateEpoch: 3, Lmle: 2, SourceClusterId: "A"})
+		b.mirrorFrom(1, plan.Config{})
+		b.checkState(plan.Preparing)
+		b.tick(50)
+		b.stop()
+		b.checkState(plan.Stopped)
+		if got := b.lmleRecord().GetLmle(); got != 2 {
+			t.Fatalf("LMLE %d, want the existing 2 (leader not aligned)", got)
+		}
+		if b.le != 5 || !b.writable {
+			t.Fatalf("LE %d writable %v", b.le, b.writable)
+		}
+	})
+	t.Run("from FAILED", func(t *testing.T) {
+		a, b := newCluster(t, 'a'), newCluster(t, 'b')
+		link(a, b)
+		a.le = 3
+		a.mustProduce(2)
+		b.mirrorFrom(1, plan.Config{})
+		b.fetchUntilIdle()
+		b.step(plan.FetchError{Session: b.session, Error: twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID})
+		b.checkState(plan.Failed)
+		a.up = false
+		b.stop()
+		b.checkState(plan.Stopped)
+		if got := b.lmleRecord().GetLmle(); got != 3 {
+			t.Fatalf("LMLE %d, want 3", got)
+		}
+		if b.le != 4 {
+			t.Fatalf("LE %d", b.le)
+		}
+	})
+	t.Run("no answer within the pending timeout", func(t *testing.T) {
+		a, b := newCluster(t, 'a'), newCluster(t, 'b')
+		link(a, b)
+		a.up = false
+		b.mirrorFrom(1, plan.Config{PendingTimeoutMs: 1000})
+		for now := int64(100); now < 1000; now += 100 {
+			b.tick(now)
+			b.checkState(plan.Preparing)
+		}
+		b.tick(1000)
+		b.checkState(plan.Failed)
+	})
+}
+
+// TestTransitionLegality: SPEC §6.5 table, pure and on the machine.
+func TestTransitionLegality(t *testing.T) {
+	states := []twinlogv1.MirrorState{plan.NotStarted, plan.Preparing, plan.Truncating, plan.Pending,
+		plan.Mirroring, plan.Paused, plan.Stopping, plan.Stopped, plan.Failed}
+	legal := map[plan.Op][]twinlogv1.MirrorState{
+		plan.OpStart:  {plan.NotStarted, plan.Stopped, plan.Failed},
+		plan.OpPause:  {plan.Mirroring},
+		plan.OpResume: {plan.Paused},
+		plan.OpStop:   {plan.NotStarted, plan.Preparing, plan.Truncating, plan.Pending, plan.Mirroring, plan.Paused, plan.Stopping, plan.Failed},
+	}
+	for op, ok := range legal {
+		for _, s := range states {
+			want := twinlogv1.ErrorCode_ERROR_CODE_INVALID_REQUEST
+			for _, l := range ok {
+				if l == s {
+					want = twinlogv1.ErrorCode_ERROR_CODE_NONE
+				}
+			}
+			if got := plan.CheckTransition(s, op); got != want {
+				t.Errorf("%v from %v = %v, want %v", op, s, got, want)
+			}
+		}
+	}
+
+	// On the machine: drive to a state, try every op.
+	reach := map[twinlogv1.MirrorState]func(b *cluster){
+		plan.Preparing: func(b *cluster) { b.peer.up = false; b.mirrorFrom(1, plan.Config{}) },
+		plan.Pending: func(b *cluster) {
+			b.status = plan.ReplicaStatus{Replicas: []twinlog.BrokerID{1, 2}, ISR: []twinlog.BrokerID{1, 2}, MinInsyncReplicas: 2}
+			b.mirrorFrom(1, plan.Config{})
+		},
+		plan.Mirroring: func(b *cluster) { b.mirrorFrom(1, plan.Config{}) },
+		plan.Paused: func(b *cluster) {
+			b.mirrorFrom(1, plan.Config{})
+			b.step(plan.Pause{})
+		},
+		plan.Stopped: func(b *cluster) { b.mirrorFrom(1, plan.Config{}); b.stop() },
+		plan.Failed: func(b *cluster) {
+			b.mirrorFrom(1, plan.Config{})
+			b.step(plan.FetchError{Session: b.session, Error: twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION})
+		},
+	}
+	ops := map[plan.Op]plan.Event{plan.OpStart: plan.Start{Generation: 9, SourceClusterID: "A"},
+		plan.OpPause: plan.Pause{}, plan.OpResume: plan.Resume{}, plan.OpStop: plan.Stop{}}
+	for s, setup := range reach {
+		for op, ev := range ops {
+			a, b := newCluster(t, 'a'), newCluster(t, 'b')
+			link(a, b)
+			a.le = 1
+			a.mustProduce(1)
+			setup(b)
+			b.checkState(s)
+			err := b.m.Step(ev)
+			wantOK := plan.CheckTransition(s, op) == twinlogv1.ErrorCode_ERROR_CODE_NONE
+			if wantOK != (err == nil) {
+				t.Errorf("%v from %v: err %v", op, s, err)
+			}
+			if err != nil {
+				if !errors.Is(err, plan.ErrInvalidRequest) {
+					t.Errorf("%v from %v: %v is not ErrInvalidRequest", op, s, err)
+				}
+				if b.m.State() != s || b.m.HasReady() {
+					t.Errorf("%v from %v changed the machine", op, s)
+				}
+			}
+		}
+	}
+}
+
+// TestPendingTimeoutBackoffRetry: a replica that does not align keeps the
+// partition PENDING, then FAILED after mirror.pending.timeout.ms; FAILED
+// retries to PREPARING with full-jitter exponential backoff up to
+// max.attempts, then only on Start (SPEC §6.5, §6.6 step 3, M5).
+func TestPendingTimeoutBackoffRetry(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = 1
+	a.mustProduce(2)
+	b.status = plan.ReplicaStatus{Replicas: []twinlog.BrokerID{1, 2, 3}, ISR: []twinlog.BrokerID{1, 2}, MinInsyncReplicas: 2}
+	cfg := plan.Config{PendingTimeoutMs: 1000, RetryInitialBackoffMs: 100, RetryMaxBackoffMs: 250, RetryMaxAttempts: 2}
+	b.mirrorFrom(1, cfg)
+	b.checkState(plan.Pending)
+	b.tick(999)
+	b.checkState(plan.Pending)
+	b.tick(1000)
+	b.checkState(plan.Failed)
+	if st := b.m.Status(); st.LastError == "" || st.RetryCount != 0 {
+		t.Fatalf("status %v", st)
+	}
+	// maxRand: full jitter at its ceiling, 100·2^0 = 100 ms.
+	b.tick(1099)
+	b.checkState(plan.Failed)
+	b.tick(1100)
+	b.checkState(plan.Pending) // PREPARING → TRUNCATING → PENDING again
+	if got := b.m.Status().RetryCount; got != 1 {
+		t.Fatalf("retryCount %d", got)
+	}
+	b.tick(2100)
+	b.checkState(plan.Failed)
+	b.tick(2299) // 100·2^1 = 200
+	b.checkState(plan.Failed)
+	b.tick(2300)
+	b.checkState(plan.Pending)
+	b.tick(3300)
+	b.checkState(plan.Failed) // retryCount 2 = max attempts: no more retries
+	b.tick(1 << 40)
+	b.checkState(plan.Failed)
+	if got := b.m.Status().RetryCount; got != 2 {
+		t.Fatalf("retryCount %d", got)
+	}
+	// The replica comes back aligned; an operator Start recovers.
+	b.mirrorFrom(2, cfg)
+	b.checkState(plan.Pending)
+	te := twinlog.Epoch(b.runRecord().GetTruncationEpoch())
+	b.status.FollowerAlignedEpoch = map[twinlog.BrokerID]twinlog.Epoch{2: te}
+	b.step(plan.ReplicaStatusChanged{Status: b.status})
+	b.checkState(plan.Mirroring)
+	if got := b.m.Status().RetryCount; got != 0 {
+		t.Fatalf("retryCount after Start %d", got)
+	}
+	// Replica 3 was skipped: tainted with (lmleUsed −1, T 0).
+	if tt, ok := b.taints[3]; !ok || tt.Epoch != -1 || tt.Offset != 0 {
+		t.Fatalf("taints %v", b.taints)
+	}
+	if got := b.runRecord().GetSkippedReplicas(); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("skipped %v", got)
+	}
+	// It fetches cleanly once: the taint is cleared after it is written.
+	b.holdWrites = true
+	b.step(plan.FollowerRepaired{Replica: 3})
+	if _, ok := b.taints[3]; !ok {
+		t.Fatal("taint cleared before its write was acked")
+	}
+	b.releaseWrites()
+	if _, ok := b.taints[3]; ok || len(b.lmleRecord().GetTaints()) != 0 {
+		t.Fatalf("taint not cleared: %v", b.lmleRecord().GetTaints())
+	}
+}
+
+// TestUncleanSupportConfigWaitsForAllReplicas: with the config true at check
+// time the run waits for ISR = R (SPEC §6.6 step 3, §6.10 case 2 config true).
+func TestUncleanSupportConfigWaitsForAllReplicas(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = 1
+	a.mustProduce(1)
+	b.status = plan.ReplicaStatus{Replicas: []twinlog.BrokerID{1, 2}, ISR: []twinlog.BrokerID{1}, MinInsyncReplicas: 1,
+		SupportUncleanLeaderElection: true}
+	b.mirrorFrom(1, plan.Config{})
+	b.checkState(plan.Pending)
+	te := twinlog.Epoch(b.runRecord().GetTruncationEpoch())
+	b.status.ISR = []twinlog.BrokerID{1, 2}
+	b.status.FollowerAlignedEpoch = map[twinlog.BrokerID]twinlog.Epoch{2: te - 1}
+	b.step(plan.ReplicaStatusChanged{Status: b.status})
+	b.checkState(plan.Pending) // in the ISR but aligned in an older LE
+	b.status.FollowerAlignedEpoch[2] = te
+	b.step(plan.ReplicaStatusChanged{Status: b.status})
+	b.checkState(plan.Mirroring)
+	if len(b.taints) != 0 {
+		t.Fatalf("taints %v with the config true", b.taints)
+	}
+}
+
+// TestNewLeaderResumes: a new leader redoes PREPARING..PENDING from
+// PREPARING, resumes MIRRORING after rewriting the record with its LE.
+func TestNewLeaderResumes(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = 2
+	a.mustProduce(2)
+	b.mirrorFrom(1, plan.Config{})
+	b.fetchUntilIdle()
+	b.leaderChange()
+	b.checkState(plan.Mirroring)
+	if r := b.runRecord(); r.StateEpoch != int32(b.le) || r.State != plan.Mirroring {
+		t.Fatalf("run record %v not rewritten in LE %d", r, b.le)
+	}
+	if !b.fetching {
+		t.Fatal("fetcher not restarted")
+	}
+	a.mustProduce(1)
+	b.fetchUntilIdle()
+	b.checkLog(a.log.String())
+
+	// Pause survives a leader change; Resume continues from LEO.
+	b.step(plan.Pause{})
+	b.desired.State = plan.Paused
+	b.leaderChange()
+	b.checkState(plan.Paused)
+	if b.fetching {
+		t.Fatal("fetching while PAUSED")
+	}
+	b.desired.State = plan.Mirroring
+	b.step(plan.Resume{})
+	b.checkState(plan.Mirroring)
+	before := len(b.truncations)
+	a.mustProduce(1)
+	b.fetchUntilIdle()
+	b.checkLog(a.log.String())
+	if len(b.truncations) != before {
+		t.Fatal("resume truncated")
+	}
+
+	// Dying in PENDING: the next leader starts over from PREPARING.
+	c := newCluster(t, 'c')
+	link(a, c)
+	c.status = plan.ReplicaStatus{Replicas: []twinlog.BrokerID{1, 2}, ISR: []twinlog.BrokerID{1, 2}, MinInsyncReplicas: 2}
+	c.mirrorFrom(1, plan.Config{})
+	c.checkState(plan.Pending)
+	c.actions = nil
+	c.leaderChange()
+	if _, ok := c.actions[0].(plan.StopFetcher); ok {
+		c.actions = c.actions[1:]
+	}
+	var queried bool
+	for _, act := range c.actions {
+		if _, ok := act.(plan.QueryLMLE); ok {
+			queried = true
+		}
+	}
+	if !queried {
+		t.Fatalf("new leader did not redo PREPARING: %v", c.actions)
+	}
+	c.checkState(plan.Pending)
+}
+
+// TestStopWaitForCatchUp: REQUEST_TIMED_OUT with nothing changed, or a
+// stop once the lag is 0.
+func TestStopWaitForCatchUp(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = 1
+	a.mustProduce(2)
+	b.mirrorFrom(1, plan.Config{})
+	b.fetch()
+	a.mustProduce(1) // lag 1 after the next Fetched
+	b.fetch()
+	b.fetch() // caught up again
+	a.mustProduce(1)
+	a.up = false
+	b.fetch() // error: lag stays unknown-positive
+	b.step(plan.Fetched{Session: b.session, SourceHighWatermark: 4, SourceLogEndOffset: 4})
+	b.step(plan.Stop{WaitForCatchUp: true, TimeoutMs: 500})
+	b.checkState(plan.Mirroring)
+	b.tick(499)
+	b.checkState(plan.Mirroring)
+	b.tick(500)
+	b.checkState(plan.Mirroring)
+	if len(b.stopResults) != 1 || b.stopResults[0] != twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT {
+		t.Fatalf("stop results %v", b.stopResults)
+	}
+	a.up = true
+	b.step(plan.Stop{WaitForCatchUp: true, TimeoutMs: 500})
+	b.fetch()
+	b.checkState(plan.Stopped)
+	b.checkLog(a.log.String())
+}
+
+// TestOutOfRangeRestartsAtSourceLogStart: OFFSET_OUT_OF_RANGE → bump,
+// truncate fully, restart at S's logStartOffset (SPEC §6.3).
+func TestOutOfRangeRestartsAtSourceLogStart(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = 2
+	a.log.start = 5 // retention removed 0–4
+	a.log.cache.Assign(2, 5)
+	a.mustProduce(2)
+	b.mirrorFrom(1, plan.Config{})
+	out := b.fetch()
+	if oor, ok := out.ev.(plan.FetchOutOfRange); !ok || oor.SourceLogStartOffset != 5 {
+		t.Fatalf("outcome %+v", out.ev)
+	}
+	if b.log.start != 5 || len(b.bumps) != 2 || b.truncations[len(b.truncations)-1] != plan.ReasonOutOfRange {
+		t.Fatalf("start %d bumps %v truncations %v", b.log.start, b.bumps, b.truncations)
+	}
+	b.fetchUntilIdle()
+	b.checkLog(a.log.String())
+	checkMirrorInvariants(t, b)
+}

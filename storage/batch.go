@@ -1,0 +1,395 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"iter"
+
+	"github.com/twinlog/twinlog"
+)
+
+// Batch header layout (SPEC §2.2), big-endian. See doc.go for the diagram.
+const (
+	offBaseOffset      = 0
+	offBatchLength     = 8
+	offLeaderEpoch     = 12
+	offMagic           = 16
+	offCRC             = 17
+	offAttributes      = 21
+	offLastOffsetDelta = 23
+	offFirstTimestamp  = 27
+	offMaxTimestamp    = 35
+	offRecordCount     = 43
+
+	// BatchHeaderSize is the size of the fixed batch header.
+	BatchHeaderSize = 47
+	// logOverhead is the bytes before and including batchLength.
+	logOverhead = 12
+	// Magic is the only supported batch format version.
+	Magic = 1
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Header is a record header. A nil Value is encoded as null.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Record is one record of a batch. Offset and Timestamp are absolute.
+type Record struct {
+	Offset    twinlog.Offset
+	Timestamp int64
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+}
+
+// BatchOptions shape EncodeBatch.
+type BatchOptions struct {
+	// BaseOffset and LeaderEpoch are stamped into the header.
+	BaseOffset  twinlog.Offset
+	LeaderEpoch twinlog.Epoch
+	// RecordOffsets uses each Record.Offset (minus BaseOffset) as its offset
+	// delta instead of its index; they must increase.
+	RecordOffsets bool
+}
+
+// EncodeBatch builds one batch of records. With zero options the batch has
+// base offset 0, epoch 0 and dense offset deltas 0..n-1, which is what a
+// producer sends and AppendAsLeader re-stamps.
+func EncodeBatch(records []Record, opt BatchOptions) ([]byte, error) {
+	return AppendBatch(nil, records, opt)
+}
+
+// AppendBatch is EncodeBatch appending to dst.
+func AppendBatch(dst []byte, records []Record, opt BatchOptions) ([]byte, error) {
+	if len(records) == 0 {
+		return dst, fmt.Errorf("%w: batch without records", ErrCorrupt)
+	}
+	start := len(dst)
+	first := records[0].Timestamp
+	maxTs := first
+	var hdr [BatchHeaderSize]byte
+	dst = append(dst, hdr[:]...)
+	var rec []byte
+	prev := int64(-1)
+	for i, r := range records {
+		delta := int64(i)
+		if opt.RecordOffsets {
+			delta = int64(r.Offset - opt.BaseOffset)
+		}
+		if delta <= prev || delta > 1<<31-1 {
+			return dst[:start], fmt.Errorf("%w: record %d offset delta %d does not increase", ErrInvalidOffset, i, delta)
+		}
+		prev = delta
+		maxTs = max(maxTs, r.Timestamp)
+		rec = rec[:0]
+		rec = append(rec, 0) // attributes
+		rec = binary.AppendVarint(rec, r.Timestamp-first)
+		rec = binary.AppendVarint(rec, delta)
+		rec = appendBytes(rec, r.Key)
+		rec = appendBytes(rec, r.Value)
+		rec = binary.AppendVarint(rec, int64(len(r.Headers)))
+		for _, h := range r.Headers {
+			rec = binary.AppendVarint(rec, int64(len(h.Key)))
+			rec = append(rec, h.Key...)
+			rec = appendBytes(rec, h.Value)
+		}
+		dst = binary.AppendVarint(dst, int64(len(rec)))
+		dst = append(dst, rec...)
+	}
+	b := dst[start:]
+	be := binary.BigEndian
+	be.PutUint64(b[offBaseOffset:], uint64(opt.BaseOffset))
+	be.PutUint32(b[offBatchLength:], uint32(len(b)-logOverhead))
+	be.PutUint32(b[offLeaderEpoch:], uint32(opt.LeaderEpoch))
+	b[offMagic] = Magic
+	be.PutUint16(b[offAttributes:], 0)
+	be.PutUint32(b[offLastOffsetDelta:], uint32(prev))
+	be.PutUint64(b[offFirstTimestamp:], uint64(first))
+	be.PutUint64(b[offMaxTimestamp:], uint64(maxTs))
+	be.PutUint32(b[offRecordCount:], uint32(len(records)))
+	be.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	return dst, nil
+}
+
+func appendBytes(dst, b []byte) []byte {
+	if b == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	dst = binary.AppendVarint(dst, int64(len(b)))
+	return append(dst, b...)
+}
+
+// BatchView is one encoded batch. Accessors read header fields in place; it
+// is only as valid as Validate says.
+type BatchView []byte
+
+var be = binary.BigEndian
+
+// BaseOffset is the offset of the first record.
+func (b BatchView) BaseOffset() twinlog.Offset { return twinlog.Offset(be.Uint64(b[offBaseOffset:])) }
+
+// BatchLength is the number of bytes after the length field.
+func (b BatchView) BatchLength() int32 { return int32(be.Uint32(b[offBatchLength:])) }
+
+// LeaderEpoch is the epoch the batch was produced in.
+func (b BatchView) LeaderEpoch() twinlog.Epoch { return twinlog.Epoch(be.Uint32(b[offLeaderEpoch:])) }
+
+// Magic is the format version.
+func (b BatchView) Magic() int8 { return int8(b[offMagic]) }
+
+// CRC is the stored checksum.
+func (b BatchView) CRC() uint32 { return be.Uint32(b[offCRC:]) }
+
+// Attributes are the batch attributes (0: no compression).
+func (b BatchView) Attributes() int16 { return int16(be.Uint16(b[offAttributes:])) }
+
+// LastOffsetDelta is the offset delta of the last record.
+func (b BatchView) LastOffsetDelta() int32 { return int32(be.Uint32(b[offLastOffsetDelta:])) }
+
+// LastOffset is the offset of the last record.
+func (b BatchView) LastOffset() twinlog.Offset {
+	return b.BaseOffset() + twinlog.Offset(b.LastOffsetDelta())
+}
+
+// NextOffset is LastOffset + 1.
+func (b BatchView) NextOffset() twinlog.Offset { return b.LastOffset() + 1 }
+
+// FirstTimestamp is the timestamp of the first record.
+func (b BatchView) FirstTimestamp() int64 { return int64(be.Uint64(b[offFirstTimestamp:])) }
+
+// MaxTimestamp is the largest record timestamp.
+func (b BatchView) MaxTimestamp() int64 { return int64(be.Uint64(b[offMaxTimestamp:])) }
+
+// RecordCount is the number of records.
+func (b BatchView) RecordCount() int32 { return int32(be.Uint32(b[offRecordCount:])) }
+
+// SetBaseOffset stamps the base offset in place (outside the crc).
+func (b BatchView) SetBaseOffset(o twinlog.Offset) { be.PutUint64(b[offBaseOffset:], uint64(o)) }
+
+// SetLeaderEpoch stamps the leader epoch in place (outside the crc).
+func (b BatchView) SetLeaderEpoch(e twinlog.Epoch) { be.PutUint32(b[offLeaderEpoch:], uint32(e)) }
+
+// Size is the total encoded size.
+func (b BatchView) Size() int { return len(b) }
+
+// batchSize reads the total size of the batch starting at buf from its
+// length field; buf must hold at least logOverhead bytes.
+func batchSize(buf []byte) int64 { return int64(int32(be.Uint32(buf[offBatchLength:]))) + logOverhead }
+
+// Validate checks magic, lengths, crc, attributes and every record: lengths
+// within bounds, offset deltas strictly increasing from >= 0 with the last
+// equal to lastOffsetDelta, recordCount records exactly filling the batch.
+// Errors are *CorruptError with Position 0.
+func (b BatchView) Validate() error {
+	if len(b) < BatchHeaderSize {
+		return corruptf(0, "batch of %d bytes is shorter than the %d-byte header", len(b), BatchHeaderSize)
+	}
+	if got := batchSize(b); got != int64(len(b)) {
+		return corruptf(0, "batchLength says %d bytes, have %d", got, len(b))
+	}
+	if b.Magic() != Magic {
+		return corruptf(0, "magic %d, want %d", b.Magic(), Magic)
+	}
+	if crc := crc32.Checksum(b[offAttributes:], castagnoli); crc != b.CRC() {
+		return corruptf(0, "crc %08x, computed %08x", b.CRC(), crc)
+	}
+	if b.Attributes() != 0 {
+		return corruptf(0, "unsupported attributes %#x", b.Attributes())
+	}
+	if b.BaseOffset() < 0 {
+		return corruptf(0, "negative base offset %d", b.BaseOffset())
+	}
+	n := b.RecordCount()
+	if n <= 0 {
+		return corruptf(0, "record count %d", n)
+	}
+	if b.LastOffsetDelta() < 0 {
+		return corruptf(0, "negative lastOffsetDelta %d", b.LastOffsetDelta())
+	}
+	if int64(n) > int64(len(b)-BatchHeaderSize) {
+		return corruptf(0, "record count %d cannot fit in %d bytes", n, len(b)-BatchHeaderSize)
+	}
+	var prev int64 = -1
+	err := b.eachRecord(func(r *Record, delta int64) error {
+		if delta <= prev {
+			return corruptf(0, "offset delta %d after %d", delta, prev)
+		}
+		prev = delta
+		return nil
+	}, false)
+	if err != nil {
+		return err
+	}
+	if prev != int64(b.LastOffsetDelta()) {
+		return corruptf(0, "last offset delta %d, header says %d", prev, b.LastOffsetDelta())
+	}
+	return nil
+}
+
+// Records decodes the records. The batch must be valid; the returned keys,
+// values and header values alias b.
+func (b BatchView) Records() ([]Record, error) {
+	if err := b.Validate(); err != nil {
+		return nil, err
+	}
+	out := make([]Record, 0, b.RecordCount())
+	err := b.eachRecord(func(r *Record, _ int64) error {
+		out = append(out, *r)
+		return nil
+	}, true)
+	return out, err
+}
+
+// eachRecord walks the records; with full it fills r's slices.
+func (b BatchView) eachRecord(fn func(r *Record, delta int64) error, full bool) error {
+	p := b[BatchHeaderSize:]
+	pos := func() int64 { return int64(len(b) - len(p)) }
+	varint := func(what string) (int64, error) {
+		v, n := binary.Varint(p)
+		if n <= 0 {
+			return 0, corruptf(0, "bad %s varint at byte %d", what, pos())
+		}
+		p = p[n:]
+		return v, nil
+	}
+	bytesField := func(what string, nullable bool) ([]byte, error) {
+		l, err := varint(what + " length")
+		if err != nil {
+			return nil, err
+		}
+		if l == -1 && nullable {
+			return nil, nil
+		}
+		if l < 0 || l > int64(len(p)) {
+			return nil, corruptf(0, "%s length %d at byte %d exceeds %d remaining", what, l, pos(), len(p))
+		}
+		v := p[:l:l]
+		p = p[l:]
+		return v, nil
+	}
+	base := b.BaseOffset()
+	first := b.FirstTimestamp()
+	var r Record
+	for i := int32(0); i < b.RecordCount(); i++ {
+		l, err := varint("record length")
+		if err != nil {
+			return err
+		}
+		if l < 1 || l > int64(len(p)) {
+			return corruptf(0, "record %d length %d exceeds %d remaining", i, l, len(p))
+		}
+		rest := p[l:]
+		p = p[:l]
+		if p[0] != 0 {
+			return corruptf(0, "record %d attributes %d", i, p[0])
+		}
+		p = p[1:]
+		tsd, err := varint("timestamp delta")
+		if err != nil {
+			return err
+		}
+		od, err := varint("offset delta")
+		if err != nil {
+			return err
+		}
+		if od < 0 || od > 1<<31-1 {
+			return corruptf(0, "record %d offset delta %d", i, od)
+		}
+		r = Record{Offset: base + twinlog.Offset(od), Timestamp: first + tsd}
+		if r.Key, err = bytesField("key", true); err != nil {
+			return err
+		}
+		if r.Value, err = bytesField("value", true); err != nil {
+			return err
+		}
+		nh, err := varint("header count")
+		if err != nil {
+			return err
+		}
+		if nh < 0 || nh > int64(len(p)) {
+			return corruptf(0, "record %d header count %d", i, nh)
+		}
+		if full && nh > 0 {
+			r.Headers = make([]Header, 0, nh)
+		}
+		for range nh {
+			k, err := bytesField("header key", false)
+			if err != nil {
+				return err
+			}
+			v, err := bytesField("header value", true)
+			if err != nil {
+				return err
+			}
+			if full {
+				r.Headers = append(r.Headers, Header{Key: string(k), Value: v})
+			}
+		}
+		if len(p) != 0 {
+			return corruptf(0, "record %d has %d trailing bytes", i, len(p))
+		}
+		if err := fn(&r, od); err != nil {
+			return err
+		}
+		p = rest
+	}
+	if len(p) != 0 {
+		return corruptf(0, "%d bytes after the last record", len(p))
+	}
+	return nil
+}
+
+// DecodeBatch splits the first batch off buf and validates it. On success
+// it returns the batch (aliasing buf) and the rest.
+func DecodeBatch(buf []byte) (BatchView, []byte, error) {
+	if len(buf) < logOverhead {
+		return nil, buf, corruptf(0, "%d bytes cannot hold a batch length", len(buf))
+	}
+	size := batchSize(buf)
+	if size < BatchHeaderSize || size > int64(len(buf)) {
+		return nil, buf, corruptf(0, "batch length %d with %d bytes available", size, len(buf))
+	}
+	b := BatchView(buf[:size:size])
+	if err := b.Validate(); err != nil {
+		return nil, buf, err
+	}
+	return b, buf[size:], nil
+}
+
+// Batches iterates over concatenated batches, validating each. It stops
+// after the first error, which it yields with a nil view and a
+// *CorruptError positioned in buf.
+func Batches(buf []byte) iter.Seq2[BatchView, error] {
+	return func(yield func(BatchView, error) bool) {
+		var pos int64
+		for len(buf) > 0 {
+			b, rest, err := DecodeBatch(buf)
+			if err != nil {
+				yield(nil, withFile(err, "", pos))
+				return
+			}
+			if !yield(b, nil) {
+				return
+			}
+			pos += int64(len(b))
+			buf = rest
+		}
+	}
+}
+
+// SplitBatches validates buf and returns its batches.
+func SplitBatches(buf []byte) ([]BatchView, error) {
+	var out []BatchView
+	for b, err := range Batches(buf) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}

@@ -1,0 +1,101 @@
+// Package storage is the partition log engine (SPEC §2): segments of record
+// batches with sparse offset and time indexes, the leader epoch cache
+// (storage/epoch), per-dir checkpoints and crash recovery, all through the
+// FS seam (storage/vfs) so tests can run on a crashable MemFS.
+//
+// # Files
+//
+//	<logdir>/
+//	  replication-offset-checkpoint      HW per partition
+//	  log-start-offset-checkpoint
+//	  recovery-point-offset-checkpoint
+//	  .twinlog-clean-shutdown            {"version":0,"brokerEpoch":N}
+//	  <topic>-<partition>/
+//	    00000000000000000000.log         batches
+//	    00000000000000000000.index       relOffset → position
+//	    00000000000000000000.timeindex   maxTimestamp → relOffset
+//	    leader-epoch-checkpoint
+//	    partition.metadata
+//
+// Offset checkpoints (Kafka's text format, sorted by topic, partition):
+//
+//	0                      version
+//	2                      count
+//	orders 0 1200          topic partition offset
+//	orders 1 998
+//
+// leader-epoch-checkpoint is "0", count, then "epoch startOffset" lines
+// (SPEC §2.3). partition.metadata is "version: 0", "topic_id: <id>",
+// "aligned_epoch: <LE or -1>". All of them, and the clean-shutdown file, are
+// written tmp → fsync → rename → fsync dir.
+//
+// # Batch (SPEC §2.2, big-endian)
+//
+//	 0               8          12            16      17       21
+//	+---------------+-----------+-------------+-------+--------+
+//	| baseOffset i64| length i32| leaderEpoch | magic | crc u32|
+//	+---------------+-----------+-------------+-------+--------+
+//	 21          23               27               35             43            47
+//	+------------+-----------------+----------------+--------------+-------------+
+//	| attrs i16  | lastOffsetDelta | firstTimestamp | maxTimestamp | recordCount |
+//	+------------+-----------------+----------------+--------------+-------------+
+//	| records ...                                                               |
+//	+---------------------------------------------------------------------------+
+//
+// length counts the bytes after it; crc is CRC-32C of bytes 21..end, so
+// baseOffset and leaderEpoch can be stamped in place. A record is zigzag
+// varints: length, attributes (int8 0), timestampDelta, offsetDelta, key
+// length (-1 null) + key, value length (-1 null) + value, header count, then
+// per header key length + key, value length (-1 null) + value.
+//
+// # Indexes
+//
+//	.index     [relOffset u32 | position u32] ...      every >= IndexIntervalBytes
+//	.timeindex [maxTimestamp i64 | relOffset u32] ... at index points where the max grew
+//
+// relOffset is a batch's base offset minus the segment base. Indexes are kept
+// in memory, appended to their files on Flush and fsynced on roll and Close.
+// They are a cache: load checks them (sizes, monotonic, last entry points at
+// a batch with that base offset) and rebuilds them by scanning when they fail.
+//
+// # Invariants
+//
+//   - Segments are sorted by base offset; the last is the active segment;
+//     there is always at least one. Log start = first segment's base, LEO =
+//     next offset after the last batch (or the active base when empty).
+//   - A batch is never split: truncation and reads work in whole batches, so
+//     TruncateTo(o) inside a batch removes the whole batch.
+//   - Epoch cache entries start at or after log start and before LEO (after
+//     every operation: Assign per appended batch, TruncateFromEnd on
+//     truncation and recovery, TruncateFromStart on retention). The cache is
+//     checkpointed before the data it describes is written: recovery can trim
+//     surplus entries but could not invent missing ones.
+//   - HW ∈ [logStart, LEO]. Nobody truncates to HW (SPEC §2.5); retention only
+//     deletes segments wholly below HW.
+//   - Recovery: without CleanShutdown, every segment from the one holding
+//     RecoveryPoint on is scanned and validated; the first bad batch and
+//     everything after it is cut (torn tail) and indexes rebuilt. Corruption
+//     below the recovery point is data that was durable: Open returns a
+//     *CorruptError rather than dropping it. RecoveryPoint therefore must come
+//     from a checkpoint written after the Flush that established it.
+//
+// # Durability
+//
+// Appends write with pwrite and do not fsync, unless the flush policy
+// (FlushMessages, FlushInterval) says so; Flush fsyncs segments with unsynced
+// bytes and moves the recovery point. Roll, truncation and retention fsync
+// the directory. TruncateFullyAndStartAt removes the old files and creates
+// the new segment before one directory fsync: on MemFS this is atomic; on a
+// journaling file system the operations reach the journal in order.
+//
+// # Concurrency
+//
+// A Log is safe for concurrent use. An RWMutex guards its state: Read,
+// OffsetForTimestamp and the accessors take the read lock and run
+// concurrently; appends, truncation, roll and retention take the write lock.
+// Readers only see batches whose bytes were fully written (the segment size
+// moves after the write). Flush fsyncs without holding that lock (a separate
+// flush mutex keeps truncation and retention out meanwhile), so reads and
+// appends continue during an fsync. AppendAsLeader stamps the caller's
+// buffer in place. Lock order: flushMu, then mu.
+package storage
