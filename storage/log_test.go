@@ -732,3 +732,38 @@ func TestPartitionMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendManyBatchesOneCall appends several batches in one call, as
+// follower fetches and batched produce requests do, and reads them back.
+func TestAppendManyBatchesOneCall(t *testing.T) {
+	fsys := NewMemFS()
+	l := openLog(t, fsys, testOpts(t, newClock()))
+	defer l.Close()
+	var all []byte
+	for range 4 {
+		all = append(all, batchOf(t, 3, 10, 100)...)
+	}
+	info, err := l.AppendAsLeader(all, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.FirstOffset != 0 || info.LastOffset != 11 || l.LogEndOffset() != 12 {
+		t.Fatalf("leader append info %+v, LEO %d", info, l.LogEndOffset())
+	}
+	r, err := l.Read(0, 1<<20, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := openLog(t, NewMemFS(), testOpts(t, newClock()))
+	defer f.Close()
+	if _, err := f.AppendAsFollower(r.Batches); err != nil {
+		t.Fatal(err)
+	}
+	fr, err := f.Read(0, 1<<20, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fr.Batches, r.Batches) {
+		t.Fatal("follower copy differs from the leader's batches")
+	}
+}
