@@ -286,14 +286,6 @@ func fmtAlter(ap *AlterPartitionProposal) string {
 
 func shortCode(c ErrorCode) string { return strings.TrimPrefix(c.String(), "ERROR_CODE_") }
 
-func (e *env) processAll() {
-	for _, id := range e.ids() {
-		if n := e.nodes[id]; n.up {
-			e.processReady(n)
-		}
-	}
-}
-
 // deliverFetch runs one fetch round trip; max > 0 caps the records returned.
 func (e *env) deliverFetch(q queuedFetch) {
 	f := e.nodes[q.from]
