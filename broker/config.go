@@ -74,6 +74,16 @@ type Config struct {
 	// MaxRequestPartitionSizeLimit is max.request.partition.size.limit
 	// (SPEC §5), default 1000.
 	MaxRequestPartitionSizeLimit int
+
+	// MirrorPendingTimeout is mirror.pending.timeout.ms (SPEC §1.3); zero
+	// takes the cluster config, else 300s.
+	MirrorPendingTimeout time.Duration
+	// MirrorRetryInitialBackoff, MirrorRetryMaxBackoff and
+	// MirrorRetryMaxAttempts are mirror.failed.retry.* (zero: the cluster
+	// config, else 100ms, 300s, 20).
+	MirrorRetryInitialBackoff time.Duration
+	MirrorRetryMaxBackoff     time.Duration
+	MirrorRetryMaxAttempts    int
 }
 
 func (c Config) withDefaults() Config {

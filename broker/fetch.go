@@ -309,7 +309,7 @@ func (b *Broker) Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.Met
 	b.metaMu.Lock()
 	defer b.metaMu.Unlock()
 	img := b.image
-	resp := &pb.MetadataResponse{ClusterId: img.ClusterID(), MetadataOffset: img.Offset()}
+	resp := &pb.MetadataResponse{ClusterId: b.clusterIDLocked(), MetadataOffset: img.Offset()}
 	for _, br := range img.Brokers() {
 		if !br.GetFenced() {
 			resp.Brokers = append(resp.Brokers, &pb.MetadataBroker{Id: br.GetBrokerId(), Host: br.GetHost(), Port: br.GetPort()})

@@ -64,6 +64,9 @@ func (b *Broker) metadataLoop(ctx context.Context) {
 func (b *Broker) applyMetadata(resp *pb.FetchMetadataResponse) error {
 	b.metaMu.Lock()
 	defer b.metaMu.Unlock()
+	if id := resp.GetClusterId(); id != "" {
+		b.metaCluster = id
+	}
 	if s := resp.GetSnapshot(); s != nil {
 		b.image.Restore(s)
 	}
@@ -98,8 +101,9 @@ func (b *Broker) reconcile() {
 		return
 	}
 	type want struct {
-		rec    *pb.PartitionRecord
-		minISR int
+		rec      *pb.PartitionRecord
+		minISR   int
+		inMirror bool
 	}
 	wanted := map[twinlog.TopicPartition]want{}
 	brokers := map[twinlog.BrokerID]twinlog.BrokerEpoch{}
@@ -116,7 +120,7 @@ func (b *Broker) reconcile() {
 			if pr == nil || !slices.Contains(pr.GetReplicas(), int32(b.cfg.ID)) {
 				continue
 			}
-			wanted[twinlog.TopicPartition{Topic: name, Partition: i}] = want{pr, m}
+			wanted[twinlog.TopicPartition{Topic: name, Partition: i}] = want{pr, m, t.GetMirrorName() != ""}
 		}
 	}
 	b.metaMu.Unlock()
@@ -166,12 +170,14 @@ func (b *Broker) reconcile() {
 		p.mu.Lock()
 		if p.usableLocked() == nil {
 			p.state = w.rec
+			p.applyMirrorFlagsLocked(w.inMirror, st.Leader == b.cfg.ID && p.r.Role() != replica.RoleLeader)
 			p.r.ApplyPartitionState(st, now)
 			p.processReadyLocked()
 		}
 		p.mu.Unlock()
 	}
 	b.retargetFetchers()
+	b.syncMirrorRunners()
 }
 
 func toIDs(in []int32) []twinlog.BrokerID {

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"encoding/binary"
 	"errors"
 	"log/slog"
 	"slices"
@@ -35,6 +34,10 @@ type partition struct {
 	state     *pb.PartitionRecord                   // last applied controller record
 	closed    bool
 	failed    error // sticky: a LogOp failed; the log dir is offline
+
+	// mirrorWritable: the mirror runner made this mirror partition writable
+	// (STOPPED, SPEC §1.2); reset whenever this broker takes leadership.
+	mirrorWritable bool
 
 	wmu     sync.Mutex
 	waiters map[chan struct{}]struct{} // long-poll fetches
@@ -102,6 +105,9 @@ func (p *partition) processReadyLocked() {
 		if len(rd.LogOps) > 0 {
 			changed = true
 		}
+		if len(rd.TaintsCleared) > 0 {
+			p.b.repaired(p.tp, rd.TaintsCleared)
+		}
 		if rd.HighWatermark != nil && p.failed == nil {
 			p.log.SetHighWatermark(*rd.HighWatermark)
 			changed = true
@@ -136,11 +142,10 @@ func (p *partition) applyLogOpsLocked(rd replica.Ready) {
 					err = errors.New("broker: leader append without its batch")
 					break
 				}
-				var first, last twinlog.Offset
-				first, last, err = appendEach(buf, func(b []byte) (storage.AppendInfo, error) {
-					return p.log.AppendAsLeader(b, op.Batches[0].Epoch)
-				})
-				if err == nil && (first != op.Batches[0].BaseOffset || last != op.Batches[len(op.Batches)-1].LastOffset) {
+				// One call for all of the request's batches: one write.
+				var info storage.AppendInfo
+				info, err = p.log.AppendAsLeader(buf, op.Batches[0].Epoch)
+				if err == nil && (info.FirstOffset != op.Batches[0].BaseOffset || info.LastOffset != op.Batches[len(op.Batches)-1].LastOffset) {
 					err = errors.New("broker: leader append offsets disagree with the replica")
 				}
 				if err == nil {
@@ -151,7 +156,7 @@ func (p *partition) applyLogOpsLocked(rd replica.Ready) {
 					err = errors.New("broker: follower append without fetched bytes")
 					break
 				}
-				_, _, err = appendEach(p.fetched, p.log.AppendAsFollower)
+				_, err = p.log.AppendAsFollower(p.fetched)
 				p.fetched = nil
 			}
 		case replica.OpTruncate:
@@ -364,31 +369,4 @@ func (s *syncer) loop() {
 			w.fn(err)
 		}
 	}
-}
-
-// appendEach appends concatenated batches one call per batch. storage's
-// multi-batch write path (contiguous) re-slices past the capacity that
-// DecodeBatch caps, so a single call with several batches panics; one batch
-// per call avoids it (reported to the storage owner).
-func appendEach(buf []byte, fn func([]byte) (storage.AppendInfo, error)) (first, last twinlog.Offset, err error) {
-	first = twinlog.NoOffset
-	for len(buf) > 0 {
-		if len(buf) < 12 {
-			return first, last, storage.ErrCorrupt
-		}
-		n := int(int32(binary.BigEndian.Uint32(buf[8:12]))) + 12
-		if n < 12 || n > len(buf) {
-			return first, last, storage.ErrCorrupt
-		}
-		info, err := fn(buf[:n:n])
-		if err != nil {
-			return first, last, err
-		}
-		if first < 0 {
-			first = info.FirstOffset
-		}
-		last = info.LastOffset
-		buf = buf[n:]
-	}
-	return first, last, nil
 }

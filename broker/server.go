@@ -16,6 +16,7 @@ func registerServices(s *grpc.Server, b *Broker) {
 	pb.RegisterFetchServiceServer(s, fetchServer{b: b})
 	pb.RegisterReplicationServiceServer(s, replicationServer{b: b})
 	pb.RegisterAdminServiceServer(s, adminServer{b: b})
+	pb.RegisterMirrorSourceServiceServer(s, mirrorSourceServer{b: b})
 }
 
 type produceServer struct {

@@ -289,17 +289,11 @@ func (c *Controller) load(clusterID string, rnd metastate.Rand) error {
 // empty store. Only values that differ from the SPEC §1.3 defaults are
 // written, so an all-default config writes nothing.
 func (c *Controller) bootstrap(st *metastate.State) error {
-	cfgs := map[string]string{}
-	for k, v := range c.cfg.ClusterConfigs {
-		if def, ok := metastate.LookupConfig(k); ok && def.Default == v {
-			continue
-		}
-		cfgs[k] = v
+	d, err := st.InitialClusterConfigs(c.cfg.ClusterConfigs)
+	if err != nil || d == nil {
+		return err
 	}
-	if len(cfgs) == 0 {
-		return nil
-	}
-	d := &twinlogv1.MetadataDelta{Offset: st.Offset() + 1, ClusterConfig: &twinlogv1.ClusterConfigRecord{Configs: cfgs}}
+	cfgs := d.GetClusterConfig().GetConfigs()
 	if err := c.store.Append(d); err != nil {
 		return err
 	}
@@ -581,10 +575,20 @@ func (c *Controller) Tick(ctx context.Context) error {
 		}
 	}
 	if err != nil {
+		// The rounds were planned on a view that was not persisted.
+		c.state.AbortRounds(roundIDs(res.StartRounds))
 		return err
 	}
 	for _, r := range res.StartRounds {
 		c.startRoundLocked(r)
 	}
 	return nil
+}
+
+func roundIDs(rs []metastate.Round) []uint64 {
+	ids := make([]uint64, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	return ids
 }

@@ -564,7 +564,7 @@ func TestDescribeMirrorsAggregatesHeartbeats(t *testing.T) {
 		t.Fatalf("CreateMirror = %v, %v", cm, err)
 	}
 	// Pause twice: the second is refused (only from MIRRORING; SPEC §6.5
-	// says INVALID_REQUEST, metastate answers INVALID_MIRROR_STATE).
+	// says INVALID_REQUEST).
 	if r, err := h.mirror.PauseMirrorTopics(t.Context(), &twinlogv1.PauseMirrorTopicsRequest{Mirror: "mx", Topics: []string{"m"}}); err != nil || r.GetTopics()[0].GetError() != ecNone {
 		t.Fatalf("Pause = %v, %v", r, err)
 	}

@@ -244,6 +244,7 @@ func (s adminServer) ElectLeaders(ctx context.Context, req *twinlogv1.ElectLeade
 	}
 	d, res := c.state.ElectLeaders(req, now)
 	if err := c.commitLocked(d); err != nil {
+		c.state.AbortRounds(roundIDs(res.StartRounds))
 		return nil, toStatus(err)
 	}
 	for _, r := range res.StartRounds {
@@ -274,9 +275,9 @@ func (s mirrorServer) CreateMirror(ctx context.Context, req *twinlogv1.CreateMir
 	// Resolve the source cluster id before taking the lock: it is network
 	// I/O and may be slow or impossible (controllers need not reach the
 	// other cluster; brokers' mirror fetchers verify ids themselves).
-	sourceID := s.c.resolveSourceClusterID(ctx, req.GetSourceBootstrap())
+	sourceID, sources := s.c.resolveSource(ctx, req.GetSourceBootstrap(), req.GetTopics())
 	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.CreateMirrorResponse) {
-		return st.CreateMirror(req, sourceID)
+		return st.CreateMirror(req, sourceID, sources)
 	})
 }
 
@@ -293,17 +294,41 @@ func (s mirrorServer) setDesired(mirror string, topics []string, op metastate.Mi
 }
 
 func (s mirrorServer) StartMirrorTopics(ctx context.Context, req *twinlogv1.StartMirrorTopicsRequest) (*twinlogv1.StartMirrorTopicsResponse, error) {
-	res, err := s.setDesired(req.GetMirror(), req.GetTopics(), metastate.MirrorStart, req.GetSourceBootstrap())
+	bootstrap := req.GetSourceBootstrap()
+	if len(bootstrap) == 0 {
+		if m, err := read(s.c, func(st *metastate.State) *twinlogv1.MirrorRecord { return st.Mirror(req.GetMirror()) }); err == nil {
+			bootstrap = m.GetSourceBootstrap()
+		}
+	}
+	var sources map[string]metastate.SourceTopic
+	if len(bootstrap) > 0 && len(req.GetTopics()) > 0 {
+		_, sources = s.c.resolveSource(ctx, bootstrap, req.GetTopics())
+	}
+	res, err := run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
+		return st.StartMirrorTopics(req.GetMirror(), req.GetTopics(), req.GetSourceBootstrap(), sources)
+	})
 	if err != nil {
 		return nil, err
 	}
 	return &twinlogv1.StartMirrorTopicsResponse{Topics: res}, nil
 }
 
-// StopMirrorTopics records the desired STOPPED state. waitForCatchUp and
-// timeoutMs are honoured by the destination leaders (SPEC §6.7 step 1),
-// which report progress through heartbeats (DescribeMirrors).
+// StopMirrorTopics records the desired STOPPED state. With waitForCatchUp
+// (SPEC §6.7 step 1) it first waits, up to timeoutMs, until the leader of
+// every partition of the topics reports MIRRORING with lag 0 in its
+// heartbeats; otherwise every topic gets REQUEST_TIMED_OUT and nothing is
+// written.
 func (s mirrorServer) StopMirrorTopics(ctx context.Context, req *twinlogv1.StopMirrorTopicsRequest) (*twinlogv1.StopMirrorTopicsResponse, error) {
+	if req.GetWaitForCatchUp() {
+		if !s.c.waitMirrorCaughtUp(ctx, req.GetMirror(), req.GetTopics(), time.Duration(req.GetTimeoutMs())*time.Millisecond) {
+			resp := &twinlogv1.StopMirrorTopicsResponse{}
+			for _, t := range req.GetTopics() {
+				resp.Topics = append(resp.Topics, &twinlogv1.MirrorTopicResult{Topic: t,
+					Error: twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, ErrorMessage: "mirror not caught up within timeoutMs"})
+			}
+			return resp, nil
+		}
+	}
 	res, err := s.setDesired(req.GetMirror(), req.GetTopics(), metastate.MirrorStop, nil)
 	if err != nil {
 		return nil, err
@@ -327,29 +352,45 @@ func (s mirrorServer) ResumeMirrorTopics(ctx context.Context, req *twinlogv1.Res
 	return &twinlogv1.ResumeMirrorTopicsResponse{Topics: res}, nil
 }
 
-// resolveSourceClusterID asks the source bootstrap brokers' Metadata RPC for
-// their cluster id, first answer wins, bounded by RecoveryRPCTimeout. It
-// returns "" if none answers.
-func (c *Controller) resolveSourceClusterID(ctx context.Context, bootstrap []string) string {
+// resolveSource asks the source bootstrap brokers' Metadata RPC for their
+// cluster id and the listed topics (name, topic id, partition count,
+// replication factor), first answer wins, bounded by RecoveryRPCTimeout. It
+// returns "" and nil if none answers; topics the source does not know are
+// left out (metastate then needs them locally). Metadata carries no topic
+// configs, so none are copied.
+func (c *Controller) resolveSource(ctx context.Context, bootstrap, topics []string) (string, map[string]metastate.SourceTopic) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RecoveryRPCTimeout)
 	defer cancel()
+	want := slices.Clone(topics)
+	if want == nil {
+		want = []string{}
+	}
 	for _, addr := range bootstrap {
 		conn, err := c.dial(addr)
 		if err != nil {
 			continue
 		}
-		resp, err := twinlogv1.NewFetchServiceClient(conn).Metadata(ctx, &twinlogv1.MetadataRequest{Topics: []string{}})
+		resp, err := twinlogv1.NewFetchServiceClient(conn).Metadata(ctx, &twinlogv1.MetadataRequest{Topics: want})
 		_ = conn.Close()
 		if err == nil && resp.GetClusterId() != "" {
-			return resp.GetClusterId()
+			sources := map[string]metastate.SourceTopic{}
+			for _, t := range resp.GetTopics() {
+				if t.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE || t.GetTopicId() == "" || len(t.GetPartitions()) == 0 ||
+					(len(topics) > 0 && !slices.Contains(topics, t.GetName())) {
+					continue
+				}
+				sources[t.GetName()] = metastate.SourceTopic{Name: t.GetName(), TopicID: t.GetTopicId(),
+					Partitions: int32(len(t.GetPartitions())), ReplicationFactor: int32(len(t.GetPartitions()[0].GetReplicas()))}
+			}
+			return resp.GetClusterId(), sources
 		}
-		c.log.Debug("resolve mirror source cluster id", "addr", addr, "err", err)
+		c.log.Debug("resolve mirror source", "addr", addr, "err", err)
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	c.log.Warn("mirror source cluster id unresolved; brokers will learn it from the source", "bootstrap", bootstrap)
-	return ""
+	c.log.Warn("mirror source unresolved; brokers will learn its cluster id from the source", "bootstrap", bootstrap)
+	return "", nil
 }
 
 // DescribeMirrors aggregates the runtime states that destination leaders
@@ -423,4 +464,56 @@ func (s mirrorServer) DescribeMirrors(ctx context.Context, req *twinlogv1.Descri
 		resp.Mirrors = append(resp.Mirrors, desc)
 	}
 	return resp, nil
+}
+
+// waitMirrorCaughtUp polls the heartbeat reports until every partition of
+// topics is reported MIRRORING by its current leader with lag 0 (D's LEO at
+// the source HW the fetcher last saw), or until timeout.
+func (c *Controller) waitMirrorCaughtUp(ctx context.Context, mirror string, topics []string, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if c.mirrorCaughtUp(mirror, topics) {
+			return true
+		}
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			return false
+		}
+		t := time.NewTimer(min(50*time.Millisecond, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Controller) mirrorCaughtUp(mirror string, topics []string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, name := range topics {
+		tr := c.state.Topic(name)
+		if tr == nil || tr.GetMirrorName() != mirror {
+			return false
+		}
+		for p := range tr.GetPartitionCount() {
+			pr := c.state.Partition(name, p)
+			if pr == nil {
+				return false
+			}
+			var st *twinlogv1.MirrorPartitionStatus
+			for _, s := range c.mirrorStats[pr.GetLeader()] {
+				if s.GetMirror() == mirror && s.GetTopic() == name && s.GetPartition() == p {
+					st = s
+				}
+			}
+			// A fetcher in error (source unreachable, fenced…) does not know
+			// the source HW: not caught up.
+			if st == nil || st.GetState() != twinlogv1.MirrorState_MIRROR_STATE_MIRRORING || st.GetLastError() != "" ||
+				st.GetSourceHighWatermark() < 0 || st.GetLagRecords() != 0 || st.GetLogEndOffset() < st.GetSourceHighWatermark() {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -149,6 +150,10 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 		MaxFetchWait:   2 * time.Second,
 		ClusterConfigs: cfgs,
 	}, controller.Deps{
+		// Each cluster draws its own topic ids: two clusters seeded alike
+		// would hand the same id to different topics (a mirror then sees
+		// INCONSISTENT_TOPIC_ID).
+		Rand:     rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(len(opts.Cluster))<<8|uint64(opts.Cluster[0]))),
 		Logger:   c.log,
 		Dial:     controller.Dialer(c.Net.Dial(c.nodeName(ControllerNode))),
 		Listener: c.Net.Listen(c.ctlAddr),

@@ -10,8 +10,15 @@ import (
 
 // SetMirrorPartition marks the partition as a mirror partition (not
 // STOPPED): its leader never assigns its own LE to the cache (§6.2c). Set it
-// before the ApplyPartitionState that makes this replica leader.
-func (r *Replica) SetMirrorPartition(mirror bool) { r.mirror = mirror }
+// before the ApplyPartitionState that makes this replica leader. Turning it
+// off on a leader makes the partition a normal one: the cache gets (LE, LEO)
+// (SPEC §6.7 step 5), so new records carry LE.
+func (r *Replica) SetMirrorPartition(mirror bool) {
+	if r.mirror && !mirror && r.role == RoleLeader {
+		r.assign(r.le, r.leo)
+	}
+	r.mirror = mirror
+}
 
 // SetWritable sets whether Produce is accepted (SPEC §1.2 "writable").
 // Turning it off fails pending acks=all requests with READ_ONLY_TOPIC (§6.6).

@@ -132,10 +132,15 @@ func brokerConfig(cfg config.BrokerConfig) broker.Config {
 func run(ctx context.Context, cfg config.BrokerConfig, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	obs, err := metrics.NewBroker(reg)
+	bobs, err := metrics.NewBroker(reg)
 	if err != nil {
 		return err
 	}
+	mobs, err := metrics.NewMirror(reg)
+	if err != nil {
+		return err
+	}
+	obs := metrics.BrokerObserver{Broker: bobs, Mirror: mobs}
 	b, err := broker.New(brokerConfig(cfg), broker.Deps{Logger: log, Observer: obs})
 	if err != nil {
 		return err

@@ -15,9 +15,12 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,8 +31,10 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -52,7 +57,13 @@ type options struct {
 	syncEach     bool
 	jsonOut      bool
 	dataDir      string
+	pprofAddr    string
+	pids         string
 }
+
+// The brokers' non-zeroing gRPC buffer pool also for the proto codec (and,
+// with --inprocess, the brokers in this process).
+func init() { experimental.SetDefaultBufferPool(broker.BufferPool) }
 
 func main() {
 	var o options
@@ -74,7 +85,14 @@ func main() {
 	flag.BoolVar(&o.syncEach, "fsync", false, "--inprocess: fsync every batch on every replica (group commit)")
 	flag.BoolVar(&o.jsonOut, "json", false, "print JSON instead of a table")
 	flag.StringVar(&o.dataDir, "data-dir", "", "--inprocess: data directory (default: a temp dir, removed)")
+	flag.StringVar(&o.pids, "pids", "", "comma-separated broker process ids to report CPU and RSS for (brokers started outside twinbench)")
+	flag.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
 	flag.Parse()
+	if o.pprofAddr != "" {
+		runtime.SetBlockProfileRate(int(100 * time.Microsecond))
+		runtime.SetMutexProfileFraction(10)
+		go func() { _ = http.ListenAndServe(o.pprofAddr, nil) }()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
@@ -97,6 +115,17 @@ type Result struct {
 	EndToEndLatencyMs *Percentiles   `json:"end_to_end_latency_ms,omitempty"`
 	ConsumedRecords   int64          `json:"consumed_records"`
 	Process           *ProcessStats  `json:"process,omitempty"`
+	Brokers           []BrokerStats  `json:"brokers,omitempty"`
+	// LoadAvg is /proc/loadavg at the end: other work on the machine
+	// competes for the same cores.
+	LoadAvg string `json:"loadavg,omitempty"`
+}
+
+// BrokerStats is the CPU and RSS of a broker process given by --pids.
+type BrokerStats struct {
+	PID      int     `json:"pid"`
+	CPUCores float64 `json:"cpu_cores_avg"`
+	MaxRSSMB float64 `json:"max_rss_mb"`
 }
 
 // Percentiles of a latency histogram in milliseconds.
@@ -124,13 +153,41 @@ func percentiles(h *hdr.Histogram) Percentiles {
 
 func dial(addr string) (*grpc.ClientConn, error) {
 	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
+		experimental.WithBufferPool(broker.BufferPool),
+		grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10),
+		grpc.WithInitialWindowSize(16<<20), grpc.WithInitialConnWindowSize(64<<20))
 }
 
 type cluster struct {
 	conns   map[int32]*grpc.ClientConn
 	leaders []int32
 	les     []int32
+}
+
+// spreadAssignments places partition p's replicas on brokers p, p+1, ...
+// (sorted ids, round-robin) so leaders, the first replica, are spread
+// evenly and deterministically over the brokers. nil (let the controller
+// place) when the brokers cannot be listed.
+func spreadAssignments(ctx context.Context, boot *grpc.ClientConn, parts, rf int) []*pb.ReplicaAssignment {
+	md, err := pb.NewFetchServiceClient(boot).Metadata(ctx, &pb.MetadataRequest{})
+	if err != nil || len(md.GetBrokers()) < rf {
+		return nil
+	}
+	var ids []int32
+	for _, b := range md.GetBrokers() {
+		ids = append(ids, b.GetId())
+	}
+	slices.Sort(ids)
+	out := make([]*pb.ReplicaAssignment, parts)
+	for p := range parts {
+		a := &pb.ReplicaAssignment{}
+		for j := range rf {
+			a.Replicas = append(a.Replicas, ids[(p+j)%len(ids)])
+		}
+		out[p] = a
+	}
+	return out
 }
 
 func discover(ctx context.Context, boot *grpc.ClientConn, topic string, parts int) (*cluster, error) {
@@ -154,6 +211,11 @@ func discover(ctx context.Context, boot *grpc.ClientConn, topic string, parts in
 				c.les = append(c.les, p.GetLeaderEpoch())
 			}
 			if ok {
+				spread := map[int32]int{}
+				for _, l := range c.leaders {
+					spread[l]++
+				}
+				fmt.Fprintf(os.Stderr, "twinbench: partition leaders per broker %v\n", spread)
 				for _, l := range c.leaders {
 					if _, done := c.conns[l]; done {
 						continue
@@ -194,10 +256,14 @@ func run(ctx context.Context, o options) error {
 	if o.topic == "" {
 		o.topic = fmt.Sprintf("bench-%d", time.Now().UnixNano())
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		resp, err := pb.NewAdminServiceClient(boot).CreateTopics(cctx, &pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{{
+		ct := &pb.CreatableTopic{
 			Name: o.topic, NumPartitions: int32(o.partitions), ReplicationFactor: int32(o.rf),
 			Configs: map[string]string{"min.insync.replicas": strconv.Itoa(o.minISR)},
-		}}})
+		}
+		if as := spreadAssignments(cctx, boot, o.partitions, o.rf); as != nil {
+			ct.NumPartitions, ct.ReplicationFactor, ct.Assignments = 0, 0, as
+		}
+		resp, err := pb.NewAdminServiceClient(boot).CreateTopics(cctx, &pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{ct}})
 		cancel()
 		if err != nil {
 			return fmt.Errorf("create topic: %w", err)
@@ -250,7 +316,11 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				// Values are reused: AppendBatch copies them into buf.
 				recs := make([]storage.Record, o.batchRecords)
+				for i := range recs {
+					recs[i].Value = make([]byte, len(value))
+				}
 				var buf []byte
 				interval := time.Duration(0)
 				if perWorkerRate > 0 {
@@ -270,9 +340,8 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 					}
 					now := time.Now()
 					for i := range recs {
-						v := make([]byte, len(value))
-						binary.BigEndian.PutUint64(v, uint64(now.UnixNano()))
-						recs[i] = storage.Record{Timestamp: now.UnixMilli(), Value: v}
+						binary.BigEndian.PutUint64(recs[i].Value, uint64(now.UnixNano()))
+						recs[i].Timestamp = now.UnixMilli()
 					}
 					buf, _ = storage.AppendBatch(buf[:0], recs, storage.BatchOptions{})
 					start := time.Now()
@@ -359,6 +428,16 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 		}
 	}
 	sleepCtx(ctx, o.warmup)
+	var pids []int
+	for _, f := range strings.Split(o.pids, ",") {
+		if pid, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	pcpu0 := make([]float64, len(pids))
+	for i, pid := range pids {
+		pcpu0[i] = cpuSecondsOf(strconv.Itoa(pid))
+	}
 	cpu0 := cpuSeconds()
 	measuring.Store(true)
 	start := time.Now()
@@ -366,6 +445,11 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 	measuring.Store(false)
 	elapsed := time.Since(start)
 	cpu1 := cpuSeconds()
+	var brokers []BrokerStats
+	for i, pid := range pids {
+		c := cpuSecondsOf(strconv.Itoa(pid))
+		brokers = append(brokers, BrokerStats{PID: pid, CPUCores: (c - pcpu0[i]) / elapsed.Seconds(), MaxRSSMB: maxRSSMBOf(strconv.Itoa(pid))})
+	}
 	cancel()
 	wg.Wait()
 	res := &Result{
@@ -373,7 +457,10 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 			"acks": o.acks, "record_size": o.recordSize, "batch_records": o.batchRecords, "inflight": o.inflight,
 			"rate": o.rate, "inprocess": o.inprocess, "fsync_each_batch": o.syncEach, "gomaxprocs": runtime.GOMAXPROCS(0)},
 		DurationSeconds: elapsed.Seconds(), Records: records.Load(), Bytes: bytes.Load(), Requests: requests.Load(),
-		Errors: errs, ProduceLatencyMs: percentiles(prodHist), ConsumedRecords: consumed.Load(),
+		Errors: errs, ProduceLatencyMs: percentiles(prodHist), ConsumedRecords: consumed.Load(), Brokers: brokers,
+	}
+	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
+		res.LoadAvg = strings.TrimSpace(string(la))
 	}
 	res.RecordsPerSec = float64(res.Records) / elapsed.Seconds()
 	res.MBPerSec = float64(res.Bytes) / elapsed.Seconds() / 1e6
@@ -397,8 +484,10 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 }
 
 // cpuSeconds is user+system CPU of this process from /proc (−1 elsewhere).
-func cpuSeconds() float64 {
-	data, err := os.ReadFile("/proc/self/stat")
+func cpuSeconds() float64 { return cpuSecondsOf("self") }
+
+func cpuSecondsOf(pid string) float64 {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
 		return -1
 	}
@@ -413,8 +502,10 @@ func cpuSeconds() float64 {
 	return (ut + st) / 100 // USER_HZ
 }
 
-func maxRSSMB() float64 {
-	data, err := os.ReadFile("/proc/self/status")
+func maxRSSMB() float64 { return maxRSSMBOf("self") }
+
+func maxRSSMBOf(pid string) float64 {
+	data, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return math.NaN()
 	}
@@ -443,6 +534,12 @@ func printTable(r *Result) {
 	fmt.Printf("%-28s %12d\n", "consumed records", r.ConsumedRecords)
 	if p := r.Process; p != nil {
 		fmt.Printf("%-28s %12.2f cores, max RSS %.0f MB\n", "process CPU", p.CPUCores, p.MaxRSSMB)
+	}
+	if r.LoadAvg != "" {
+		fmt.Printf("%-28s %s\n", "loadavg (machine)", r.LoadAvg)
+	}
+	for _, b := range r.Brokers {
+		fmt.Printf("%-28s %12.2f cores, max RSS %.0f MB\n", fmt.Sprintf("broker pid %d CPU", b.PID), b.CPUCores, b.MaxRSSMB)
 	}
 	for k, v := range r.Errors {
 		fmt.Printf("error %-40s %d\n", k, v)

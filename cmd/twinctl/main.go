@@ -15,8 +15,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Execute(ctx, os.Args[1:], cli.Options{
 		Codec: storageCodec,
-		// DumpLog stays nil until storage exposes a read-only segment
-		// reader (storage.Open may recover/truncate, which dump-log must not).
+		// dump-log reads segment files read-only (dumplog.go), never
+		// through storage.Open, which may recover and truncate.
+		DumpLog: segmentDumper{},
 	})
 	stop()
 	os.Exit(code)

@@ -109,7 +109,7 @@ func (s *State) Heartbeat(req *twinlogv1.BrokerHeartbeatRequest, nowMs int64) (*
 }
 
 func (t *txn) leadsAny(b int32) bool {
-	for _, p := range t.allPartitions() {
+	for _, p := range t.partitionsOf(b) {
 		if p.GetLeader() == b {
 			return true
 		}

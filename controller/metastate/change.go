@@ -204,9 +204,10 @@ func addTruncationPoint(tps []*twinlogv1.TruncationPoint, le int32, o int64) []*
 }
 
 // removeFromISRs removes b from every ISR (fencing, controlled shutdown) or,
-// when unclean, from every ISR ∪ ELR with U = {b} (SPEC §3.2).
+// when unclean, from every ISR ∪ ELR with U = {b} (SPEC §3.2). Only the
+// partitions whose R holds b are visited (State.byBroker).
 func (t *txn) removeFromISRs(b int32, unclean bool) {
-	for _, p := range t.allPartitions() {
+	for _, p := range t.partitionsOf(b) {
 		in := contains(p.GetIsr(), b)
 		if unclean {
 			in = in || contains(p.GetElr(), b)
@@ -224,11 +225,10 @@ func (t *txn) removeFromISRs(b int32, unclean bool) {
 	}
 }
 
-// electLeaderless re-runs SPEC §3.4 for every partition without a leader.
+// electLeaderless re-runs SPEC §3.4 for every partition without a leader
+// (State.leaderless plus the txn's own changes).
 func (t *txn) electLeaderless() {
-	for _, p := range t.allPartitions() {
-		if p.GetLeader() == noBroker {
-			t.change(p, defaultOpts())
-		}
+	for _, k := range t.leaderlessKeys() {
+		t.change(t.partition(k.topic, k.part), defaultOpts())
 	}
 }

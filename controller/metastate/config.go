@@ -1,10 +1,15 @@
 package metastate
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 )
 
 // Config keys of SPEC §1.3.
@@ -152,4 +157,36 @@ func keysWithScope(scope Scope) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// InitialClusterConfigs returns the delta that writes the first-start
+// cluster configs (SPEC §1.3) of an empty image, static keys included
+// (mirror.state.topic.replication.factor, mirror.state.topic.num.partitions
+// can only be set this way). Keys must be of cluster scope and valid; values
+// equal to the default are not written, so an all-default map gives a nil
+// delta. It fails on a non-empty image (offset > 0): later changes go through
+// AlterConfigs.
+func (s *State) InitialClusterConfigs(cfg map[string]string) (*twinlogv1.MetadataDelta, error) {
+	if s.offset != 0 {
+		return nil, fmt.Errorf("metastate: initial cluster configs on a non-empty image (offset %d)", s.offset)
+	}
+	out := map[string]string{}
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		v := cfg[k]
+		if err := ValidateConfig(ScopeCluster, k, v); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if configDefs[k].Default != v {
+			out[k] = v
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("metastate: initial cluster configs: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return &twinlogv1.MetadataDelta{Offset: s.offset + 1, ClusterConfig: &twinlogv1.ClusterConfigRecord{Configs: out}}, nil
 }

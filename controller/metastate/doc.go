@@ -21,12 +21,36 @@
 // Time enters as nowMs arguments and randomness through the injected Rand;
 // there are no goroutines, clocks or logging.
 //
+// Apply takes ownership of the delta: its records become the image without
+// a copy, so a delta must not be modified once applied (it may still be
+// read, marshalled, or applied to another State). The image never modifies
+// a record in place; commands work on copies. The image keeps two indexes,
+// partitions by replica broker and leaderless partitions, so fencing a
+// broker and re-running elections touch only the partitions concerned;
+// CheckInvariants verifies them.
+//
+// InitialClusterConfigs writes the first-start cluster configs, including
+// the static mirror.state.topic.* keys that AlterConfigs refuses.
+//
+// # Mirrors
+//
+// The shell resolves the source (SPEC §6.1, §6.3) and hands metastate a
+// pure SourceTopic per topic; CreateMirror and StartMirrorTopics create a
+// missing local topic with the source's name, id, partition count and
+// configs, add partitions the source added, and answer
+// INCONSISTENT_TOPIC_ID for a local topic with another id. The first
+// CreateMirror creates __mirror_state (SPEC §6.4). Stop is only a desired
+// state: waitForCatchUp is handled by the shell, which waits for the lag
+// reported in heartbeats before writing it.
+//
 // # Soft state
 //
 // Heartbeat times and unclean recovery rounds are not persisted (as in
 // Kafka): commands may update them when called. After Restore every unfenced
 // broker gets a full session from the first Tick, and rounds are planned
-// again by Tick.
+// again by Tick. Rounds are planned while a delta is computed (Tick,
+// ElectLeaders); if that delta is not persisted the shell must call
+// AbortRounds for them.
 //
 // # Invariants (SPEC §8, controller 1–6)
 //

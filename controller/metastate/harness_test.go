@@ -160,7 +160,7 @@ func (h *harness) alterISR(i int32, isr ...int32) *twinlogv1.AlterPartitionRespo
 	if resp.GetError() != ecNone && resp.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NEW_LEADER_ELECTED {
 		h.t.Fatalf("alter partition: %v", resp)
 	}
-	h.apply(d, true)
+	h.apply(d, false)
 	return resp
 }
 

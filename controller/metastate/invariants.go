@@ -3,6 +3,7 @@ package metastate
 import (
 	"errors"
 	"fmt"
+	"maps"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 )
@@ -78,6 +79,7 @@ func (s *State) CheckInvariants() error {
 			bad("%d truncation points", len(p.GetTruncationPoints()))
 		}
 	}
+	errs = append(errs, s.checkIndexes())
 	for id, b := range s.brokers {
 		if b.GetBrokerId() != id {
 			errs = append(errs, fmt.Errorf("broker %d recorded as %d", id, b.GetBrokerId()))
@@ -88,8 +90,9 @@ func (s *State) CheckInvariants() error {
 
 // CheckTransition checks SPEC §8 invariants 3, 4 and 6 for one applied
 // delta: before is the image the delta was computed on (a Snapshot), d the
-// delta. bumped reports whether the command was allowed to raise LE without a
-// leader change (BumpLeaderEpoch, a reassignment completion or cancel).
+// delta. bumped reports a BumpLeaderEpoch (LE may rise by more than one
+// without a leader change); leader changes and replica-dropping reassignment
+// completions or cancels are recognised from the records themselves.
 func CheckTransition(before *twinlogv1.MetadataSnapshot, d *twinlogv1.MetadataDelta, bumped bool) error {
 	if d == nil {
 		return nil
@@ -117,11 +120,26 @@ func CheckTransition(before *twinlogv1.MetadataSnapshot, d *twinlogv1.MetadataDe
 		if n.GetLeaderEpoch() < o.GetLeaderEpoch() {
 			bad("leader epoch decreased %d -> %d", o.GetLeaderEpoch(), n.GetLeaderEpoch())
 		}
-		if n.GetLeader() != o.GetLeader() && n.GetLeaderEpoch() != o.GetLeaderEpoch()+1 {
-			bad("leader %d -> %d with leader epoch %d -> %d", o.GetLeader(), n.GetLeader(), o.GetLeaderEpoch(), n.GetLeaderEpoch())
-		}
-		if n.GetLeader() == o.GetLeader() && n.GetLeaderEpoch() != o.GetLeaderEpoch() && !bumped {
-			bad("leader epoch %d -> %d without a leader change", o.GetLeaderEpoch(), n.GetLeaderEpoch())
+		// SPEC §3.3: LE rises iff L changes, on BumpLeaderEpoch, or when a
+		// replica leaves R (a reassignment completion that drops a replica,
+		// or a cancel that drops the added ones). Any written change of the
+		// partition may complete a pending reassignment (an ELR toggle or a
+		// round, too), so the drop is read from the records, not the command.
+		leaderMoved := n.GetLeader() != o.GetLeader()
+		dropped := minus(o.GetReplicas(), n.GetReplicas())
+		switch {
+		case bumped:
+			if n.GetLeaderEpoch() <= o.GetLeaderEpoch() {
+				bad("bump left leader epoch %d -> %d", o.GetLeaderEpoch(), n.GetLeaderEpoch())
+			}
+		case leaderMoved || len(dropped) > 0:
+			if n.GetLeaderEpoch() != o.GetLeaderEpoch()+1 {
+				bad("leader %d -> %d, replicas dropped %v, with leader epoch %d -> %d", o.GetLeader(), n.GetLeader(), dropped, o.GetLeaderEpoch(), n.GetLeaderEpoch())
+			}
+		default:
+			if n.GetLeaderEpoch() != o.GetLeaderEpoch() {
+				bad("leader epoch %d -> %d without a leader change or dropped replica", o.GetLeaderEpoch(), n.GetLeaderEpoch())
+			}
 		}
 		if L := n.GetLeader(); L != noBroker && L != o.GetLeader() && !next.Acceptable(L) {
 			bad("elected unacceptable broker %d", L)
@@ -149,4 +167,30 @@ func equalIgnoringEpochs(a, b *twinlogv1.PartitionRecord) bool {
 	x.PartitionEpoch, y.PartitionEpoch = 0, 0
 	x.LeaderEpoch, y.LeaderEpoch = 0, 0
 	return protoEqual(x, y) && a.GetLeaderEpoch() == b.GetLeaderEpoch()
+}
+
+// checkIndexes compares byBroker and leaderless with the image.
+func (s *State) checkIndexes() error {
+	byBroker := map[int32]map[tpKey]struct{}{}
+	leaderless := map[tpKey]struct{}{}
+	for _, p := range s.sortedPartitions() {
+		k := tpKey{p.GetTopic(), p.GetPartition()}
+		for _, b := range p.GetReplicas() {
+			if byBroker[b] == nil {
+				byBroker[b] = map[tpKey]struct{}{}
+			}
+			byBroker[b][k] = struct{}{}
+		}
+		if p.GetLeader() == noBroker {
+			leaderless[k] = struct{}{}
+		}
+	}
+	var errs []error
+	if !maps.Equal(leaderless, s.leaderless) {
+		errs = append(errs, fmt.Errorf("leaderless index %v, image %v", s.leaderless, leaderless))
+	}
+	if !maps.EqualFunc(byBroker, s.byBroker, func(a, b map[tpKey]struct{}) bool { return maps.Equal(a, b) }) {
+		errs = append(errs, fmt.Errorf("broker index differs from the image"))
+	}
+	return errors.Join(errs...)
 }

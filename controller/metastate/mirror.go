@@ -26,10 +26,30 @@ const (
 	mirrorStopped   = twinlogv1.MirrorState_MIRROR_STATE_STOPPED
 )
 
+// SourceTopic is what the shell learned about one topic from the mirror
+// source's Metadata (SPEC §6.1): the mirror topic takes the source's name,
+// topic id and partition count. It is a pure input: metastate never talks to
+// the source.
+type SourceTopic struct {
+	Name    string
+	TopicID string
+	// Partitions is the source's partition count (> 0).
+	Partitions int32
+	// ReplicationFactor for a topic created locally; 0 means
+	// min(3, acceptable brokers).
+	ReplicationFactor int32
+	// Configs are the source's topic-level configs to copy; keys that are
+	// unknown, static or not topic-scoped are dropped.
+	Configs map[string]string
+}
+
 // CreateMirror defines a mirror (SPEC §6.1) with the source cluster id the
 // shell resolved, creates the __mirror_state topic at the first mirror
-// (SPEC §6.4) and starts the listed topics, which must exist locally.
-func (s *State) CreateMirror(req *twinlogv1.CreateMirrorRequest, sourceClusterID string) (*twinlogv1.MetadataDelta, *twinlogv1.CreateMirrorResponse) {
+// (SPEC §6.4) and starts the listed topics. sources describes the listed
+// topics as the source has them (from its Metadata, keyed by name); a topic
+// missing from sources (source unreachable) must exist locally. See
+// StartMirrorTopics for what a source description does.
+func (s *State) CreateMirror(req *twinlogv1.CreateMirrorRequest, sourceClusterID string, sources map[string]SourceTopic) (*twinlogv1.MetadataDelta, *twinlogv1.CreateMirrorResponse) {
 	resp := &twinlogv1.CreateMirrorResponse{}
 	t := s.view()
 	switch {
@@ -43,23 +63,38 @@ func (s *State) CreateMirror(req *twinlogv1.CreateMirrorRequest, sourceClusterID
 		resp.Error, resp.ErrorMessage = ecInvalid, "no source bootstrap addresses"
 		return nil, resp
 	}
-	if t.topic(mirrorStateTopic) == nil {
-		rf := min(int(atoi(t.clusterConfigValue(KeyMirrorStateReplication), defaultMirrorTopicReplication)), t.acceptableCount())
-		n := int(atoi(t.clusterConfigValue(KeyMirrorStateNumPartitions), 1))
-		assign, err := t.placement(n, rf)
-		if err != nil {
-			resp.Error, resp.ErrorMessage = twinlogv1.ErrorCode_ERROR_CODE_INVALID_REPLICATION_FACTOR, "cannot place "+mirrorStateTopic+": "+err.Error()
-			return nil, resp
-		}
-		t.createTopic(mirrorStateTopic, t.newTopicID(), assign, map[string]string{
-			KeyMinInsyncReplicas:       fmt.Sprint(min(2, rf)),
-			KeyUncleanRecoveryStrategy: StrategyNone,
-		}, true)
+	if err := t.ensureMirrorStateTopic(); err != nil {
+		resp.Error, resp.ErrorMessage = twinlogv1.ErrorCode_ERROR_CODE_INVALID_REPLICATION_FACTOR, err.Error()
+		return nil, resp
 	}
 	t.putMirror(&twinlogv1.MirrorRecord{Name: req.GetName(), SourceBootstrap: slices.Clone(req.GetSourceBootstrap()), SourceClusterId: sourceClusterID})
-	resp.Topics = t.mirrorOp(req.GetName(), req.GetTopics(), MirrorStart, nil)
+	resp.Topics = t.mirrorOp(req.GetName(), req.GetTopics(), MirrorStart, nil, sources)
 	return t.delta(), resp
 }
+
+// ensureMirrorStateTopic creates __mirror_state if it does not exist (SPEC
+// §6.4): internal, RF min(mirror.state.topic.replication.factor, acceptable
+// brokers), min ISR min(2, RF), unclean.recovery.strategy=none,
+// mirror.state.topic.num.partitions partitions.
+func (t *txn) ensureMirrorStateTopic() error {
+	if t.topic(mirrorStateTopic) != nil {
+		return nil
+	}
+	rf := min(int(atoi(t.clusterConfigValue(KeyMirrorStateReplication), defaultMirrorTopicReplication)), t.acceptableCount())
+	n := int(atoi(t.clusterConfigValue(KeyMirrorStateNumPartitions), 1))
+	assign, err := t.placement(n, rf)
+	if err != nil {
+		return fmt.Errorf("cannot place %s: %v", mirrorStateTopic, err)
+	}
+	t.createTopic(mirrorStateTopic, t.newTopicID(), assign, map[string]string{
+		KeyMinInsyncReplicas:       fmt.Sprint(min(2, rf)),
+		KeyUncleanRecoveryStrategy: StrategyNone,
+	}, true)
+	return nil
+}
+
+// MirrorNames returns the names of all mirrors in byte-wise order.
+func (s *State) MirrorNames() []string { return slices.Sorted(maps.Keys(s.mirrors)) }
 
 func (t *txn) acceptableCount() int {
 	n := 0
@@ -96,9 +131,30 @@ func (s *State) DeleteMirror(req *twinlogv1.DeleteMirrorRequest) (*twinlogv1.Met
 // SetMirrorTopicsDesiredState applies Start/Stop/Pause/Resume to topics of a
 // mirror (SPEC §6.5): Start from new, STOPPED or a (retried) MIRRORING
 // desired state, generation + 1; Pause only from MIRRORING; Resume only from
-// PAUSED; Stop from anything but STOPPED; otherwise INVALID_REQUEST. A non-empty
-// sourceBootstrap re-points the mirror (failback).
+// PAUSED; Stop from anything but STOPPED; any other transition is
+// INVALID_REQUEST (SPEC §6.5). A non-empty sourceBootstrap re-points the
+// mirror (failback). Start here needs the topics locally; StartMirrorTopics
+// also creates them from the source.
+//
+// Stop is only the desired-state change. waitForCatchUp (SPEC §6.7 step 1)
+// has no field in the MirrorTopicRecord: the controller shell waits for the
+// lag that destination leaders report in heartbeats to reach 0 before it
+// calls this (REQUEST_TIMED_OUT with nothing written otherwise).
 func (s *State) SetMirrorTopicsDesiredState(mirror string, topics []string, op MirrorOp, sourceBootstrap []string) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
+	return s.mirrorTopicsOp(mirror, topics, op, sourceBootstrap, nil)
+}
+
+// StartMirrorTopics is Start with the source's description of the topics
+// (SPEC §6.1, §6.3): a topic that does not exist locally is created with the
+// source's name, topic id, partition count and configs (read-only: it
+// belongs to the mirror, once_mirrored set); an existing topic with another
+// topic id gets INCONSISTENT_TOPIC_ID; partitions the source added are
+// added. A topic missing from sources must exist locally.
+func (s *State) StartMirrorTopics(mirror string, topics []string, sourceBootstrap []string, sources map[string]SourceTopic) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
+	return s.mirrorTopicsOp(mirror, topics, MirrorStart, sourceBootstrap, sources)
+}
+
+func (s *State) mirrorTopicsOp(mirror string, topics []string, op MirrorOp, sourceBootstrap []string, sources map[string]SourceTopic) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
 	t := s.view()
 	if t.mirror(mirror) == nil {
 		var out []*twinlogv1.MirrorTopicResult
@@ -107,11 +163,79 @@ func (s *State) SetMirrorTopicsDesiredState(mirror string, topics []string, op M
 		}
 		return nil, out
 	}
-	out := t.mirrorOp(mirror, topics, op, sourceBootstrap)
+	out := t.mirrorOp(mirror, topics, op, sourceBootstrap, sources)
 	return t.delta(), out
 }
 
-func (t *txn) mirrorOp(mirror string, topics []string, op MirrorOp, bootstrap []string) []*twinlogv1.MirrorTopicResult {
+// mirrorTopicFromSource creates the local topic from the source or checks
+// and extends an existing one. It returns an error code and message, or
+// ecNone.
+func (t *txn) mirrorTopicFromSource(mirror string, st SourceTopic) (twinlogv1.ErrorCode, string) {
+	name := st.Name
+	tr := t.topic(name)
+	if st.TopicID == "" || st.Partitions < 1 {
+		return ecInvalid, "source description lacks a topic id or partitions"
+	}
+	if tr == nil {
+		if err := ValidateTopicName(name); err != nil {
+			return twinlogv1.ErrorCode_ERROR_CODE_INVALID_TOPIC, err.Error()
+		}
+		if c := t.collides(name); c != "" {
+			return twinlogv1.ErrorCode_ERROR_CODE_INVALID_TOPIC, fmt.Sprintf("topic %q collides with %q", name, c)
+		}
+		for _, n := range t.topicNames() {
+			if t.topic(n).GetTopicId() == st.TopicID {
+				return twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID, fmt.Sprintf("topic id %s is used by local topic %q", st.TopicID, n)
+			}
+		}
+		rf := int(st.ReplicationFactor)
+		if rf <= 0 {
+			rf = min(defaultMirrorTopicReplication, t.acceptableCount())
+		}
+		assign, err := t.placement(int(st.Partitions), rf)
+		if err != nil {
+			return twinlogv1.ErrorCode_ERROR_CODE_INVALID_REPLICATION_FACTOR, err.Error()
+		}
+		cfg := map[string]string{}
+		for k, v := range st.Configs {
+			if ValidateConfig(ScopeTopic, k, v) == nil && !configDefs[k].Static {
+				cfg[k] = v
+			}
+		}
+		if len(cfg) == 0 {
+			cfg = nil
+		}
+		t.createTopic(name, st.TopicID, assign, cfg, false)
+		n := cloneT(t.topic(name))
+		n.MirrorName, n.OnceMirrored = mirror, true
+		t.putTopic(n)
+		return ecNone, ""
+	}
+	if tr.GetTopicId() != st.TopicID {
+		// A never-mirrored local topic is a different topic; a once-mirrored
+		// one with another id was mirrored from a topic since re-created.
+		return twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID,
+			fmt.Sprintf("local topic id %s differs from the source's %s", tr.GetTopicId(), st.TopicID)
+	}
+	if cur := tr.GetPartitionCount(); st.Partitions > cur {
+		// New source partitions are added (SPEC §6.1), placed like the
+		// existing ones' replication factor.
+		rf := len(t.partition(name, 0).GetReplicas())
+		assign, err := t.placement(int(st.Partitions-cur), max(rf, 1))
+		if err != nil {
+			return twinlogv1.ErrorCode_ERROR_CODE_INVALID_REPLICATION_FACTOR, err.Error()
+		}
+		n := cloneT(tr)
+		n.PartitionCount = st.Partitions
+		t.putTopic(n)
+		for i, r := range assign {
+			t.addPartition(name, tr.GetTopicId(), cur+int32(i), r)
+		}
+	}
+	return ecNone, ""
+}
+
+func (t *txn) mirrorOp(mirror string, topics []string, op MirrorOp, bootstrap []string, sources map[string]SourceTopic) []*twinlogv1.MirrorTopicResult {
 	m := proto.Clone(t.mirror(mirror)).(*twinlogv1.MirrorRecord)
 	if len(bootstrap) > 0 {
 		m.SourceBootstrap = slices.Clone(bootstrap)
@@ -124,8 +248,20 @@ func (t *txn) mirrorOp(mirror string, topics []string, op MirrorOp, bootstrap []
 	for _, name := range topics {
 		res := &twinlogv1.MirrorTopicResult{Topic: name}
 		out = append(out, res)
-		tr := t.topic(name)
 		fail := func(ec twinlogv1.ErrorCode, msg string) { res.Error, res.ErrorMessage = ec, msg }
+		if st, ok := sources[name]; ok && op == MirrorStart {
+			if cur := t.topic(name); byName[name].GetDesiredState() == mirrorPaused ||
+				(cur != nil && (cur.GetInternal() || (cur.GetMirrorName() != "" && cur.GetMirrorName() != mirror))) {
+				// Refused below, before anything is created or extended.
+			} else {
+				st.Name = name
+				if ec, msg := t.mirrorTopicFromSource(mirror, st); ec != ecNone {
+					fail(ec, msg)
+					continue
+				}
+			}
+		}
+		tr := t.topic(name)
 		if tr == nil {
 			fail(ecUnknown, "unknown topic")
 			continue
@@ -147,25 +283,25 @@ func (t *txn) mirrorOp(mirror string, topics []string, op MirrorOp, bootstrap []
 		switch op {
 		case MirrorStart:
 			if cur == mirrorPaused {
-				fail(twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_STATE, "paused: resume instead")
+				fail(ecInvalid, "start from PAUSED: resume instead")
 				continue
 			}
 			next = mirrorMirroring
 		case MirrorStop:
 			if mt == nil || cur == mirrorStopped {
-				fail(twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_STATE, "already stopped")
+				fail(ecInvalid, "stop from STOPPED")
 				continue
 			}
 			next = mirrorStopped
 		case MirrorPause:
 			if cur != mirrorMirroring {
-				fail(twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_STATE, "pause only from MIRRORING")
+				fail(ecInvalid, "pause only from MIRRORING")
 				continue
 			}
 			next = mirrorPaused
 		case MirrorResume:
 			if cur != mirrorPaused {
-				fail(twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_STATE, "resume only from PAUSED")
+				fail(ecInvalid, "resume only from PAUSED")
 				continue
 			}
 			next = mirrorMirroring

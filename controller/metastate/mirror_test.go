@@ -8,7 +8,7 @@ import (
 
 func TestMirrorDesiredStates(t *testing.T) {
 	h := seeded(t, ids(1, 2, 3), nil, nil, part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 0, 0))
-	d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: []string{"t", "nope"}}, "A")
+	d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: []string{"t", "nope"}}, "A", nil)
 	h.apply(d, false)
 	if resp.GetError() != ecNone || resp.GetTopics()[0].GetError() != ecNone || resp.GetTopics()[1].GetError() != ecUnknown {
 		t.Fatal(resp)
@@ -29,7 +29,7 @@ func TestMirrorDesiredStates(t *testing.T) {
 		h.apply(d, false)
 		return res[0].GetError()
 	}
-	if ec := op(MirrorResume); ec != twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_STATE {
+	if ec := op(MirrorResume); ec != ecInvalid {
 		t.Fatal(ec)
 	}
 	if d, dr := h.s.DeleteMirror(&twinlogv1.DeleteMirrorRequest{Name: "m"}); d != nil || dr.GetError() != ecInvalid {
@@ -40,7 +40,7 @@ func TestMirrorDesiredStates(t *testing.T) {
 			t.Fatal(o, ec)
 		}
 	}
-	if ec := op(MirrorStop); ec != twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_STATE {
+	if ec := op(MirrorStop); ec != ecInvalid {
 		t.Fatal(ec)
 	}
 	if ec := op(MirrorStart); ec != ecNone || mt().GetGeneration() != 2 {
@@ -54,5 +54,161 @@ func TestMirrorDesiredStates(t *testing.T) {
 	h.apply(d, false)
 	if dr.GetError() != ecNone || h.s.Mirror("m") != nil || h.s.Topic("t").GetMirrorName() != "" || !h.s.Topic("t").GetOnceMirrored() {
 		t.Fatal(dr, h.s.Topic("t"))
+	}
+}
+
+// SPEC §6.1, §6.3: mirror topics take the source's name, topic id,
+// partition count and configs.
+func TestStartMirrorTopicsFromSource(t *testing.T) {
+	const inconsistent = twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID
+	for _, tc := range []struct {
+		name   string
+		local  *twinlogv1.TopicRecord // besides "t" (tid, 1 partition); nil: none
+		src    SourceTopic
+		want   twinlogv1.ErrorCode
+		parts  int32  // local partition count afterwards (0: no topic)
+		wantID string // local topic id afterwards
+	}{
+		{name: "created from source", src: SourceTopic{Name: "s", TopicID: "sid", Partitions: 3, Configs: map[string]string{
+			KeyMinInsyncReplicas: "2", "nope": "x", KeyMirrorStateNumPartitions: "3", KeyEligibleLeaderReplicas: "true"}},
+			parts: 3, wantID: "sid"},
+		{name: "existing same id gets new partitions", src: SourceTopic{Name: "t", TopicID: "tid", Partitions: 3}, parts: 3, wantID: "tid"},
+		{name: "existing same id, fewer source partitions", src: SourceTopic{Name: "t", TopicID: "tid", Partitions: 1}, parts: 1, wantID: "tid"},
+		{name: "never mirrored, other id", src: SourceTopic{Name: "t", TopicID: "other", Partitions: 1}, want: inconsistent, parts: 1, wantID: "tid"},
+		{name: "once mirrored, other id", local: &twinlogv1.TopicRecord{Name: "o", TopicId: "oid", PartitionCount: 0, OnceMirrored: true},
+			src: SourceTopic{Name: "o", TopicID: "other", Partitions: 1}, want: inconsistent, wantID: "oid"},
+		{name: "source id used by another local topic", src: SourceTopic{Name: "s", TopicID: "tid", Partitions: 1}, want: inconsistent},
+		{name: "internal topic", local: &twinlogv1.TopicRecord{Name: "i", TopicId: "iid", Internal: true},
+			src: SourceTopic{Name: "i", TopicID: "iid", Partitions: 2}, want: ecInvalid, wantID: "iid"},
+		{name: "bad source description", src: SourceTopic{Name: "s", TopicID: "", Partitions: 1}, want: ecInvalid},
+		{name: "invalid name", src: SourceTopic{Name: "a/b", TopicID: "x", Partitions: 1}, want: twinlogv1.ErrorCode_ERROR_CODE_INVALID_TOPIC},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := seeded(t, ids(1, 2, 3), nil, nil, part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 0, 0))
+			if tc.local != nil {
+				snap := h.s.Snapshot()
+				snap.Topics = append(snap.Topics, tc.local)
+				h = &harness{t: t, s: FromSnapshot(snap, Config{ClusterID: "a"})}
+				h.base = h.s.Snapshot()
+			}
+			d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}},
+				"A", nil)
+			h.apply(d, false)
+			if resp.GetError() != ecNone {
+				t.Fatal(resp)
+			}
+			d, res := h.s.StartMirrorTopics("m", []string{tc.src.Name}, nil, map[string]SourceTopic{tc.src.Name: tc.src})
+			h.apply(d, false)
+			if res[0].GetError() != tc.want {
+				t.Fatalf("result %v, want %v", res[0], tc.want)
+			}
+			tr := h.s.Topic(tc.src.Name)
+			if tc.wantID == "" {
+				if tr != nil {
+					t.Fatalf("topic created: %v", tr)
+				}
+				return
+			}
+			if tr.GetTopicId() != tc.wantID || tr.GetPartitionCount() != tc.parts {
+				t.Fatalf("topic %v, want id %s, %d partitions", tr, tc.wantID, tc.parts)
+			}
+			if tc.want != ecNone {
+				if tr.GetMirrorName() != "" {
+					t.Fatalf("refused topic joined the mirror: %v", tr)
+				}
+				return
+			}
+			if tr.GetMirrorName() != "m" || !tr.GetOnceMirrored() {
+				t.Fatalf("topic %v not in the mirror", tr)
+			}
+			if tc.src.Name == "s" {
+				// Only valid, dynamic topic-scope configs are copied.
+				if len(tr.GetConfigs()) != 1 || tr.GetConfigs()[KeyMinInsyncReplicas] != "2" {
+					t.Fatalf("configs %v", tr.GetConfigs())
+				}
+			}
+			for i := range tr.GetPartitionCount() {
+				p := h.s.Partition(tc.src.Name, i)
+				if p == nil || len(p.GetReplicas()) != 3 || p.GetLeader() == noBroker {
+					t.Fatalf("partition %d: %v", i, p)
+				}
+			}
+			// Desired MIRRORING: not writable (read-only) until STOPPED.
+			if mt := h.s.Mirror("m").GetTopics(); len(mt) != 1 || mt[0].GetDesiredState() != mirrorMirroring {
+				t.Fatalf("mirror topics %v", mt)
+			}
+		})
+	}
+}
+
+// CreateMirror creates listed topics from the source and __mirror_state per
+// SPEC §6.4 with the static configs written at first start.
+func TestCreateMirrorFromSourceAndStateTopic(t *testing.T) {
+	h := newHarness(t)
+	d, err := h.s.InitialClusterConfigs(map[string]string{KeyMirrorStateReplication: "5", KeyMirrorStateNumPartitions: "4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.apply(d, false)
+	for _, b := range ids(1, 2) {
+		h.register(b, false)
+		h.unfence(b)
+	}
+	d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: []string{"s", "gone"}},
+		"A", map[string]SourceTopic{"s": {Name: "s", TopicID: "sid", Partitions: 2}})
+	h.apply(d, false)
+	if resp.GetError() != ecNone || resp.GetTopics()[0].GetError() != ecNone || resp.GetTopics()[1].GetError() != ecUnknown {
+		t.Fatal(resp)
+	}
+	st := h.s.Topic(mirrorStateTopic)
+	if !st.GetInternal() || st.GetPartitionCount() != 4 || len(h.s.Partition(mirrorStateTopic, 0).GetReplicas()) != 2 ||
+		h.s.TopicConfig(mirrorStateTopic, KeyMinInsyncReplicas) != "2" || h.s.UncleanStrategy(mirrorStateTopic) != StrategyNone {
+		t.Fatalf("state topic %v", st)
+	}
+	if tr := h.s.Topic("s"); tr.GetTopicId() != "sid" || tr.GetPartitionCount() != 2 || len(h.s.Partition("s", 0).GetReplicas()) != 2 {
+		t.Fatalf("mirror topic %v", tr)
+	}
+	if got := h.s.MirrorNames(); len(got) != 1 || got[0] != "m" {
+		t.Fatal(got)
+	}
+	// A second mirror reuses the state topic.
+	d, _ = h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "a", SourceBootstrap: []string{"a:1"}}, "A", nil)
+	h.apply(d, false)
+	if got := h.s.MirrorNames(); len(got) != 2 || got[0] != "a" || h.s.Topic(mirrorStateTopic).GetTopicId() != st.GetTopicId() {
+		t.Fatal(got)
+	}
+}
+
+// SPEC §6.5: a transition from the wrong state is INVALID_REQUEST.
+func TestMirrorWrongStateIsInvalidRequest(t *testing.T) {
+	h := seeded(t, ids(1, 2, 3), nil, nil, part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 0, 0))
+	d, _ := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}}, "A", nil)
+	h.apply(d, false)
+	for _, tc := range []struct {
+		op   MirrorOp
+		want twinlogv1.ErrorCode
+	}{
+		{MirrorPause, ecInvalid}, // new
+		{MirrorResume, ecInvalid},
+		{MirrorStop, ecInvalid},
+		{MirrorStart, ecNone},
+		{MirrorResume, ecInvalid}, // MIRRORING
+		{MirrorPause, ecNone},
+		{MirrorPause, ecInvalid}, // PAUSED
+		{MirrorStart, ecInvalid},
+		{MirrorResume, ecNone},
+		{MirrorStop, ecNone},
+		{MirrorStop, ecInvalid}, // STOPPED
+		{MirrorPause, ecInvalid},
+		{MirrorResume, ecInvalid},
+	} {
+		d, res := h.s.SetMirrorTopicsDesiredState("m", []string{"t"}, tc.op, nil)
+		h.apply(d, false)
+		if res[0].GetError() != tc.want {
+			t.Fatalf("op %d: %v, want %v", tc.op, res[0], tc.want)
+		}
+		if tc.want != ecNone && d != nil {
+			t.Fatalf("op %d refused but wrote %v", tc.op, d)
+		}
 	}
 }

@@ -179,7 +179,7 @@ func TestPropertyRandomOperations(t *testing.T) {
 				if resp.GetError() != ecNone && resp.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NEW_LEADER_ELECTED && d != nil {
 					rt.Fatalf("error %v with a delta", resp.GetError())
 				}
-				m.step(d, true, false, false)
+				m.step(d, false, false, false)
 				if d != nil {
 					req.LeaderEpoch, req.PartitionEpoch = resp.GetLeaderEpoch(), resp.GetPartitionEpoch()
 					if d2, r2 := h.s.AlterPartition(req); d2 != nil {
@@ -223,7 +223,7 @@ func TestPropertyRandomOperations(t *testing.T) {
 				}
 				d, _ := h.s.AlterPartitionReassignments(&twinlogv1.AlterPartitionReassignmentsRequest{Partitions: []*twinlogv1.ReassignablePartition{
 					{Topic: p.GetTopic(), Partition: p.GetPartition(), Replicas: target}}})
-				m.step(d, true, true, false)
+				m.step(d, false, true, false)
 			},
 			"preferred": func(rt *rapid.T) {
 				d, _ := h.s.ElectLeaders(&twinlogv1.ElectLeadersRequest{Type: twinlogv1.ElectionType_ELECTION_TYPE_PREFERRED}, m.now)

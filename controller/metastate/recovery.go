@@ -58,6 +58,23 @@ func (s *State) ActiveRounds() []Round {
 	return out
 }
 
+// AbortRounds forgets the listed rounds (unknown ids are ignored). The shell
+// calls it for the StartRounds of a Tick or ElectLeaders whose delta failed
+// to persist: those rounds were planned on a view that never became the
+// image, and while they exist no other round starts for their partitions.
+// Answers that still arrive for them are discarded by
+// CompleteRecoveryRound ("round is not active").
+func (s *State) AbortRounds(ids []uint64) {
+	if len(ids) == 0 {
+		return
+	}
+	for k, r := range s.rounds {
+		if slices.Contains(ids, r.ID) {
+			delete(s.rounds, k)
+		}
+	}
+}
+
 // roundTrigger returns the candidates of a round the partition needs under
 // strategy now, nil if none (SPEC §3.5).
 func (t *txn) roundTrigger(p *twinlogv1.PartitionRecord, strategy string) []int32 {
@@ -139,11 +156,9 @@ func (s *State) planRounds(t *txn, nowMs int64) TickResult {
 			res.EndedRounds = append(res.EndedRounds, *r)
 		}
 	}
-	for _, p := range t.allPartitions() {
-		if p.GetLeader() != noBroker {
-			continue
-		}
-		if s.rounds[tpKey{p.GetTopic(), p.GetPartition()}] != nil {
+	for _, k := range t.leaderlessKeys() {
+		p := t.partition(k.topic, k.part)
+		if s.rounds[k] != nil {
 			continue
 		}
 		strategy := t.strategy(p.GetTopic())

@@ -239,7 +239,7 @@ func TestS12Reassignment(t *testing.T) {
 	h := seeded(t, ids(1, 2, 3, 4), nil, m2, part(ids(1, 2, 3), 1, ids(1, 2), nil, nil, -1, 1, 2))
 	reassign := func(target ...int32) *twinlogv1.PartitionResult {
 		d, resp := h.s.AlterPartitionReassignments(&twinlogv1.AlterPartitionReassignmentsRequest{Partitions: []*twinlogv1.ReassignablePartition{{Topic: "t", Partition: 0, Replicas: target}}})
-		h.apply(d, true)
+		h.apply(d, false)
 		return resp.GetResults()[0]
 	}
 	if r := reassign(1, 2, 4); r.GetError() != ecNone {

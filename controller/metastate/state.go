@@ -43,6 +43,12 @@ type State struct {
 	mirrors       map[string]*twinlogv1.MirrorRecord
 	clusterConfig map[string]string
 
+	// Indexes of the image, kept by putPartition and dropTopicPartitions so
+	// that fencing a broker and electing leaderless partitions touch only
+	// the partitions concerned instead of scanning and sorting all of them.
+	byBroker   map[int32]map[tpKey]struct{} // partitions whose R holds the broker
+	leaderless map[tpKey]struct{}           // partitions with L = −1
+
 	// Soft state.
 	rnd         Rand
 	heartbeatMs map[int32]int64
@@ -72,6 +78,8 @@ func (s *State) reset() {
 	s.partitions = map[string][]*twinlogv1.PartitionRecord{}
 	s.mirrors = map[string]*twinlogv1.MirrorRecord{}
 	s.clusterConfig = map[string]string{}
+	s.byBroker = map[int32]map[tpKey]struct{}{}
+	s.leaderless = map[tpKey]struct{}{}
 	s.heartbeatMs = map[int32]int64{}
 	s.rounds = map[tpKey]*Round{}
 }
@@ -165,6 +173,12 @@ func (s *State) UncleanStrategy(topic string) string { return s.view().strategy(
 // Apply installs a delta computed by a command (or read back at start-up)
 // and returns the notable transitions it made. The delta's offset must be
 // Offset()+1.
+//
+// Apply takes ownership of d: its records become part of the image (they
+// are not copied), so neither the caller nor anyone it shared d with may
+// modify d afterwards. Reading it (marshalling, serving it to followers,
+// applying it to another State) is fine: the image never modifies a record
+// in place.
 func (s *State) Apply(d *twinlogv1.MetadataDelta) ([]Event, error) {
 	if d == nil {
 		return nil, nil
@@ -178,17 +192,17 @@ func (s *State) Apply(d *twinlogv1.MetadataDelta) ([]Event, error) {
 		delete(s.heartbeatMs, id)
 	}
 	for _, b := range d.GetBrokers() {
-		s.brokers[b.GetBrokerId()] = proto.Clone(b).(*twinlogv1.BrokerRecord)
+		s.brokers[b.GetBrokerId()] = b
 	}
 	if cc := d.GetClusterConfig(); cc != nil {
-		s.clusterConfig = maps.Clone(cc.GetConfigs())
+		s.clusterConfig = cc.GetConfigs()
 		if s.clusterConfig == nil {
 			s.clusterConfig = map[string]string{}
 		}
 	}
 	for _, name := range d.GetRemovedTopics() {
 		delete(s.topics, name)
-		delete(s.partitions, name)
+		s.dropTopicPartitions(name)
 		for k := range s.rounds {
 			if k.topic == name {
 				delete(s.rounds, k)
@@ -198,18 +212,18 @@ func (s *State) Apply(d *twinlogv1.MetadataDelta) ([]Event, error) {
 	for _, t := range d.GetTopics() {
 		old := s.topics[t.GetName()]
 		if old != nil && old.GetTopicId() != t.GetTopicId() {
-			delete(s.partitions, t.GetName())
+			s.dropTopicPartitions(t.GetName())
 		}
-		s.topics[t.GetName()] = proto.Clone(t).(*twinlogv1.TopicRecord)
+		s.topics[t.GetName()] = t
 	}
 	for _, p := range d.GetPartitions() {
-		s.putPartition(proto.Clone(p).(*twinlogv1.PartitionRecord))
+		s.putPartition(p)
 	}
 	for _, name := range d.GetRemovedMirrors() {
 		delete(s.mirrors, name)
 	}
 	for _, m := range d.GetMirrors() {
-		s.mirrors[m.GetName()] = proto.Clone(m).(*twinlogv1.MirrorRecord)
+		s.mirrors[m.GetName()] = m
 	}
 	s.offset = d.GetOffset()
 	return events, nil
@@ -220,8 +234,61 @@ func (s *State) putPartition(p *twinlogv1.PartitionRecord) {
 	for int(p.GetPartition()) >= len(ps) {
 		ps = append(ps, nil)
 	}
+	old := ps[p.GetPartition()]
 	ps[p.GetPartition()] = p
 	s.partitions[p.GetTopic()] = ps
+	s.index(old, p)
+}
+
+// index moves k's index entries from old (nil: none) to p (nil: none).
+func (s *State) index(old, p *twinlogv1.PartitionRecord) {
+	var k tpKey
+	if p != nil {
+		k = tpKey{p.GetTopic(), p.GetPartition()}
+	} else {
+		k = tpKey{old.GetTopic(), old.GetPartition()}
+	}
+	if old != nil && p != nil && slices.Equal(old.GetReplicas(), p.GetReplicas()) {
+		// R unchanged (the common case): only the leaderless entry may move.
+	} else {
+		s.indexReplicas(k, old, p)
+	}
+	if p != nil && p.GetLeader() == noBroker {
+		s.leaderless[k] = struct{}{}
+	} else {
+		delete(s.leaderless, k)
+	}
+}
+
+func (s *State) indexReplicas(k tpKey, old, p *twinlogv1.PartitionRecord) {
+	for _, b := range old.GetReplicas() {
+		if !contains(p.GetReplicas(), b) {
+			if set := s.byBroker[b]; set != nil {
+				delete(set, k)
+				if len(set) == 0 {
+					delete(s.byBroker, b)
+				}
+			}
+		}
+	}
+	for _, b := range p.GetReplicas() {
+		set := s.byBroker[b]
+		if set == nil {
+			set = map[tpKey]struct{}{}
+			s.byBroker[b] = set
+		}
+		set[k] = struct{}{}
+	}
+}
+
+// dropTopicPartitions removes a topic's partitions and their index entries.
+func (s *State) dropTopicPartitions(name string) {
+	for _, p := range s.partitions[name] {
+		if p != nil {
+			s.index(p, nil)
+		}
+	}
+	delete(s.partitions, name)
 }
 
 // Snapshot returns the whole image (not the soft state), sorted.
@@ -238,7 +305,7 @@ func (s *State) Snapshot() *twinlogv1.MetadataSnapshot {
 		snap.Topics = append(snap.Topics, proto.Clone(s.topics[name]).(*twinlogv1.TopicRecord))
 		for _, p := range s.partitions[name] {
 			if p != nil {
-				snap.Partitions = append(snap.Partitions, proto.Clone(p).(*twinlogv1.PartitionRecord))
+				snap.Partitions = append(snap.Partitions, cloneP(p))
 			}
 		}
 	}
@@ -264,7 +331,7 @@ func (s *State) Restore(snap *twinlogv1.MetadataSnapshot) {
 		s.topics[t.GetName()] = proto.Clone(t).(*twinlogv1.TopicRecord)
 	}
 	for _, p := range snap.GetPartitions() {
-		s.putPartition(proto.Clone(p).(*twinlogv1.PartitionRecord))
+		s.putPartition(cloneP(p))
 	}
 	for _, m := range snap.GetMirrors() {
 		s.mirrors[m.GetName()] = proto.Clone(m).(*twinlogv1.MirrorRecord)

@@ -135,6 +135,48 @@ func (t *txn) allPartitions() []*twinlogv1.PartitionRecord {
 	return out
 }
 
+// partitionsOf returns the view's partitions whose R may hold broker b: the
+// image's (by the index) and every partition changed in the txn, in no
+// particular order. Callers check membership themselves.
+func (t *txn) partitionsOf(b int32) []*twinlogv1.PartitionRecord {
+	out := make([]*twinlogv1.PartitionRecord, 0, len(t.s.byBroker[b])+len(t.parts))
+	for k := range t.s.byBroker[b] {
+		if _, ok := t.parts[k]; ok {
+			continue
+		}
+		if p := t.partition(k.topic, k.part); p != nil {
+			out = append(out, p)
+		}
+	}
+	for k := range t.parts {
+		if p := t.partition(k.topic, k.part); p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// leaderlessKeys returns the keys of the view's partitions without a leader
+// in (topic, index) order, from the image's index and the txn's changes.
+func (t *txn) leaderlessKeys() []tpKey {
+	var out []tpKey
+	add := func(k tpKey) {
+		if p := t.partition(k.topic, k.part); p != nil && p.GetLeader() == noBroker {
+			out = append(out, k)
+		}
+	}
+	for k := range t.s.leaderless {
+		if _, ok := t.parts[k]; !ok {
+			add(k)
+		}
+	}
+	for k := range t.parts {
+		add(k)
+	}
+	slices.SortFunc(out, cmpKey)
+	return out
+}
+
 func (t *txn) mirror(name string) *twinlogv1.MirrorRecord {
 	if t.removedMirror[name] {
 		return nil
@@ -248,17 +290,11 @@ func (t *txn) delta() *twinlogv1.MetadataDelta {
 			changed = true
 		}
 	}
-	pkeys := slices.SortedFunc(maps.Keys(t.parts), func(a, b tpKey) int {
-		if a.topic != b.topic {
-			if a.topic < b.topic {
-				return -1
-			}
-			return 1
-		}
-		return int(a.part - b.part)
-	})
-	for _, k := range pkeys {
-		n := proto.Clone(t.parts[k]).(*twinlogv1.PartitionRecord)
+	// t.parts holds records private to the txn (every put is a clone or a
+	// new record), so the epochs are resolved in place: no clone, and one
+	// hand-written comparison per record.
+	for _, k := range slices.SortedFunc(maps.Keys(t.parts), cmpKey) {
+		n := t.parts[k]
 		old := s.Partition(k.topic, k.part)
 		if old == nil || old.GetTopicId() != n.GetTopicId() {
 			d.Partitions = append(d.Partitions, n)
@@ -274,7 +310,7 @@ func (t *txn) delta() *twinlogv1.MetadataDelta {
 		}
 		n.LeaderEpoch = le
 		n.PartitionEpoch = old.GetPartitionEpoch()
-		if proto.Equal(n, old) {
+		if partitionEqual(n, old) {
 			continue
 		}
 		n.PartitionEpoch++
@@ -308,10 +344,6 @@ func (s *State) result(d *twinlogv1.MetadataDelta, topic string, p int32) *twinl
 		}
 	}
 	return s.Partition(topic, p)
-}
-
-func cloneP(p *twinlogv1.PartitionRecord) *twinlogv1.PartitionRecord {
-	return proto.Clone(p).(*twinlogv1.PartitionRecord)
 }
 
 func cloneB(b *twinlogv1.BrokerRecord) *twinlogv1.BrokerRecord {

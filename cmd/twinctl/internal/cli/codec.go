@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 )
 
@@ -56,9 +55,5 @@ func (c CodecFuncs) Encode(records []Record) ([]byte, error) { return c.EncodeFu
 
 // Decode implements BatchCodec.
 func (c CodecFuncs) Decode(b []byte) ([]Batch, error) { return c.DecodeFunc(b) }
-
-// LogDumper walks the segments of one partition directory (SPEC §2.1) in
-// offset order and calls visit for every batch.
-type LogDumper func(ctx context.Context, dir string, visit func(Batch) error) error
 
 var errNoCodec = errors.New("this twinctl build has no record batch codec (Options.Codec is nil): rebuild cmd/twinctl with the storage batch codec wired in")

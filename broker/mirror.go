@@ -1,0 +1,899 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/mirror/plan"
+	"github.com/twinlog/twinlog/mirror/source"
+	"github.com/twinlog/twinlog/storage"
+	"github.com/twinlog/twinlog/storage/epoch"
+)
+
+// The mirror runner (SPEC §6, NATS-style leader-only loop): one goroutine
+// per hosted partition of a mirror topic. While this broker leads the
+// partition it owns a plan.Machine, feeds it leadership, desired-state,
+// replica-status, RPC-result and fetch events, and performs its actions.
+// Blocking work (controller and source RPCs, __mirror_state writes, the
+// Fetch{MIRROR} loop) runs in helper goroutines that report back on evc;
+// __mirror_state writes go through one ordered writer per runner so a key's
+// records land in the order the machine issued them.
+
+// mirrorRunner drives one partition's mirror machine.
+type mirrorRunner struct {
+	b       *Broker
+	p       *partition
+	tp      twinlog.TopicPartition
+	topicID string
+	log     *slog.Logger
+
+	kick   chan struct{}
+	evc    chan plan.Event
+	cancel context.CancelFunc
+	done   chan struct{}
+	status atomic.Pointer[pb.MirrorPartitionStatus]
+
+	// Runner goroutine only.
+	m          *plan.Machine
+	mirror     string
+	src        *source.Client
+	bootstrap  []string
+	leader     bool
+	knownLE    twinlog.Epoch // LE the machine knows (BecameLeader or BumpDone)
+	bumps      int           // bump RPCs in flight
+	desired    plan.Desired
+	replicas   *plan.ReplicaStatus
+	fetchStop  context.CancelFunc
+	writes     chan writeJob
+	writerStop context.CancelFunc
+}
+
+type writeJob struct {
+	seq   uint64
+	key   []byte
+	value proto.Message
+}
+
+// planLog is the machine's view of the partition log (through the replica,
+// which the shell keeps in lockstep with storage).
+type planLog struct{ p *partition }
+
+func (l planLog) EpochCache() *epoch.Cache {
+	l.p.mu.Lock()
+	defer l.p.mu.Unlock()
+	c, _ := epoch.NewCache(l.p.r.EpochEntries())
+	return c
+}
+func (l planLog) LogStartOffset() twinlog.Offset {
+	l.p.mu.Lock()
+	defer l.p.mu.Unlock()
+	return l.p.r.LogStartOffset()
+}
+func (l planLog) LogEndOffset() twinlog.Offset {
+	l.p.mu.Lock()
+	defer l.p.mu.Unlock()
+	return l.p.r.LogEndOffset()
+}
+func (l planLog) HighWatermark() twinlog.Offset {
+	l.p.mu.Lock()
+	defer l.p.mu.Unlock()
+	return l.p.r.HighWatermark()
+}
+func (l planLog) AlignedEpoch() twinlog.Epoch {
+	l.p.mu.Lock()
+	defer l.p.mu.Unlock()
+	return l.p.r.AlignedEpoch()
+}
+
+type lockedRand struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+func (l *lockedRand) IntN(n int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.IntN(n)
+}
+
+// syncMirrorRunners starts a runner for every hosted partition of a mirror
+// topic, stops the others, and kicks them all (called after reconcile).
+func (b *Broker) syncMirrorRunners() {
+	want := map[twinlog.TopicPartition]*partition{}
+	b.metaMu.Lock()
+	for _, p := range b.partitionsUnlockedMeta() {
+		if t := b.image.Topic(p.tp.Topic); t != nil && t.GetMirrorName() != "" && t.GetTopicId() == p.topicID {
+			want[p.tp] = p
+		}
+	}
+	b.metaMu.Unlock()
+	b.mirrorMu.Lock()
+	defer b.mirrorMu.Unlock()
+	for tp, r := range b.runners {
+		if want[tp] != r.p {
+			r.stop()
+			delete(b.runners, tp)
+		}
+	}
+	for tp, p := range want {
+		r := b.runners[tp]
+		if r == nil {
+			r = b.newMirrorRunner(p)
+			b.runners[tp] = r
+		}
+		r.poke()
+	}
+}
+
+func (b *Broker) partitionsUnlockedMeta() []*partition { return b.partitions() }
+
+func (b *Broker) stopMirrorRunners() {
+	b.mirrorMu.Lock()
+	rs := b.runners
+	b.runners = map[twinlog.TopicPartition]*mirrorRunner{}
+	b.mirrorMu.Unlock()
+	for _, r := range rs {
+		r.stop()
+	}
+}
+
+// mirrorStatuses reports the partitions this broker leads as a mirror
+// destination (heartbeats, SPEC §6.11).
+func (b *Broker) mirrorStatuses() []*pb.MirrorPartitionStatus {
+	b.mirrorMu.Lock()
+	defer b.mirrorMu.Unlock()
+	var out []*pb.MirrorPartitionStatus
+	for _, r := range b.runners {
+		if st := r.status.Load(); st != nil && st.GetLeaderId() == int32(b.cfg.ID) {
+			out = append(out, st)
+		}
+	}
+	slices.SortFunc(out, func(x, y *pb.MirrorPartitionStatus) int {
+		if x.GetTopic() != y.GetTopic() {
+			if x.GetTopic() < y.GetTopic() {
+				return -1
+			}
+			return 1
+		}
+		return int(x.GetPartition() - y.GetPartition())
+	})
+	return out
+}
+
+// MirrorStatus is the runner's latest status of tp (nil if none); for tests.
+func (b *Broker) MirrorStatus(tp twinlog.TopicPartition) *pb.MirrorPartitionStatus {
+	b.mirrorMu.Lock()
+	defer b.mirrorMu.Unlock()
+	if r := b.runners[tp]; r != nil {
+		return r.status.Load()
+	}
+	return nil
+}
+
+// repaired forwards taints the replica cleared (a tainted follower fetched
+// without DivergingEpoch) to the partition's runner.
+func (b *Broker) repaired(tp twinlog.TopicPartition, ids []twinlog.BrokerID) {
+	b.mirrorMu.Lock()
+	r := b.runners[tp]
+	b.mirrorMu.Unlock()
+	if r == nil {
+		return
+	}
+	for _, id := range ids {
+		r.post(plan.FollowerRepaired{Replica: id})
+	}
+}
+
+func (b *Broker) newMirrorRunner(p *partition) *mirrorRunner {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &mirrorRunner{
+		b: b, p: p, tp: p.tp, topicID: p.topicID,
+		log:  p.logger.With("component", "mirror"),
+		kick: make(chan struct{}, 1), evc: make(chan plan.Event, 256),
+		cancel: cancel, done: make(chan struct{}), knownLE: twinlog.NoEpoch,
+	}
+	go r.run(ctx)
+	return r
+}
+
+func (r *mirrorRunner) stop() {
+	r.cancel()
+	<-r.done
+}
+
+func (r *mirrorRunner) poke() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// post delivers an event to the runner (dropped once it stopped).
+func (r *mirrorRunner) post(ev plan.Event) {
+	select {
+	case r.evc <- ev:
+	case <-r.done:
+	}
+}
+
+func (r *mirrorRunner) run(ctx context.Context) {
+	defer close(r.done)
+	defer r.teardown()
+	t := time.NewTicker(r.b.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		r.observe(ctx)
+		r.drain(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kick:
+		case <-t.C:
+			if r.m != nil {
+				r.step(plan.Tick{NowMs: r.b.nowMs()})
+			}
+		case ev := <-r.evc:
+			r.onEvent(ev)
+		}
+	}
+}
+
+func (r *mirrorRunner) teardown() {
+	r.stopFetcher()
+	r.b.mobs.ForgetMirrorPartition(r.tp.Topic, r.tp.Partition)
+	if r.writerStop != nil {
+		r.writerStop()
+		r.writerStop = nil
+	}
+	r.status.Store(nil)
+}
+
+// onEvent feeds an outcome to the machine; BumpDone also tells the runner
+// which LE is its own.
+func (r *mirrorRunner) onEvent(ev plan.Event) {
+	if r.m == nil {
+		return
+	}
+	if bd, ok := ev.(plan.BumpDone); ok {
+		r.bumps--
+		r.knownLE = max(r.knownLE, bd.LeaderEpoch)
+	}
+	if _, ok := ev.(plan.BumpFailed); ok {
+		r.bumps--
+	}
+	r.step(ev)
+}
+
+func (r *mirrorRunner) step(ev plan.Event) {
+	if err := r.m.Step(ev); err != nil {
+		r.log.Warn("mirror request rejected", "event", fmt.Sprintf("%T", ev), "err", err)
+	}
+}
+
+// observe compares leadership, desired state and replica status with what
+// the machine knows and steps it accordingly.
+func (r *mirrorRunner) observe(ctx context.Context) {
+	b := r.b
+	p := r.p
+	p.mu.Lock()
+	usable := p.usableLocked() == nil
+	role, le := p.r.Role(), p.r.LeaderEpoch()
+	var st plan.ReplicaStatus
+	if usable && role == replica.RoleLeader {
+		st.ISR = p.r.ISR()
+		if p.state != nil {
+			st.Replicas = toIDs(p.state.GetReplicas())
+		}
+		st.FollowerAlignedEpoch = map[twinlog.BrokerID]twinlog.Epoch{}
+		for _, id := range st.Replicas {
+			if id == b.cfg.ID {
+				continue
+			}
+			if e := p.r.FollowerAlignedEpoch(id); e >= 0 {
+				st.FollowerAlignedEpoch[id] = e
+			}
+		}
+	}
+	p.mu.Unlock()
+
+	b.metaMu.Lock()
+	var desired plan.Desired
+	var bootstrap []string
+	mirror := ""
+	if t := b.image.Topic(r.tp.Topic); t != nil {
+		mirror = t.GetMirrorName()
+		if m := b.image.Mirror(mirror); m != nil {
+			bootstrap = m.GetSourceBootstrap()
+			desired.SourceClusterID = m.GetSourceClusterId()
+			for _, mt := range m.GetTopics() {
+				if mt.GetTopic() == r.tp.Topic {
+					desired.State, desired.Generation = mt.GetDesiredState(), mt.GetGeneration()
+				}
+			}
+		}
+		st.MinInsyncReplicas = b.image.MinISR(r.tp.Topic, 0)
+		st.SupportUncleanLeaderElection = b.image.TopicConfig(r.tp.Topic, metastate.KeyMirrorSupportUnclean) == "true"
+	}
+	b.metaMu.Unlock()
+
+	if r.src == nil {
+		r.src = source.New(source.Dialer(b.conn), bootstrap, b.cfg.RPCTimeout)
+	} else if !slices.Equal(bootstrap, r.bootstrap) {
+		r.src.SetBootstrap(bootstrap)
+	}
+	r.bootstrap = slices.Clone(bootstrap)
+	if desired.SourceClusterID == "" {
+		desired.SourceClusterID = r.src.ClusterID()
+	}
+	r.mirror = mirror
+
+	leading := usable && role == replica.RoleLeader
+	if !leading {
+		if r.leader {
+			r.leader = false
+			if r.m != nil {
+				r.step(plan.LostLeadership{})
+			}
+			b.mobs.ForgetMirrorPartition(r.tp.Topic, r.tp.Partition)
+			r.stopFetcher()
+		}
+		r.publishStatus()
+		return
+	}
+	if r.m == nil {
+		initial := b.mirrorConfigMs(b.cfg.MirrorRetryInitialBackoff.Milliseconds(), metastate.KeyMirrorRetryInitialBackoff)
+		maxBackoff := b.mirrorConfigMs(b.cfg.MirrorRetryMaxBackoff.Milliseconds(), metastate.KeyMirrorRetryMaxBackoff)
+		if maxBackoff == 0 {
+			maxBackoff = max(initial, 300000)
+		}
+		m, err := plan.New(plan.Config{
+			BrokerID: b.cfg.ID, Mirror: mirror, TopicPartition: r.tp, TopicID: r.topicID,
+			PendingTimeoutMs:      b.mirrorConfigMs(b.cfg.MirrorPendingTimeout.Milliseconds(), metastate.KeyMirrorPendingTimeoutMs),
+			RetryInitialBackoffMs: initial,
+			RetryMaxBackoffMs:     max(maxBackoff, initial),
+			RetryMaxAttempts:      int32(b.mirrorConfigMs(int64(b.cfg.MirrorRetryMaxAttempts), metastate.KeyMirrorRetryMaxAttempts)),
+		}, plan.Deps{Log: planLog{p}, Rand: &lockedRand{r: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(b.cfg.ID)))}})
+		if err != nil {
+			r.log.Error("mirror machine", "err", err)
+			return
+		}
+		r.m = m
+	}
+	if !r.leader || (le > r.knownLE && r.bumps == 0) {
+		// A leadership this machine did not cause: load the state records
+		// (read up to the HW) and start from them.
+		run, lmle, err := b.mirrorRecords(ctx, mirror, r.tp, r.topicID)
+		if err != nil {
+			r.log.Debug("read __mirror_state", "err", err)
+			return // retried on the next tick
+		}
+		r.leader = true
+		r.knownLE = le
+		r.desired = desired
+		r.replicas = nil
+		r.ensureWriter()
+		r.step(plan.BecameLeader{LeaderEpoch: le, Run: run, Lmle: lmle, Desired: desired})
+	}
+	r.applyDesired(desired)
+	if r.replicas == nil || !sameStatus(*r.replicas, st) {
+		cp := st
+		r.replicas = &cp
+		r.step(plan.ReplicaStatusChanged{Status: st})
+	}
+	r.publishStatus()
+}
+
+// mirrorConfigMs is the broker's own setting if set, else the cluster
+// config (0: the plan's default).
+func (b *Broker) mirrorConfigMs(own int64, key string) int64 {
+	if own > 0 {
+		return own
+	}
+	b.metaMu.Lock()
+	v := b.image.ClusterConfig(key)
+	b.metaMu.Unlock()
+	var n int64
+	if _, err := fmt.Sscan(v, &n); err != nil {
+		return 0
+	}
+	return n
+}
+
+func sameStatus(a, c plan.ReplicaStatus) bool {
+	if !slices.Equal(a.Replicas, c.Replicas) || !slices.Equal(a.ISR, c.ISR) ||
+		a.MinInsyncReplicas != c.MinInsyncReplicas || a.SupportUncleanLeaderElection != c.SupportUncleanLeaderElection ||
+		len(a.FollowerAlignedEpoch) != len(c.FollowerAlignedEpoch) {
+		return false
+	}
+	for k, v := range a.FollowerAlignedEpoch {
+		if c.FollowerAlignedEpoch[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// applyDesired turns metadata desired-state changes into operator events.
+func (r *mirrorRunner) applyDesired(d plan.Desired) {
+	old := r.desired
+	r.desired = d
+	switch d.State {
+	case plan.Mirroring:
+		if d.Generation > old.Generation || old.State == plan.Stopped || old.State == plan.NotStarted {
+			r.step(plan.Start{Generation: d.Generation, SourceClusterID: d.SourceClusterID})
+		} else if old.State == plan.Paused {
+			r.step(plan.Resume{})
+		} else if r.m.State() == plan.NotStarted || r.m.State() == plan.Stopped {
+			r.step(plan.Start{Generation: d.Generation, SourceClusterID: d.SourceClusterID})
+		}
+	case plan.Paused:
+		if old.State != plan.Paused && r.m.State() == plan.Mirroring {
+			r.step(plan.Pause{})
+		}
+	case plan.Stopped:
+		if s := r.m.State(); s != plan.Stopped && s != plan.Stopping {
+			r.step(plan.Stop{})
+		}
+	}
+}
+
+func (r *mirrorRunner) publishStatus() {
+	if r.m == nil || !r.leader {
+		r.status.Store(nil)
+		return
+	}
+	st := r.m.Status()
+	st.DesiredState = r.desired.State
+	r.status.Store(st)
+	r.b.mobs.ObserveMirrorPartition(st)
+}
+
+// drain performs the machine's actions until it has none.
+func (r *mirrorRunner) drain(ctx context.Context) {
+	if r.m == nil {
+		return
+	}
+	for r.m.HasReady() {
+		rd := r.m.Ready()
+		r.m.Advance()
+		for _, a := range rd.Actions {
+			r.perform(ctx, a)
+		}
+	}
+	r.publishStatus()
+}
+
+func (r *mirrorRunner) perform(ctx context.Context, a plan.Action) {
+	b, p := r.b, r.p
+	switch a := a.(type) {
+	case plan.QueryLMLE:
+		go r.queryLMLE(ctx, a.Seq)
+	case plan.BumpLeaderEpoch:
+		r.bumps++
+		go r.bump(ctx, a)
+	case plan.TruncateTo:
+		r.truncate(a.Seq, a.Offset, a.Reason)
+	case plan.TruncateFully:
+		r.truncate(a.Seq, a.RestartAt, a.Reason)
+	case plan.SetAlignedEpoch:
+		p.mu.Lock()
+		if p.usableLocked() == nil {
+			p.r.SetAlignedEpoch(a.Epoch)
+			p.processReadyLocked()
+		}
+		p.mu.Unlock()
+	case plan.WriteRunRecord:
+		r.enqueueWrite(a.Seq, runStateKey(plan.RunKey{Mirror: r.mirror, TopicID: r.topicID, Partition: r.tp.Partition}), a.Record)
+	case plan.WriteLmleRecord:
+		r.enqueueWrite(a.Seq, lmleStateKey(plan.LmleKey{TopicID: r.topicID, Partition: r.tp.Partition}), a.Record)
+	case plan.StartFetcher:
+		r.startFetcher(ctx, a.Session)
+	case plan.StopFetcher:
+		r.stopFetcher()
+	case plan.SetWritable:
+		p.mu.Lock()
+		if p.usableLocked() == nil {
+			p.mirrorWritable = a.Writable
+			// A writable partition is a normal one: its leader assigns its
+			// own LE from now on (assign(LE, LEO), SPEC §6.7 step 5).
+			p.r.SetMirrorPartition(!a.Writable)
+			p.r.SetWritable(a.Writable)
+			p.processReadyLocked()
+		}
+		p.mu.Unlock()
+		r.log.Info("mirror partition writable", "writable", a.Writable, "leader_epoch", a.LeaderEpoch)
+	case plan.FailPendingProduces:
+		// SetWritable(false) already failed them with READ_ONLY_TOPIC.
+	case plan.AddTaints:
+		p.mu.Lock()
+		for _, t := range a.Taints {
+			p.r.SetTaint(t.Replica, replica.Taint{Epoch: t.Epoch, Offset: t.Offset})
+		}
+		p.mu.Unlock()
+		b.mobs.ObserveMirrorTaints(r.tp.Topic, r.tp.Partition, len(a.Taints))
+	case plan.ClearTaint:
+		// The replica cleared it when the follower's fetch was answered.
+	case plan.StopResult:
+		r.log.Warn("mirror stop not done", "error", a.Error)
+	case plan.Transition:
+		r.log.Info("mirror state", "from", a.From, "to", a.To, "reason", a.Reason)
+		b.mobs.ObserveMirrorState(r.mirror, r.tp.Topic, r.tp.Partition, a.From, a.To)
+	}
+}
+
+func (r *mirrorRunner) queryLMLE(ctx context.Context, seq uint64) {
+	b := r.b
+	lmle, code, err := r.src.LastMirroredEpoch(ctx, b.clusterID(), r.topicID, r.tp)
+	if err != nil {
+		code = pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT
+		r.log.Debug("get last mirrored epochs", "err", err)
+	}
+	r.post(plan.LMLEAnswer{Seq: seq, LMLE: lmle, Error: code})
+}
+
+func (b *Broker) clusterID() string {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	return b.clusterIDLocked()
+}
+
+// clusterIDLocked: the image's cluster id, else the controller's, else the
+// configured one. b.metaMu is held.
+func (b *Broker) clusterIDLocked() string {
+	switch {
+	case b.image.ClusterID() != "":
+		return b.image.ClusterID()
+	case b.metaCluster != "":
+		return b.metaCluster
+	}
+	return b.cfg.ClusterID
+}
+
+// bump asks the controller for a new leader epoch and reports it once the
+// local replica runs in it (so the truncation that follows is in that LE).
+func (r *mirrorRunner) bump(ctx context.Context, a plan.BumpLeaderEpoch) {
+	b := r.b
+	fail := func(code pb.ErrorCode) { r.post(plan.BumpFailed{Seq: a.Seq, Error: code}) }
+	ctl, err := b.controller()
+	if err != nil {
+		fail(pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT)
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, b.cfg.RPCTimeout)
+	resp, err := ctl.BumpLeaderEpoch(rctx, &pb.BumpLeaderEpochRequest{
+		BrokerId: int32(b.cfg.ID), BrokerEpoch: b.epoch.Load(), Topic: r.tp.Topic, Partition: r.tp.Partition,
+		LeaderEpoch: int32(a.LeaderEpoch), MinLeaderEpoch: int32(a.MinLeaderEpoch), TruncationOffset: int64(a.TruncationOffset),
+	})
+	cancel()
+	if err != nil {
+		fail(pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT)
+		return
+	}
+	if resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+		fail(resp.GetError())
+		return
+	}
+	want := twinlog.Epoch(resp.GetLeaderEpoch())
+	for {
+		ch := b.Changed()
+		r.p.mu.Lock()
+		le, role := r.p.r.LeaderEpoch(), r.p.r.Role()
+		r.p.mu.Unlock()
+		if le >= want {
+			if role != replica.RoleLeader || le > want {
+				// Someone else moved the partition on; the machine hears it
+				// from observe.
+				fail(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER)
+				return
+			}
+			r.post(plan.BumpDone{Seq: a.Seq, LeaderEpoch: want})
+			return
+		}
+		t := time.NewTimer(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (r *mirrorRunner) truncate(seq uint64, o twinlog.Offset, reason plan.TruncateReason) {
+	p := r.p
+	p.mu.Lock()
+	before := p.r.LogEndOffset()
+	err := p.usableLocked()
+	if err == nil {
+		err = p.r.TruncateAsLeader(o, r.b.nowMs())
+		p.processReadyLocked()
+	}
+	after := p.r.LogEndOffset()
+	p.mu.Unlock()
+	if err != nil {
+		r.log.Warn("mirror truncation failed", "offset", o, "err", err)
+		return // leadership loss arrives through observe
+	}
+	r.log.Warn("mirror truncation", "reason", reason, "offset", o, "log_end_offset_before", before, "log_end_offset", after)
+	r.b.obs.ObserveTruncation(string(reason))
+	r.b.mobs.ObserveMirrorTruncation(r.tp.Topic, r.tp.Partition, string(reason), max(0, int64(before-after)))
+	r.step(plan.TruncationDone{Seq: seq})
+}
+
+// ensureWriter starts the ordered __mirror_state writer of this leadership.
+func (r *mirrorRunner) ensureWriter() {
+	if r.writerStop != nil {
+		r.writerStop()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.writerStop = cancel
+	ch := make(chan writeJob, 256)
+	r.writes = ch
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case j := <-ch:
+				err := r.b.writeMirrorState(ctx, r.tp.Topic, j.key, j.value)
+				if ctx.Err() != nil {
+					return
+				}
+				if err != nil {
+					r.log.Debug("write __mirror_state", "err", err)
+					r.post(plan.WriteFailed{Seq: j.seq, Error: pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT})
+					continue
+				}
+				r.post(plan.WriteAcked{Seq: j.seq})
+			}
+		}
+	}()
+}
+
+func (r *mirrorRunner) enqueueWrite(seq uint64, key []byte, v proto.Message) {
+	select {
+	case r.writes <- writeJob{seq: seq, key: key, value: v}:
+	default:
+		r.post(plan.WriteFailed{Seq: seq, Error: pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT})
+	}
+}
+
+func (r *mirrorRunner) stopFetcher() {
+	if r.fetchStop != nil {
+		r.fetchStop()
+		r.fetchStop = nil
+	}
+}
+
+func (r *mirrorRunner) startFetcher(ctx context.Context, session uint64) {
+	r.stopFetcher()
+	fctx, cancel := context.WithCancel(ctx)
+	r.fetchStop = cancel
+	go r.fetchLoop(fctx, session)
+}
+
+// fetchLoop is the Fetch{MIRROR} loop of one session (SPEC §6.3). It stops
+// after reporting FetchNeedsBump, FetchDiverging, FetchOutOfRange or a fatal
+// error; the machine starts a new session when it is ready.
+func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
+	b, p := r.b, r.p
+	backoff := 50 * time.Millisecond
+	refresh := false
+	retry := func(code pb.ErrorCode, msg string) bool {
+		b.mobs.ObserveMirrorFetchError(r.tp.Topic, r.tp.Partition, code.String())
+		r.post(plan.FetchError{Session: session, Error: code, Message: msg})
+		refresh = true
+		if !sleep(ctx, backoff) {
+			return false
+		}
+		backoff = min(backoff*2, 2*time.Second)
+		return true
+	}
+	for ctx.Err() == nil {
+		pl, code, err := r.src.Leader(ctx, r.tp, refresh)
+		refresh = false
+		if err != nil {
+			if !retry(pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, err.Error()) {
+				return
+			}
+			continue
+		}
+		if code == pb.ErrorCode_ERROR_CODE_NONE && pl.TopicID != r.topicID {
+			code = pb.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID
+		}
+		if code != pb.ErrorCode_ERROR_CODE_NONE {
+			if plan.Fatal(code) {
+				b.mobs.ObserveMirrorFetchError(r.tp.Topic, r.tp.Partition, code.String())
+				r.post(plan.FetchError{Session: session, Error: code, Message: "source metadata"})
+				return
+			}
+			if !retry(code, "source metadata") {
+				return
+			}
+			continue
+		}
+		p.mu.Lock()
+		if p.usableLocked() != nil || p.r.Role() != replica.RoleLeader {
+			p.mu.Unlock()
+			return
+		}
+		cache, _ := epoch.NewCache(p.r.EpochEntries())
+		req := plan.MirrorFetchRequest(pl.LeaderEpoch, cache, p.r.LogEndOffset())
+		p.mu.Unlock()
+		resp, err := r.src.Fetch(ctx, pl.Addr, source.FetchRequest{
+			RequesterClusterID: b.clusterID(), TopicPartition: r.tp,
+			FetchOffset: req.FetchOffset, CurrentLeaderEpoch: req.CurrentLeaderEpoch, LastFetchedEpoch: req.LastFetchedEpoch,
+			MaxWait: b.cfg.ReplicaFetchMaxWait, MaxBytes: int32(b.cfg.ReplicaFetchMaxBytes),
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			if !retry(pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, err.Error()) {
+				return
+			}
+			continue
+		}
+		if d := resp.GetDivergingEpoch(); d != nil {
+			r.post(plan.FetchDiverging{Session: session, Epoch: twinlog.Epoch(d.GetEpoch()), EndOffset: twinlog.Offset(d.GetEndOffset())})
+			return
+		}
+		switch resp.GetError() {
+		case pb.ErrorCode_ERROR_CODE_NONE:
+		case pb.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE:
+			r.post(plan.FetchOutOfRange{Session: session, SourceLogStartOffset: twinlog.Offset(resp.GetLogStartOffset())})
+			return
+		default:
+			if plan.Fatal(resp.GetError()) {
+				b.mobs.ObserveMirrorFetchError(r.tp.Topic, r.tp.Partition, resp.GetError().String())
+				r.post(plan.FetchError{Session: session, Error: resp.GetError()})
+				return
+			}
+			if !retry(resp.GetError(), resp.GetErrorMessage()) {
+				return
+			}
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		needBump, stop := r.appendFetched(resp.GetRecords(), req.FetchOffset, session)
+		if stop {
+			return
+		}
+		if needBump >= 0 {
+			r.post(plan.FetchNeedsBump{Session: session, Epoch: needBump})
+			return
+		}
+		r.post(plan.Fetched{Session: session, SourceHighWatermark: twinlog.Offset(resp.GetHighWatermark()),
+			SourceLogEndOffset: twinlog.Offset(resp.GetLogEndOffset()), NowMs: b.nowMs()})
+	}
+}
+
+// appendFetched checks and appends the batches whose epoch is ≤ LE
+// (SPEC §6.2b–d); it returns the epoch a bump must reach first (−1 none).
+// stop reports that the session must end (the log moved under it, or the
+// partition is gone).
+func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset, session uint64) (twinlog.Epoch, bool) {
+	b, p := r.b, r.p
+	if len(recs) == 0 {
+		return twinlog.NoEpoch, false
+	}
+	bs, err := storage.SplitBatches(recs)
+	if err != nil {
+		b.mobs.ObserveMirrorFetchError(r.tp.Topic, r.tp.Partition, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE.String())
+		r.post(plan.FetchError{Session: session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: err.Error()})
+		return twinlog.NoEpoch, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.usableLocked() != nil || p.r.Role() != replica.RoleLeader {
+		return twinlog.NoEpoch, true
+	}
+	if p.r.LogEndOffset() != fetchOffset {
+		return twinlog.NoEpoch, false // the log moved meanwhile: fetch again
+	}
+	leo := p.r.LogEndOffset()
+	// Drop batches wholly below LEO (a source read may start at the batch
+	// holding fetchOffset); one straddling LEO is an error (§6.2b).
+	for len(bs) > 0 && bs[0].LastOffset() < leo {
+		bs = bs[1:]
+	}
+	if len(bs) > 0 && bs[0].BaseOffset() < leo {
+		r.post(plan.FetchError{Session: session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: "batch straddles the log end"})
+		return twinlog.NoEpoch, false
+	}
+	epochs := make([]twinlog.Epoch, len(bs))
+	for i, bv := range bs {
+		epochs[i] = bv.LeaderEpoch()
+	}
+	n, need := plan.AppendablePrefix(epochs, p.r.LeaderEpoch())
+	if n == 0 {
+		return need, false
+	}
+	metas := make([]replica.BatchMeta, n)
+	size := 0
+	for i, bv := range bs[:n] {
+		metas[i] = replica.BatchMeta{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()}
+		size += len(bv)
+	}
+	buf := make([]byte, 0, size)
+	for _, bv := range bs[:n] {
+		buf = append(buf, bv...)
+	}
+	if err := p.r.AppendAsMirrorLeader(metas, b.nowMs()); err != nil {
+		r.log.Warn("mirror append rejected", "err", err)
+		return twinlog.NoEpoch, true
+	}
+	p.fetched = buf
+	p.processReadyLocked()
+	b.mobs.ObserveMirrorBytes(r.tp.Topic, r.tp.Partition, size)
+	if b.cfg.FlushPolicy == FlushEveryBatch {
+		if err := p.log.Flush(); err != nil {
+			p.failLocked(err)
+		}
+	}
+	return need, false
+}
+
+// applyMirrorFlagsLocked sets the replica's mirror hooks before a metadata
+// change is applied: a partition in no mirror is a normal writable one; a
+// mirror partition is read-only (SPEC §6.2a) and keeps its cache to record
+// epochs (§6.2c) until its runner, as leader, has read a committed STOPPED
+// record — taking leadership always starts read-only. p.mu is held.
+func (p *partition) applyMirrorFlagsLocked(inMirror, becomingLeader bool) {
+	if !inMirror {
+		p.mirrorWritable = false
+		p.r.SetMirrorPartition(false)
+		if !p.r.Writable() {
+			p.r.SetWritable(true)
+		}
+		return
+	}
+	if becomingLeader || !p.mirrorWritable {
+		p.mirrorWritable = false
+		p.r.SetMirrorPartition(true)
+		p.r.SetWritable(false)
+	}
+}
+
+// LocalBatches lists the batches of tp's local log, log start to LEO
+// (offsets and record epochs; for tests and tools).
+func (b *Broker) LocalBatches(tp twinlog.TopicPartition) ([]storage.BatchView, error) {
+	p := b.partition(tp)
+	if p == nil {
+		return nil, ErrPartitionClosed
+	}
+	p.mu.Lock()
+	from, leo := p.r.LogStartOffset(), p.r.LogEndOffset()
+	p.mu.Unlock()
+	var out []storage.BatchView
+	for from < leo {
+		rr, err := p.log.Read(from, 8<<20, leo)
+		if err != nil {
+			return nil, err
+		}
+		bs, err := storage.SplitBatches(rr.Batches)
+		if err != nil {
+			return nil, err
+		}
+		if len(bs) == 0 {
+			break
+		}
+		out = append(out, bs...)
+		from = bs[len(bs)-1].NextOffset()
+	}
+	return out, nil
+}

@@ -1,0 +1,349 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/mirror/plan"
+	"github.com/twinlog/twinlog/mirror/source"
+	"github.com/twinlog/twinlog/storage"
+)
+
+// __mirror_state (SPEC §6.4): an internal topic whose records are keyed
+//
+//	"l" 0x00 topicId 0x00 partition            → MirrorLmleRecord
+//	"r" 0x00 mirror 0x00 topicId 0x00 partition → MirrorRunRecord
+//
+// (empty value: tombstone). Writers are the mirrored partitions' leaders
+// (acks=all, stateEpoch = their LE); every reader applies records in log
+// order with plan.StateTable's rule.
+
+var errStateNotReady = errors.New("broker: __mirror_state not readable")
+
+func lmleStateKey(k plan.LmleKey) []byte {
+	return []byte("l\x00" + k.TopicID + "\x00" + strconv.Itoa(int(k.Partition)))
+}
+
+func runStateKey(k plan.RunKey) []byte {
+	return []byte("r\x00" + k.Mirror + "\x00" + k.TopicID + "\x00" + strconv.Itoa(int(k.Partition)))
+}
+
+// stateView is what one broker has read of one __mirror_state partition.
+type stateView struct {
+	next twinlog.Offset
+	lmle plan.StateTable[plan.LmleKey, *pb.MirrorLmleRecord]
+	run  plan.StateTable[plan.RunKey, *pb.MirrorRunRecord]
+}
+
+func (v *stateView) apply(r storage.Record) {
+	parts := bytes.Split(r.Key, []byte{0})
+	switch {
+	case len(parts) == 3 && string(parts[0]) == "l":
+		p, err := strconv.Atoi(string(parts[2]))
+		if err != nil {
+			return
+		}
+		k := plan.LmleKey{TopicID: string(parts[1]), Partition: int32(p)}
+		var rec *pb.MirrorLmleRecord
+		if len(r.Value) > 0 {
+			rec = &pb.MirrorLmleRecord{}
+			if proto.Unmarshal(r.Value, rec) != nil {
+				return
+			}
+		}
+		v.lmle.Apply(k, rec)
+	case len(parts) == 4 && string(parts[0]) == "r":
+		p, err := strconv.Atoi(string(parts[3]))
+		if err != nil {
+			return
+		}
+		k := plan.RunKey{Mirror: string(parts[1]), TopicID: string(parts[2]), Partition: int32(p)}
+		var rec *pb.MirrorRunRecord
+		if len(r.Value) > 0 {
+			rec = &pb.MirrorRunRecord{}
+			if proto.Unmarshal(r.Value, rec) != nil {
+				return
+			}
+		}
+		v.run.Apply(k, rec)
+	}
+}
+
+// mirrorStateStore caches what this broker read of __mirror_state.
+type mirrorStateStore struct {
+	mu    sync.Mutex
+	views map[int32]*stateView
+}
+
+// statePartitionOf returns the __mirror_state partition holding topic's
+// keys and whether the topic exists in this cluster.
+func (b *Broker) statePartitionOf(topic string) (int32, bool) {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	t := b.image.Topic(source.StateTopic)
+	if t == nil {
+		return 0, false
+	}
+	return source.StatePartition(topic, t.GetPartitionCount()), true
+}
+
+// syncMirrorState reads __mirror_state partition sp up to its leader's HW
+// (locally when this broker leads it) and returns the view. The view is
+// shared: callers read it under b.mstate.mu via withStateView.
+func (b *Broker) syncMirrorState(ctx context.Context, sp int32) error {
+	tp := twinlog.TopicPartition{Topic: source.StateTopic, Partition: sp}
+	for {
+		b.mstate.mu.Lock()
+		v := b.mstate.views[sp]
+		if v == nil {
+			v = &stateView{}
+			b.mstate.views[sp] = v
+		}
+		from := v.next
+		b.mstate.mu.Unlock()
+
+		recs, hw, err := b.readState(ctx, tp, from)
+		if err != nil {
+			return err
+		}
+		b.mstate.mu.Lock()
+		if b.mstate.views[sp] == v && v.next == from {
+			for _, r := range recs {
+				if r.Offset >= v.next {
+					v.apply(r)
+					v.next = r.Offset + 1
+				}
+			}
+			if len(recs) == 0 && hw > v.next {
+				v.next = hw // nothing readable in between (should not happen)
+			}
+		}
+		next := v.next
+		b.mstate.mu.Unlock()
+		if next >= hw {
+			return nil
+		}
+	}
+}
+
+// readState reads records of a __mirror_state partition from offset from,
+// below the leader's HW, and returns them with that HW.
+func (b *Broker) readState(ctx context.Context, tp twinlog.TopicPartition, from twinlog.Offset) ([]storage.Record, twinlog.Offset, error) {
+	if p := b.partition(tp); p != nil {
+		p.mu.Lock()
+		leader := p.usableLocked() == nil && p.r.Role() == replica.RoleLeader
+		hw := p.r.HighWatermark()
+		p.mu.Unlock()
+		if leader {
+			if from >= hw {
+				return nil, hw, nil
+			}
+			rr, err := p.log.Read(from, 4<<20, hw)
+			if err != nil {
+				return nil, -1, err
+			}
+			recs, err := decodeStateRecords(rr.Batches)
+			return recs, hw, err
+		}
+	}
+	leader, ok := b.leaderHint(tp)
+	if !ok || leader < 0 {
+		return nil, -1, errStateNotReady
+	}
+	addr, ok := b.brokerAddr(twinlog.BrokerID(leader))
+	if !ok {
+		return nil, -1, errStateNotReady
+	}
+	c, err := b.conn(addr)
+	if err != nil {
+		return nil, -1, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, b.cfg.RPCTimeout)
+	defer cancel()
+	resp, err := pb.NewFetchServiceClient(c).Fetch(rctx, &pb.FetchRequest{
+		ReplicaId: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER, MaxBytes: 4 << 20,
+		Partitions: []*pb.FetchPartition{{Topic: tp.Topic, Partition: tp.Partition, FetchOffset: int64(from),
+			CurrentLeaderEpoch: b.leaderEpochHint(tp), LastFetchedEpoch: -1}},
+	})
+	if err != nil {
+		return nil, -1, err
+	}
+	pr := resp.GetPartitions()[0]
+	if pr.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+		return nil, -1, fmt.Errorf("%w: %v", errStateNotReady, pr.GetError())
+	}
+	recs, err := decodeStateRecords(pr.GetRecords())
+	return recs, twinlog.Offset(pr.GetHighWatermark()), err
+}
+
+func decodeStateRecords(buf []byte) ([]storage.Record, error) {
+	var out []storage.Record
+	for bv, err := range storage.Batches(buf) {
+		if err != nil {
+			return nil, err
+		}
+		rs, err := bv.Records()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (b *Broker) leaderEpochHint(tp twinlog.TopicPartition) int32 {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	if pr := b.image.Partition(tp.Topic, tp.Partition); pr != nil {
+		return pr.GetLeaderEpoch()
+	}
+	return -1
+}
+
+// mirrorRecords returns the applied records of a partition's keys after
+// reading its __mirror_state partition up to the HW (nil: none; ok false
+// when the state topic could not be read).
+func (b *Broker) mirrorRecords(ctx context.Context, mirror string, tp twinlog.TopicPartition, topicID string) (*pb.MirrorRunRecord, *pb.MirrorLmleRecord, error) {
+	sp, ok := b.statePartitionOf(tp.Topic)
+	if !ok {
+		return nil, nil, nil
+	}
+	if err := b.syncMirrorState(ctx, sp); err != nil {
+		return nil, nil, err
+	}
+	b.mstate.mu.Lock()
+	defer b.mstate.mu.Unlock()
+	v := b.mstate.views[sp]
+	var run *pb.MirrorRunRecord
+	var lmle *pb.MirrorLmleRecord
+	if r, ok := v.run.Get(plan.RunKey{Mirror: mirror, TopicID: topicID, Partition: tp.Partition}); ok {
+		run = proto.Clone(r).(*pb.MirrorRunRecord)
+	}
+	if l, ok := v.lmle.Get(plan.LmleKey{TopicID: topicID, Partition: tp.Partition}); ok {
+		lmle = proto.Clone(l).(*pb.MirrorLmleRecord)
+	}
+	return run, lmle, nil
+}
+
+// writeMirrorState appends one record to topic's __mirror_state partition
+// with acks=all (SPEC §6.4) through the partition's leader.
+func (b *Broker) writeMirrorState(ctx context.Context, topic string, key []byte, value proto.Message) error {
+	sp, ok := b.statePartitionOf(topic)
+	if !ok {
+		return fmt.Errorf("%w: no %s topic", errStateNotReady, source.StateTopic)
+	}
+	tp := twinlog.TopicPartition{Topic: source.StateTopic, Partition: sp}
+	var val []byte
+	if value != nil {
+		var err error
+		if val, err = proto.Marshal(value); err != nil {
+			return err
+		}
+	}
+	batch, err := storage.EncodeBatch([]storage.Record{{Timestamp: b.nowMs(), Key: key, Value: val}}, storage.BatchOptions{})
+	if err != nil {
+		return err
+	}
+	leader, ok := b.leaderHint(tp)
+	if !ok || leader < 0 {
+		return fmt.Errorf("%w: no leader", errStateNotReady)
+	}
+	addr, ok := b.brokerAddr(twinlog.BrokerID(leader))
+	if !ok {
+		return fmt.Errorf("%w: leader address", errStateNotReady)
+	}
+	c, err := b.conn(addr)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, b.cfg.RPCTimeout)
+	defer cancel()
+	resp, err := pb.NewProduceServiceClient(c).Produce(rctx, &pb.ProduceRequest{
+		Acks: -1, TimeoutMs: int32((b.cfg.RPCTimeout - 100*time.Millisecond).Milliseconds()),
+		Partitions: []*pb.ProducePartitionData{{Topic: tp.Topic, Partition: tp.Partition, Records: batch}},
+	})
+	if err != nil {
+		return err
+	}
+	if e := resp.GetPartitions()[0].GetError(); e != pb.ErrorCode_ERROR_CODE_NONE {
+		return fmt.Errorf("%w: %v", errStateNotReady, e)
+	}
+	return nil
+}
+
+// GetLastMirroredEpochs answers the other cluster's LMLE query (SPEC §6.4)
+// with plan.AnswerLastMirroredEpoch.
+func (b *Broker) GetLastMirroredEpochs(ctx context.Context, req *pb.GetLastMirroredEpochsRequest) (*pb.GetLastMirroredEpochsResponse, error) {
+	resp := &pb.GetLastMirroredEpochsResponse{}
+	view := plan.SourceView{}
+	sp, has := b.statePartitionOf(req.GetTopic())
+	view.HasStateTopic = has
+	b.metaMu.Lock()
+	mirror := ""
+	if t := b.image.Topic(req.GetTopic()); t != nil {
+		view.LocalTopicID = t.GetTopicId()
+		mirror = t.GetMirrorName()
+		if mirror != "" {
+			view.InMirror = true
+			if m := b.image.Mirror(mirror); m != nil {
+				for _, mt := range m.GetTopics() {
+					if mt.GetTopic() == req.GetTopic() {
+						view.DesiredState = mt.GetDesiredState()
+					}
+				}
+			}
+		}
+	}
+	b.metaMu.Unlock()
+	if has {
+		stp := twinlog.TopicPartition{Topic: source.StateTopic, Partition: sp}
+		if p := b.partition(stp); p != nil {
+			p.mu.Lock()
+			view.StateLeader = p.usableLocked() == nil && p.r.Role() == replica.RoleLeader
+			p.mu.Unlock()
+		}
+		if view.StateLeader {
+			view.CaughtUp = b.syncMirrorState(ctx, sp) == nil
+		}
+	}
+	for _, part := range req.GetPartitions() {
+		v := view
+		if has && view.CaughtUp {
+			b.mstate.mu.Lock()
+			sv := b.mstate.views[sp]
+			if l, ok := sv.lmle.Get(plan.LmleKey{TopicID: view.LocalTopicID, Partition: part}); ok {
+				v.Record = proto.Clone(l).(*pb.MirrorLmleRecord)
+			}
+			if r, ok := sv.run.Get(plan.RunKey{Mirror: mirror, TopicID: view.LocalTopicID, Partition: part}); ok {
+				v.RunState = r.GetState()
+			}
+			b.mstate.mu.Unlock()
+		}
+		lmle, code := plan.AnswerLastMirroredEpoch(req.GetRequesterClusterId(), req.GetTopicId(), v)
+		resp.Partitions = append(resp.Partitions, &pb.LastMirroredEpoch{Partition: part, Error: code, Lmle: int32(lmle)})
+	}
+	return resp, nil
+}
+
+type mirrorSourceServer struct {
+	pb.UnimplementedMirrorSourceServiceServer
+	b *Broker
+}
+
+func (s mirrorSourceServer) GetLastMirroredEpochs(ctx context.Context, req *pb.GetLastMirroredEpochsRequest) (*pb.GetLastMirroredEpochsResponse, error) {
+	resp, err := s.b.GetLastMirroredEpochs(ctx, req)
+	return resp, toStatus(err)
+}

@@ -1,0 +1,159 @@
+package metastate
+
+import (
+	"testing"
+
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+)
+
+// Property-test finding 1 (rapid fail file of TestPropertyRandomOperations):
+// an unclean round installed 3 as leader of a partition mid-reassignment
+// (R [4 1 2 3], adding [3], removing [4]); the completion check runs before
+// the election, so it stayed pending with ISR [3], RECOVERING, m 1. Turning
+// ELR off re-runs §3.3 on every partition and so completes it: R [1 2 3],
+// LE + 1 because 4 left R (SPEC §3.3, §3.8). The state machine was right;
+// CheckTransition tied "LE may rise without a leader change" to the command
+// and rejected it. It now reads dropped replicas from the records.
+func TestRegressionELROffCompletesReassignment(t *testing.T) {
+	p := part(ids(4, 1, 2, 3), 3, ids(3), nil, nil, -1, 5, 8)
+	p.AddingReplicas, p.RemovingReplicas = ids(3), ids(4)
+	p.RecoveryState = recovering
+	h := seeded(t, ids(1, 2, 3, 4), nil, map[string]string{KeyMinInsyncReplicas: "1"}, p)
+	h.setConfig(clusterRes, "", KeyEligibleLeaderReplicas, "false")
+	h.expect(0, ps{L: 3, LKL: -1, ISR: ids(3), R: ids(1, 2, 3), LE: 6, PE: 9, RS: recovering})
+	if got := h.p(0); len(got.GetAddingReplicas())+len(got.GetRemovingReplicas()) > 0 {
+		t.Fatalf("reassignment still pending: %v", got)
+	}
+}
+
+// CheckTransition's LE rule (SPEC §3.3) on hand-made deltas.
+func TestCheckTransitionLeaderEpochRule(t *testing.T) {
+	base := part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 5, 8)
+	base.AddingReplicas, base.RemovingReplicas = nil, nil
+	for _, tc := range []struct {
+		name   string
+		edit   func(p *twinlogv1.PartitionRecord)
+		bumped bool
+		ok     bool
+	}{
+		{"isr shrink keeps LE", func(p *twinlogv1.PartitionRecord) { p.Isr = ids(1, 2) }, false, true},
+		{"isr shrink with LE+1", func(p *twinlogv1.PartitionRecord) { p.Isr, p.LeaderEpoch = ids(1, 2), 6 }, false, false},
+		{"leader change LE+1", func(p *twinlogv1.PartitionRecord) { p.Leader, p.LeaderEpoch = 2, 6 }, false, true},
+		{"leader change LE same", func(p *twinlogv1.PartitionRecord) { p.Leader = 2 }, false, false},
+		{"replica dropped LE+1", func(p *twinlogv1.PartitionRecord) { p.Replicas, p.Isr, p.LeaderEpoch = ids(1, 2), ids(1, 2), 6 }, false, true},
+		{"replica dropped LE same", func(p *twinlogv1.PartitionRecord) { p.Replicas, p.Isr = ids(1, 2), ids(1, 2) }, false, false},
+		{"bump +3", func(p *twinlogv1.PartitionRecord) { p.LeaderEpoch = 8 }, true, true},
+		{"bump without rise", func(p *twinlogv1.PartitionRecord) { p.Isr = ids(1, 2) }, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := seeded(t, ids(1, 2, 3), nil, nil, cloneP(base))
+			n := cloneP(h.p(0))
+			tc.edit(n)
+			n.PartitionEpoch++
+			err := CheckTransition(h.s.Snapshot(), &twinlogv1.MetadataDelta{Offset: h.s.Offset() + 1, Partitions: []*twinlogv1.PartitionRecord{n}}, tc.bumped)
+			if (err == nil) != tc.ok {
+				t.Fatalf("CheckTransition = %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}
+
+// cloneP and partitionEqual are hand-written for speed; they must know every
+// PartitionRecord field.
+func TestPartitionRecordFieldsCovered(t *testing.T) {
+	fields := (&twinlogv1.PartitionRecord{}).ProtoReflect().Descriptor().Fields()
+	if fields.Len() != partitionFields {
+		t.Fatalf("PartitionRecord has %d fields, cloneP/partitionEqual know %d: update records.go", fields.Len(), partitionFields)
+	}
+	full := &twinlogv1.PartitionRecord{Topic: "t", TopicId: "i", Partition: 1, Replicas: ids(1, 2), Isr: ids(1), Elr: ids(2),
+		LastKnownElr: ids(2), LastKnownLeader: 2, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 4, RecoveryState: recovering,
+		AddingReplicas: ids(2), RemovingReplicas: ids(1), TruncationPoints: []*twinlogv1.TruncationPoint{{LeaderEpoch: 1, Offset: 2}}}
+	c := cloneP(full)
+	if !protoEqual(c, full) || !partitionEqual(c, full) {
+		t.Fatalf("clone %v differs from %v", c, full)
+	}
+	// Every field set in full must be compared: clearing any one breaks
+	// equality.
+	for i := range fields.Len() {
+		f := fields.Get(i)
+		x := cloneP(full)
+		x.ProtoReflect().Clear(f)
+		if partitionEqual(x, full) {
+			t.Errorf("partitionEqual ignores field %s", f.Name())
+		}
+		if x.ProtoReflect().Has(f) {
+			t.Errorf("field %s not cleared", f.Name())
+		}
+	}
+	c.Isr[0] = 9
+	c.TruncationPoints[0].Offset = 9
+	if full.Isr[0] != 1 || full.TruncationPoints[0].GetOffset() != 2 {
+		t.Fatal("clone shares memory with the original")
+	}
+}
+
+// AbortRounds forgets rounds whose planning delta was not persisted, so the
+// next Tick plans them again.
+func TestAbortRounds(t *testing.T) {
+	h := seeded(t, ids(1, 2, 3), ids(1, 2), map[string]string{KeyUncleanLeaderElection: "true"},
+		part(ids(1, 2, 3), -1, nil, ids(1, 2), nil, 1, 5, 8))
+	_, res := h.s.Tick(0)
+	if len(res.StartRounds) != 1 {
+		t.Fatalf("rounds %v", res.StartRounds)
+	}
+	if _, res2 := h.s.Tick(0); len(res2.StartRounds) != 0 {
+		t.Fatalf("second round planned while one is active: %v", res2.StartRounds)
+	}
+	h.s.AbortRounds([]uint64{res.StartRounds[0].ID, 999})
+	if len(h.s.ActiveRounds()) != 0 {
+		t.Fatal(h.s.ActiveRounds())
+	}
+	if _, out := h.s.CompleteRecoveryRound(res.StartRounds[0].ID, nil, 0); out.Applied || out.Reason != "round is not active" {
+		t.Fatal(out)
+	}
+	if _, res3 := h.s.Tick(0); len(res3.StartRounds) != 1 || res3.StartRounds[0].ID == res.StartRounds[0].ID {
+		t.Fatalf("rounds after abort %v", res3.StartRounds)
+	}
+}
+
+func TestInitialClusterConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     map[string]string
+		want    map[string]string // nil: nil delta
+		wantErr bool
+	}{
+		{"empty", nil, nil, false},
+		{"defaults only", map[string]string{KeyMinInsyncReplicas: "1", KeyMirrorStateReplication: "3"}, nil, false},
+		{"static and dynamic", map[string]string{KeyMirrorStateReplication: "2", KeyMirrorStateNumPartitions: "4", KeyMinInsyncReplicas: "2"},
+			map[string]string{KeyMirrorStateReplication: "2", KeyMirrorStateNumPartitions: "4", KeyMinInsyncReplicas: "2"}, false},
+		{"unknown key", map[string]string{"nope": "1"}, nil, true},
+		{"topic-only key", map[string]string{KeyMirrorSupportUnclean: "true"}, nil, true},
+		{"bad value", map[string]string{KeyMirrorStateNumPartitions: "0"}, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Config{ClusterID: "a"})
+			d, err := s.InitialClusterConfigs(tc.cfg)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if tc.want == nil {
+				if d != nil {
+					t.Fatalf("delta %v", d)
+				}
+				return
+			}
+			if _, err := s.Apply(d); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.want {
+				if got := s.ClusterConfig(k); got != v {
+					t.Errorf("%s = %q, want %q", k, got, v)
+				}
+			}
+			if _, err := s.InitialClusterConfigs(tc.cfg); err == nil {
+				t.Fatal("second InitialClusterConfigs on a non-empty image succeeded")
+			}
+		})
+	}
+}

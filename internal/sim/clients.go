@@ -1,0 +1,291 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/storage"
+)
+
+// shadowLog is the simulator's copy of one replica's records (offset, epoch,
+// value), kept in step with the LogOps it applies to storage and compared
+// with storage from time to time. Offsets are dense (no mirror gaps yet).
+type shadowLog struct {
+	start int64
+	recs  []shadowRec
+	gen   int // bumped by every truncation
+}
+
+type shadowRec struct {
+	epoch int32
+	value string
+}
+
+func (l *shadowLog) leo() int64 { return l.start + int64(len(l.recs)) }
+
+func (l *shadowLog) at(o int64) (shadowRec, bool) {
+	if o < l.start || o >= l.leo() {
+		return shadowRec{}, false
+	}
+	return l.recs[o-l.start], true
+}
+
+func (l *shadowLog) append(o int64, e int32, v string) {
+	if o != l.leo() {
+		// Gaps only come from mirrors; keep offsets honest.
+		panic(fmt.Sprintf("shadow append at %d, LEO %d", o, l.leo()))
+	}
+	l.recs = append(l.recs, shadowRec{epoch: e, value: v})
+}
+
+func (l *shadowLog) truncate(o int64) {
+	if o < l.start {
+		l.restart(o)
+		return
+	}
+	if o < l.leo() {
+		l.recs = l.recs[:o-l.start]
+		l.gen++
+	}
+}
+
+func (l *shadowLog) restart(o int64) { l.start, l.recs = o, nil; l.gen++ }
+
+// readShadow reads a whole log from storage.
+func (s *Sim) readShadow(l *storage.Log) shadowLog {
+	sh := shadowLog{start: int64(l.LogStartOffset())}
+	from := l.LogStartOffset()
+	for from < l.LogEndOffset() {
+		rr, err := l.Read(from, 1<<20, l.LogEndOffset())
+		if err != nil {
+			s.fail("storage read", "read %s from %d: %v", l.Dir(), from, err)
+			return sh
+		}
+		if len(rr.Batches) == 0 {
+			break
+		}
+		for bv, err := range storage.Batches(rr.Batches) {
+			if err != nil {
+				s.fail("storage read", "%s: %v", l.Dir(), err)
+				return sh
+			}
+			recs, err := bv.Records()
+			if err != nil {
+				s.fail("storage read", "%s: %v", l.Dir(), err)
+				return sh
+			}
+			for _, r := range recs {
+				if int64(r.Offset) < sh.leo() {
+					continue
+				}
+				if int64(r.Offset) != sh.leo() {
+					s.fail("storage read", "%s: gap at %d (record %d)", l.Dir(), sh.leo(), r.Offset)
+					return sh
+				}
+				sh.recs = append(sh.recs, shadowRec{epoch: int32(bv.LeaderEpoch()), value: string(r.Value)})
+			}
+			from = bv.NextOffset()
+		}
+	}
+	return sh
+}
+
+// produceReq is one produce request as the leader holds it.
+type produceReq struct {
+	buf    []byte
+	values []string
+	le     int32
+	reply  func(code pb.ErrorCode, base int64, le int32)
+}
+
+// producer writes unique values to random partitions with acks=all or 1.
+type producer struct {
+	s        *Sim
+	id       int
+	n        int
+	inflight int
+}
+
+func (pr *producer) node() nodeID { return clientBase + nodeID(pr.id) }
+
+func (pr *producer) produce() {
+	s := pr.s
+	if pr.inflight >= 3 {
+		return
+	}
+	tp := s.topics[s.rng.IntN(len(s.topics))]
+	leader, le := s.leaderFor(tp)
+	if leader < 1 {
+		return
+	}
+	acks := replica.AcksAll
+	if s.chance(0.3) {
+		acks = replica.AcksLeader
+	}
+	n := 1 + s.rng.IntN(3)
+	values := make([]string, n)
+	recs := make([]storage.Record, n)
+	for i := range values {
+		pr.n++
+		values[i] = fmt.Sprintf("p%d-%d", pr.id, pr.n)
+		recs[i] = storage.Record{Timestamp: s.clock().UnixMilli(), Value: []byte(values[i])}
+	}
+	buf, err := storage.EncodeBatch(recs, storage.BatchOptions{})
+	if err != nil {
+		s.fail("encode", "%v", err)
+		return
+	}
+	pr.inflight++
+	b := s.brokers[leader-1]
+	s.tracef("producer %d -> broker %d %s acks %d values %v (LE %d)", pr.id, leader, tp, acks, values, le)
+	done := false
+	free := func() {
+		if !done {
+			done = true
+			pr.inflight--
+		}
+	}
+	s.net.send(pr.node(), b.node(), "produce", func() {
+		b.handleProduce(tp, acks, buf, values, func(code pb.ErrorCode, base int64, le int32) {
+			s.net.send(b.node(), pr.node(), "produce-resp", func() {
+				free()
+				pr.result(tp, acks, values, code, base, le)
+			})
+		})
+	})
+	// A lost request or answer frees the slot after the request timeout.
+	s.after(s.cfg.ProduceTimeoutMs*2, free)
+}
+
+func (pr *producer) result(tp twinlog.TopicPartition, acks replica.Acks, values []string, code pb.ErrorCode, base int64, le int32) {
+	s := pr.s
+	s.tracef("producer %d %s %v: %s base %d LE %d", pr.id, tp, values, shortCode(code), base, le)
+	if code != pb.ErrorCode_ERROR_CODE_NONE {
+		s.report.ProduceErrors++
+		return
+	}
+	m := s.minISRNow(tp.Topic)
+	for i, v := range values {
+		s.hist.RecordAck(tp.String(), base+int64(i), v, le, acks == replica.AcksAll, m)
+	}
+	if acks == replica.AcksAll {
+		s.report.AckedAll += len(values)
+	} else {
+		s.report.AckedOne += len(values)
+	}
+}
+
+// handleProduce is the leader's produce path (SPEC §4.1).
+func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, buf []byte, values []string, reply func(pb.ErrorCode, int64, int32)) {
+	s := b.s
+	if !b.up || !b.registered {
+		return
+	}
+	p := b.parts[tp]
+	if p == nil {
+		reply(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, -1, -1)
+		return
+	}
+	p.nextID++
+	id := p.nextID
+	own := append([]byte(nil), buf...)
+	d := p.r.Propose(replica.Proposal{ID: id, Acks: acks, TimeoutMs: s.cfg.ProduceTimeoutMs, NumRecords: len(values)}, s.now)
+	if d.Error != pb.ErrorCode_ERROR_CODE_NONE {
+		reply(d.Error, -1, -1)
+		p.processReady()
+		return
+	}
+	req := &produceReq{buf: own, values: values, le: int32(d.LeaderEpoch), reply: reply}
+	p.proposals[id] = req
+	p.results[id] = req
+	p.processReady()
+}
+
+// consumer reads one partition from its leader below the HW.
+type consumer struct {
+	s        *Sim
+	id       int
+	name     string
+	tp       twinlog.TopicPartition
+	pos      int64
+	le       int32
+	inflight bool
+	sentAt   int64
+}
+
+func (c *consumer) node() nodeID { return clientBase + 500 + nodeID(c.id) }
+
+func (c *consumer) poll() {
+	s := c.s
+	if c.inflight && s.now-c.sentAt < 1000 {
+		return
+	}
+	leader, le := s.leaderFor(c.tp)
+	if leader < 1 {
+		return
+	}
+	if c.le < le {
+		c.le = le
+	}
+	c.inflight, c.sentAt = true, s.now
+	b := s.brokers[leader-1]
+	req := replica.FetchRequest{ReplicaID: twinlog.NoBroker, BrokerEpoch: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER,
+		FetchOffset: twinlog.Offset(c.pos), CurrentLeaderEpoch: twinlog.Epoch(c.le), LastFetchedEpoch: twinlog.NoEpoch}
+	pos := c.pos
+	s.net.send(c.node(), b.node(), "consume", func() {
+		resp, recs := b.serveFetch(c.tp, req, 1+s.rng.IntN(30))
+		s.net.send(b.node(), c.node(), "consume-resp", func() {
+			c.inflight = false
+			if c.pos != pos {
+				return
+			}
+			c.handle(resp, recs)
+		})
+	})
+}
+
+func (c *consumer) handle(resp replica.FetchResponse, recs []byte) {
+	s := c.s
+	key := c.tp.String()
+	switch resp.Error {
+	case pb.ErrorCode_ERROR_CODE_NONE:
+	case pb.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE:
+		// auto.offset.reset=earliest-known: restart from the leader's HW
+		// (the offset we held is gone: an unclean election cut it).
+		s.tracef("consumer %s %s: out of range at %d (HW %d, logStart %d)", c.name, key, c.pos, resp.HighWatermark, resp.LogStartOffset)
+		c.pos = int64(max(resp.LogStartOffset, 0))
+		s.hist.RecordReset(c.name, key)
+		return
+	case pb.ErrorCode_ERROR_CODE_LOG_TRUNCATED:
+		c.pos = 0
+		s.hist.RecordReset(c.name, key)
+		return
+	default:
+		return
+	}
+	for bv, err := range storage.Batches(recs) {
+		if err != nil {
+			s.fail("consumer batch", "%s: %v", key, err)
+			return
+		}
+		rs, err := bv.Records()
+		if err != nil {
+			s.fail("consumer batch", "%s: %v", key, err)
+			return
+		}
+		for _, r := range rs {
+			if int64(r.Offset) < c.pos {
+				continue
+			}
+			if r.Offset >= resp.HighWatermark {
+				s.fail("§8.13 read at or above HW", "consumer %s got offset %d with HW %d", c.name, r.Offset, resp.HighWatermark)
+				return
+			}
+			s.hist.RecordRead(c.name, key, int64(r.Offset), string(r.Value), int32(resp.LeaderEpoch))
+			s.report.Consumed++
+			c.pos = int64(r.Offset) + 1
+		}
+	}
+}

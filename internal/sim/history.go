@@ -1,0 +1,275 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// History records what clients saw of one cluster's partitions and checks it
+// against SPEC §8 invariants 12 and 13 (Jepsen style): producers write unique
+// values, so every value names one write.
+//
+// It records acknowledged writes (offset, value, the leader epoch that
+// appended them), consumed records (offset, value, the leader epoch that
+// served them), recorded truncations (unclean elections and truncation points
+// with the leader epoch they installed), lossy unclean shutdowns and consumer
+// repositionings. It reports:
+//
+//   - an offset seen with two values without a recorded truncation between
+//     (the leader epochs that showed them straddle no recorded truncation);
+//   - a value seen at two offsets (values are never retried);
+//   - non-monotonic reads of one consumer (without a repositioning between);
+//   - at Final: acks=all writes lost or changed, unless a recorded truncation
+//     happened after the ack or at least m lossy unclean shutdowns of
+//     replicas holding the record did.
+//
+// History is used from one goroutine (the simulator); shells that record
+// from several goroutines must serialise calls. It does not depend on the
+// simulator: the in-process soak and the docker chaos run can feed it too.
+type History struct {
+	parts      map[string]*partHistory
+	consumers  map[string]*consumerHistory
+	seq        uint64
+	violations []Violation
+
+	// Counters for reports.
+	AckedAll, AckedOne, Reads, Truncations, LossyShutdowns, Resets int
+}
+
+// Violation is one inconsistency the checker found.
+type Violation struct {
+	Invariant string // e.g. "§8.13 offset with two values"
+	Partition string
+	Detail    string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s: %s: %s", v.Invariant, v.Partition, v.Detail)
+}
+
+type observation struct {
+	value  string
+	le     int32
+	source string
+}
+
+type ackRecord struct {
+	value string
+	le    int32
+	seq   uint64
+	m     int
+}
+
+type lossy struct {
+	broker int32
+	from   int64 // the replica lost every offset ≥ from
+	seq    uint64
+}
+
+type partHistory struct {
+	// truncLEs are the leader epochs installed by recorded truncations.
+	truncLEs []int32
+	seen     map[int64][]observation
+	valueAt  map[string]int64
+	acked    map[int64]ackRecord
+	lossy    []lossy
+}
+
+type consumerHistory struct {
+	last map[string]int64 // partition -> last offset read since the last reset
+}
+
+// NewHistory returns an empty history.
+func NewHistory() *History {
+	return &History{parts: map[string]*partHistory{}, consumers: map[string]*consumerHistory{}}
+}
+
+func (h *History) part(tp string) *partHistory {
+	p := h.parts[tp]
+	if p == nil {
+		p = &partHistory{seen: map[int64][]observation{}, valueAt: map[string]int64{}, acked: map[int64]ackRecord{}}
+		h.parts[tp] = p
+	}
+	return p
+}
+
+func (h *History) violate(inv, tp, format string, args ...any) {
+	h.violations = append(h.violations, Violation{Invariant: inv, Partition: tp, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Violations returns everything found so far.
+func (h *History) Violations() []Violation { return slices.Clone(h.violations) }
+
+// generation is the number of recorded truncations that installed a leader
+// epoch ≤ le: two leader epochs of one generation must agree on every offset
+// they show.
+func (p *partHistory) generation(le int32) int {
+	n := 0
+	for _, t := range p.truncLEs {
+		if t <= le {
+			n++
+		}
+	}
+	return n
+}
+
+// RecordTruncation records an unclean election (or a truncation point) that
+// installed leader epoch le on tp (SPEC §8 "recorded truncation").
+func (h *History) RecordTruncation(tp string, le int32) {
+	h.seq++
+	h.Truncations++
+	p := h.part(tp)
+	p.truncLEs = append(p.truncLEs, le)
+}
+
+// RecordLossyShutdown records that broker lost every offset ≥ from of tp in an
+// unclean shutdown (unsynced data gone).
+func (h *History) RecordLossyShutdown(tp string, broker int32, from int64) {
+	h.seq++
+	h.LossyShutdowns++
+	p := h.part(tp)
+	p.lossy = append(p.lossy, lossy{broker: broker, from: from, seq: h.seq})
+}
+
+// RecordAck records an acknowledged write of value at offset, appended in
+// leader epoch le. acksAll writes were below the HW when acknowledged, so
+// they count as shown (SPEC §8.13) and must survive (§8.12); m is
+// min(min.insync.replicas, |R|) at the ack.
+func (h *History) RecordAck(tp string, offset int64, value string, le int32, acksAll bool, m int) {
+	h.seq++
+	p := h.part(tp)
+	h.checkValue(p, tp, offset, value)
+	if !acksAll {
+		h.AckedOne++
+		return
+	}
+	h.AckedAll++
+	p.acked[offset] = ackRecord{value: value, le: le, seq: h.seq, m: m}
+	h.observe(p, tp, offset, observation{value: value, le: le, source: "ack"})
+}
+
+// RecordRead records that consumer read value at offset of tp from a leader
+// in leader epoch le.
+func (h *History) RecordRead(consumer, tp string, offset int64, value string, le int32) {
+	h.seq++
+	h.Reads++
+	p := h.part(tp)
+	h.checkValue(p, tp, offset, value)
+	h.observe(p, tp, offset, observation{value: value, le: le, source: "read by " + consumer})
+	c := h.consumers[consumer]
+	if c == nil {
+		c = &consumerHistory{last: map[string]int64{}}
+		h.consumers[consumer] = c
+	}
+	if last, ok := c.last[tp]; ok && offset <= last {
+		h.violate("non-monotonic read", tp, "consumer %s read offset %d after %d", consumer, offset, last)
+	}
+	c.last[tp] = offset
+}
+
+// RecordReset records that consumer repositioned on tp (after
+// OFFSET_OUT_OF_RANGE or LOG_TRUNCATED): its next read may go back.
+func (h *History) RecordReset(consumer, tp string) {
+	h.seq++
+	h.Resets++
+	if c := h.consumers[consumer]; c != nil {
+		delete(c.last, tp)
+	}
+}
+
+func (h *History) checkValue(p *partHistory, tp string, offset int64, value string) {
+	if o, ok := p.valueAt[value]; ok && o != offset {
+		h.violate("§8.13 value at two offsets", tp, "value %q at offsets %d and %d", value, o, offset)
+		return
+	}
+	p.valueAt[value] = offset
+}
+
+func (h *History) observe(p *partHistory, tp string, offset int64, ob observation) {
+	for _, prev := range p.seen[offset] {
+		if prev.value == ob.value {
+			continue
+		}
+		if p.generation(prev.le) == p.generation(ob.le) {
+			h.violate("§8.13 offset with two values", tp,
+				"offset %d: %q (LE %d, %s) and %q (LE %d, %s) with no recorded truncation between (truncations at LEs %v)",
+				offset, prev.value, prev.le, prev.source, ob.value, ob.le, ob.source, p.truncLEs)
+			return
+		}
+	}
+	for _, prev := range p.seen[offset] {
+		if prev.value == ob.value && p.generation(prev.le) == p.generation(ob.le) {
+			return // nothing new
+		}
+	}
+	p.seen[offset] = append(p.seen[offset], ob)
+}
+
+// Final checks the healed log of tp: final maps offsets below the final HW to
+// their values, served in leader epoch le. Every acks=all write must be there
+// with its value (SPEC §8.12) unless a recorded truncation installed a later
+// leader epoch than the ack's, or at least m lossy unclean shutdowns lost its
+// offset after the ack. The final values also count as reads (§8.13).
+func (h *History) Final(tp string, final map[int64]string, le int32) {
+	h.seq++
+	p := h.part(tp)
+	offs := make([]int64, 0, len(final))
+	for o := range final {
+		offs = append(offs, o)
+	}
+	slices.Sort(offs)
+	for _, o := range offs {
+		h.checkValue(p, tp, o, final[o])
+		h.observe(p, tp, o, observation{value: final[o], le: le, source: "final log"})
+	}
+	acked := make([]int64, 0, len(p.acked))
+	for o := range p.acked {
+		acked = append(acked, o)
+	}
+	slices.Sort(acked)
+	lost := 0
+	var first []string
+	for _, o := range acked {
+		a := p.acked[o]
+		if v, ok := final[o]; ok && v == a.value {
+			continue
+		}
+		if p.generation(le) > p.generation(a.le) {
+			continue // a recorded truncation since the ack
+		}
+		brokers := map[int32]bool{}
+		for _, l := range p.lossy {
+			if l.seq > a.seq && l.from <= o {
+				brokers[l.broker] = true
+			}
+		}
+		if len(brokers) >= a.m {
+			continue // §8.12: at least m lossy unclean shutdowns since the ack
+		}
+		lost++
+		if len(first) < 5 {
+			got, ok := final[o]
+			if !ok {
+				got = "<absent>"
+			}
+			first = append(first, fmt.Sprintf("offset %d acked %q at LE %d, final %q", o, a.value, a.le, got))
+		}
+	}
+	if lost > 0 {
+		h.violate("§8.12 acked write lost", tp, "%d acks=all writes lost without a recorded truncation (final LE %d, truncations at LEs %v): %s",
+			lost, le, p.truncLEs, strings.Join(first, "; "))
+	}
+}
+
+// Summary is a one-line account of the history.
+func (h *History) Summary() string {
+	names := make([]string, 0, len(h.parts))
+	for n := range h.parts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("partitions %v: acked all=%d one=%d, reads %d, recorded truncations %d, lossy shutdowns %d, consumer resets %d, violations %d",
+		names, h.AckedAll, h.AckedOne, h.Reads, h.Truncations, h.LossyShutdowns, h.Resets, len(h.violations))
+}

@@ -1,0 +1,733 @@
+package sim
+
+import (
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/controller/metastate"
+)
+
+// Config shapes one simulated run. Zero values take defaults (withDefaults);
+// probabilities are per step (StepMs of simulated time).
+type Config struct {
+	Seed uint64
+	// Brokers (3–5) and Partitions (1–3) of the topic; 0 draws from the seed.
+	Brokers, Partitions int
+	// StepMs is the simulated time per step; FaultMs the length of the fault
+	// phase; HealMs the bound on the healing phase that follows.
+	StepMs, FaultMs, HealMs int64
+
+	DropProb, SlowProb      float64
+	MaxDelayMs, SlowDelayMs int64
+	CrashProb               float64 // kill -9 of a broker
+	CleanRestartProb        float64
+	CutProb, IsolateProb    float64 // one link; all links of one broker
+	ControllerRestartProb   float64
+	ConfigFlipProb          float64 // min.insync.replicas, unclean.leader.election.enable
+	PreferredElectionProb   float64
+
+	HeartbeatMs, SessionTimeoutMs, MetadataPollMs, ControllerTickMs    int64
+	ReplicaTickMs, ReplicaLagMs, FetchTimeoutMs, ProduceTimeoutMs      int64
+	FlushEveryMs, CheckpointMs, UncleanRecoveryTimeoutMs, RPCTimeoutMs int64
+	ProduceProb, ConsumeProb                                           float64
+	SegmentMaxBytes                                                    int64
+
+	// StrictMinISR checks §8.7 even after a leader advanced the HW under a
+	// stale min.insync.replicas (see TestMinISRRaceELRBelowHW).
+	StrictMinISR bool
+
+	// FailOnKnownBugs turns a known bug (see knownBug) into a failure
+	// instead of a count in Report.KnownBugs.
+	FailOnKnownBugs bool
+
+	// TraceLines is how many trace lines a failure shows (default 50).
+	TraceLines int
+	// Trace, if set, receives every trace line.
+	Trace io.Writer
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	deff := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.StepMs, 5)
+	def(&c.FaultMs, 20_000)
+	def(&c.HealMs, 30_000)
+	deff(&c.DropProb, 0.02)
+	deff(&c.SlowProb, 0.02)
+	def(&c.MaxDelayMs, 8)
+	def(&c.SlowDelayMs, 400)
+	deff(&c.CrashProb, 0.0012)
+	deff(&c.CleanRestartProb, 0.0006)
+	deff(&c.CutProb, 0.0015)
+	deff(&c.IsolateProb, 0.0006)
+	deff(&c.ControllerRestartProb, 0.0003)
+	deff(&c.ConfigFlipProb, 0.0008)
+	deff(&c.PreferredElectionProb, 0.0005)
+	def(&c.HeartbeatMs, 100)
+	def(&c.SessionTimeoutMs, 600)
+	def(&c.MetadataPollMs, 40)
+	def(&c.ControllerTickMs, 50)
+	def(&c.ReplicaTickMs, 50)
+	def(&c.ReplicaLagMs, 400)
+	def(&c.FetchTimeoutMs, 300)
+	def(&c.ProduceTimeoutMs, 1000)
+	def(&c.FlushEveryMs, 300)
+	def(&c.CheckpointMs, 500)
+	def(&c.UncleanRecoveryTimeoutMs, 1500)
+	def(&c.RPCTimeoutMs, 500)
+	deff(&c.ProduceProb, 0.08)
+	deff(&c.ConsumeProb, 0.1)
+	def(&c.SegmentMaxBytes, 4096)
+	if c.TraceLines == 0 {
+		c.TraceLines = 50
+	}
+	return c
+}
+
+// Report is what one run did, so tests can assert the simulator exercises
+// what it claims.
+type Report struct {
+	Seed             uint64
+	Brokers          int
+	Partitions       int
+	Steps            int
+	SimMs            int64
+	Faults           map[string]int // by kind
+	Messages         int
+	Elections        int // clean leader elections
+	UncleanElections int
+	Fences           int
+	// StaleMinISRAdvances counts leader epochs in which a leader moved the
+	// HW under an m older than the controller's (SPEC §3.8 race).
+	StaleMinISRAdvances int
+	RecoveryRounds      int
+	Truncations         int // replica log truncations (divergence, out of range)
+	LossyCrashes        int // crashes that lost unsynced records of a partition
+	AckedAll, AckedOne  int // records
+	ProduceErrors       int
+	Consumed            int
+	Checks              map[string]int // invariant checks executed, by kind
+	Healed              bool
+	// KnownBugs counts replicas stalled by known, reported bugs (by name).
+	KnownBugs map[string]int
+	TraceHash uint64
+	History   string
+}
+
+// FaultCount is the total of injected faults.
+func (r *Report) FaultCount() int {
+	n := 0
+	for _, v := range r.Faults {
+		n += v
+	}
+	return n
+}
+
+// CheckCount is the total of invariant checks executed.
+func (r *Report) CheckCount() int {
+	n := 0
+	for _, v := range r.Checks {
+		n += v
+	}
+	return n
+}
+
+func (r *Report) String() string {
+	kinds := func(m map[string]int) string {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var b strings.Builder
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(" ")
+			}
+			fmt.Fprintf(&b, "%s=%d", k, m[k])
+		}
+		return b.String()
+	}
+	return fmt.Sprintf("seed %d: %d brokers, %d partitions, %d steps (%d ms simulated), healed %t\n"+
+		"  faults %d: %s\n  elections clean %d unclean %d, fences %d, recovery rounds %d, truncations %d, lossy crashes %d, stale-m HW advances %d\n"+
+		"  acked records acks=all %d acks=1 %d, produce errors %d, consumed %d, messages %d\n"+
+		"  checks %d: %s\n  known bugs: %s\n  history: %s\n  trace hash %016x",
+		r.Seed, r.Brokers, r.Partitions, r.Steps, r.SimMs, r.Healed,
+		r.FaultCount(), kinds(r.Faults), r.Elections, r.UncleanElections, r.Fences, r.RecoveryRounds, r.Truncations, r.LossyCrashes, r.StaleMinISRAdvances,
+		r.AckedAll, r.AckedOne, r.ProduceErrors, r.Consumed, r.Messages,
+		r.CheckCount(), kinds(r.Checks), kinds(r.KnownBugs), r.History, r.TraceHash)
+}
+
+// Failure is an invariant violation: the seed replays it.
+type Failure struct {
+	Seed      uint64
+	Step      int
+	NowMs     int64
+	Invariant string
+	Detail    string
+	Trace     []string // the last TraceLines lines
+}
+
+func (f *Failure) Error() string {
+	return fmt.Sprintf("sim: seed %d step %d (t=%d ms): invariant %s violated: %s\nreplay: go test ./internal/sim -run TestSimSeeds -sim.seed=%d -v\nlast %d trace lines:\n  %s",
+		f.Seed, f.Step, f.NowMs, f.Invariant, f.Detail, f.Seed, len(f.Trace), strings.Join(f.Trace, "\n  "))
+}
+
+// Sim is one seeded run of one cluster. Everything happens on the calling
+// goroutine; the seed decides every choice, so a seed replays exactly.
+type Sim struct {
+	cfg     Config
+	rng     *rand.Rand
+	now     int64
+	step    int
+	ctl     *controller
+	brokers []*simBroker
+	net     *network
+	hist    *History
+	report  Report
+
+	topics    []twinlog.TopicPartition
+	producers []*producer
+	consumers []*consumer
+	timers    []simTimer
+	timerSeq  uint64
+
+	faultsOn    bool
+	producing   bool
+	failed      bool
+	failure     *Failure
+	lastUnclean map[string]int32 // partition -> LE of its latest unclean election
+	trueHW      map[string]int64 // SPEC §8 trueHW since the last recorded truncation
+	// lastMinISRChange is the metadata offset of the last min.insync.replicas
+	// change; staleMinISR the LE in which a leader that had not applied it
+	// moved the HW (§8.7 is suspended for that LE).
+	lastMinISRChange int64
+	staleMinISR      map[string]int32
+	verified         map[[2]*simPart]verifiedPrefix
+
+	trace                      []string
+	traceHash                  uint64
+	nextCtlTick, nextFullCheck int64
+}
+
+type simTimer struct {
+	at  int64
+	seq uint64
+	fn  func()
+}
+
+// Run executes one seed and returns its report, with a *Failure error on the
+// first invariant violation.
+func Run(cfg Config) (rep *Report, err error) {
+	cfg = cfg.withDefaults()
+	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed)), hist: NewHistory(),
+		lastUnclean: map[string]int32{}, trueHW: map[string]int64{}, staleMinISR: map[string]int32{}, verified: map[[2]*simPart]verifiedPrefix{}}
+	h := fnv.New64a()
+	s.traceHash = h.Sum64()
+	s.report = Report{Seed: cfg.Seed, Faults: map[string]int{}, Checks: map[string]int{}, KnownBugs: map[string]int{}}
+	s.net = newNetwork(s)
+	defer func() {
+		if r := recover(); r != nil {
+			s.fail("panic", "%v\n%s", r, debug.Stack())
+		}
+		s.report.Steps, s.report.SimMs, s.report.TraceHash = s.step, s.now, s.traceHash
+		s.report.History = s.hist.Summary()
+		rep = &s.report
+		if s.failure != nil {
+			err = s.failure
+		}
+	}()
+	s.run()
+	return
+}
+
+func (s *Sim) run() {
+	cfg := s.cfg
+	n := cfg.Brokers
+	if n == 0 {
+		n = 3 + s.rng.IntN(3)
+	}
+	parts := cfg.Partitions
+	if parts == 0 {
+		parts = 1 + s.rng.IntN(3)
+	}
+	s.report.Brokers, s.report.Partitions = n, parts
+	s.ctl = newController(s)
+	minISR := 1 + s.rng.IntN(2)
+	unclean := s.chance(0.25)
+	s.tracef("setup: %d brokers, %d partitions, min.insync.replicas %d, unclean.leader.election.enable %t", n, parts, minISR, unclean)
+	s.ctl.do("configs", false, func() *pb.MetadataDelta {
+		d, resp := s.ctl.state.AlterConfigs(&pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
+			Resource: &pb.ConfigResource{Type: pb.ConfigResourceType_CONFIG_RESOURCE_TYPE_CLUSTER},
+			Set: map[string]string{
+				metastate.KeyBrokerSessionTimeoutMs:    strconv.FormatInt(cfg.SessionTimeoutMs, 10),
+				metastate.KeyBrokerHeartbeatIntervalMs: strconv.FormatInt(cfg.HeartbeatMs, 10),
+				metastate.KeyUncleanRecoveryTimeoutMs:  strconv.FormatInt(cfg.UncleanRecoveryTimeoutMs, 10),
+				metastate.KeyMinInsyncReplicas:         strconv.Itoa(minISR),
+				metastate.KeyUncleanLeaderElection:     strconv.FormatBool(unclean),
+			}}}})
+		for _, r := range resp.GetResults() {
+			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+				s.fail("setup", "alter configs: %v", r)
+			}
+		}
+		return d
+	})
+	for i := 1; i <= n; i++ {
+		b := newBroker(s, int32(i))
+		s.brokers = append(s.brokers, b)
+		b.start()
+	}
+	// Wait for every broker to be registered and unfenced.
+	for !s.failed && s.now < 5000 {
+		s.tick()
+		ok := true
+		for _, b := range s.brokers {
+			if br := s.ctl.state.Broker(b.id); br == nil || br.GetFenced() {
+				ok = false
+			}
+		}
+		if ok {
+			break
+		}
+	}
+	rf := min(3, n)
+	s.ctl.do("create-topics", false, func() *pb.MetadataDelta {
+		d, resp := s.ctl.state.CreateTopics(&pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{{Name: "t", NumPartitions: int32(parts), ReplicationFactor: int32(rf)}}})
+		for _, r := range resp.GetTopics() {
+			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+				s.fail("setup", "create topic: %v", r)
+			}
+		}
+		return d
+	})
+	for i := range parts {
+		tp := twinlog.TopicPartition{Topic: "t", Partition: int32(i)}
+		s.topics = append(s.topics, tp)
+		s.consumers = append(s.consumers, &consumer{s: s, id: i, name: fmt.Sprintf("c%d", i), tp: tp})
+	}
+	for i := range 2 {
+		s.producers = append(s.producers, &producer{s: s, id: i})
+	}
+	s.faultsOn, s.producing = true, true
+	end := s.now + cfg.FaultMs
+	for !s.failed && s.now < end {
+		s.tick()
+	}
+	s.heal()
+}
+
+// heal stops the faults, repairs links and restarts every broker, then runs
+// until every partition is fully replicated (or HealMs passes) and checks the
+// final logs against the history.
+func (s *Sim) heal() {
+	if s.failed {
+		return
+	}
+	s.faultsOn = false
+	s.producing = false
+	s.tracef("heal: faults and producers off")
+	for _, l := range s.net.sortedCuts() {
+		delete(s.net.cuts, l)
+	}
+	for _, b := range s.brokers {
+		if !b.up {
+			b.start()
+		}
+	}
+	end := s.now + s.cfg.HealMs
+	quiet := 0
+	for !s.failed && s.now < end {
+		s.tick()
+		if s.quiescent() {
+			quiet++
+			if quiet > 200 {
+				break
+			}
+		} else {
+			quiet = 0
+		}
+	}
+	if s.failed {
+		return
+	}
+	s.report.Healed = s.quiescent()
+	s.fullCheck()
+	for _, tp := range s.topics {
+		key := tp.String()
+		pr := s.ctl.state.Partition(tp.Topic, tp.Partition)
+		if pr.GetLeader() < 1 {
+			continue
+		}
+		b := s.brokers[pr.GetLeader()-1]
+		p := b.parts[tp]
+		if !b.up || p == nil || p.r.LeaderEpoch() != twinlog.Epoch(pr.GetLeaderEpoch()) {
+			continue
+		}
+		final := map[int64]string{}
+		for o := p.shadow.start; o < int64(p.r.HighWatermark()); o++ {
+			if r, ok := p.shadow.at(o); ok {
+				final[o] = r.value
+			}
+		}
+		s.hist.Final(key, final, pr.GetLeaderEpoch())
+		s.report.Checks["final-history"]++
+	}
+	for _, v := range s.hist.Violations() {
+		s.fail(v.Invariant, "%s: %s", v.Partition, v.Detail)
+		break
+	}
+	if !s.report.Healed && !s.failed {
+		s.fail("liveness: not healed", "%s", s.describe())
+	}
+}
+
+// quiescent: every partition has a leader that all replicas follow, the ISR
+// holds every replica and every replica has the leader's LEO and HW.
+func (s *Sim) quiescent() bool {
+	for _, tp := range s.topics {
+		pr := s.ctl.state.Partition(tp.Topic, tp.Partition)
+		if pr.GetLeader() < 1 {
+			return false
+		}
+		for _, id := range pr.GetReplicas() {
+			if p := s.brokers[id-1].parts[tp]; !slices.Contains(pr.GetIsr(), id) && (p == nil || p.knownBug == "") {
+				return false
+			}
+		}
+		lb := s.brokers[pr.GetLeader()-1]
+		lp := lb.parts[tp]
+		if !lb.up || lp == nil || lp.r.LeaderEpoch() != twinlog.Epoch(pr.GetLeaderEpoch()) || lp.r.HighWatermark() != lp.r.LogEndOffset() {
+			return false
+		}
+		for _, id := range pr.GetReplicas() {
+			b := s.brokers[id-1]
+			p := b.parts[tp]
+			if p != nil && p.knownBug != "" {
+				continue
+			}
+			if !b.up || p == nil || p.r.LogEndOffset() != lp.r.LogEndOffset() || p.r.HighWatermark() != lp.r.HighWatermark() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (s *Sim) describe() string {
+	var b strings.Builder
+	for _, tp := range s.topics {
+		pr := s.ctl.state.Partition(tp.Topic, tp.Partition)
+		fmt.Fprintf(&b, "%s: L %d LE %d PE %d R %v ISR %v ELR %v LKE %v LKL %d %s\n", tp, pr.GetLeader(), pr.GetLeaderEpoch(), pr.GetPartitionEpoch(),
+			pr.GetReplicas(), pr.GetIsr(), pr.GetElr(), pr.GetLastKnownElr(), pr.GetLastKnownLeader(), shortRecovery(pr.GetRecoveryState()))
+		for _, id := range pr.GetReplicas() {
+			br := s.brokers[id-1]
+			if p := br.parts[tp]; br.up && p != nil {
+				fmt.Fprintf(&b, "  broker %d: %v LE %d LEO %d HW %d epochs %v isr %v\n", id, p.r.Role(), p.r.LeaderEpoch(), p.r.LogEndOffset(), p.r.HighWatermark(), p.r.EpochEntries(), p.r.ISR())
+			} else {
+				fmt.Fprintf(&b, "  broker %d: up %t registered %t\n", id, br.up, br.registered)
+			}
+		}
+	}
+	for _, br := range s.ctl.state.Brokers() {
+		sb := s.brokers[br.GetBrokerId()-1]
+		applied := int64(-1)
+		if sb.up {
+			applied = sb.image.Offset()
+		}
+		fmt.Fprintf(&b, "broker record %d: epoch %d fenced %t shutdown %t; broker up %t metadata offset %d of %d\n", br.GetBrokerId(), br.GetBrokerEpoch(),
+			br.GetFenced(), br.GetInControlledShutdown(), sb.up, applied, s.ctl.state.Offset())
+	}
+	return b.String()
+}
+
+// tick is one step: time moves, links heal, timers fire, due messages are
+// delivered, the controller and brokers run their periodic work, clients act,
+// faults strike, and the invariants are checked.
+func (s *Sim) tick() {
+	s.step++
+	s.now += s.cfg.StepMs
+	s.net.healExpired(s.now)
+	s.fireTimers()
+	for _, m := range s.net.due(s.now) {
+		if s.failed {
+			return
+		}
+		if s.net.cut(m.from, m.to) {
+			s.report.Faults["drop-cut"]++
+			continue
+		}
+		if !s.nodeUp(m.to) || s.incarnation(m.to) != m.toInc {
+			continue
+		}
+		m.deliver()
+	}
+	if s.now >= s.nextCtlTick {
+		s.nextCtlTick = s.now + s.cfg.ControllerTickMs
+		s.ctl.tick()
+	}
+	for _, b := range s.brokers {
+		b.timers()
+	}
+	if len(s.topics) > 0 {
+		for _, pr := range s.producers {
+			if s.producing && s.chance(s.cfg.ProduceProb) {
+				pr.produce()
+			}
+		}
+		for _, c := range s.consumers {
+			if s.chance(s.cfg.ConsumeProb) {
+				c.poll()
+			}
+		}
+	}
+	if s.faultsOn {
+		s.injectFaults()
+	}
+	if !s.failed {
+		s.checkStep()
+	}
+	if s.now >= s.nextFullCheck && !s.failed {
+		s.nextFullCheck = s.now + 5000
+		s.fullCheck()
+	}
+}
+
+func (s *Sim) fireTimers() {
+	for {
+		i := -1
+		for j, t := range s.timers {
+			if t.at <= s.now && (i < 0 || t.at < s.timers[i].at || (t.at == s.timers[i].at && t.seq < s.timers[i].seq)) {
+				i = j
+			}
+		}
+		if i < 0 {
+			return
+		}
+		t := s.timers[i]
+		s.timers = slices.Delete(s.timers, i, i+1)
+		t.fn()
+	}
+}
+
+// after runs fn once d ms of simulated time have passed.
+func (s *Sim) after(d int64, fn func()) {
+	s.timerSeq++
+	s.timers = append(s.timers, simTimer{at: s.now + d, seq: s.timerSeq, fn: fn})
+}
+
+func (s *Sim) nodeUp(n nodeID) bool {
+	if n >= 1 && int(n) <= len(s.brokers) {
+		return s.brokers[n-1].up
+	}
+	return true
+}
+
+func (s *Sim) incarnation(n nodeID) int {
+	switch {
+	case n == controllerNode:
+		return s.ctl.inc
+	case int(n) <= len(s.brokers):
+		return s.brokers[n-1].inc
+	}
+	return 0
+}
+
+func (s *Sim) chance(p float64) bool { return s.rng.Float64() < p }
+
+func (s *Sim) clock() time.Time { return time.UnixMilli(1_700_000_000_000 + s.now) }
+
+// leaderFor is a client's Metadata answer: the image of a random running
+// broker (possibly stale), else the controller's.
+func (s *Sim) leaderFor(tp twinlog.TopicPartition) (int32, int32) {
+	b := s.brokers[s.rng.IntN(len(s.brokers))]
+	img := s.ctl.state
+	if b.up && b.registered && b.image.Offset() > 0 {
+		img = b.image
+	}
+	pr := img.Partition(tp.Topic, tp.Partition)
+	if pr == nil {
+		return -1, -1
+	}
+	return pr.GetLeader(), pr.GetLeaderEpoch()
+}
+
+// minISRNow is m = min(min.insync.replicas, |R|) of the topic now.
+func (s *Sim) minISRNow(topic string) int {
+	pr := s.ctl.state.Partition(topic, 0)
+	return s.ctl.state.MinISR(topic, len(pr.GetReplicas()))
+}
+
+func (s *Sim) noteUnclean(tp string, le int32) {
+	s.lastUnclean[tp] = max(s.lastUnclean[tp], le)
+	s.trueHW[tp] = 0
+}
+
+// tracef appends one line to the trace: it feeds the run's hash (same seed,
+// same hash) and the tail a failure prints.
+func (s *Sim) tracef(format string, args ...any) {
+	line := fmt.Sprintf("t=%d %s", s.now, fmt.Sprintf(format, args...))
+	h := fnv.New64a()
+	var buf [8]byte
+	for i := range 8 {
+		buf[i] = byte(s.traceHash >> (8 * i))
+	}
+	h.Write(buf[:])
+	h.Write([]byte(line))
+	s.traceHash = h.Sum64()
+	s.trace = append(s.trace, line)
+	if len(s.trace) > 2*s.cfg.TraceLines {
+		s.trace = slices.Clone(s.trace[len(s.trace)-s.cfg.TraceLines:])
+	}
+	if s.cfg.Trace != nil {
+		fmt.Fprintln(s.cfg.Trace, line)
+	}
+}
+
+// fail records the first violation and stops the run.
+func (s *Sim) fail(invariant, format string, args ...any) {
+	if s.failed {
+		return
+	}
+	s.failed = true
+	detail := fmt.Sprintf(format, args...)
+	s.tracef("VIOLATION %s: %s", invariant, firstLine(detail))
+	tail := s.trace
+	if len(tail) > s.cfg.TraceLines {
+		tail = tail[len(tail)-s.cfg.TraceLines:]
+	}
+	s.failure = &Failure{Seed: s.cfg.Seed, Step: s.step, NowMs: s.now, Invariant: invariant, Detail: detail, Trace: slices.Clone(tail)}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// knownBug reports a known bug in another package (a skipped test in
+// known_bugs_test.go replays it). Unless FailOnKnownBugs, the replica is
+// marked stalled so liveness checks skip it, and the run goes on.
+func (s *Sim) knownBug(p *simPart, name, format string, args ...any) {
+	if s.cfg.FailOnKnownBugs {
+		s.fail("known bug "+name, format, args...)
+		return
+	}
+	if p.knownBug == "" {
+		p.knownBug = name
+		s.report.KnownBugs[name]++
+		s.tracef("known bug %s: %s", name, fmt.Sprintf(format, args...))
+	}
+}
+
+// injectFaults draws this step's faults.
+func (s *Sim) injectFaults() {
+	cfg := s.cfg
+	if s.chance(cfg.CrashProb) {
+		if b := s.pickBroker(true); b != nil {
+			s.report.Faults["crash"]++
+			b.crash()
+			s.after(int64(100+s.rng.IntN(3000)), func() {
+				if !b.up {
+					b.start()
+				}
+			})
+		}
+	}
+	if s.chance(cfg.CleanRestartProb) {
+		if b := s.pickBroker(true); b != nil && b.registered {
+			s.report.Faults["clean-restart"]++
+			b.stopClean()
+			s.after(int64(50+s.rng.IntN(1500)), func() {
+				if !b.up {
+					b.start()
+				}
+			})
+		}
+	}
+	if s.chance(cfg.CutProb) {
+		a := nodeID(s.rng.IntN(len(s.brokers) + 1))
+		c := nodeID(s.rng.IntN(len(s.brokers) + 1))
+		if a != c {
+			s.report.Faults["link-cut"]++
+			heal := s.now + int64(100+s.rng.IntN(4000))
+			s.net.cuts[link(a, c)] = heal
+			s.tracef("cut link %d-%d until %d", a, c, heal)
+		}
+	}
+	if s.chance(cfg.IsolateProb) {
+		a := nodeID(1 + s.rng.IntN(len(s.brokers)))
+		s.report.Faults["isolate"]++
+		heal := s.now + int64(200+s.rng.IntN(3000))
+		for c := nodeID(0); int(c) <= len(s.brokers); c++ {
+			if c != a {
+				s.net.cuts[link(a, c)] = heal
+			}
+		}
+		for _, pr := range s.producers {
+			s.net.cuts[link(a, pr.node())] = heal
+		}
+		for _, c := range s.consumers {
+			s.net.cuts[link(a, c.node())] = heal
+		}
+		s.tracef("isolate broker %d until %d", a, heal)
+	}
+	if s.chance(cfg.ControllerRestartProb) {
+		s.ctl.restart()
+	}
+	if s.chance(cfg.ConfigFlipProb) {
+		s.report.Faults["config-flip"]++
+		key, val := metastate.KeyMinInsyncReplicas, strconv.Itoa(1+s.rng.IntN(3))
+		if s.chance(0.5) {
+			key, val = metastate.KeyUncleanLeaderElection, strconv.FormatBool(s.chance(0.3))
+		}
+		s.tracef("config %s=%s", key, val)
+		s.ctl.do("config "+key, false, func() *pb.MetadataDelta {
+			d, _ := s.ctl.state.AlterConfigs(&pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
+				Resource: &pb.ConfigResource{Type: pb.ConfigResourceType_CONFIG_RESOURCE_TYPE_CLUSTER},
+				Set:      map[string]string{key: val}}}})
+			return d
+		})
+		if key == metastate.KeyMinInsyncReplicas {
+			s.lastMinISRChange = s.ctl.state.Offset()
+		}
+	}
+	if s.chance(cfg.PreferredElectionProb) {
+		s.report.Faults["preferred-election"]++
+		s.ctl.do("elect-preferred", false, func() *pb.MetadataDelta {
+			d, _ := s.ctl.state.ElectLeaders(&pb.ElectLeadersRequest{Type: pb.ElectionType_ELECTION_TYPE_PREFERRED}, s.now)
+			return d
+		})
+	}
+}
+
+func (s *Sim) pickBroker(up bool) *simBroker {
+	var c []*simBroker
+	for _, b := range s.brokers {
+		if b.up == up {
+			c = append(c, b)
+		}
+	}
+	if len(c) == 0 {
+		return nil
+	}
+	return c[s.rng.IntN(len(c))]
+}
