@@ -21,6 +21,15 @@
 //   - one goroutine per in-flight AlterPartition (the machine keeps at most
 //     one per partition) feeds the controller's answer back.
 //   - with FlushEveryBatch, a per-partition syncer group-commits fsyncs.
+//   - one mirror runner per hosted partition of a mirror topic (mirror.go,
+//     SPEC §6): while this broker leads the partition it owns a
+//     mirror/plan.Machine and performs its actions — BumpLeaderEpoch RPCs,
+//     replica.TruncateAsLeader, __mirror_state writes (one ordered writer,
+//     acks=all, mirrorstate.go), the Fetch{MIRROR} loop through a
+//     mirror/source.Client, the writable flag and taints; heartbeats carry
+//     the runners' MirrorPartitionStatus. Every broker answers
+//     GetLastMirroredEpochs (MirrorSourceService) from what it read of
+//     __mirror_state.
 //
 // # Concurrency contract
 //

@@ -220,11 +220,22 @@ func (r *mirrorRunner) poke() {
 	}
 }
 
-// post delivers an event to the runner (dropped once it stopped).
+// post delivers an event to the runner (dropped once it stopped). It never
+// blocks its caller, who may hold a partition lock the runner is waiting
+// for, or be the runner itself: with a full queue it delivers from a
+// goroutine (events carry their Seq or Session, so order does not matter
+// for correctness).
 func (r *mirrorRunner) post(ev plan.Event) {
 	select {
 	case r.evc <- ev:
 	case <-r.done:
+	default:
+		go func() {
+			select {
+			case r.evc <- ev:
+			case <-r.done:
+			}
+		}()
 	}
 }
 
@@ -370,6 +381,9 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 			return
 		}
 		r.m = m
+		// The machine's clock starts at the first Tick: set it before any
+		// deadline (PREPARING, PENDING) is computed from it.
+		r.step(plan.Tick{NowMs: b.nowMs()})
 	}
 	if !r.leader || (le > r.knownLE && r.bumps == 0) {
 		// A leadership this machine did not cause: load the state records

@@ -185,7 +185,9 @@ func (p *partition) syncEpochsLocked(want []epoch.Entry) {
 	}
 	if n := len(want); n > 0 {
 		last := want[n-1]
-		if !slices.Contains(have, last) {
+		// Re-assigning the machine's last entry also drops a stale tail the
+		// log kept (an epoch without records cut at the LEO, §6.2c).
+		if !slices.Contains(have, last) || have[len(have)-1] != last {
 			if err := p.log.AssignEpoch(last.Epoch, last.StartOffset); err != nil {
 				p.failLocked(err)
 				return

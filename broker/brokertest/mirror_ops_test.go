@@ -50,7 +50,7 @@ func TestMirrorStopUnreachableAndRestart(t *testing.T) {
 	produceN(ctx, a, "t", 2, "a")
 	// The controller knows only what heartbeats reported: wait until they
 	// carry the fetcher's error.
-	b.WaitFor("controller sees the fetch error", func() bool {
+	pollFor(t, "controller sees the fetch error", func() bool {
 		d, err := b.MirrorAdmin().DescribeMirrors(ctx, &pb.DescribeMirrorsRequest{Names: []string{"m"}})
 		return err == nil && len(d.GetMirrors()) == 1 && len(d.GetMirrors()[0].GetPartitions()) == 1 &&
 			d.GetMirrors()[0].GetPartitions()[0].GetLastError() != ""
@@ -80,5 +80,22 @@ func TestMirrorStopUnreachableAndRestart(t *testing.T) {
 	}
 	if got, wantTail := b.LeaderLog("t", 0), want+" 10@"; len(got) <= len(wantTail) || got[:len(wantTail)] != wantTail {
 		t.Fatalf("B log %q, want %q…", got, wantTail)
+	}
+}
+
+// pollFor re-checks cond every 50 ms for up to 30 s: for conditions on the
+// controller's heartbeat-fed view, which no broker change notification
+// announces.
+func pollFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }

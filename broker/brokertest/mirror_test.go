@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 )
 
@@ -54,10 +55,43 @@ func TestMirrorInitialReadOnly(t *testing.T) {
 	if got := b.LogEndOffset(leader, "t", 0); got != leo {
 		t.Fatalf("LEO moved %d -> %d", leo, got)
 	}
+	// B is no mirror source while it is read-only (inv. 17).
+	fr, err := b.FetchClient(leader).Fetch(ctx, &pb.FetchRequest{ReplicaId: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_MIRROR,
+		Partitions: []*pb.FetchPartition{{Topic: "t", Partition: 0, FetchOffset: 0, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1}}})
+	if err != nil || fr.GetPartitions()[0].GetError() != pb.ErrorCode_ERROR_CODE_INVALID_MIRROR_SOURCE {
+		t.Fatalf("MIRROR fetch from a mirror: %v %v", fr, err)
+	}
 	// The followers of B replicate the mirrored records too.
-	b.WaitFor("B followers caught up", func() bool {
-		for _, id := range b.IDs() {
-			if b.LogString(id, "t", 0) != want {
+	waitReplicasIdentical(b, "t", want)
+
+	// Stop with waitForCatchUp once caught up (lag 0 reported): STOPPED.
+	pollFor(t, "controller sees lag 0", func() bool {
+		d, err := b.MirrorAdmin().DescribeMirrors(ctx, &pb.DescribeMirrorsRequest{Names: []string{"m"}})
+		if err != nil || len(d.GetMirrors()) != 1 || len(d.GetMirrors()[0].GetPartitions()) != 1 {
+			return false
+		}
+		p := d.GetMirrors()[0].GetPartitions()[0]
+		return p.GetState() == pb.MirrorState_MIRROR_STATE_MIRRORING && p.GetLagRecords() == 0 && p.GetSourceHighWatermark() == 5
+	})
+	if err := mirrorResults("stop", b.StopMirror("m", true, 5*time.Second, "t")); err != nil {
+		t.Fatal(err)
+	}
+	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_STOPPED)
+	if off := b.MustProduce(ctx, "t", 0, -1, []byte("b5")); off != 5 {
+		t.Fatalf("first produce after stop at %d, want 5", off)
+	}
+}
+
+// waitReplicasIdentical waits until every replica of topic-0 holds want.
+func waitReplicasIdentical(c *Cluster, topic, want string) {
+	c.T.Helper()
+	c.WaitForTimeout(c.Name+" replicas identical", 30*time.Second, func() bool {
+		_, _, _, rs, ok := c.PartitionInfo(topic, 0)
+		if !ok || len(rs) == 0 {
+			return false
+		}
+		for _, id := range rs {
+			if c.LogString(twinlog.BrokerID(id), topic, 0) != want {
 				return false
 			}
 		}

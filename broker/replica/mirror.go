@@ -68,6 +68,11 @@ func (r *Replica) TruncateAsLeader(o twinlog.Offset, nowMs int64) error {
 	if r.role != RoleLeader {
 		return fmt.Errorf("truncate to %d: %w", o, ErrNotLeader)
 	}
+	if o == r.leo && r.cache.TruncateFromEnd(o) {
+		// Nothing to cut but an epoch without records (an LMLE truncation
+		// at the LEO, §6.2c).
+		r.rd.EpochsChanged = true
+	}
 	r.truncateLog(o, "as leader")
 	r.hwFloor = r.hw
 	r.truncatedInLE = true

@@ -33,9 +33,14 @@ func LMLETruncationOffset(cache *epoch.Cache, lmle twinlog.Epoch, logStart, leo 
 		return Truncation{Full: true, Offset: logStart, RestartAt: logStart}
 	}
 	o, ok := cache.StartOffsetOfFirstEpochAfter(lmle)
-	if !ok || o >= leo {
+	if !ok || o > leo {
 		return Truncation{NoOp: true, Offset: twinlog.NoOffset}
 	}
+	// o == leo: a foreign epoch with no records (a leader's own (LE, LEO)
+	// entry from before the start). Truncating at the LEO removes only the
+	// cache entry, which must go: the cache of a mirror partition holds
+	// record epochs only (§6.2c, inv. 16), and a stale higher entry would
+	// make every later fetch's lastFetchedEpoch diverge.
 	if o < logStart {
 		// The first foreign epoch starts before the retained log: every
 		// retained record is foreign.

@@ -39,7 +39,9 @@ func TestLMLETruncationOffset(t *testing.T) {
 		{"gap epoch: first epoch > lmle", []E{en(1, 0), en(5, 4)}, 3, 0, 8, plan.Truncation{Offset: 4}},
 		{"no epoch after lmle: no-op", []E{en(1, 0), en(3, 2)}, 3, 0, 6, plan.Truncation{NoOp: true, Offset: -1}},
 		{"§6.10 row 7: lmle 5 no-op", []E{en(1, 0), en(5, 2)}, 5, 0, 4, plan.Truncation{NoOp: true, Offset: -1}},
-		{"epoch after lmle without records", []E{en(1, 0), en(4, 3)}, 1, 0, 3, plan.Truncation{NoOp: true, Offset: -1}},
+		// An epoch without records after the LMLE is cut at the LEO (cache only):
+		// a mirror cache holds record epochs only (§6.2c, inv. 16).
+		{"epoch after lmle without records", []E{en(1, 0), en(4, 3)}, 1, 0, 3, plan.Truncation{Offset: 3}},
 		{"every retained record foreign", []E{en(2, 0)}, 1, 5, 9, plan.Truncation{Full: true, Offset: 5, RestartAt: 5}},
 	}
 	for _, tt := range tests {

@@ -139,7 +139,7 @@ type PartitionLeader struct {
 
 // Leader resolves tp's leader from the cache, refreshing when unknown or
 // when refresh is set. Errors: UNKNOWN_TOPIC_OR_PARTITION (the source does
-// not have it), LEADER_NOT_AVAILABLE, or ErrUnreachable.
+// not have it), NOT_LEADER_OR_FOLLOWER (no live leader), or ErrUnreachable.
 func (c *Client) Leader(ctx context.Context, tp twinlog.TopicPartition, refresh bool) (PartitionLeader, pb.ErrorCode, error) {
 	if refresh || c.Topic(tp.Topic) == nil {
 		if err := c.Refresh(ctx, tp.Topic); err != nil {
