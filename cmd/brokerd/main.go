@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/twinlog/twinlog"
@@ -31,6 +32,9 @@ import (
 	"github.com/twinlog/twinlog/metrics"
 	"github.com/twinlog/twinlog/storage"
 )
+
+// The codec shares the broker's non-zeroing buffer pool (see broker.BufferPool).
+func init() { experimental.SetDefaultBufferPool(broker.BufferPool) }
 
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
