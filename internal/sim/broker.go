@@ -35,6 +35,7 @@ type simBroker struct {
 
 	nextHeartbeat, nextMetadata, nextTick, nextFlush, nextCheckpoint int64
 	registerSentAt                                                   int64
+	registerSeq                                                      int
 	metadataInFlight                                                 bool
 	metadataSentAt                                                   int64
 	// lostLEO holds each partition's LEO at the last crash, to detect
@@ -66,7 +67,8 @@ type simPart struct {
 	leaderHW    int64
 
 	lastDiverging replica.FetchRequest // request of the last DivergingEpoch answer
-	knownBug      string               // a known bug stalled this replica
+	knownBugs     map[string]bool      // known bugs seen on this replica
+	stalled       bool                 // a known bug stalled it: liveness skips it
 }
 
 func newBroker(s *Sim, id int32) *simBroker {
@@ -107,7 +109,12 @@ func (b *simBroker) sendRegister() {
 	s := b.s
 	b.registerSentAt = s.now
 	prev := int64(b.prevEpoch)
+	if b.epoch > 0 {
+		prev = b.epoch // re-registering a live broker: its logs are intact
+	}
 	inc := b.inc
+	b.registerSeq++
+	seq := b.registerSeq
 	s.net.send(b.node(), controllerNode, "register", func() {
 		c := s.ctl
 		var resp *pb.RegisterBrokerResponse
@@ -118,7 +125,7 @@ func (b *simBroker) sendRegister() {
 			return d
 		})
 		s.net.send(controllerNode, b.node(), "register-resp", func() {
-			if b.inc != inc || b.registered || resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+			if b.inc != inc || b.registerSeq != seq || b.epoch == resp.GetBrokerEpoch() || resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 				return
 			}
 			b.registered = true
@@ -235,11 +242,23 @@ func (b *simBroker) timers() {
 func (b *simBroker) heartbeat() {
 	s := b.s
 	req := &pb.BrokerHeartbeatRequest{BrokerId: b.id, BrokerEpoch: b.epoch, AppliedOffset: b.image.Offset()}
+	inc := b.inc
 	s.net.send(b.node(), controllerNode, "heartbeat", func() {
 		c := s.ctl
+		var resp *pb.BrokerHeartbeatResponse
 		c.do(fmt.Sprintf("heartbeat %d", b.id), false, func() *pb.MetadataDelta {
-			d, _ := c.state.Heartbeat(req, s.now)
+			d, r := c.state.Heartbeat(req, s.now)
+			resp = r
 			return d
+		})
+		s.net.send(controllerNode, b.node(), "heartbeat-resp", func() {
+			// broker.go heartbeat: a stale epoch (someone registered this
+			// id since) means register again, as a live broker.
+			if b.inc == inc && b.up && resp.GetError() == pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH && req.GetBrokerEpoch() == b.epoch &&
+				s.now-b.registerSentAt > s.cfg.RPCTimeoutMs {
+				s.tracef("broker %d heartbeat: stale broker epoch %d; re-registering", b.id, b.epoch)
+				b.sendRegister()
+			}
 		})
 	})
 }
@@ -457,6 +476,18 @@ func (p *simPart) applyLogOps(rd replica.Ready) {
 			s.fail("log op", "broker %d %s: %v: %v", p.b.id, p.key, op, err)
 			return
 		}
+		if (op.Kind == replica.OpTruncate || op.Kind == replica.OpRestart) && !s.cfg.FailOnKnownBugs {
+			// Workaround for the known bug storage-stale-recovery-point
+			// (TestKnownBugStaleRecoveryPoint): truncation lowers the
+			// recovery point in memory only; a crash before the next
+			// checkpoint reopens with the old, higher one and Open fails
+			// with ErrCorrupt. Kafka's LogManager.truncateTo checkpoints
+			// the recovery points after truncating.
+			if err := p.b.dir.Checkpoint(); err != nil {
+				s.fail("storage checkpoint", "%v", err)
+				return
+			}
+		}
 	}
 }
 
@@ -539,7 +570,10 @@ func (p *simPart) deliverResult(res replica.ProduceResult) {
 		return
 	}
 	delete(p.results, res.ID)
-	pr.reply(res.Error, int64(res.BaseOffset), pr.le)
+	// The LE in which the record became committed (an acks=all request
+	// appended in an earlier LE of this leader completes in the current
+	// one): the history's generation of the ack.
+	pr.reply(res.Error, int64(res.BaseOffset), int32(p.r.LeaderEpoch()))
 }
 
 func (p *simPart) sendAlterPartition(ap replica.AlterPartitionProposal) {
@@ -555,6 +589,25 @@ func (p *simPart) sendAlterPartition(ap replica.AlterPartitionProposal) {
 		}
 		answered = true
 		p.r.HandleAlterPartitionResponse(ap.Seq, resp, s.now)
+		if resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE && p.r.Role() == replica.RoleLeader {
+			// The outcome may be unknown (timeout) or the answer stale
+			// (INVALID_UPDATE_VERSION after a retried, applied request):
+			// the controller may hold an ISR the leader no longer counts.
+			pr := s.ctl.state.Partition(p.tp.Topic, p.tp.Partition)
+			if pr.GetLeaderEpoch() == int32(p.r.LeaderEpoch()) && pr.GetLeader() == b.id {
+				for _, id := range pr.GetIsr() {
+					if !slices.Contains(p.r.MaximalISR(), twinlog.BrokerID(id)) {
+						s.knownBug(p, "replica-rollback-after-commit",
+							"broker %d %s: alter-partition seq %d answered %v; the leader rolled back to maximal ISR %v but the controller committed ISR %v (LE %d PE %d): HW may now pass controller-ISR member %d (SPEC §8.7)",
+							b.id, p.key, ap.Seq, shortCode(resp.GetError()), p.r.MaximalISR(), pr.GetIsr(), pr.GetLeaderEpoch(), pr.GetPartitionEpoch(), id)
+						if !s.cfg.Strict87 {
+							s.suspend87[p.key] = pr.GetLeaderEpoch()
+						}
+						break
+					}
+				}
+			}
+		}
 		p.processReady()
 	}
 	// The shell's RPC deadline: no answer is REQUEST_TIMED_OUT (rollback).
@@ -681,6 +734,9 @@ func (p *simPart) handleFetchResponse(resp replica.FetchResponse, recs []byte) {
 			resp.Batches = append(resp.Batches, replica.BatchMeta{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()})
 		}
 	}
+	if s.cfg.mutation == "ignore-divergence" && resp.DivergingEpoch != nil {
+		resp.DivergingEpoch = nil
+	}
 	leBefore := p.r.LeaderEpoch()
 	leoBefore, cacheBefore := p.r.LogEndOffset(), p.r.EpochEntries()
 	p.fetched = recs
@@ -691,6 +747,7 @@ func (p *simPart) handleFetchResponse(resp replica.FetchResponse, recs []byte) {
 		// The same DivergingEpoch answer twice and nothing changed: the
 		// follower's cache ends with an epoch that starts at its LEO (it
 		// led that epoch without writing) and truncating to LEO keeps it.
+		p.stalled = true
 		p.b.s.knownBug(p, "replica-empty-epoch-at-leo",
 			"broker %d %s: DivergingEpoch %v at LEO %d leaves cache %v: truncateLog(o == LEO) skips truncateFromEnd (SPEC §4.4; Kafka UnifiedLog.truncateTo trims the cache even then); the follower refetches forever",
 			p.b.id, p.key, *d, leoBefore, cacheBefore)

@@ -52,16 +52,16 @@ func (p *simPart) check() {
 		p.validatedLE = max(p.validatedLE, le)
 		if le >= s.lastUnclean[p.key] && hw > s.trueHW[p.key] {
 			s.trueHW[p.key] = hw
-			if p.b.image.Offset() < s.lastMinISRChange && !s.cfg.StrictMinISR {
+			if p.b.image.Offset() < s.lastMinISRChange && !s.cfg.Strict87 {
 				// SPEC §3.8: the leader still uses the old m, so the HW
 				// may pass members the controller (new m) keeps in ELR.
 				// §8.7 cannot hold for them until the next leader epoch;
 				// see TestMinISRRaceELRBelowHW.
-				if s.staleMinISR[p.key] != le {
+				if s.suspend87[p.key] != le {
 					s.report.StaleMinISRAdvances++
 					s.tracef("%s: HW %d advanced by broker %d with metadata %d older than the min.insync.replicas change at %d", p.key, hw, p.b.id, p.b.image.Offset(), s.lastMinISRChange)
 				}
-				s.staleMinISR[p.key] = le
+				s.suspend87[p.key] = le
 			}
 			s.tracef("trueHW %s = %d (broker %d LE %d, ISR %v, maximal %v, LEO %d)", p.key, hw, p.b.id, le, p.r.ISR(), p.r.MaximalISR(), p.r.LogEndOffset())
 		}
@@ -79,7 +79,7 @@ func (s *Sim) checkStep() {
 		if pr == nil {
 			continue
 		}
-		if s.staleMinISR[key] == pr.GetLeaderEpoch() {
+		if s.suspend87[key] == pr.GetLeaderEpoch() {
 			continue
 		}
 		s.report.Checks["§8.7 trueHW"]++

@@ -168,7 +168,7 @@ func (pr *producer) result(tp twinlog.TopicPartition, acks replica.Acks, values 
 	}
 	m := s.minISRNow(tp.Topic)
 	for i, v := range values {
-		s.hist.RecordAck(tp.String(), base+int64(i), v, le, acks == replica.AcksAll, m)
+		s.hist.RecordAck(tp.String(), base+int64(i), v, le, acks == replica.AcksAll || s.cfg.mutation == "acks1-as-all", m)
 	}
 	if acks == replica.AcksAll {
 		s.report.AckedAll += len(values)

@@ -100,7 +100,12 @@ func (h *History) violate(inv, tp, format string, args ...any) {
 }
 
 // Violations returns everything found so far.
-func (h *History) Violations() []Violation { return slices.Clone(h.violations) }
+func (h *History) Violations() []Violation {
+	if len(h.violations) == 0 {
+		return nil
+	}
+	return slices.Clone(h.violations)
+}
 
 // generation is the number of recorded truncations that installed a leader
 // epoch ≤ le: two leader epochs of one generation must agree on every offset

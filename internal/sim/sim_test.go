@@ -162,3 +162,21 @@ func TestRegressionSeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestChecksBite breaks the shell on purpose and expects the checks to
+// notice within a few seeds: a simulator whose checks never fail proves
+// nothing.
+func TestChecksBite(t *testing.T) {
+	for _, m := range []string{"acks1-as-all", "ignore-divergence"} {
+		t.Run(m, func(t *testing.T) {
+			for seed := uint64(1); seed <= 30; seed++ {
+				_, err := Run(Config{Seed: seed, FaultMs: 10_000, HealMs: 10_000, mutation: m})
+				if err != nil {
+					t.Logf("seed %d caught it: %s", seed, firstLine(err.Error()))
+					return
+				}
+			}
+			t.Fatalf("mutation %s went unnoticed over 30 seeds", m)
+		})
+	}
+}

@@ -1,0 +1,135 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+)
+
+func kinds(vs []Violation) string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Invariant)
+	}
+	return strings.Join(out, ", ")
+}
+
+func TestHistoryClean(t *testing.T) {
+	h := NewHistory()
+	h.RecordAck("t-0", 0, "a", 1, true, 2)
+	h.RecordAck("t-0", 1, "b", 1, false, 2)
+	h.RecordRead("c", "t-0", 0, "a", 1)
+	h.RecordRead("c", "t-0", 1, "b", 2)
+	h.Final("t-0", map[int64]string{0: "a", 1: "b"}, 2)
+	if vs := h.Violations(); len(vs) != 0 {
+		t.Fatalf("violations: %v", vs)
+	}
+}
+
+func TestHistoryOffsetTwoValues(t *testing.T) {
+	h := NewHistory()
+	h.RecordAck("t-0", 5, "a", 1, true, 2)
+	h.RecordRead("c", "t-0", 5, "b", 2)
+	if got := kinds(h.Violations()); got != "§8.13 offset with two values" {
+		t.Fatalf("got %q", got)
+	}
+	// A recorded truncation between the two leader epochs allows it.
+	h = NewHistory()
+	h.RecordAck("t-0", 5, "a", 1, true, 2)
+	h.RecordTruncation("t-0", 2)
+	h.RecordRead("c", "t-0", 5, "b", 2)
+	if vs := h.Violations(); len(vs) != 0 {
+		t.Fatalf("violations: %v", vs)
+	}
+	// ... but not a read served by a later, clean epoch of the same
+	// generation as the first.
+	h.RecordRead("d", "t-0", 5, "a", 3)
+	if got := kinds(h.Violations()); got != "§8.13 offset with two values" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestHistoryAcksOneNotShown(t *testing.T) {
+	// acks=1 records are not below the HW when acknowledged: losing them
+	// is allowed, so a different value later is no violation.
+	h := NewHistory()
+	h.RecordAck("t-0", 3, "a", 1, false, 2)
+	h.RecordRead("c", "t-0", 3, "b", 2)
+	h.Final("t-0", map[int64]string{3: "b"}, 2)
+	if vs := h.Violations(); len(vs) != 0 {
+		t.Fatalf("violations: %v", vs)
+	}
+}
+
+func TestHistoryValueTwoOffsets(t *testing.T) {
+	h := NewHistory()
+	h.RecordAck("t-0", 3, "a", 1, false, 2)
+	h.RecordRead("c", "t-0", 4, "a", 1)
+	if got := kinds(h.Violations()); got != "§8.13 value at two offsets" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestHistoryNonMonotonicRead(t *testing.T) {
+	h := NewHistory()
+	h.RecordRead("c", "t-0", 3, "a", 1)
+	h.RecordRead("c", "t-0", 3, "a", 1)
+	if got := kinds(h.Violations()); got != "non-monotonic read" {
+		t.Fatalf("got %q", got)
+	}
+	h = NewHistory()
+	h.RecordRead("c", "t-0", 3, "a", 1)
+	h.RecordReset("c", "t-0")
+	h.RecordRead("c", "t-0", 0, "z", 1)
+	h.RecordRead("d", "t-0", 0, "z", 1) // another consumer
+	if vs := h.Violations(); len(vs) != 0 {
+		t.Fatalf("violations: %v", vs)
+	}
+}
+
+func TestHistoryLostAck(t *testing.T) {
+	h := NewHistory()
+	h.RecordAck("t-0", 0, "a", 1, true, 2)
+	h.RecordAck("t-0", 1, "b", 1, true, 2)
+	h.Final("t-0", map[int64]string{0: "a"}, 3)
+	if got := kinds(h.Violations()); got != "§8.12 acked write lost" {
+		t.Fatalf("got %q", got)
+	}
+
+	// After a recorded truncation (unclean election) the loss is allowed.
+	h = NewHistory()
+	h.RecordAck("t-0", 0, "a", 1, true, 2)
+	h.RecordAck("t-0", 1, "b", 1, true, 2)
+	h.RecordTruncation("t-0", 3)
+	h.Final("t-0", map[int64]string{0: "a"}, 3)
+	if vs := h.Violations(); len(vs) != 0 {
+		t.Fatalf("violations: %v", vs)
+	}
+
+	// m lossy unclean shutdowns after the ack allow it; fewer do not.
+	h = NewHistory()
+	h.RecordAck("t-0", 0, "a", 1, true, 2)
+	h.RecordAck("t-0", 1, "b", 1, true, 2)
+	h.RecordLossyShutdown("t-0", 1, 1)
+	h.Final("t-0", map[int64]string{0: "a"}, 3)
+	if got := kinds(h.Violations()); got != "§8.12 acked write lost" {
+		t.Fatalf("one lossy shutdown with m 2: got %q", got)
+	}
+	h = NewHistory()
+	h.RecordAck("t-0", 0, "a", 1, true, 2)
+	h.RecordAck("t-0", 1, "b", 1, true, 2)
+	h.RecordLossyShutdown("t-0", 1, 1)
+	h.RecordLossyShutdown("t-0", 2, 0)
+	h.Final("t-0", map[int64]string{0: "a"}, 3)
+	if vs := h.Violations(); len(vs) != 0 {
+		t.Fatalf("violations: %v", vs)
+	}
+	// A lossy shutdown before the ack does not count.
+	h = NewHistory()
+	h.RecordLossyShutdown("t-0", 1, 1)
+	h.RecordLossyShutdown("t-0", 2, 0)
+	h.RecordAck("t-0", 1, "b", 1, true, 2)
+	h.Final("t-0", map[int64]string{}, 3)
+	if got := kinds(h.Violations()); got != "§8.12 acked write lost" {
+		t.Fatalf("got %q", got)
+	}
+}
