@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -212,6 +213,9 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	}
 	if c.obs == nil {
 		c.obs = nopObserver{}
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("controller: create data dir: %w", err)
 	}
 	store, err := boltstore.Open(filepath.Join(cfg.DataDir, "controller.db"), boltstore.Options{Timeout: cfg.BoltTimeout})
 	if err != nil {

@@ -712,3 +712,17 @@ func TestShutdownEndsLongPolls(t *testing.T) {
 		t.Fatalf("shutdown took %v", d)
 	}
 }
+
+// TestNewCreatesDataDir: a fresh data dir (as in a first start) is created
+// rather than failing with ENOENT.
+func TestNewCreatesDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nested", "controller")
+	c, err := New(Config{DataDir: dir}, Deps{})
+	if err != nil {
+		t.Fatalf("New with a missing data dir: %v", err)
+	}
+	c.Close()
+	if _, err := os.Stat(filepath.Join(dir, "controller.db")); err != nil {
+		t.Fatal(err)
+	}
+}
