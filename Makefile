@@ -14,8 +14,12 @@ all: build
 build:
 	$(GO) build $(PKGS)
 
+# test: every package with the race detector (the simulator's 50 default
+# seeds included), then 200 simulator seeds plus the regression seeds
+# without -race (issue 7's CI floor; ~20 s).
 test:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -timeout 10m ./internal/sim -run TestSimSeeds -sim.seeds=200
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
@@ -59,7 +63,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./storage/... ./controller/...
 	$(GO) run ./cmd/twinbench --inprocess --partitions 8 --rf 3 --min-isr 2 --acks -1 --record-size 1024 --duration 30s
 
-# sim runs the deterministic two-cluster simulator over SEEDS seeds.
+# sim runs the deterministic simulator (one cluster so far) over SEEDS seeds.
 SEEDS ?= 2000
 sim:
 	@if [ ! -d internal/sim ]; then echo "make sim: internal/sim does not exist yet (the simulator is being written); nothing to run"; exit 0; fi
