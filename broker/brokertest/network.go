@@ -22,6 +22,7 @@ type Network struct {
 	lis   map[string]*bufconn.Listener // addr → listener
 	cut   map[[2]string]bool           // ordered pair of node names
 	conns map[[2]string][]net.Conn     // from, to → conns
+	gates gates                        // test hooks on calls (gate.go)
 }
 
 // NewNetwork returns an empty network.
@@ -93,6 +94,7 @@ func (n *Network) Dial(from string) func(addr string) (*grpc.ClientConn, error) 
 		return grpc.NewClient("passthrough:///"+addr,
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
+			grpc.WithChainUnaryInterceptor(n.gates.interceptor(from, to)),
 			grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
 				BaseDelay: 10 * time.Millisecond, Multiplier: 1.5, MaxDelay: 100 * time.Millisecond,
 			}, MinConnectTimeout: time.Second}),
