@@ -71,6 +71,11 @@ type Broker struct {
 
 	hbKick chan struct{}
 	wg     sync.WaitGroup
+	// runCtx is Run's inner context (it outlives Run's ctx through the
+	// controlled shutdown); background work started outside Run's loops
+	// (AlterPartition retries) stops with it.
+	runCtx  context.Context
+	stopRun context.CancelFunc
 
 	// Mirror runners (mirror.go) and what this broker read of
 	// __mirror_state (mirrorstate.go).
@@ -93,6 +98,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		image: metastate.New(metastate.Config{}), parts: map[twinlog.TopicPartition]*partition{},
 		fetchers: map[twinlog.BrokerID]*fetcher{}, changed: make(chan struct{}), hbKick: make(chan struct{}, 1),
 	}
+	b.runCtx, b.stopRun = context.WithCancel(context.Background())
 	if b.fs == nil {
 		b.fs = storage.OSFS{}
 	}
@@ -235,7 +241,7 @@ func (b *Broker) Run(ctx context.Context) error {
 
 	// inner outlives ctx: the controlled shutdown still needs metadata and
 	// heartbeats after ctx is done.
-	inner, stop := context.WithCancel(context.Background())
+	inner, stop := b.runCtx, b.stopRun
 	defer stop()
 	go func() {
 		select {
@@ -594,42 +600,71 @@ func (b *Broker) minISR(topic string) int {
 }
 
 // sendAlterPartition sends one ISR change (the machine keeps at most one in
-// flight per partition) and feeds the answer back. A transport failure is
-// retried while the partition still leads in that epoch, then reported as
-// an error so the machine rolls back.
+// flight per partition) and feeds the answer back. Like Kafka's
+// AlterPartitionManager it retries, with backoff, whatever leaves the outcome
+// unknown without news from the controller (transport errors and deadlines,
+// NOT_CONTROLLER) for as long as the machine still waits for seq: the
+// machine keeps its maximal ISR on such outcomes (SPEC §4.5; rolling back
+// after the controller committed would let the HW pass a member's LEO).
+// Retrying an applied request answers INVALID_UPDATE_VERSION, and the
+// metadata carrying the newer partition epoch resolves it. A request that
+// could not be sent at all (no controller connection) is aborted after a few
+// attempts, so the machine rolls back (Kafka's OPERATION_NOT_ATTEMPTED).
 func (b *Broker) sendAlterPartition(p *partition, ap replica.AlterPartitionProposal, isrNow int) {
 	if n := len(ap.Request.GetNewIsr()); n != isrNow {
 		b.obs.ObserveISRChange(n > isrNow)
 	}
+	const (
+		minBackoff     = 100 * time.Millisecond
+		maxBackoff     = 2 * time.Second
+		notSentAborted = 5
+	)
+	pending := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.usableLocked() == nil && p.r.AlterPartitionPending(ap.Seq)
+	}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
+		backoff, sent, notSent := minBackoff, false, 0
 		var resp *pb.AlterPartitionResponse
-		for attempt := 0; attempt < 5; attempt++ {
+		for attempt := 0; ; attempt++ {
+			if attempt > 0 && !pending() {
+				return // answered by metadata (newer PE), a new LE or a re-proposal
+			}
 			ctl, err := b.controller()
 			if err == nil {
-				ctx, cancel := context.WithTimeout(context.Background(), b.cfg.RPCTimeout)
+				sent = true
+				ctx, cancel := context.WithTimeout(b.runCtx, b.cfg.RPCTimeout)
 				resp, err = ctl.AlterPartition(ctx, ap.Request)
 				cancel()
+			} else {
+				notSent++
 			}
-			if err == nil {
+			if err == nil && resp.GetError() != pb.ErrorCode_ERROR_CODE_NOT_CONTROLLER {
 				break
 			}
 			resp = nil
-			p.logger.Debug("alter partition", "err", err, "attempt", attempt)
-			if b.crashed() || !sleep(context.Background(), 100*time.Millisecond) {
+			p.logger.Debug("alter partition: retrying", "seq", ap.Seq, "err", err, "attempt", attempt)
+			if !sent && notSent >= notSentAborted {
 				break
 			}
-		}
-		if resp == nil {
-			resp = &pb.AlterPartitionResponse{Error: pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT}
+			if b.crashed() || !sleep(b.runCtx, backoff) {
+				return // stopping: the machine goes with the broker
+			}
+			backoff = min(2*backoff, maxBackoff)
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.usableLocked() != nil {
 			return
 		}
-		p.r.HandleAlterPartitionResponse(ap.Seq, resp, b.nowMs())
+		if resp == nil {
+			p.r.AbortAlterPartition(ap.Seq, b.nowMs())
+		} else {
+			p.r.HandleAlterPartitionResponse(ap.Seq, resp, b.nowMs())
+		}
 		p.processReadyLocked()
 	}()
 }

@@ -56,6 +56,7 @@ func (b *Broker) metadataLoop(ctx context.Context) {
 			continue
 		}
 		b.reconcile()
+		b.noteStateTombstones(ctx)
 		b.notifyChange()
 		b.kickHeartbeat()
 	}

@@ -114,7 +114,9 @@ func (b *Broker) syncMirrorRunners() {
 	want := map[twinlog.TopicPartition]*partition{}
 	b.metaMu.Lock()
 	for _, p := range b.partitionsUnlockedMeta() {
-		if t := b.image.Topic(p.tp.Topic); t != nil && t.GetMirrorName() != "" && t.GetTopicId() == p.topicID {
+		// Once-mirrored topics (DeleteMirror done) keep a runner too: its
+		// leader loads and answers the partition's taints (SPEC §6.4).
+		if t := b.image.Topic(p.tp.Topic); t != nil && (t.GetMirrorName() != "" || t.GetOnceMirrored()) && t.GetTopicId() == p.topicID {
 			want[p.tp] = p
 		}
 	}
@@ -189,6 +191,20 @@ func (b *Broker) repaired(tp twinlog.TopicPartition, ids []twinlog.BrokerID) {
 	r := b.runners[tp]
 	b.mirrorMu.Unlock()
 	if r == nil {
+		// A topic never mirrored has no durable taints: nothing to write.
+		// Called with p.mu held, so confirm from a goroutine.
+		if p := b.partition(tp); p != nil {
+			go func() {
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				if p.usableLocked() == nil {
+					for _, id := range ids {
+						p.r.ConfirmTaintCleared(id, b.nowMs())
+					}
+					p.processReadyLocked()
+				}
+			}()
+		}
 		return
 	}
 	for _, id := range ids {
@@ -399,6 +415,7 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 		r.replicas = nil
 		r.ensureWriter()
 		r.step(plan.BecameLeader{LeaderEpoch: le, Run: run, Lmle: lmle, Desired: desired})
+		r.resolveClearing(lmle)
 	}
 	r.applyDesired(desired)
 	if r.replicas == nil || !sameStatus(*r.replicas, st) {
@@ -407,6 +424,25 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 		r.step(plan.ReplicaStatusChanged{Status: st})
 	}
 	r.publishStatus()
+}
+
+// resolveClearing settles taints the replica cleared in memory before this
+// leadership loaded the durable state: one the loaded record still holds was
+// re-set by the machine's AddTaints (the follower repairs it again); one it
+// no longer holds is durably clear.
+func (r *mirrorRunner) resolveClearing(lmle *pb.MirrorLmleRecord) {
+	p := r.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.usableLocked() != nil {
+		return
+	}
+	for _, id := range p.r.TaintsClearing() {
+		if !slices.ContainsFunc(lmle.GetTaints(), func(t *pb.ReplicaTaint) bool { return twinlog.BrokerID(t.GetReplica()) == id }) {
+			p.r.ConfirmTaintCleared(id, r.b.nowMs())
+		}
+	}
+	p.processReadyLocked()
 }
 
 // mirrorConfigMs is the broker's own setting if set, else the cluster
@@ -498,9 +534,9 @@ func (r *mirrorRunner) perform(ctx context.Context, a plan.Action) {
 		r.bumps++
 		go r.bump(ctx, a)
 	case plan.TruncateTo:
-		r.truncate(a.Seq, a.Offset, a.Reason)
+		r.truncate(a.Seq, a.Offset, false, a.Reason)
 	case plan.TruncateFully:
-		r.truncate(a.Seq, a.RestartAt, a.Reason)
+		r.truncate(a.Seq, a.RestartAt, true, a.Reason)
 	case plan.SetAlignedEpoch:
 		p.mu.Lock()
 		if p.usableLocked() == nil {
@@ -538,7 +574,14 @@ func (r *mirrorRunner) perform(ctx context.Context, a plan.Action) {
 		p.mu.Unlock()
 		b.mobs.ObserveMirrorTaints(r.tp.Topic, r.tp.Partition, len(a.Taints))
 	case plan.ClearTaint:
-		// The replica cleared it when the follower's fetch was answered.
+		// The cleared taint is durable (acks=all): only now may the
+		// follower join the ISR (SPEC §6.6 step 4).
+		p.mu.Lock()
+		if p.usableLocked() == nil {
+			p.r.ConfirmTaintCleared(a.Replica, b.nowMs())
+			p.processReadyLocked()
+		}
+		p.mu.Unlock()
 	case plan.StopResult:
 		r.log.Warn("mirror stop not done", "error", a.Error)
 	case plan.Transition:
@@ -627,13 +670,19 @@ func (r *mirrorRunner) bump(ctx context.Context, a plan.BumpLeaderEpoch) {
 	}
 }
 
-func (r *mirrorRunner) truncate(seq uint64, o twinlog.Offset, reason plan.TruncateReason) {
+func (r *mirrorRunner) truncate(seq uint64, o twinlog.Offset, full bool, reason plan.TruncateReason) {
 	p := r.p
 	p.mu.Lock()
 	before := p.r.LogEndOffset()
 	err := p.usableLocked()
 	if err == nil {
-		err = p.r.TruncateAsLeader(o, r.b.nowMs())
+		if full {
+			// Restart empty at the source's log start, never a cut there
+			// (SPEC §6.3 OFFSET_OUT_OF_RANGE, §6.6 step 2).
+			err = p.r.TruncateFullyAsLeader(o, r.b.nowMs())
+		} else {
+			err = p.r.TruncateAsLeader(o, r.b.nowMs())
+		}
 		p.processReadyLocked()
 	}
 	after := p.r.LogEndOffset()

@@ -83,6 +83,103 @@ func (v *stateView) apply(r storage.Record) {
 type mirrorStateStore struct {
 	mu    sync.Mutex
 	views map[int32]*stateView
+	// seen: the topics (by id) of the last reconciled image, to find
+	// deletions and DeleteMirrors for the tombstones (SPEC §6.4).
+	seen map[string]stateTopic
+}
+
+// stateTopic is what the tombstones of one topic need.
+type stateTopic struct {
+	name, id, mirror string
+	partitions       int32
+}
+
+// noteStateTombstones compares the image with the last one and has the
+// tombstones appended (SPEC §6.4): a deleted topic loses both keys of every
+// partition, a topic that left its mirror because of a DeleteMirror loses
+// the run keys and keeps its LMLE keys (taints included). Every broker
+// reads the same metadata stream; only the leader of the topic's
+// __mirror_state partition appends. Called after every applied image.
+func (b *Broker) noteStateTombstones(ctx context.Context) {
+	b.metaMu.Lock()
+	cur := map[string]stateTopic{}
+	for _, name := range b.image.TopicNames() {
+		if name == source.StateTopic {
+			continue
+		}
+		t := b.image.Topic(name)
+		cur[t.GetTopicId()] = stateTopic{name: name, id: t.GetTopicId(), mirror: t.GetMirrorName(), partitions: t.GetPartitionCount()}
+	}
+	var keys []stateTombstone
+	b.mstate.mu.Lock()
+	prev, first := b.mstate.seen, b.mstate.seen == nil
+	b.mstate.seen = cur
+	b.mstate.mu.Unlock()
+	if !first {
+		for id, old := range prev {
+			now, ok := cur[id]
+			for p := range old.partitions {
+				if !ok {
+					keys = append(keys, stateTombstone{old.name, lmleStateKey(plan.LmleKey{TopicID: id, Partition: p})})
+				}
+				if old.mirror != "" && (!ok || now.mirror != old.mirror) && b.image.Mirror(old.mirror) == nil {
+					keys = append(keys, stateTombstone{old.name, runStateKey(plan.RunKey{Mirror: old.mirror, TopicID: id, Partition: p})})
+				}
+			}
+		}
+	}
+	b.metaMu.Unlock()
+	if len(keys) >= 0 { // MUTANT
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		b.appendTombstones(ctx, keys)
+	}()
+}
+
+type stateTombstone struct {
+	topic string
+	key   []byte
+}
+
+// appendTombstones writes the tombstones whose __mirror_state partition
+// this broker leads, retrying while it leads it.
+func (b *Broker) appendTombstones(ctx context.Context, keys []stateTombstone) {
+	for _, k := range keys {
+		for attempt := 0; ; attempt++ {
+			sp, ok := b.statePartitionOf(k.topic)
+			if !ok || !b.leadsState(sp) {
+				break // not ours: the leader appends it
+			}
+			err := b.writeMirrorState(ctx, k.topic, k.key, nil)
+			if err == nil {
+				b.log.Info("mirror state tombstone", "key", strconv.Quote(string(k.key)))
+				break
+			}
+			if ctx.Err() != nil || attempt >= 20 {
+				b.log.Warn("mirror state tombstone not written", "key", strconv.Quote(string(k.key)), "err", err)
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(b.cfg.TickInterval * 10):
+			}
+		}
+	}
+}
+
+// leadsState reports whether this broker leads __mirror_state partition sp.
+func (b *Broker) leadsState(sp int32) bool {
+	p := b.partition(twinlog.TopicPartition{Topic: source.StateTopic, Partition: sp})
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.usableLocked() == nil && p.r.Role() == replica.RoleLeader
 }
 
 // statePartitionOf returns the __mirror_state partition holding topic's
@@ -346,4 +443,10 @@ type mirrorSourceServer struct {
 func (s mirrorSourceServer) GetLastMirroredEpochs(ctx context.Context, req *pb.GetLastMirroredEpochsRequest) (*pb.GetLastMirroredEpochsResponse, error) {
 	resp, err := s.b.GetLastMirroredEpochs(ctx, req)
 	return resp, toStatus(err)
+}
+
+// MirrorStateRecords reads tp's __mirror_state records (run key of mirror,
+// LMLE key) up to the state partition's HW; nil when absent. For tests.
+func (b *Broker) MirrorStateRecords(ctx context.Context, mirror string, tp twinlog.TopicPartition, topicID string) (*pb.MirrorRunRecord, *pb.MirrorLmleRecord, error) {
+	return b.mirrorRecords(ctx, mirror, tp, topicID)
 }

@@ -58,6 +58,13 @@ type Log struct {
 	lastFlush     time.Time
 	closed        bool
 	failed        error // sticky I/O error: the log must be reopened
+
+	// recoveryPointLowered: a truncation lowered recoveryPoint and the
+	// checkpoint on disk may hold the old, higher value; cleared by
+	// persistLoweredRecoveryPoint, which calls onRecoveryPointLowered (set
+	// by the LogDir before the log is shared) to rewrite it.
+	recoveryPointLowered   bool
+	onRecoveryPointLowered func() error
 }
 
 // Open opens (creating if needed) the partition log in dir.
@@ -733,9 +740,13 @@ func (l *Log) AssignEpoch(e twinlog.Epoch, o twinlog.Offset) error {
 // TruncateTo removes every batch with a record at or after o (a batch
 // straddling o goes whole, so the LEO may end below o), then trims the epoch
 // cache (truncateFromEnd) and lowers HW and recovery point to the LEO. o at
-// or beyond the LEO is a no-op; o below the log start is a full truncation
-// (TruncateFullyAndStartAt(o)).
-func (l *Log) TruncateTo(o twinlog.Offset) error {
+// or beyond the LEO removes no batch but still drops cache entries starting
+// at or after o (an epoch without records, e.g. assigned at the LEO by a
+// leader entering a new epoch and cut by an LMLE truncation there, SPEC
+// §2.4, §6.2c): kept, a restart before the next append would reload it. o
+// below the log start is a full truncation (TruncateFullyAndStartAt(o)).
+func (l *Log) TruncateTo(o twinlog.Offset) (err error) {
+	defer l.persistLoweredRecoveryPoint(&err) // runs after the unlocks below
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -747,6 +758,9 @@ func (l *Log) TruncateTo(o twinlog.Offset) error {
 		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, o)
 	}
 	if o >= l.leo() {
+		if l.cache.TruncateFromEnd(o) {
+			return l.writeCheckpoint()
+		}
 		return nil
 	}
 	if o < l.logStart() {
@@ -791,7 +805,7 @@ func (l *Log) TruncateTo(o twinlog.Offset) error {
 		s.rollBaseMilli = l.opts.Clock().UnixMilli()
 	}
 	l.hw = min(l.hw, leo)
-	l.recoveryPoint = min(l.recoveryPoint, leo)
+	l.lowerRecoveryPoint(leo)
 	l.log.Warn("truncated log", "offset", o, "log_end_offset", leo, "previous_log_end_offset", old)
 	if l.cache.TruncateFromEnd(leo) {
 		return l.writeCheckpoint()
@@ -799,12 +813,51 @@ func (l *Log) TruncateTo(o twinlog.Offset) error {
 	return nil
 }
 
+// lowerRecoveryPoint sets the recovery point to min(recovery point, o) and
+// notes when that lowered it. l.mu is held.
+func (l *Log) lowerRecoveryPoint(o twinlog.Offset) {
+	if o < l.recoveryPoint {
+		l.recoveryPoint = o
+		l.recoveryPointLowered = true
+	}
+}
+
+// persistLoweredRecoveryPoint makes a recovery point that a truncation
+// lowered durable before the truncation returns (Kafka's
+// LogManager.truncateTo checkpoints the recovery points right after
+// truncating). Left only in memory, the checkpointed value stays above the
+// truncation offset: appends after it are unsynced, and if one rolls a
+// segment (the roll makes the new file durable) and the process crashes
+// before the next periodic checkpoint, the reopen finds a segment ending
+// below the old recovery point followed by a later one and refuses the log
+// (ErrCorrupt). A Log opened by a LogDir calls it back to rewrite the dir's
+// recovery-point checkpoint; it runs without l.mu and flushMu (the callback
+// reads every log of the dir). Called deferred, it keeps the first error.
+func (l *Log) persistLoweredRecoveryPoint(errp *error) {
+	l.mu.Lock()
+	lowered := l.recoveryPointLowered
+	l.recoveryPointLowered = false
+	l.mu.Unlock()
+	if !lowered || l.onRecoveryPointLowered == nil {
+		return
+	}
+	if err := l.onRecoveryPointLowered(); err != nil {
+		l.mu.Lock()
+		err = l.fail(fmt.Errorf("checkpoint recovery points after truncation: %w", err))
+		l.mu.Unlock()
+		if *errp == nil {
+			*errp = err
+		}
+	}
+}
+
 // TruncateFullyAndStartAt deletes every segment and restarts the log empty
 // at o: log start = LEO = HW = o, empty epoch cache.
-func (l *Log) TruncateFullyAndStartAt(o twinlog.Offset) error {
+func (l *Log) TruncateFullyAndStartAt(o twinlog.Offset) (err error) {
 	if o < 0 {
 		return fmt.Errorf("%w: start at %d", ErrOffsetOutOfRange, o)
 	}
+	defer l.persistLoweredRecoveryPoint(&err) // runs after the unlocks below
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -830,6 +883,7 @@ func (l *Log) truncateFullyLocked(o twinlog.Offset) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.fail(fmt.Errorf("sync dir %s: %w", l.dir, err))
 	}
+	l.lowerRecoveryPoint(o)
 	l.hw, l.recoveryPoint, l.unflushed = o, o, 0
 	l.log.Warn("truncated log fully", "offset", o)
 	if l.cache.Clear() {

@@ -546,6 +546,54 @@ func TestTruncation(t *testing.T) {
 	})
 }
 
+// TestTruncateAtLEODropsEpochWithoutRecords: an epoch assigned at the LEO
+// (no records yet) and then cut by a truncation at the LEO must leave the
+// cache and its checkpoint, so neither a crash nor a clean restart before
+// the next append reloads it (SPEC §2.4 truncateFromEnd, §6.2c).
+func TestTruncateAtLEODropsEpochWithoutRecords(t *testing.T) {
+	for _, restart := range []string{"crash", "clean"} {
+		t.Run(restart, func(t *testing.T) {
+			fsys := NewMemFS()
+			l := openLog(t, fsys, testOpts(t, newClock()))
+			appendN(t, l, 3, 1, 10, 1, 0)
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.AssignEpoch(4, 3); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.TruncateTo(3); err != nil {
+				t.Fatal(err)
+			}
+			want := []epoch.Entry{{Epoch: 1, StartOffset: 0}}
+			if got := l.Epochs().Entries(); !cmp.Equal(got, want) {
+				t.Fatalf("epochs %v, want %v", got, want)
+			}
+			checkEpochs(t, fsys, l)
+			var reopened *Log
+			if restart == "crash" {
+				reopened = openLog(t, fsys.CrashClone(), testOpts(t, newClock()))
+			} else {
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				reopened = openLog(t, fsys, testOpts(t, newClock()))
+			}
+			defer reopened.Close()
+			if got := reopened.Epochs().Entries(); !cmp.Equal(got, want) {
+				t.Fatalf("after %s restart: epochs %v, want %v", restart, got, want)
+			}
+			// The next append starts a fresh epoch at the LEO.
+			if _, err := reopened.AppendAsLeader(batchOf(t, 1, 10, 0), 2); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := reopened.Epochs().Entries(), []epoch.Entry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 3}}; !cmp.Equal(got, want) {
+				t.Fatalf("after append: epochs %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 func TestRecoveryTornTail(t *testing.T) {
 	for _, cut := range []int{1, 11, 12, 40, 47, 60} {
 		t.Run(fmt.Sprint(cut), func(t *testing.T) {

@@ -24,6 +24,11 @@ type LogDir struct {
 
 	mu   sync.Mutex
 	logs map[twinlog.TopicPartition]*Log
+
+	// ckMu serialises checkpoint writes (the periodic Checkpoint and the
+	// recovery-point rewrite after a truncation), each snapshot taken under
+	// it, so a later write never carries older values.
+	ckMu sync.Mutex
 }
 
 // ParsePartitionDir parses a "<topic>-<partition>" directory name.
@@ -79,6 +84,7 @@ func OpenLogDir(fsys FS, path string, opts Options) (*LogDir, error) {
 			d.closeAll()
 			return nil, fmt.Errorf("open log %v: %w", tp, err)
 		}
+		l.onRecoveryPointLowered = d.checkpointRecoveryPoints
 		d.logs[tp] = l
 	}
 	return d, nil
@@ -123,6 +129,7 @@ func (d *LogDir) GetOrCreate(tp twinlog.TopicPartition) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.onRecoveryPointLowered = d.checkpointRecoveryPoints
 	d.logs[tp] = l
 	return l, nil
 }
@@ -147,6 +154,8 @@ func (d *LogDir) Delete(tp twinlog.TopicPartition) error {
 // Checkpoint writes the HW, log-start and recovery-point checkpoints of
 // every open log (the broker calls it every 5 s and at shutdown, SPEC §2.5).
 func (d *LogDir) Checkpoint() error {
+	d.ckMu.Lock()
+	defer d.ckMu.Unlock()
 	logs := d.Logs()
 	hw := make(map[twinlog.TopicPartition]twinlog.Offset, len(logs))
 	ls := make(map[twinlog.TopicPartition]twinlog.Offset, len(logs))
@@ -167,6 +176,24 @@ func (d *LogDir) Checkpoint() error {
 		}
 	}
 	return nil
+}
+
+// checkpointRecoveryPoints rewrites the recovery-point checkpoint of every
+// open log. A Log calls it after a truncation lowered its recovery point,
+// before the truncation returns (see Log.persistLoweredRecoveryPoint).
+func (d *LogDir) checkpointRecoveryPoints() error {
+	d.ckMu.Lock()
+	defer d.ckMu.Unlock()
+	logs := d.Logs()
+	rp := make(map[twinlog.TopicPartition]twinlog.Offset, len(logs))
+	for tp, l := range logs {
+		l.mu.RLock()
+		if !l.closed {
+			rp[tp] = l.recoveryPoint
+		}
+		l.mu.RUnlock()
+	}
+	return WriteOffsetCheckpoint(d.fs, filepath.Join(d.path, RecoveryPointCheckpointFile), rp)
 }
 
 // Close flushes and closes every log, writes the checkpoints and then, only

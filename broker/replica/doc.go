@@ -50,8 +50,11 @@
 // # Mirror hooks (§6)
 //
 // SetMirrorPartition (no own LE in the cache), SetWritable (READ_ONLY_TOPIC,
-// INVALID_MIRROR_SOURCE), SetTaint, truncation points in PartitionState
+// INVALID_MIRROR_SOURCE), SetTaint and ConfirmTaintCleared (a repaired
+// follower joins the ISR only once its cleared taint is durable), truncation
+// points in PartitionState
 // (consumer LOG_TRUNCATED; UNKNOWN_LEADER_EPOCH in a bumped LE until
-// TruncateAsLeader), AppendAsMirrorLeader, FollowerAlignedEpoch and
+// TruncateAsLeader; TruncateFullyAsLeader restarts the log at an offset),
+// AppendAsMirrorLeader, FollowerAlignedEpoch and
 // SetAlignedEpoch.
 package replica

@@ -362,6 +362,9 @@ func (e *env) answerAlter(force ErrorCode) {
 			code = errInvalidRequest
 		case twinlog.PartitionEpoch(req.PartitionEpoch) < c.pe:
 			code = pb.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION
+		case req.MinInsyncReplicas != 0 && int(req.MinInsyncReplicas) != min(max(c.m, 1), len(c.replicas)):
+			// controller/metastate: the leader's m must be the controller's.
+			code = pb.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION
 		default:
 			for _, m := range req.NewIsr {
 				if !acc(m.BrokerId, m.BrokerEpoch) {

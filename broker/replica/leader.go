@@ -150,11 +150,7 @@ func (r *Replica) updateFollower(f FetchRequest, fs *follower, nowMs int64) {
 	fs.brokerEpoch = f.BrokerEpoch
 	fs.fetchedInLE = true
 	fs.alignedEpoch = r.le
-	if _, ok := r.taints[f.ReplicaID]; ok {
-		delete(r.taints, f.ReplicaID)
-		r.rd.TaintsCleared = append(r.rd.TaintsCleared, f.ReplicaID)
-		r.event(EventTaintCleared, "replica %d", f.ReplicaID)
-	}
+	r.repairTaint(f.ReplicaID)
 	r.maybeExpandISR(f.ReplicaID, fs)
 	r.reevaluate(nowMs)
 }
@@ -203,7 +199,7 @@ func (r *Replica) maybeExpandISR(id twinlog.BrokerID, fs *follower) {
 	if r.recovery == pb.LeaderRecoveryState_LEADER_RECOVERY_STATE_RECOVERING {
 		return // AlterPartition([self], RECOVERED) first (§3.5)
 	}
-	if _, tainted := r.taints[id]; tainted || !fs.fetchedInLE || fs.leo < r.hw || fs.leo < r.leso {
+	if r.taintBlocksISR(id) || !fs.fetchedInLE || fs.leo < r.hw || fs.leo < r.leso {
 		return
 	}
 	reg, ok := r.brokers[id]
@@ -222,7 +218,8 @@ func (r *Replica) maybeProposeRecovered() {
 
 func (r *Replica) proposeISR(isr []twinlog.BrokerID, rec pb.LeaderRecoveryState, why string) {
 	r.alterSeq++
-	r.inflight = &inflightAlter{seq: r.alterSeq, isr: isr, recovery: rec}
+	m := r.effectiveMinISR()
+	r.inflight = &inflightAlter{seq: r.alterSeq, isr: isr, recovery: rec, minISR: m}
 	req := &pb.AlterPartitionRequest{
 		BrokerId:       int32(r.cfg.ID),
 		BrokerEpoch:    int64(r.brokerEpochOf(r.cfg.ID)),
@@ -231,6 +228,10 @@ func (r *Replica) proposeISR(isr []twinlog.BrokerID, rec pb.LeaderRecoveryState,
 		LeaderEpoch:    int32(r.le),
 		PartitionEpoch: int32(r.pe),
 		RecoveryState:  rec,
+		// The m this leader applies: the controller refuses the change if
+		// its own differs (see controller/metastate/doc.go), so ISR and ELR
+		// are never computed with an m the leader's HW does not use.
+		MinInsyncReplicas: int32(m),
 	}
 	for _, id := range isr {
 		e := r.brokerEpochOf(id)
@@ -253,24 +254,40 @@ func (r *Replica) brokerEpochOf(id twinlog.BrokerID) twinlog.BrokerEpoch {
 	return -1
 }
 
-// HandleAlterPartitionResponse completes the in-flight ISR change seq:
-// commit on success, roll back to the committed ISR otherwise (SPEC §4.5).
-// Answers to an older seq, from another LE, or older than the applied
-// partition epoch are ignored (Kafka Partition.handleAlterPartitionUpdate).
+// HandleAlterPartitionResponse completes the in-flight ISR change seq
+// (SPEC §4.5). Success commits it. An error rolls the maximal ISR back to the
+// committed one only when it is definitive, i.e. the controller checked the
+// request against the current partition epoch and did not apply it
+// (INELIGIBLE_REPLICA, INVALID_REQUEST: §3.6 checks 6–8 run after check 5).
+// Any other outcome is ambiguous: a lost answer (REQUEST_TIMED_OUT,
+// transport errors), or an answer to a retry of a request that was applied
+// (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH, NOT_CONTROLLER,
+// UNKNOWN_TOPIC_OR_PARTITION, …). Then the change stays pending, so the HW
+// keeps counting the maximal ISR (safe whether or not the controller
+// committed it), until a retry answers or metadata with a newer partition
+// epoch replaces it (Kafka Partition.handleAlterPartitionError). Answers to
+// an older seq, from another LE, or older than the applied partition epoch
+// are ignored (Kafka Partition.handleAlterPartitionUpdate).
 func (r *Replica) HandleAlterPartitionResponse(seq uint64, resp *pb.AlterPartitionResponse, nowMs int64) {
 	if r.role != RoleLeader || r.inflight == nil || r.inflight.seq != seq {
 		r.event(EventIgnored, "alter-partition response seq %d (stale)", seq)
 		return
 	}
-	r.inflight = nil
 	switch {
+	case resp.GetError() != errNone && !definitiveAlterReject(resp.GetError()):
+		r.event(EventAlterRejected, "%v: outcome unknown, keeping maximal ISR %v until metadata", resp.GetError(), r.maximalISR())
+		return
 	case resp.GetError() != errNone:
+		r.inflight = nil
 		r.event(EventAlterRejected, "%v: rollback to %v", resp.GetError(), r.isr)
 	case twinlog.Epoch(resp.GetLeaderEpoch()) != r.le:
+		r.inflight = nil
 		r.event(EventIgnored, "alter-partition response for LE %d, at LE %d", resp.GetLeaderEpoch(), r.le)
 	case twinlog.PartitionEpoch(resp.GetPartitionEpoch()) < r.pe:
+		r.inflight = nil
 		r.event(EventIgnored, "alter-partition response PE %d < %d", resp.GetPartitionEpoch(), r.pe)
 	default:
+		r.inflight = nil
 		r.pe = twinlog.PartitionEpoch(resp.GetPartitionEpoch())
 		r.isr = r.isr[:0]
 		for _, id := range resp.GetIsr() {
@@ -280,6 +297,31 @@ func (r *Replica) HandleAlterPartitionResponse(seq uint64, resp *pb.AlterPartiti
 		r.event(EventISRChange, "committed %v (PE %d)", r.isr, r.pe)
 	}
 	r.reevaluate(nowMs)
+}
+
+// AbortAlterPartition tells the machine that the shell never sent the
+// in-flight ISR change seq (no attempt can have reached the controller):
+// like a definitive rejection, the maximal ISR goes back to the committed one.
+func (r *Replica) AbortAlterPartition(seq uint64, nowMs int64) {
+	if r.role != RoleLeader || r.inflight == nil || r.inflight.seq != seq {
+		return
+	}
+	r.inflight = nil
+	r.event(EventAlterRejected, "seq %d not sent: rollback to %v", seq, r.isr)
+	r.reevaluate(nowMs)
+}
+
+// AlterPartitionPending reports whether seq is still the in-flight ISR change
+// awaiting an answer (the shell retries it while this holds).
+func (r *Replica) AlterPartitionPending(seq uint64) bool {
+	return r.role == RoleLeader && r.inflight != nil && r.inflight.seq == seq
+}
+
+// definitiveAlterReject: the controller compared the request with the current
+// partition epoch (§3.6 checks 1–5 passed) and refused it, so neither this
+// attempt nor an earlier one of the same request was applied.
+func definitiveAlterReject(c ErrorCode) bool {
+	return c == pb.ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA || c == errInvalidRequest
 }
 
 // Tick advances time to nowMs: ISR shrink (SPEC §4.5) and produce timeouts

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/twinlog/twinlog"
 )
@@ -33,8 +34,61 @@ func (r *Replica) SetWritable(w bool) {
 func (r *Replica) Writable() bool { return r.writable }
 
 // SetTaint records a taint for replica id (§6.6 step 4); the leader answers
-// it per §4.3 step 4 and never adds it to the ISR until a fetch clears it.
-func (r *Replica) SetTaint(id twinlog.BrokerID, t Taint) { r.taints[id] = t }
+// it per §4.3 step 4 and never adds it to the ISR until a fetch clears it
+// and the shell confirms the cleared taint is durable (ConfirmTaintCleared).
+// It replaces a clearing not yet confirmed.
+func (r *Replica) SetTaint(id twinlog.BrokerID, t Taint) {
+	delete(r.clearing, id)
+	r.taints[id] = t
+}
+
+// repairTaint: a fetch by follower id was answered NONE without
+// DivergingEpoch (its log is a prefix of ours), so its taint is repaired
+// (§6.6 step 4). The taint stops shaping fetch answers at once, but the
+// follower stays out of the ISR until the shell has written the cleared
+// taint to __mirror_state (acks=all) and called ConfirmTaintCleared: a
+// leader change before that write would otherwise leave an ISR member the
+// durable state still calls tainted.
+func (r *Replica) repairTaint(id twinlog.BrokerID) {
+	if _, ok := r.taints[id]; !ok {
+		return
+	}
+	delete(r.taints, id)
+	r.clearing[id] = true
+	r.rd.TaintsCleared = append(r.rd.TaintsCleared, id)
+	r.event(EventTaintCleared, "replica %d (awaiting durable clear)", id)
+}
+
+// taintBlocksISR: id may not join the ISR (SPEC §4.5, §6.6 step 4).
+func (r *Replica) taintBlocksISR(id twinlog.BrokerID) bool {
+	_, tainted := r.taints[id]
+	return tainted || r.clearing[id]
+}
+
+// ConfirmTaintCleared tells the leader that the cleared taint of id is
+// durable in __mirror_state: the follower may now join the ISR (§4.5).
+func (r *Replica) ConfirmTaintCleared(id twinlog.BrokerID, nowMs int64) {
+	if !r.clearing[id] {
+		return
+	}
+	delete(r.clearing, id)
+	r.event(EventTaintCleared, "replica %d (durable)", id)
+	if fs := r.followers[id]; r.role == RoleLeader && fs != nil {
+		r.maybeExpandISR(id, fs)
+	}
+	r.reevaluate(nowMs)
+}
+
+// TaintsClearing returns the replicas whose cleared taint awaits
+// ConfirmTaintCleared.
+func (r *Replica) TaintsClearing() []twinlog.BrokerID {
+	out := make([]twinlog.BrokerID, 0, len(r.clearing))
+	for id := range r.clearing {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Taints returns the current taints.
 func (r *Replica) Taints() map[twinlog.BrokerID]Taint {
@@ -65,15 +119,35 @@ func (r *Replica) SetAlignedEpoch(e twinlog.Epoch) { r.setAlignedEpoch(e) }
 // LE stop getting UNKNOWN_LEADER_EPOCH. Pending acks=all requests whose
 // records were cut fail with NOT_LEADER_OR_FOLLOWER.
 func (r *Replica) TruncateAsLeader(o twinlog.Offset, nowMs int64) error {
+	return r.truncateAsLeader(o, false, nowMs)
+}
+
+// TruncateFullyAsLeader is TruncateAsLeader for a full truncation (§6.3
+// OFFSET_OUT_OF_RANGE, §6.6 step 2 with LMLE −1): the whole log goes and it
+// restarts empty at o (the source's log start) even when o lies inside
+// [logStart, LEO], where a cut would keep the records below o.
+func (r *Replica) TruncateFullyAsLeader(o twinlog.Offset, nowMs int64) error {
+	return r.truncateAsLeader(o, true, nowMs)
+}
+
+func (r *Replica) truncateAsLeader(o twinlog.Offset, full bool, nowMs int64) error {
 	if r.role != RoleLeader {
 		return fmt.Errorf("truncate to %d: %w", o, ErrNotLeader)
 	}
-	if o == r.leo && r.cache.TruncateFromEnd(o) {
+	if o < 0 {
+		return fmt.Errorf("truncate to %d: %w", o, ErrInvalidBatch)
+	}
+	switch {
+	case full:
+		r.restartLog(o, "as leader, full")
+	case o == r.leo && r.cache.TruncateFromEnd(o):
 		// Nothing to cut but an epoch without records (an LMLE truncation
 		// at the LEO, §6.2c).
 		r.rd.EpochsChanged = true
+		r.truncateLog(o, "as leader")
+	default:
+		r.truncateLog(o, "as leader")
 	}
-	r.truncateLog(o, "as leader")
 	r.hwFloor = r.hw
 	r.truncatedInLE = true
 	r.leso = r.leo

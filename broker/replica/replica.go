@@ -33,6 +33,7 @@ type inflightAlter struct {
 	seq      uint64
 	isr      []twinlog.BrokerID // proposed
 	recovery pb.LeaderRecoveryState
+	minISR   int // the m sent with it
 }
 
 // Replica is one partition replica's replication state machine. It is not
@@ -62,6 +63,10 @@ type Replica struct {
 	writable bool
 	mirror   bool
 	taints   map[twinlog.BrokerID]Taint
+	// clearing: replicas whose taint a fetch cleared but whose cleared
+	// record is not yet durable in __mirror_state (§6.6 step 4); they stay
+	// out of the ISR until ConfirmTaintCleared.
+	clearing map[twinlog.BrokerID]bool
 
 	// Leader state, valid while role == RoleLeader.
 	leso          twinlog.Offset
@@ -104,6 +109,7 @@ func New(cfg Config, st LogState) (*Replica, error) {
 		minISR:       1,
 		writable:     true,
 		taints:       map[twinlog.BrokerID]Taint{},
+		clearing:     map[twinlog.BrokerID]bool{},
 		leso:         twinlog.NoOffset,
 		followerHWLE: twinlog.NoEpoch,
 	}
@@ -192,6 +198,7 @@ func (r *Replica) ApplyPartitionState(st PartitionState, nowMs int64) {
 
 	newer := !r.haveState || st.LeaderEpoch > r.le || (st.LeaderEpoch == r.le && st.PartitionEpoch > r.pe)
 	if !newer {
+		r.maybeResendAlter()
 		r.reevaluate(nowMs)
 		return
 	}
@@ -239,6 +246,22 @@ func (r *Replica) ApplyPartitionState(st PartitionState, nowMs int64) {
 		}
 	}
 	r.reevaluate(nowMs)
+}
+
+// maybeResendAlter re-proposes the in-flight ISR change under a new seq when
+// m changed under it at the same partition epoch (a min.insync.replicas
+// change writes nothing for a partition below the new m, SPEC §3.8/S14): the
+// old request carries the old m, which the controller refuses with
+// INVALID_UPDATE_VERSION, and no newer partition epoch would ever resolve it.
+// The proposed ISR is unchanged, so the maximal ISR is too: if the old
+// request is still applied (m changed back before it arrived), the new one
+// fails INVALID_UPDATE_VERSION and metadata resolves it.
+func (r *Replica) maybeResendAlter() {
+	if r.role != RoleLeader || r.inflight == nil || r.inflight.minISR == r.effectiveMinISR() {
+		return
+	}
+	r.event(EventISRChange, "m %d -> %d under seq %d: re-propose", r.inflight.minISR, r.effectiveMinISR(), r.inflight.seq)
+	r.proposeISR(r.inflight.isr, r.inflight.recovery, "m changed")
 }
 
 // becomeLeader starts a new leader epoch (SPEC §4.5): LESO = LEO, the
@@ -314,16 +337,21 @@ func (r *Replica) setHW(hw twinlog.Offset, why string) {
 // the log start (or above LEO) deletes everything and restarts the log at o.
 func (r *Replica) truncateLog(o twinlog.Offset, reason string) {
 	if o < r.logStart || o > r.leo {
-		r.rd.LogOps = append(r.rd.LogOps, LogOp{Kind: OpRestart, Offset: o})
-		if r.cache.Clear() {
-			r.rd.EpochsChanged = true
-		}
-		r.logStart, r.leo = o, o
-		r.setHW(o, reason)
-		r.event(EventTruncation, "restart log at %d (%s)", o, reason)
+		r.restartLog(o, reason)
 		return
 	}
 	if o == r.leo {
+		// No batch goes, but truncateFromEnd(o) still applies (§4.4): an
+		// epoch this replica led without writing starts at the LEO and must
+		// go, or the next fetch carries it as lastFetchedEpoch again and the
+		// leader answers the same DivergingEpoch forever (Kafka's
+		// UnifiedLog.truncateTo trims the cache at the LEO too). The op lets
+		// the shell's Log.TruncateTo(LEO) drop it from the log's cache.
+		if r.cache.TruncateFromEnd(o) {
+			r.rd.EpochsChanged = true
+			r.rd.LogOps = append(r.rd.LogOps, LogOp{Kind: OpTruncate, Offset: o})
+			r.event(EventTruncation, "epoch cache at LEO %d (%s)", o, reason)
+		}
 		return
 	}
 	r.rd.LogOps = append(r.rd.LogOps, LogOp{Kind: OpTruncate, Offset: o})
@@ -335,6 +363,17 @@ func (r *Replica) truncateLog(o twinlog.Offset, reason string) {
 	if r.hw > o {
 		r.setHW(o, reason)
 	}
+}
+
+// restartLog deletes the whole local log; it restarts empty at o.
+func (r *Replica) restartLog(o twinlog.Offset, reason string) {
+	r.rd.LogOps = append(r.rd.LogOps, LogOp{Kind: OpRestart, Offset: o})
+	if r.cache.Clear() {
+		r.rd.EpochsChanged = true
+	}
+	r.logStart, r.leo = o, o
+	r.setHW(o, reason)
+	r.event(EventTruncation, "restart log at %d (%s)", o, reason)
 }
 
 func (r *Replica) setAlignedEpoch(e twinlog.Epoch) {

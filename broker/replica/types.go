@@ -329,7 +329,9 @@ func (e Event) String() string { return eventNames[e.Type] + ": " + e.Detail }
 //  1. Apply LogOps in order to the log, then write EpochEntries (if
 //     EpochsChanged) to the leader-epoch checkpoint, AlignedEpoch (if set)
 //     to partition.metadata and TaintsCleared to __mirror_state; make them
-//     durable as the flush policy requires (MustSync).
+//     durable as the flush policy requires (MustSync). A cleared taint is
+//     written asynchronously (acks=all); the follower stays out of the ISR
+//     until the shell calls ConfirmTaintCleared after that write (§6.6).
 //  2. Only then expose HighWatermark, answer ProduceResults and send
 //     AlterPartition: an acknowledgement or a controller ISR change must
 //     never precede the local write it depends on.

@@ -52,6 +52,12 @@ func (s *State) AlterPartition(req *twinlogv1.AlterPartitionRequest) (*twinlogv1
 	if pe < p.GetPartitionEpoch() {
 		return fail(twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION, "stale partition epoch")
 	}
+	// Deviation from SPEC §3.6 (doc.go, "min.insync.replicas in
+	// AlterPartition"): the leader's m must be ours, else §3.3 would put
+	// members into ELR under an m the leader's HW does not use.
+	if m := req.GetMinInsyncReplicas(); m != 0 && int(m) != s.view().m(req.GetTopic(), len(p.GetReplicas())) {
+		return fail(twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION, "stale min.insync.replicas")
+	}
 	var isr []int32
 	for _, m := range req.GetNewIsr() {
 		isr = append(isr, m.GetBrokerId())

@@ -77,6 +77,23 @@
 // CheckTransition checks 3, 4 and 6 on a delta against the image it was
 // computed on. Tests call both after every step.
 //
+// # Deviation from SPEC: min.insync.replicas in AlterPartition
+//
+// AlterPartitionRequest carries min_insync_replicas, the m the leader
+// applies (0 = unknown, unchecked). After SPEC §3.6 checks 1–5, a request
+// whose m differs from the controller's current m (min(min.insync.replicas,
+// |R|)) fails INVALID_UPDATE_VERSION and nothing is written. Reason (the
+// simulator's seed 169, a flaw in §3.3 + §3.8): m goes 2 → 3; the leader,
+// not yet having applied it (§3.8 allows that), shrinks ISR {2,3,4} to
+// {2,4}; computed with the new m, §3.3 moves 3 into ELR; the leader, still
+// at m 2, moves the HW past 3's LEO, breaking §8.7, and a later clean ELR
+// election of 3 loses acknowledged records (§8.12). With the check, ISR and
+// ELR are only ever computed with the m the leader's HW rule uses. A config
+// change still writes nothing for a partition that stays below the new m
+// (S14): the leader, which treats INVALID_UPDATE_VERSION as ambiguous and
+// keeps its maximal ISR (§4.5), re-proposes under the new m once it applies
+// the config change.
+//
 // # Concurrency
 //
 // State is not safe for concurrent use: the controller shell owns it from a

@@ -157,3 +157,67 @@ func TestInitialClusterConfigs(t *testing.T) {
 		})
 	}
 }
+
+// TestAlterPartitionStaleMinISR: the simulator's seed 169 (SPEC §3.3 + §3.8
+// flaw, deviation documented in doc.go). m goes 2 → 3 (nothing written:
+// |ISR| 3 ≥ 3); the leader, still at m 2, shrinks {2,3,4} to {2,4}. Computed
+// with m 3 that would put 3 into ELR while the leader's HW passes 3's LEO, so
+// a request whose m differs from the controller's fails
+// INVALID_UPDATE_VERSION after checks 1–5, and nothing is written; the same
+// change under m 3 (or unchecked, m 0) is applied.
+func TestAlterPartitionStaleMinISR(t *testing.T) {
+	h := seeded(t, ids(2, 3, 4), nil, m2, part(ids(2, 3, 4), 2, ids(2, 3, 4), nil, nil, -1, 4, 9))
+	h.setConfig(topicRes, "t", KeyMinInsyncReplicas, "3")
+	h.expect(0, ps{L: 2, LKL: -1, ISR: ids(2, 3, 4), LE: 4, PE: 9})
+	mk := func(le, pe, m int32, isr ...int32) *twinlogv1.AlterPartitionRequest {
+		r := &twinlogv1.AlterPartitionRequest{BrokerId: 2, BrokerEpoch: h.epoch(2), Topic: "t", Partition: 0,
+			LeaderEpoch: le, PartitionEpoch: pe, RecoveryState: recovered, MinInsyncReplicas: m}
+		for _, b := range isr {
+			r.NewIsr = append(r.NewIsr, &twinlogv1.IsrMember{BrokerId: b, BrokerEpoch: h.epoch(b)})
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name string
+		req  *twinlogv1.AlterPartitionRequest
+		want twinlogv1.ErrorCode
+	}{
+		// Checks 1–5 keep their order and codes (S11).
+		{"newer LE, stale m", mk(5, 9, 2, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_NOT_CONTROLLER},
+		{"older LE, stale m", mk(3, 9, 2, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH},
+		{"older PE, stale m", mk(4, 8, 2, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION},
+		// Then m, before the ISR checks 6–8.
+		{"stale m", mk(4, 9, 2, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION},
+		{"stale m, ISR without leader", mk(4, 9, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION},
+		{"newer m", mk(4, 9, 4, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION},
+	} {
+		d, resp := h.s.AlterPartition(c.req)
+		if d != nil || resp.GetError() != c.want {
+			t.Errorf("%s: got %v (delta %v), want %v", c.name, resp.GetError(), d != nil, c.want)
+		}
+	}
+	h.expect(0, ps{L: 2, LKL: -1, ISR: ids(2, 3, 4), LE: 4, PE: 9})
+
+	// Under the controller's m the shrink applies: 3 enters ELR, and the
+	// leader's HW (m 3, |ISR| 2) stays frozen.
+	d, resp := h.s.AlterPartition(mk(4, 9, 3, 2, 4))
+	if resp.GetError() != ecNone || d == nil {
+		t.Fatalf("current m: %v", resp)
+	}
+	h.apply(d, false)
+	h.expect(0, ps{L: 2, LKL: -1, ISR: ids(2, 4), ELR: ids(3), LE: 4, PE: 10})
+
+	// m 0 is unchecked (a sender that does not know it).
+	d, resp = h.s.AlterPartition(mk(4, 10, 0, 2, 3, 4))
+	if resp.GetError() != ecNone || d == nil {
+		t.Fatalf("unchecked m: %v", resp)
+	}
+	h.apply(d, false)
+	h.expect(0, ps{L: 2, LKL: -1, ISR: ids(2, 3, 4), LE: 4, PE: 11})
+
+	// m is min(min.insync.replicas, |R|): 5 on RF 3 is m 3.
+	h.setConfig(topicRes, "t", KeyMinInsyncReplicas, "5")
+	if _, resp := h.s.AlterPartition(mk(4, 11, 3, 2, 3, 4)); resp.GetError() != ecNone {
+		t.Fatalf("m 3 under min.insync.replicas 5, RF 3: %v", resp)
+	}
+}

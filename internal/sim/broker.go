@@ -476,18 +476,6 @@ func (p *simPart) applyLogOps(rd replica.Ready) {
 			s.fail("log op", "broker %d %s: %v: %v", p.b.id, p.key, op, err)
 			return
 		}
-		if (op.Kind == replica.OpTruncate || op.Kind == replica.OpRestart) && !s.cfg.FailOnKnownBugs {
-			// Workaround for the known bug storage-stale-recovery-point
-			// (TestKnownBugStaleRecoveryPoint): truncation lowers the
-			// recovery point in memory only; a crash before the next
-			// checkpoint reopens with the old, higher one and Open fails
-			// with ErrCorrupt. Kafka's LogManager.truncateTo checkpoints
-			// the recovery points after truncating.
-			if err := p.b.dir.Checkpoint(); err != nil {
-				s.fail("storage checkpoint", "%v", err)
-				return
-			}
-		}
 	}
 }
 
@@ -577,20 +565,41 @@ func (p *simPart) deliverResult(res replica.ProduceResult) {
 }
 
 func (p *simPart) sendAlterPartition(ap replica.AlterPartitionProposal) {
+	p.sendAlterPartitionAttempt(ap, 0)
+}
+
+// sendAlterPartitionAttempt is broker.sendAlterPartition: an attempt without
+// an answer within RPCTimeoutMs (or answered NOT_CONTROLLER) is retried with
+// backoff while the replica still waits for the seq; any other answer goes to
+// the replica.
+func (p *simPart) sendAlterPartitionAttempt(ap replica.AlterPartitionProposal, attempt int) {
 	s := p.b.s
 	b := p.b
 	inc := b.inc
 	req := ap.Request
-	s.tracef("broker %d %s: alter-partition seq %d LE %d PE %d isr %v", b.id, p.key, ap.Seq, req.GetLeaderEpoch(), req.GetPartitionEpoch(), isrString(req.GetNewIsr()))
+	s.tracef("broker %d %s: alter-partition seq %d LE %d PE %d m %d isr %v (attempt %d)", b.id, p.key, ap.Seq, req.GetLeaderEpoch(), req.GetPartitionEpoch(), req.GetMinInsyncReplicas(), isrString(req.GetNewIsr()), attempt)
+	live := func() bool { return b.inc == inc && b.up && b.parts[p.tp] == p }
 	answered := false
+	retry := func() {
+		backoff := min(int64(100)<<min(attempt, 4), 1000)
+		s.after(backoff, func() {
+			if live() && p.r.AlterPartitionPending(ap.Seq) {
+				p.sendAlterPartitionAttempt(ap, attempt+1)
+			}
+		})
+	}
 	answer := func(resp *pb.AlterPartitionResponse) {
-		if answered || b.inc != inc || !b.up || b.parts[p.tp] != p {
+		if answered || !live() {
 			return
 		}
 		answered = true
+		if resp.GetError() == pb.ErrorCode_ERROR_CODE_NOT_CONTROLLER {
+			retry()
+			return
+		}
 		p.r.HandleAlterPartitionResponse(ap.Seq, resp, s.now)
 		if resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE && p.r.Role() == replica.RoleLeader {
-			// The outcome may be unknown (timeout) or the answer stale
+			// The outcome may be unknown or the answer stale
 			// (INVALID_UPDATE_VERSION after a retried, applied request):
 			// the controller may hold an ISR the leader no longer counts.
 			pr := s.ctl.state.Partition(p.tp.Topic, p.tp.Partition)
@@ -610,12 +619,14 @@ func (p *simPart) sendAlterPartition(ap replica.AlterPartitionProposal) {
 		}
 		p.processReady()
 	}
-	// The shell's RPC deadline: no answer is REQUEST_TIMED_OUT (rollback).
+	// The shell's RPC deadline: no answer in time is retried.
 	s.after(s.cfg.RPCTimeoutMs, func() {
-		if !answered {
-			s.tracef("broker %d %s: alter-partition seq %d timed out", b.id, p.key, ap.Seq)
+		if answered || !live() {
+			return
 		}
-		answer(&pb.AlterPartitionResponse{Error: pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT})
+		answered = true
+		s.tracef("broker %d %s: alter-partition seq %d timed out", b.id, p.key, ap.Seq)
+		retry()
 	})
 	s.net.send(b.node(), controllerNode, "alter-partition", func() {
 		c := s.ctl

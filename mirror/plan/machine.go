@@ -986,7 +986,12 @@ func (m *Machine) onWriteAcked(seq uint64) {
 }
 
 func (m *Machine) onRepaired(r twinlog.BrokerID) {
+	if !m.leader {
+		return // the next leadership resolves it from the loaded record
+	}
 	if m.lmle == nil || !slices.ContainsFunc(m.lmle.Taints, func(t *twinlogv1.ReplicaTaint) bool { return t.Replica == int32(r) }) {
+		// The durable record holds no taint for r: nothing to write.
+		m.emit(ClearTaint{Replica: r})
 		return
 	}
 	m.lmle.Taints = taintsToProto(WithoutTaint(taintsFromProto(m.lmle.Taints), r))

@@ -345,8 +345,13 @@ type AlterPartitionRequest struct {
 	PartitionEpoch int32                  `protobuf:"varint,6,opt,name=partition_epoch,json=partitionEpoch,proto3" json:"partition_epoch,omitempty"`
 	NewIsr         []*IsrMember           `protobuf:"bytes,7,rep,name=new_isr,json=newIsr,proto3" json:"new_isr,omitempty"`
 	RecoveryState  LeaderRecoveryState    `protobuf:"varint,8,opt,name=recovery_state,json=recoveryState,proto3,enum=twinlog.v1.LeaderRecoveryState" json:"recovery_state,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// min_insync_replicas is the m the leader applies (min(min.insync.replicas,
+	// |R|), SPEC §1.2), 0 unknown (unchecked). The controller rejects a request
+	// whose m differs from its own with INVALID_UPDATE_VERSION (a deviation
+	// from SPEC §3.6: see controller/metastate/doc.go).
+	MinInsyncReplicas int32 `protobuf:"varint,9,opt,name=min_insync_replicas,json=minInsyncReplicas,proto3" json:"min_insync_replicas,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *AlterPartitionRequest) Reset() {
@@ -433,6 +438,13 @@ func (x *AlterPartitionRequest) GetRecoveryState() LeaderRecoveryState {
 		return x.RecoveryState
 	}
 	return LeaderRecoveryState_LEADER_RECOVERY_STATE_UNSPECIFIED
+}
+
+func (x *AlterPartitionRequest) GetMinInsyncReplicas() int32 {
+	if x != nil {
+		return x.MinInsyncReplicas
+	}
+	return 0
 }
 
 type IsrMember struct {
@@ -928,7 +940,7 @@ const file_twinlog_v1_controller_proto_rawDesc = "" +
 	"\tis_fenced\x18\x02 \x01(\bR\bisFenced\x12(\n" +
 	"\x10should_shut_down\x18\x03 \x01(\bR\x0eshouldShutDown\x12 \n" +
 	"\fis_caught_up\x18\x04 \x01(\bR\n" +
-	"isCaughtUp\"\xcf\x02\n" +
+	"isCaughtUp\"\xff\x02\n" +
 	"\x15AlterPartitionRequest\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12!\n" +
 	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\x12\x14\n" +
@@ -937,7 +949,8 @@ const file_twinlog_v1_controller_proto_rawDesc = "" +
 	"\fleader_epoch\x18\x05 \x01(\x05R\vleaderEpoch\x12'\n" +
 	"\x0fpartition_epoch\x18\x06 \x01(\x05R\x0epartitionEpoch\x12.\n" +
 	"\anew_isr\x18\a \x03(\v2\x15.twinlog.v1.IsrMemberR\x06newIsr\x12F\n" +
-	"\x0erecovery_state\x18\b \x01(\x0e2\x1f.twinlog.v1.LeaderRecoveryStateR\rrecoveryState\"K\n" +
+	"\x0erecovery_state\x18\b \x01(\x0e2\x1f.twinlog.v1.LeaderRecoveryStateR\rrecoveryState\x12.\n" +
+	"\x13min_insync_replicas\x18\t \x01(\x05R\x11minInsyncReplicas\"K\n" +
 	"\tIsrMember\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12!\n" +
 	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\"\xa8\x02\n" +

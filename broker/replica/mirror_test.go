@@ -1,0 +1,151 @@
+package replica
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/twinlog/twinlog"
+)
+
+// TestTaintClearWaitsForDurableWrite asserts SPEC §6.6 step 4's ordering:
+// a fetch answered without DivergingEpoch repairs the follower's taint
+// (Ready.TaintsCleared asks the shell to write it to __mirror_state), but
+// the follower may join the ISR only once the shell confirms that write is
+// durable (ConfirmTaintCleared). A re-taint before the confirmation wins.
+func TestTaintClearWaitsForDurableWrite(t *testing.T) {
+	e := newEnv(1000)
+	e.quiet = true
+	e.addNode(1, parseLog(t, "0-3@1"), 4)
+	e.addNode(2, parseLog(t, "0-1@1"), 2)
+	e.ctl.replicas, e.ctl.isr, e.ctl.leader, e.ctl.le, e.ctl.pe = []twinlog.BrokerID{1, 2}, []twinlog.BrokerID{1}, 1, 2, 1
+	e.ctl.m = 1
+	e.push(e.ids())
+	leader := e.nodes[1].r
+	leader.SetTaint(2, Taint{Epoch: 1, Offset: 2})
+
+	proposedWith2 := func() bool {
+		for _, a := range e.alters {
+			for _, m := range a.prop.Request.GetNewIsr() {
+				if m.GetBrokerId() == 2 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	// fetch(2, last 1): within the taint, answered with records; the
+	// taint is repaired; then fetch(4): caught up, but not eligible yet.
+	var cleared []twinlog.BrokerID
+	for range 3 {
+		ft, ok := e.nodes[2].r.NextFetch()
+		if !ok {
+			t.Fatal("follower has no fetch")
+		}
+		d := leader.HandleFollowerFetch(ft.Request, e.now)
+		if d.DivergingEpoch != nil {
+			t.Fatalf("diverging %v", d.DivergingEpoch)
+		}
+		if rd := leader.Ready(); len(rd.TaintsCleared) > 0 {
+			cleared = append(cleared, rd.TaintsCleared...)
+		}
+		e.processReady(e.nodes[1])
+		f := e.nodes[2]
+		f.incoming = &memLog{start: e.nodes[1].log.start, recs: slices.Clone(e.nodes[1].log.recs)}
+		var batches []BatchMeta
+		if d.ReadUpTo > d.ReadFrom {
+			batches = e.nodes[1].log.batches(d.ReadFrom, d.ReadUpTo)
+		}
+		f.r.HandleFetchResponse(FetchResponse{Request: ft.Request, Error: d.Error, LeaderEpoch: d.LeaderEpoch,
+			HighWatermark: d.HighWatermark, LogStartOffset: d.LogStartOffset, LogEndOffset: d.LogEndOffset, Batches: batches}, e.now)
+		e.processReady(f)
+		f.incoming = nil
+	}
+	if !slices.Equal(cleared, []twinlog.BrokerID{2}) {
+		t.Fatalf("TaintsCleared %v, want [2] once", cleared)
+	}
+	if got := e.nodes[2].r.LogEndOffset(); got != 4 {
+		t.Fatalf("follower LEO %d, want 4", got)
+	}
+	if _, tainted := leader.Taints()[2]; tainted {
+		t.Fatal("taint still shapes fetch answers after the repair")
+	}
+	if proposedWith2() || slices.Contains(leader.MaximalISR(), 2) {
+		t.Fatalf("follower proposed for the ISR before its cleared taint is durable: %v", leader.MaximalISR())
+	}
+	if got := leader.TaintsClearing(); !slices.Equal(got, []twinlog.BrokerID{2}) {
+		t.Fatalf("clearing %v, want [2]", got)
+	}
+
+	// Re-tainted before the confirmation (a new run): the confirmation of
+	// the old clear no longer admits it.
+	leader.SetTaint(2, Taint{Epoch: 1, Offset: 4})
+	leader.ConfirmTaintCleared(2, e.now)
+	e.processReady(e.nodes[1])
+	if proposedWith2() {
+		t.Fatal("re-tainted follower proposed for the ISR")
+	}
+
+	// Repaired again, then confirmed: now it joins.
+	ft, _ := e.nodes[2].r.NextFetch()
+	e.deliverFetch(queuedFetch{from: 2, target: ft})
+	if proposedWith2() {
+		t.Fatal("proposed before the second confirmation")
+	}
+	leader.ConfirmTaintCleared(2, e.now)
+	e.processReady(e.nodes[1])
+	if !proposedWith2() || !slices.Contains(leader.MaximalISR(), 2) {
+		t.Fatalf("not proposed after the confirmation: maximal ISR %v", leader.MaximalISR())
+	}
+	if len(leader.TaintsClearing()) != 0 {
+		t.Fatalf("clearing %v after confirmation", leader.TaintsClearing())
+	}
+}
+
+// TestTruncateFullyAsLeaderRestartsInsideLog: an OFFSET_OUT_OF_RANGE full
+// truncation restarts the leader's log empty at the source's log start even
+// when that offset lies inside the local log (SPEC §6.3): a cut there would
+// keep the local records below it, which the source no longer vouches for.
+func TestTruncateFullyAsLeaderRestartsInsideLog(t *testing.T) {
+	e := newEnv(1000)
+	e.quiet = true
+	e.addNode(1, parseLog(t, "0-5@1"), 6)
+	e.ctl.replicas, e.ctl.isr, e.ctl.leader, e.ctl.le, e.ctl.pe = []twinlog.BrokerID{1}, []twinlog.BrokerID{1}, 1, 2, 1
+	e.ctl.m = 1
+	e.push(e.ids())
+	l := e.nodes[1].r
+	l.SetMirrorPartition(true)
+	l.SetWritable(false)
+	e.processReady(e.nodes[1])
+	if err := l.TruncateFullyAsLeader(3, e.now); err != nil {
+		t.Fatal(err)
+	}
+	rd := l.Ready()
+	if len(rd.LogOps) != 1 || rd.LogOps[0].Kind != OpRestart || rd.LogOps[0].Offset != 3 {
+		t.Fatalf("log ops %v, want [restart at 3]", rd.LogOps)
+	}
+	e.processReady(e.nodes[1])
+	if l.LogStartOffset() != 3 || l.LogEndOffset() != 3 || l.HighWatermark() != 3 || len(l.EpochEntries()) != 0 {
+		t.Fatalf("logStart %d LEO %d HW %d epochs %v, want 3 3 3 []", l.LogStartOffset(), l.LogEndOffset(), l.HighWatermark(), l.EpochEntries())
+	}
+	if n := len(e.nodes[1].log.recs); n != 0 || e.nodes[1].log.start != 3 {
+		t.Fatalf("local log start %d with %d records, want empty at 3", e.nodes[1].log.start, n)
+	}
+	// Copying resumes at the source's log start.
+	if err := l.AppendAsMirrorLeader([]BatchMeta{{BaseOffset: 3, LastOffset: 4, Epoch: 2}}, e.now); err != nil {
+		t.Fatal(err)
+	}
+	// The plain TruncateAsLeader at the same offset only cuts.
+	e2 := newEnv(1000)
+	e2.quiet = true
+	e2.addNode(1, parseLog(t, "0-5@1"), 6)
+	e2.ctl.replicas, e2.ctl.isr, e2.ctl.leader, e2.ctl.le, e2.ctl.pe = []twinlog.BrokerID{1}, []twinlog.BrokerID{1}, 1, 2, 1
+	e2.ctl.m = 1
+	e2.push(e2.ids())
+	if err := e2.nodes[1].r.TruncateAsLeader(3, e2.now); err != nil {
+		t.Fatal(err)
+	}
+	e2.processReady(e2.nodes[1])
+	if r := e2.nodes[1].r; r.LogStartOffset() != 0 || r.LogEndOffset() != 3 {
+		t.Fatalf("cut: logStart %d LEO %d, want 0 3", r.LogStartOffset(), r.LogEndOffset())
+	}
+}
