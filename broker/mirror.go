@@ -500,8 +500,12 @@ func (r *mirrorRunner) applyDesired(d plan.Desired) {
 }
 
 func (r *mirrorRunner) publishStatus() {
-	if r.m == nil || !r.leader {
-		r.status.Store(nil)
+	if r.m == nil || !r.leader || r.mirror == "" {
+		// A once-mirrored topic in no mirror keeps a runner only for its
+		// taints: no mirror status, heartbeat entry or metrics.
+		if r.status.Swap(nil) != nil && r.mirror == "" {
+			r.b.mobs.ForgetMirrorPartition(r.tp.Topic, r.tp.Partition)
+		}
 		return
 	}
 	st := r.m.Status()

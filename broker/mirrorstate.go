@@ -129,7 +129,7 @@ func (b *Broker) noteStateTombstones(ctx context.Context) {
 		}
 	}
 	b.metaMu.Unlock()
-	if len(keys) >= 0 { // MUTANT
+	if len(keys) == 0 {
 		return
 	}
 	b.wg.Add(1)
