@@ -177,7 +177,12 @@ func TestMirrorTaintClearDurableBeforeISR(t *testing.T) {
 	defer cancel()
 	old, wantB := m7Setup(t, ctx, a, b)
 
-	resp, err := a.FetchClient(a.IDs()[0]).Metadata(ctx, &pb.MetadataRequest{Topics: []string{source.StateTopic}})
+	// Ask a running broker: m7Setup leaves the old leader stopped.
+	ask := a.IDs()[0]
+	if ask == old {
+		ask = a.IDs()[1]
+	}
+	resp, err := a.FetchClient(ask).Metadata(ctx, &pb.MetadataRequest{Topics: []string{source.StateTopic}})
 	if err != nil || len(resp.GetTopics()) != 1 {
 		t.Fatalf("metadata %s: %v %v", source.StateTopic, resp, err)
 	}
