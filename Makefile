@@ -4,7 +4,7 @@ TOOL    := $(GO) tool -modfile=$(CURDIR)/tools/go.mod
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build bins test test-short sim bench fuzz e2e lint proto proto-check tidy-check ci run clean
+.PHONY: all build bins test test-short sim bench fuzz e2e chaos lint proto proto-check tidy-check ci run clean
 
 # Local binaries for `make run` (and for trying twinctl by hand).
 BINS := brokerd controllerd twinctl
@@ -73,6 +73,13 @@ sim:
 # and failback (scripts/e2e.sh). Skips when no Docker engine answers.
 e2e:
 	./scripts/e2e.sh
+
+# chaos: issue 7's history checker on the docker-compose deployment
+# (scripts/chaos.sh: docker kill/restart and network disconnects at seeded
+# moments for CHAOS_DURATION, default 60s; history in run/chaos-history.jsonl).
+# Skips when no Docker engine answers. Not part of `make ci`.
+chaos:
+	./scripts/chaos.sh
 
 include deploy/deploy.mk
 

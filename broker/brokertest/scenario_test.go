@@ -2,10 +2,7 @@ package brokertest
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -177,135 +174,6 @@ func TestBadInput(t *testing.T) {
 	}
 	if d := <-done; d > 4*time.Second {
 		t.Errorf("long poll not woken by the append: %v", d)
-	}
-}
-
-// TestSoak runs produce + consume + random kills and cuts (one fault at a
-// time, seeded) and checks: no acked acks=all record lost (no unclean
-// election: strategy none), no offset read with two values, HW monotonic
-// per leader epoch as seen by consumers.
-func TestSoak(t *testing.T) {
-	if testing.Short() {
-		t.Skip("soak")
-	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("soak seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed))
-	c := NewCluster(t, Options{Brokers: 3, MinISR: 2, ReplicaLagTimeMax: 800 * time.Millisecond,
-		ClusterConfigs: map[string]string{"unclean.recovery.strategy": "none"}})
-	c.CreateTopic("s", 1, 3, nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	runFor := 20 * time.Second
-	stop := time.Now().Add(runFor)
-
-	var mu sync.Mutex
-	ack := acked{}
-	seen := map[twinlog.Offset]string{}
-	hwByLE := map[int32]int64{}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { // producer
-		defer wg.Done()
-		for i := 0; time.Now().Before(stop); i++ {
-			v := fmt.Sprintf("r%d", i)
-			pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
-			off, err := c.Produce(pctx, "s", 0, -1, []byte(v))
-			pcancel()
-			if err != nil {
-				c.waitChangeOr(ctx, 20*time.Millisecond)
-				continue
-			}
-			mu.Lock()
-			ack[off] = v
-			mu.Unlock()
-		}
-	}()
-	go func() { // consumer
-		defer wg.Done()
-		var next twinlog.Offset
-		for time.Now().Before(stop) {
-			leader, le, _, _, ok := c.PartitionInfo("s", 0)
-			if !ok || leader < 0 || !c.Running(leader) {
-				c.waitChangeOr(ctx, 20*time.Millisecond)
-				continue
-			}
-			fctx, fcancel := context.WithTimeout(ctx, 2*time.Second)
-			resp, err := c.FetchClient(leader).Fetch(fctx, &pb.FetchRequest{ReplicaId: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER,
-				MaxWaitMs: 200, MinBytes: 1, MaxBytes: 1 << 20,
-				Partitions: []*pb.FetchPartition{{Topic: "s", FetchOffset: int64(next), CurrentLeaderEpoch: int32(le), LastFetchedEpoch: -1}}})
-			fcancel()
-			if err != nil {
-				c.waitChangeOr(ctx, 20*time.Millisecond)
-				continue
-			}
-			pr := resp.GetPartitions()[0]
-			if pr.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-				if pr.GetError() == pb.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE {
-					next = 0 // a new leader's HW may lag our position; reread
-				}
-				c.waitChangeOr(ctx, 20*time.Millisecond)
-				continue
-			}
-			mu.Lock()
-			if prev, ok := hwByLE[pr.GetLeaderEpoch()]; ok && pr.GetHighWatermark() < prev {
-				t.Errorf("HW went back in LE %d: %d -> %d", pr.GetLeaderEpoch(), prev, pr.GetHighWatermark())
-			}
-			hwByLE[pr.GetLeaderEpoch()] = max(hwByLE[pr.GetLeaderEpoch()], pr.GetHighWatermark())
-			recs, err := DecodeRecords(pr.GetRecords())
-			if err != nil {
-				t.Errorf("decode: %v", err)
-			}
-			for _, r := range recs {
-				if r.Offset >= twinlog.Offset(pr.GetHighWatermark()) {
-					t.Errorf("read offset %d at or above HW %d", r.Offset, pr.GetHighWatermark())
-				}
-				if v, ok := seen[r.Offset]; ok && v != string(r.Value) {
-					t.Errorf("offset %d read as %q and %q", r.Offset, v, r.Value)
-				}
-				seen[r.Offset] = string(r.Value)
-				next = r.Offset + 1
-			}
-			mu.Unlock()
-		}
-	}()
-	// Chaos: one fault at a time.
-	faults := 0
-	for time.Now().Before(stop) {
-		ids := c.IDs()
-		x := ids[rng.IntN(len(ids))]
-		switch rng.IntN(3) {
-		case 0:
-			c.KillBroker(x)
-			pause(ctx, time.Duration(300+rng.IntN(1200))*time.Millisecond)
-			c.RestartBroker(x)
-		case 1:
-			c.StopBroker(x)
-			pause(ctx, time.Duration(100+rng.IntN(500))*time.Millisecond)
-			c.RestartBroker(x)
-		case 2:
-			y := ids[rng.IntN(len(ids))]
-			if y == x {
-				y = ControllerNode
-			}
-			c.Cut(x, y)
-			pause(ctx, time.Duration(300+rng.IntN(1500))*time.Millisecond)
-			c.Heal(x, y)
-		}
-		faults++
-		pause(ctx, time.Duration(300+rng.IntN(700))*time.Millisecond)
-	}
-	wg.Wait()
-	t.Logf("soak: %d faults, %d acked, %d offsets read, %d leader epochs", faults, len(ack), len(seen), len(hwByLE))
-	if len(ack) == 0 {
-		t.Fatal("nothing acked")
-	}
-	waitReplicasCaughtUp(c, "s")
-	recs := ack.check(t, ctx, c, "s")
-	for _, r := range recs {
-		if v, ok := seen[r.Offset]; ok && v != string(r.Value) {
-			t.Errorf("offset %d: consumer saw %q, final log has %q", r.Offset, v, r.Value)
-		}
 	}
 }
 
