@@ -148,6 +148,8 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		grpc.MaxRecvMsgSize(64 << 20),
 		grpc.MaxSendMsgSize(64 << 20),
 		experimental.BufferPool(BufferPool),
+		// Returns fetch read buffers to BufferPool after marshalling.
+		grpc.ForceServerCodecV2(newFetchCodec()),
 		// Replication moves MBs per RPC: big socket buffers mean fewer
 		// write syscalls per message (the profile's top cost), and a fixed
 		// large window keeps flow control from stalling follower fetches.

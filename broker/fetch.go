@@ -14,6 +14,14 @@ import (
 // minBytes of data it long-polls up to min(maxWaitMs, ctx deadline), woken
 // by appends and HW changes of the partitions asked for.
 func (b *Broker) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error) {
+	return b.fetch(ctx, req, nil)
+}
+
+// fetch is Fetch reading records into buffers from alloc (nil: fresh ones).
+// The gRPC service passes pooledRead: its codec returns the buffers to the
+// pool once the response is marshalled (fetchCodec); responses this
+// function drops go back here.
+func (b *Broker) fetch(ctx context.Context, req *pb.FetchRequest, alloc func(int) []byte) (*pb.FetchResponse, error) {
 	start := time.Now()
 	defer func() { b.obs.ObserveRequest("fetch", time.Since(start)) }()
 	if err := validateFetch(req); err != nil {
@@ -28,28 +36,36 @@ func (b *Broker) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResp
 		parts[i] = b.partition(twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()})
 	}
 	var ch chan struct{}
+	var waits []*fetchWaiter // per partition; nil without a long poll
 	var timer *time.Timer
+	follower := req.GetFetcherType() == pb.FetcherType_FETCHER_TYPE_FOLLOWER
 	for {
 		if wait > 0 && ch == nil {
 			// Register before evaluating so no append slips between.
 			ch = make(chan struct{}, 1)
-			for _, p := range parts {
+			waits = make([]*fetchWaiter, len(parts))
+			for i, p := range parts {
 				if p != nil {
-					p.addWaiter(ch)
+					waits[i] = &fetchWaiter{ch: ch, follower: follower}
+					waits[i].seen.Store(-1)
+					p.addWaiter(waits[i])
 				}
 			}
 			defer func() {
-				for _, p := range parts {
+				for i, p := range parts {
 					if p != nil {
-						p.removeWaiter(ch)
+						p.removeWaiter(waits[i])
 					}
 				}
 			}()
 		}
-		resp, bytes, stop := b.fetchOnce(req, parts)
+		resp, bytes, stop := b.fetchOnce(req, parts, waits, alloc)
 		if stop || bytes >= int(max(req.GetMinBytes(), 1)) || wait <= 0 {
 			b.obs.ObserveBytesOut(bytes)
 			return resp, nil
+		}
+		if alloc != nil {
+			releaseFetchBuffers(resp)
 		}
 		if timer == nil {
 			timer = time.NewTimer(wait)
@@ -58,7 +74,7 @@ func (b *Broker) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResp
 		select {
 		case <-ch:
 		case <-timer.C:
-			resp, bytes, _ = b.fetchOnce(req, parts)
+			resp, bytes, _ = b.fetchOnce(req, parts, nil, alloc)
 			b.obs.ObserveBytesOut(bytes)
 			return resp, nil
 		case <-ctx.Done():
@@ -92,8 +108,10 @@ func validateFetch(req *pb.FetchRequest) error {
 }
 
 // fetchOnce evaluates every partition once. stop reports an answer that must
-// go out now (an error or divergence for some partition).
-func (b *Broker) fetchOnce(req *pb.FetchRequest, parts []*partition) (*pb.FetchResponse, int, bool) {
+// go out now (an error or divergence for some partition). It records in
+// waits (when non-nil) the read bound each partition was evaluated at, so
+// only growth beyond it wakes the long poll.
+func (b *Broker) fetchOnce(req *pb.FetchRequest, parts []*partition, waits []*fetchWaiter, alloc func(int) []byte) (*pb.FetchResponse, int, bool) {
 	resp := &pb.FetchResponse{Partitions: make([]*pb.FetchPartitionResponse, len(parts))}
 	budget := int(req.GetMaxBytes())
 	if budget <= 0 {
@@ -136,6 +154,9 @@ func (b *Broker) fetchOnce(req *pb.FetchRequest, parts []*partition) (*pb.FetchR
 		d := p.r.HandleFollowerFetch(fr, now)
 		p.processReadyLocked()
 		leader := p.r.Leader()
+		if waits != nil && d.Error == pb.ErrorCode_ERROR_CODE_NONE {
+			waits[i].seen.Store(int64(d.ReadUpTo))
+		}
 		p.mu.Unlock()
 		out.Error = d.Error
 		out.LeaderEpoch = int32(d.LeaderEpoch)
@@ -163,7 +184,7 @@ func (b *Broker) fetchOnce(req *pb.FetchRequest, parts []*partition) (*pb.FetchR
 		if pm := int(fp.GetPartitionMaxBytes()); pm > 0 {
 			limit = min(limit, pm)
 		}
-		rr, err := p.log.Read(d.ReadFrom, limit, d.ReadUpTo)
+		rr, err := p.log.ReadInto(d.ReadFrom, limit, d.ReadUpTo, alloc)
 		if err != nil {
 			out.Error = storageCode(err)
 			stop = true

@@ -220,15 +220,16 @@ func (f *fetcher) apply(items []fetchItem, resp *pb.FetchResponse) bool {
 		if d := pr.GetDivergingEpoch(); d != nil {
 			fr.DivergingEpoch = &replica.EpochEndOffset{Epoch: twinlog.Epoch(d.GetEpoch()), EndOffset: twinlog.Offset(d.GetEndOffset())}
 		}
-		recs := pr.GetRecords()
-		if len(recs) > 0 {
-			bs, err := storage.SplitBatches(recs)
-			if err != nil {
+		// Validated once here; the log appends it without re-checking crcs.
+		var recs storage.Validated
+		if raw := pr.GetRecords(); len(raw) > 0 {
+			var err error
+			if recs, err = storage.ValidateBatches(raw); err != nil {
 				// SPEC §2.2: followers verify too; refetch.
 				it.p.logger.Warn("follower fetch: corrupt batch from leader", "err", err)
 				continue
 			}
-			for _, bv := range bs {
+			for _, bv := range recs.Batches() {
 				fr.Batches = append(fr.Batches, replica.BatchMeta{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()})
 			}
 		}

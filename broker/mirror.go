@@ -858,7 +858,7 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset, se
 	if len(recs) == 0 {
 		return twinlog.NoEpoch, false
 	}
-	bs, err := storage.SplitBatches(recs)
+	v, err := storage.ValidateBatches(recs)
 	if err != nil {
 		b.mobs.ObserveMirrorFetchError(r.tp.Topic, r.tp.Partition, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE.String())
 		r.post(plan.FetchError{Session: session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: err.Error()})
@@ -875,8 +875,11 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset, se
 	leo := p.r.LogEndOffset()
 	// Drop batches wholly below LEO (a source read may start at the batch
 	// holding fetchOffset); one straddling LEO is an error (§6.2b).
+	bs := v.Batches()
+	skip := 0
 	for len(bs) > 0 && bs[0].LastOffset() < leo {
 		bs = bs[1:]
+		skip++
 	}
 	if len(bs) > 0 && bs[0].BaseOffset() < leo {
 		r.post(plan.FetchError{Session: session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: "batch straddles the log end"})
@@ -896,15 +899,12 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset, se
 		metas[i] = replica.BatchMeta{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()}
 		size += len(bv)
 	}
-	buf := make([]byte, 0, size)
-	for _, bv := range bs[:n] {
-		buf = append(buf, bv...)
-	}
 	if err := p.r.AppendAsMirrorLeader(metas, b.nowMs()); err != nil {
 		r.log.Warn("mirror append rejected", "err", err)
 		return twinlog.NoEpoch, true
 	}
-	p.fetched = buf
+	// The appendable prefix, validated above: no copy, no second crc pass.
+	p.fetched = v.Slice(skip, skip+n)
 	p.processReadyLocked()
 	b.mobs.ObserveMirrorBytes(r.tp.Topic, r.tp.Partition, size)
 	if b.cfg.FlushPolicy == FlushEveryBatch {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
@@ -28,10 +29,10 @@ type partition struct {
 	mu        sync.Mutex
 	r         *replica.Replica
 	nextID    replica.ProposalID
-	proposals map[replica.ProposalID][]byte         // batches awaiting their OpAppend
-	results   map[replica.ProposalID]*produceWaiter // acks=1/all waiting for a result
-	fetched   []byte                                // follower bytes for the OpAppend of the current response
-	state     *pb.PartitionRecord                   // last applied controller record
+	proposals map[replica.ProposalID]storage.Validated // batches awaiting their OpAppend
+	results   map[replica.ProposalID]*produceWaiter    // acks=1/all waiting for a result
+	fetched   storage.Validated                        // follower batches for the OpAppend of the current response
+	state     *pb.PartitionRecord                      // last applied controller record
 	closed    bool
 	failed    error // sticky: a LogOp failed; the log dir is offline
 
@@ -40,7 +41,7 @@ type partition struct {
 	mirrorWritable bool
 
 	wmu     sync.Mutex
-	waiters map[chan struct{}]struct{} // long-poll fetches
+	waiters map[*fetchWaiter]struct{} // long-poll fetches
 
 	sync syncer // group commit (FlushEveryBatch)
 }
@@ -68,9 +69,9 @@ func newPartition(b *Broker, tp twinlog.TopicPartition, topicID string, dir *sto
 	p := &partition{
 		b: b, tp: tp, topicID: topicID, dir: dir, log: l, r: r,
 		logger:    b.log.With("topic", tp.Topic, "partition", tp.Partition),
-		proposals: map[replica.ProposalID][]byte{},
+		proposals: map[replica.ProposalID]storage.Validated{},
 		results:   map[replica.ProposalID]*produceWaiter{},
-		waiters:   map[chan struct{}]struct{}{},
+		waiters:   map[*fetchWaiter]struct{}{},
 	}
 	p.sync.log = l
 	return p, nil
@@ -89,8 +90,17 @@ func (p *partition) usableLocked() error {
 // AlterPartition; (3) Advance. p.mu is held.
 func (p *partition) processReadyLocked() {
 	changed := false
+	progressOnly := true // only appends and HW moves: wake only waiters they help
 	for p.r.HasReady() {
 		rd := p.r.Ready()
+		if len(rd.Events) > 0 || rd.EpochsChanged || rd.AlignedEpoch != nil || p.failed != nil {
+			progressOnly = false
+		}
+		for _, op := range rd.LogOps {
+			if op.Kind != replica.OpAppend {
+				progressOnly = false
+			}
+		}
 		if p.failed == nil {
 			p.applyLogOpsLocked(rd)
 		}
@@ -123,9 +133,13 @@ func (p *partition) processReadyLocked() {
 		}
 		p.r.Advance()
 	}
-	p.fetched = nil
+	p.fetched = storage.Validated{}
 	if changed {
-		p.signal()
+		if progressOnly && p.failed == nil {
+			p.signalProgress(p.r.LogEndOffset(), p.r.HighWatermark())
+		} else {
+			p.signal()
+		}
 		p.b.notifyChange()
 	}
 }
@@ -144,20 +158,20 @@ func (p *partition) applyLogOpsLocked(rd replica.Ready) {
 				}
 				// One call for all of the request's batches: one write.
 				var info storage.AppendInfo
-				info, err = p.log.AppendAsLeader(buf, op.Batches[0].Epoch)
+				info, err = p.log.AppendValidatedAsLeader(buf, op.Batches[0].Epoch)
 				if err == nil && (info.FirstOffset != op.Batches[0].BaseOffset || info.LastOffset != op.Batches[len(op.Batches)-1].LastOffset) {
 					err = errors.New("broker: leader append offsets disagree with the replica")
 				}
 				if err == nil {
-					p.b.obs.ObserveBytesIn(len(buf))
+					p.b.obs.ObserveBytesIn(info.Bytes)
 				}
 			} else {
-				if len(p.fetched) == 0 {
+				if len(p.fetched.Batches()) == 0 {
 					err = errors.New("broker: follower append without fetched bytes")
 					break
 				}
-				_, err = p.log.AppendAsFollower(p.fetched)
-				p.fetched = nil
+				_, err = p.log.AppendValidatedAsFollower(p.fetched)
+				p.fetched = storage.Validated{}
 			}
 		case replica.OpTruncate:
 			err = p.log.TruncateTo(op.Offset)
@@ -253,27 +267,59 @@ func (p *partition) logEvent(ev replica.Event) {
 	}
 }
 
-// signal wakes long-poll fetches waiting on this partition.
+// fetchWaiter is one long-poll fetch's interest in one partition. A fetch
+// can only gain bytes when its read bound grows: the LEO for a follower, the
+// HW for consumers and mirrors (replica.FetchDecision.ReadUpTo).
+type fetchWaiter struct {
+	ch       chan struct{} // shared by the fetch's partitions, buffered 1
+	follower bool
+	seen     atomic.Int64 // read bound at the last evaluation; -1: none yet
+}
+
+func (w *fetchWaiter) wake() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// signal wakes every long-poll fetch waiting on this partition (state
+// changes other than progress: roles, epochs, truncation, failure, close).
 func (p *partition) signal() {
 	p.wmu.Lock()
-	for ch := range p.waiters {
-		select {
-		case ch <- struct{}{}:
-		default:
+	for w := range p.waiters {
+		w.wake()
+	}
+	p.wmu.Unlock()
+}
+
+// signalProgress wakes the long-poll fetches whose read bound moved past
+// what they last saw. Before, every HW move woke every fetch, and each
+// re-evaluated all its partitions to find nothing new: a follower's bound
+// is the LEO, so an HW move alone never gives it bytes.
+func (p *partition) signalProgress(leo, hw twinlog.Offset) {
+	p.wmu.Lock()
+	for w := range p.waiters {
+		bound := hw
+		if w.follower {
+			bound = leo
+		}
+		if int64(bound) > w.seen.Load() {
+			w.wake()
 		}
 	}
 	p.wmu.Unlock()
 }
 
-func (p *partition) addWaiter(ch chan struct{}) {
+func (p *partition) addWaiter(w *fetchWaiter) {
 	p.wmu.Lock()
-	p.waiters[ch] = struct{}{}
+	p.waiters[w] = struct{}{}
 	p.wmu.Unlock()
 }
 
-func (p *partition) removeWaiter(ch chan struct{}) {
+func (p *partition) removeWaiter(w *fetchWaiter) {
 	p.wmu.Lock()
-	delete(p.waiters, ch)
+	delete(p.waiters, w)
 	p.wmu.Unlock()
 }
 

@@ -94,15 +94,15 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 		return nil, nil
 	}
 	records := pd.GetRecords()
-	numRecords, code := b.validateBatches(records)
+	// Validated once here; the log appends it without re-checking crcs.
+	// The log stamps the buffer in place. The protobuf codec copies bytes
+	// fields out of gRPC's (pooled) receive buffer, so records is ours: no
+	// second copy of every produced byte.
+	buf, numRecords, code := b.validateBatches(records)
 	if code != pb.ErrorCode_ERROR_CODE_NONE {
 		out.Error = code
 		return nil, nil
 	}
-	// The log stamps the buffer in place. The protobuf codec copies bytes
-	// fields out of gRPC's (pooled) receive buffer, so records is ours: no
-	// second copy of every produced byte.
-	buf := records
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -136,22 +136,23 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 
 // validateBatches checks the producer's batches (SPEC §2.2) and returns the
 // number of offsets they take.
-func (b *Broker) validateBatches(records []byte) (int, pb.ErrorCode) {
+func (b *Broker) validateBatches(records []byte) (storage.Validated, int, pb.ErrorCode) {
 	if len(records) == 0 {
-		return 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+	}
+	v, err := storage.ValidateBatches(records)
+	if err != nil {
+		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
 	}
 	n := 0
-	for bv, err := range storage.Batches(records) {
-		if err != nil {
-			return 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
-		}
+	for _, bv := range v.Batches() {
 		if bv.Size() > b.cfg.Log.MaxBatchBytes {
-			return 0, pb.ErrorCode_ERROR_CODE_MESSAGE_TOO_LARGE
+			return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_MESSAGE_TOO_LARGE
 		}
 		n += int(bv.LastOffsetDelta()) + 1
 		if n > 1<<30 {
-			return 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+			return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
 		}
 	}
-	return n, pb.ErrorCode_ERROR_CODE_NONE
+	return v, n, pb.ErrorCode_ERROR_CODE_NONE
 }

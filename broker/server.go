@@ -35,7 +35,7 @@ type fetchServer struct {
 }
 
 func (s fetchServer) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error) {
-	resp, err := s.b.Fetch(ctx, req)
+	resp, err := s.b.fetch(ctx, req, pooledRead)
 	return resp, toStatus(err)
 }
 

@@ -258,10 +258,13 @@ func (b BatchView) eachRecord(fn func(r *Record, delta int64) error, full bool) 
 		return v, nil
 	}
 	bytesField := func(what string, nullable bool) ([]byte, error) {
-		l, err := varint(what + " length")
-		if err != nil {
-			return nil, err
+		// Not varint(what + " length"): that concatenation allocated per
+		// field on the hot validation path (4% of broker CPU).
+		l, n := binary.Varint(p)
+		if n <= 0 {
+			return nil, corruptf(0, "bad %s length varint at byte %d", what, pos())
 		}
+		p = p[n:]
 		if l == -1 && nullable {
 			return nil, nil
 		}
@@ -393,3 +396,48 @@ func SplitBatches(buf []byte) ([]BatchView, error) {
 	}
 	return out, nil
 }
+
+// Validated is a run of concatenated batches that passed ValidateBatches:
+// every batch satisfied BatchView.Validate when it was checked. Only
+// ValidateBatches makes a non-empty Validated, so the Log's Append*Validated
+// methods can skip the crc and record walk without trusting a flag from
+// their caller. The batches alias the validated buffer; the caller must not
+// change it between validation and append (the leader's in-place offset and
+// epoch stamps are outside the crc).
+type Validated struct {
+	views []BatchView
+}
+
+// ValidateBatches validates buf like SplitBatches and returns it as a
+// Validated for a later append. Errors are *CorruptError positioned in buf.
+func ValidateBatches(buf []byte) (Validated, error) {
+	var out []BatchView
+	var pos int64
+	for rest := buf; len(rest) > 0; {
+		b, next, err := DecodeBatch(rest)
+		if err != nil {
+			return Validated{}, withFile(err, "", pos)
+		}
+		// Views keep the capacity of the whole buffer so that a run of them
+		// is written with one call (see Log.split).
+		out = append(out, BatchView(buf[pos:pos+int64(len(b))]))
+		pos += int64(len(b))
+		rest = next
+	}
+	return Validated{views: out}, nil
+}
+
+// Batches are the validated batches, in order.
+func (v Validated) Batches() []BatchView { return v.views }
+
+// Bytes is the total size of the batches.
+func (v Validated) Bytes() int {
+	n := 0
+	for _, b := range v.views {
+		n += len(b)
+	}
+	return n
+}
+
+// Slice is the validated run of batches [i, j).
+func (v Validated) Slice(i, j int) Validated { return Validated{views: v.views[i:j]} }

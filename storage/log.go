@@ -393,6 +393,37 @@ func (l *Log) AppendAsLeader(batches []byte, e twinlog.Epoch) (AppendInfo, error
 	if err != nil {
 		return AppendInfo{}, err
 	}
+	return l.appendAsLeader(bs, e)
+}
+
+// AppendValidatedAsLeader is AppendAsLeader for batches the caller already
+// validated with ValidateBatches: it checks only the append's own rules
+// (non-empty, MaxBatchBytes), not crcs and records again.
+func (l *Log) AppendValidatedAsLeader(v Validated, e twinlog.Epoch) (AppendInfo, error) {
+	bs, err := l.checkValidated(v)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	return l.appendAsLeader(bs, e)
+}
+
+// checkValidated applies split's non-crc rules to validated batches.
+func (l *Log) checkValidated(v Validated) ([]BatchView, error) {
+	bs := v.Batches()
+	if len(bs) == 0 {
+		return nil, ErrEmptyAppend
+	}
+	var pos int64
+	for _, b := range bs {
+		if len(b) > l.opts.MaxBatchBytes {
+			return nil, fmt.Errorf("%w: batch at position %d is %d bytes, max %d", ErrBatchTooLarge, pos, len(b), l.opts.MaxBatchBytes)
+		}
+		pos += int64(len(b))
+	}
+	return bs, nil
+}
+
+func (l *Log) appendAsLeader(bs []BatchView, e twinlog.Epoch) (AppendInfo, error) {
 	if e < 0 {
 		return AppendInfo{}, fmt.Errorf("%w: leader epoch %d", ErrInvalidEpoch, e)
 	}
@@ -423,6 +454,20 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 	if err != nil {
 		return AppendInfo{}, err
 	}
+	return l.appendAsFollower(bs)
+}
+
+// AppendValidatedAsFollower is AppendAsFollower for batches the caller
+// already validated with ValidateBatches (see AppendValidatedAsLeader).
+func (l *Log) AppendValidatedAsFollower(v Validated) (AppendInfo, error) {
+	bs, err := l.checkValidated(v)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	return l.appendAsFollower(bs)
+}
+
+func (l *Log) appendAsFollower(bs []BatchView) (AppendInfo, error) {
 	l.mu.Lock()
 	if err := l.usable(); err != nil {
 		l.mu.Unlock()
@@ -553,6 +598,15 @@ func contiguous(run []BatchView) []byte {
 // qualifies (Kafka semantics). from outside [logStart, LEO] is
 // ErrOffsetOutOfRange.
 func (l *Log) Read(from twinlog.Offset, maxBytes int, upTo twinlog.Offset) (ReadResult, error) {
+	return l.ReadInto(from, maxBytes, upTo, nil)
+}
+
+// ReadInto is Read with the buffer from alloc(n), which must return a slice
+// of length n the Log may overwrite (nil alloc: a fresh one). Batches is
+// then a prefix of that slice with its full capacity, so the caller can
+// hand the buffer back to its pool once nothing reads Batches any more.
+// Every byte of Batches is read from the log; none is left from before.
+func (l *Log) ReadInto(from twinlog.Offset, maxBytes int, upTo twinlog.Offset, alloc func(n int) []byte) (ReadResult, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if err := l.usable(); err != nil {
@@ -584,7 +638,12 @@ func (l *Log) Read(from twinlog.Offset, maxBytes int, upTo twinlog.Offset) (Read
 			return res, nil
 		}
 		n := min(max(int64(maxBytes), batchSize(b)), s.size-pos)
-		buf := make([]byte, n)
+		var buf []byte
+		if alloc != nil {
+			buf = alloc(int(n))[:n]
+		} else {
+			buf = make([]byte, n)
+		}
 		if _, err := s.f.ReadAt(buf, pos); err != nil {
 			return res, fmt.Errorf("read %s at %d: %w", s.logPath(), pos, err)
 		}
@@ -597,7 +656,11 @@ func (l *Log) Read(from twinlog.Offset, maxBytes int, upTo twinlog.Offset) (Read
 			}
 			end += sz
 		}
-		res.Batches = buf[:end:end]
+		if alloc != nil {
+			res.Batches = buf[:end]
+		} else {
+			res.Batches = buf[:end:end]
+		}
 		return res, nil
 	}
 	return res, nil
