@@ -105,6 +105,9 @@ func (b *Broker) reconcile() {
 		rec      *pb.PartitionRecord
 		minISR   int
 		inMirror bool
+		// hasTaints: the topic is mirrored or once-mirrored, so it may have
+		// durable taints in __mirror_state (SPEC §6.4).
+		hasTaints bool
 	}
 	wanted := map[twinlog.TopicPartition]want{}
 	brokers := map[twinlog.BrokerID]twinlog.BrokerEpoch{}
@@ -121,7 +124,7 @@ func (b *Broker) reconcile() {
 			if pr == nil || !slices.Contains(pr.GetReplicas(), int32(b.cfg.ID)) {
 				continue
 			}
-			wanted[twinlog.TopicPartition{Topic: name, Partition: i}] = want{pr, m, t.GetMirrorName() != ""}
+			wanted[twinlog.TopicPartition{Topic: name, Partition: i}] = want{pr, m, t.GetMirrorName() != "", t.GetMirrorName() != "" || t.GetOnceMirrored()}
 		}
 	}
 	b.metaMu.Unlock()
@@ -172,7 +175,14 @@ func (b *Broker) reconcile() {
 		if p.usableLocked() == nil {
 			p.state = w.rec
 			p.applyMirrorFlagsLocked(w.inMirror, st.Leader == b.cfg.ID && p.r.Role() != replica.RoleLeader)
+			wasLeader, le := p.r.Role() == replica.RoleLeader, p.r.LeaderEpoch()
 			p.r.ApplyPartitionState(st, now)
+			if w.hasTaints && p.r.Role() == replica.RoleLeader && (!wasLeader || p.r.LeaderEpoch() != le) {
+				// A new LE: serve no follower fetch until the mirror runner
+				// has loaded the taints (SPEC §6.4); set under the same lock
+				// as the leadership, so no fetch sees the gap.
+				p.r.SetTaintsPending(true)
+			}
 			p.processReadyLocked()
 		}
 		p.mu.Unlock()

@@ -263,6 +263,7 @@ func (r *mirrorRunner) run(ctx context.Context) {
 	for {
 		r.observe(ctx)
 		r.drain(ctx)
+		r.settleTaintsPending()
 		select {
 		case <-ctx.Done():
 			return
@@ -424,6 +425,26 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 		r.step(plan.ReplicaStatusChanged{Status: st})
 	}
 	r.publishStatus()
+}
+
+// settleTaintsPending lets the leader serve follower fetches once this
+// leadership has loaded the durable taints (SPEC §6.4): BecameLeader stepped
+// with the records read up to the __mirror_state HW, and drain performed its
+// AddTaints (possibly none). An LE the runner does not know yet (another
+// leadership, or a bump not reported done) keeps it pending; so does a
+// __mirror_state that cannot be read (observe returns before loading).
+func (r *mirrorRunner) settleTaintsPending() {
+	if r.m == nil || !r.leader {
+		return
+	}
+	p := r.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.usableLocked() != nil || p.r.Role() != replica.RoleLeader || !p.r.TaintsPending() || p.r.LeaderEpoch() > r.knownLE {
+		return
+	}
+	p.r.SetTaintsPending(false)
+	p.processReadyLocked()
 }
 
 // resolveClearing settles taints the replica cleared in memory before this

@@ -260,7 +260,7 @@ func (p *partition) logEvent(ev replica.Event) {
 		p.b.obs.ObserveTruncation(reason)
 	case replica.EventFenced, replica.EventAlterRejected:
 		p.logger.Warn(ev.String())
-	case replica.EventRoleChange, replica.EventISRChange, replica.EventTaintCleared:
+	case replica.EventRoleChange, replica.EventISRChange, replica.EventTaintCleared, replica.EventTaintsPending:
 		p.logger.Info(ev.String())
 	default:
 		p.logger.Debug(ev.String())

@@ -51,7 +51,9 @@
 //
 // SetMirrorPartition (no own LE in the cache), SetWritable (READ_ONLY_TOPIC,
 // INVALID_MIRROR_SOURCE), SetTaint and ConfirmTaintCleared (a repaired
-// follower joins the ISR only once its cleared taint is durable), truncation
+// follower joins the ISR only once its cleared taint is durable),
+// SetTaintsPending (a new leader of a mirrored or once-mirrored topic answers
+// followers UNKNOWN_LEADER_EPOCH until its taints are loaded, §6.4), truncation
 // points in PartitionState
 // (consumer LOG_TRUNCATED; UNKNOWN_LEADER_EPOCH in a bumped LE until
 // TruncateAsLeader; TruncateFullyAsLeader restarts the log at an offset),

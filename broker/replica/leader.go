@@ -95,6 +95,12 @@ func (r *Replica) HandleFollowerFetch(f FetchRequest, nowMs int64) FetchDecision
 			return d
 		}
 	}
+	if isFollower && r.taintsPending {
+		// The durable taints are not loaded yet (SPEC §6.4): the follower
+		// may be tainted, so neither serve it nor note anything about it.
+		d.Error = errUnknownEpoch
+		return d
+	}
 	// Step 3.
 	if f.FetchOffset < r.logStart {
 		d.Error = errOutOfRange

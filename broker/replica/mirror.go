@@ -42,6 +42,32 @@ func (r *Replica) SetTaint(id twinlog.BrokerID, t Taint) {
 	r.taints[id] = t
 }
 
+// SetTaintsPending sets whether this leader still has to load the
+// partition's durable taints (SPEC §6.4 "Leaders of once-mirrored topics
+// load the taints before serving follower fetches"). The shell sets it in
+// the same critical section as the ApplyPartitionState that makes this
+// replica leader in a new LE of a mirrored or once-mirrored topic, and
+// clears it once the taints (possibly none) are installed with SetTaint.
+// While it is set, FOLLOWER fetches are answered UNKNOWN_LEADER_EPOCH (as in
+// a bumped LE not yet truncated, §4.3 step 2: the follower backs off and
+// refetches, never truncates) and change nothing: no follower LEO, caught-up
+// time, taint repair, HW or ISR change. CONSUMER and MIRROR fetches are
+// unaffected. A leader that cannot read __mirror_state stays pending: its
+// followers cannot rejoin the ISR, the availability cost §6.4 implies. It
+// only matters on a leader; losing leadership clears it.
+func (r *Replica) SetTaintsPending(pending bool) {
+	if pending && r.role != RoleLeader {
+		return
+	}
+	if r.taintsPending != pending {
+		r.event(EventTaintsPending, "%t at LE %d", pending, r.le)
+	}
+	r.taintsPending = pending
+}
+
+// TaintsPending reports whether follower fetches wait for the taints.
+func (r *Replica) TaintsPending() bool { return r.taintsPending }
+
 // repairTaint: a fetch by follower id was answered NONE without
 // DivergingEpoch (its log is a prefix of ours), so its taint is repaired
 // (§6.6 step 4). The taint stops shaping fetch answers at once, but the

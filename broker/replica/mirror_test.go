@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 )
 
 // TestTaintClearWaitsForDurableWrite asserts SPEC §6.6 step 4's ordering:
@@ -147,5 +148,124 @@ func TestTruncateFullyAsLeaderRestartsInsideLog(t *testing.T) {
 	e2.processReady(e2.nodes[1])
 	if r := e2.nodes[1].r; r.LogStartOffset() != 0 || r.LogEndOffset() != 3 {
 		t.Fatalf("cut: logStart %d LEO %d, want 0 3", r.LogStartOffset(), r.LogEndOffset())
+	}
+}
+
+// TestTaintsPendingHoldsFollowerFetches asserts SPEC §6.4 "Leaders of
+// once-mirrored topics load the taints before serving follower fetches": a
+// new leader whose taints are not loaded answers FOLLOWER fetches
+// UNKNOWN_LEADER_EPOCH and notes nothing (no follower LEO, alignment, taint
+// repair, HW or ISR change), and the follower backs off without truncating.
+// CONSUMER fetches are served. Once loaded, a taint gives §4.3 step 4's
+// DivergingEpoch; no taint, a normal answer.
+func TestTaintsPendingHoldsFollowerFetches(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		taint *Taint
+	}{
+		{name: "loaded-none"},
+		{name: "loaded-taint", taint: &Taint{Epoch: 1, Offset: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(1000)
+			e.quiet = true
+			e.addNode(1, parseLog(t, "0-3@1"), 4)
+			e.addNode(2, parseLog(t, "0-3@1"), 4)
+			e.ctl.replicas, e.ctl.isr, e.ctl.leader, e.ctl.le, e.ctl.pe = []twinlog.BrokerID{1, 2}, []twinlog.BrokerID{1}, 1, 2, 1
+			e.ctl.m = 1
+			e.push(e.ids())
+			leader, follower := e.nodes[1].r, e.nodes[2].r
+			follower.SetTaintsPending(true)
+			if follower.TaintsPending() {
+				t.Fatal("a follower took taints-pending")
+			}
+			leader.SetTaintsPending(true)
+			e.processReady(e.nodes[1])
+			hw := leader.HighWatermark()
+
+			ft, ok := follower.NextFetch()
+			if !ok {
+				t.Fatal("follower has no fetch")
+			}
+			d := leader.HandleFollowerFetch(ft.Request, e.now)
+			if d.Error != pb.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH || d.DivergingEpoch != nil || d.ReadUpTo != d.ReadFrom {
+				t.Fatalf("pending: error %v diverging %v read [%d,%d), want UNKNOWN_LEADER_EPOCH, no records",
+					d.Error, d.DivergingEpoch, d.ReadFrom, d.ReadUpTo)
+			}
+			if rd := leader.Ready(); rd.AlterPartition != nil || len(rd.TaintsCleared) > 0 || rd.HighWatermark != nil {
+				t.Fatalf("pending fetch changed leader state: %+v", rd)
+			}
+			if got := leader.FollowerAlignedEpoch(2); got != twinlog.NoEpoch {
+				t.Fatalf("follower aligned in LE %d while pending", got)
+			}
+			if !slices.Equal(leader.MaximalISR(), []twinlog.BrokerID{1}) || leader.HighWatermark() != hw {
+				t.Fatalf("pending: maximal ISR %v HW %d", leader.MaximalISR(), leader.HighWatermark())
+			}
+			follower.HandleFetchResponse(FetchResponse{Request: ft.Request, Error: d.Error, LeaderEpoch: d.LeaderEpoch,
+				HighWatermark: d.HighWatermark, LogStartOffset: d.LogStartOffset, LogEndOffset: d.LogEndOffset}, e.now)
+			if rd := follower.Ready(); len(rd.LogOps) > 0 || follower.LogEndOffset() != 4 {
+				t.Fatalf("follower acted on UNKNOWN_LEADER_EPOCH: ops %v LEO %d", rd.LogOps, follower.LogEndOffset())
+			}
+			e.processReady(e.nodes[2])
+			if next, _ := follower.NextFetch(); next.Request != ft.Request {
+				t.Fatalf("refetch %+v, want the same %+v", next.Request, ft.Request)
+			}
+			c := leader.HandleFollowerFetch(FetchRequest{ReplicaID: twinlog.NoBroker, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER,
+				FetchOffset: 0, CurrentLeaderEpoch: 2, LastFetchedEpoch: twinlog.NoEpoch}, e.now)
+			if c.Error != errNone || c.ReadUpTo != hw {
+				t.Fatalf("consumer while pending: %v up to %d, want NONE up to %d", c.Error, c.ReadUpTo, hw)
+			}
+
+			// The shell loads the taints, then clears pending.
+			if tc.taint != nil {
+				leader.SetTaint(2, *tc.taint)
+			}
+			leader.SetTaintsPending(false)
+			e.processReady(e.nodes[1])
+			ft, _ = follower.NextFetch()
+			d = leader.HandleFollowerFetch(ft.Request, e.now)
+			if tc.taint != nil {
+				want := EpochEndOffset{Epoch: tc.taint.Epoch, EndOffset: tc.taint.Offset}
+				if d.Error != errNone || d.DivergingEpoch == nil || *d.DivergingEpoch != want {
+					t.Fatalf("tainted: error %v diverging %v, want DivergingEpoch %v", d.Error, d.DivergingEpoch, want)
+				}
+				if leader.HasReady() && len(leader.Ready().TaintsCleared) > 0 {
+					t.Fatal("taint cleared by a diverging answer")
+				}
+				e.processReady(e.nodes[1])
+				e.deliverFetch(queuedFetch{from: 2, target: ft}) // truncates to T
+				if got := follower.LogEndOffset(); got != tc.taint.Offset {
+					t.Fatalf("follower LEO %d after DivergingEpoch, want %d", got, tc.taint.Offset)
+				}
+				if slices.Contains(leader.MaximalISR(), 2) {
+					t.Fatalf("tainted follower in maximal ISR %v", leader.MaximalISR())
+				}
+				return
+			}
+			if d.Error != errNone || d.DivergingEpoch != nil || d.ReadUpTo != leader.LogEndOffset() {
+				t.Fatalf("untainted: error %v diverging %v up to %d", d.Error, d.DivergingEpoch, d.ReadUpTo)
+			}
+			e.processReady(e.nodes[1])
+			if !slices.Contains(leader.MaximalISR(), 2) || leader.FollowerAlignedEpoch(2) != 2 {
+				t.Fatalf("caught-up follower: maximal ISR %v aligned %d, want joined in LE 2", leader.MaximalISR(), leader.FollowerAlignedEpoch(2))
+			}
+		})
+	}
+}
+
+// TestTaintsPendingClearsOnLeadershipLoss: the state is leader-only.
+func TestTaintsPendingClearsOnLeadershipLoss(t *testing.T) {
+	e := newEnv(1000)
+	e.quiet = true
+	e.addNode(1, parseLog(t, "0-3@1"), 4)
+	e.addNode(2, parseLog(t, "0-3@1"), 4)
+	e.ctl.replicas, e.ctl.isr, e.ctl.leader, e.ctl.le, e.ctl.pe = []twinlog.BrokerID{1, 2}, []twinlog.BrokerID{1, 2}, 1, 2, 1
+	e.push(e.ids())
+	e.nodes[1].r.SetTaintsPending(true)
+	e.processReady(e.nodes[1])
+	e.ctl.leader, e.ctl.le, e.ctl.pe = 2, 3, 2
+	e.push(e.ids())
+	if e.nodes[1].r.TaintsPending() {
+		t.Fatal("taints still pending after losing leadership")
 	}
 }

@@ -67,6 +67,9 @@ type Replica struct {
 	// record is not yet durable in __mirror_state (§6.6 step 4); they stay
 	// out of the ISR until ConfirmTaintCleared.
 	clearing map[twinlog.BrokerID]bool
+	// taintsPending: this leader has not loaded the partition's durable
+	// taints yet (SPEC §6.4); follower fetches get UNKNOWN_LEADER_EPOCH.
+	taintsPending bool
 
 	// Leader state, valid while role == RoleLeader.
 	leso          twinlog.Offset
@@ -228,6 +231,7 @@ func (r *Replica) ApplyPartitionState(st PartitionState, nowMs int64) {
 		r.failPending(errNotLeader)
 		r.followers = nil
 		r.leso = twinlog.NoOffset
+		r.taintsPending = false
 	}
 	if r.role != prevRole || newLE {
 		r.event(EventRoleChange, "%v at LE %d (leader %d, PE %d)", r.role, r.le, r.leader, r.pe)

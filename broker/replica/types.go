@@ -307,12 +307,13 @@ const (
 	EventAlterRejected
 	EventTaintCleared
 	EventIgnored
+	EventTaintsPending // SetTaintsPending changed (SPEC §6.4)
 )
 
 var eventNames = map[EventType]string{
 	EventRoleChange: "role", EventISRChange: "isr", EventHighWatermark: "hw",
 	EventTruncation: "truncation", EventFenced: "fenced", EventAlterRejected: "alter-rejected",
-	EventTaintCleared: "taint-cleared", EventIgnored: "ignored",
+	EventTaintCleared: "taint-cleared", EventIgnored: "ignored", EventTaintsPending: "taints-pending",
 }
 
 // Event is a notable transition the shell logs (and counts in metrics).
