@@ -120,7 +120,7 @@ func (b *simBroker) sendRegister() {
 		var resp *pb.RegisterBrokerResponse
 		c.do(fmt.Sprintf("register %d", b.id), false, func() *pb.MetadataDelta {
 			d, r := c.state.RegisterBroker(&pb.RegisterBrokerRequest{BrokerId: b.id, IncarnationId: fmt.Sprintf("%d.%d", b.id, inc),
-				Host: "sim", Port: 9092 + b.id, LogDirs: []string{logDir}, PreviousBrokerEpoch: prev, ClusterId: "a"}, s.now)
+				Host: "sim", Port: 9092 + b.id, LogDirs: []string{logDir}, PreviousBrokerEpoch: prev, ClusterId: s.clusterID}, s.now)
 			resp = r
 			return d
 		})
@@ -337,6 +337,10 @@ func (b *simBroker) reconcile() {
 				st.TruncationPoints = append(st.TruncationPoints, replica.TruncationPoint{
 					LeaderEpoch: twinlog.Epoch(tpt.GetLeaderEpoch()), Offset: twinlog.Offset(tpt.GetOffset())})
 			}
+			if s.w != nil {
+				// broker/metadata.go applyMirrorFlagsLocked (mirror.go).
+				s.w.applyMirrorFlags(p, t.GetMirrorName() != "", st.Leader == twinlog.BrokerID(b.id) && p.r.Role() != replica.RoleLeader)
+			}
 			p.r.ApplyPartitionState(st, s.now)
 			p.processReady()
 		}
@@ -412,6 +416,9 @@ func (p *simPart) processReady() {
 			if err := p.log.WritePartitionMetadata(storage.PartitionMetadata{TopicID: p.topicID, AlignedEpoch: *rd.AlignedEpoch}); err != nil {
 				s.fail("storage", "%v", err)
 			}
+		}
+		if len(rd.TaintsCleared) > 0 && s.w != nil {
+			s.w.repaired(p, rd.TaintsCleared) // broker.repaired (mirror.go)
 		}
 		if rd.HighWatermark != nil {
 			p.log.SetHighWatermark(*rd.HighWatermark)
@@ -527,7 +534,10 @@ func (p *simPart) syncEpochs(want []epoch.Entry) {
 	}
 	if n := len(want); n > 0 {
 		last := want[n-1]
-		if !slices.Contains(have, last) {
+		// Re-assigning the machine's last entry also drops a stale tail the
+		// log kept (an epoch without records cut at the LEO, §6.2c), as
+		// broker/partition.go does.
+		if !slices.Contains(have, last) || have[len(have)-1] != last {
 			if err := p.log.AssignEpoch(last.Epoch, last.StartOffset); err != nil {
 				p.b.s.fail("storage assign epoch", "broker %d %s: %v", p.b.id, p.key, err)
 			}
@@ -702,6 +712,12 @@ func (b *simBroker) serveFetch(tp twinlog.TopicPartition, req replica.FetchReque
 	}
 	p := b.parts[tp]
 	if p == nil {
+		resp.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+		return resp, nil
+	}
+	if s.w != nil && req.FetcherType == pb.FetcherType_FETCHER_TYPE_FOLLOWER && !s.w.taintsLoaded(p) {
+		// SPEC §6.4: a leader of a once-mirrored topic loads the taints
+		// before serving follower fetches (mirror.go).
 		resp.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
 		return resp, nil
 	}

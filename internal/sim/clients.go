@@ -191,7 +191,11 @@ func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, 
 	p.nextID++
 	id := p.nextID
 	own := append([]byte(nil), buf...)
+	leo := p.r.LogEndOffset()
 	d := p.r.Propose(replica.Proposal{ID: id, Acks: acks, TimeoutMs: s.cfg.ProduceTimeoutMs, NumRecords: len(values)}, s.now)
+	if s.w != nil {
+		s.w.checkProduce(p, d, leo)
+	}
 	if d.Error != pb.ErrorCode_ERROR_CODE_NONE {
 		reply(d.Error, -1, -1)
 		p.processReady()

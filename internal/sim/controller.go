@@ -25,7 +25,7 @@ type roundRun struct {
 }
 
 func newController(s *Sim) *controller {
-	return &controller{s: s, state: metastate.New(metastate.Config{ClusterID: "a", Rand: s.rng}), rounds: map[uint64]*roundRun{}}
+	return &controller{s: s, state: metastate.New(metastate.Config{ClusterID: s.clusterID, Rand: s.rng}), rounds: map[uint64]*roundRun{}}
 }
 
 // commit is the shell's persist-then-apply with the simulator's checks:
@@ -69,6 +69,9 @@ func (c *controller) commit(what string, before *pb.MetadataSnapshot, d *pb.Meta
 			s.hist.RecordTruncation(tp, ev.LeaderEpoch)
 			s.noteUnclean(tp, ev.LeaderEpoch)
 			s.tracef("ctl unclean election %s leader %d LE %d", tp, ev.Broker, ev.LeaderEpoch)
+			if s.w != nil {
+				s.w.onUncleanElection(s, tp, ev.Broker)
+			}
 		case metastate.EventBrokerFenced:
 			s.report.Fences++
 		}
@@ -167,7 +170,7 @@ func (c *controller) completeRound(id uint64) {
 func (c *controller) restart() {
 	s := c.s
 	snap := c.state.Snapshot()
-	c.state = metastate.New(metastate.Config{ClusterID: "a", Rand: s.rng})
+	c.state = metastate.New(metastate.Config{ClusterID: s.clusterID, Rand: s.rng})
 	c.state.Restore(snap)
 	c.rounds = map[uint64]*roundRun{}
 	c.inc++

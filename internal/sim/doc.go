@@ -67,6 +67,31 @@
 // other packages are counted in Report.KnownBugs (FailOnKnownBugs turns them
 // into failures); known_bugs_test.go replays each from its seed.
 //
+// # Two clusters
+//
+// Config{Clusters: 2} (or Mirror) runs clusters A and B in lockstep (a
+// world, mirror.go): B's topic is created by CreateMirror from A's and
+// mirrored by the real mirror/plan.Machine on B's partition leaders, behind
+// a shell that copies broker/mirror.go (Start from metadata, LMLE queries
+// answered from the other cluster's __mirror_state by
+// plan.AnswerLastMirroredEpoch, BumpLeaderEpoch through metastate with
+// truncation points, Fetch{MIRROR} served by the source replica below its
+// HW, divergence and OFFSET_OUT_OF_RANGE, taints). __mirror_state is a
+// durable table per cluster at the controller node, written in order by
+// the leader with stateEpoch = LE. At random moments the destination fails
+// over (Stop; half of the time after draining the source) and the old
+// source fails back (mirrors the new one); cross-cluster links are cut,
+// packets dropped and delayed, mirror.support.unclean.leader.election
+// flipped. Extra checks: §8.15 at every copy, §8.16 and §8.17 after every
+// step, §8.19 at every leadership (no durably tainted replica in the ISR),
+// §8.20 every second and at the end, §8.21 after the final failback and
+// catch-up, and acknowledged writes across failovers (each failover hands
+// the source's acks=all writes below the destination's HW to the
+// destination's History). Report.Mirror counts failovers, failbacks, LMLE,
+// divergence and out-of-range truncations and mirrored records;
+// Report.Peer is cluster B. Replay with go test ./internal/sim -run
+// TestTwoClusterSeeds -sim.seed=N (-sim.twofaultms sets the fault phase).
+//
 // # Concurrency
 //
 // A run is single-goroutine and owns everything it creates; separate runs

@@ -71,10 +71,12 @@ type lossy struct {
 type partHistory struct {
 	// truncLEs are the leader epochs installed by recorded truncations.
 	truncLEs []int32
-	seen     map[int64][]observation
-	valueAt  map[string]int64
-	acked    map[int64]ackRecord
-	lossy    []lossy
+	// truncSeqs are their places in the history (two-cluster checks).
+	truncSeqs []uint64
+	seen      map[int64][]observation
+	valueAt   map[string]int64
+	acked     map[int64]ackRecord
+	lossy     []lossy
 }
 
 type consumerHistory struct {
@@ -127,6 +129,7 @@ func (h *History) RecordTruncation(tp string, le int32) {
 	h.Truncations++
 	p := h.part(tp)
 	p.truncLEs = append(p.truncLEs, le)
+	p.truncSeqs = append(p.truncSeqs, h.seq)
 }
 
 // RecordLossyShutdown records that broker lost every offset ≥ from of tp in an

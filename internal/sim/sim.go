@@ -54,6 +54,17 @@ type Config struct {
 	// bite: "acks1-as-all" (acks=1 acks recorded as acks=all),
 	// "ignore-divergence" (followers drop DivergingEpoch answers).
 	mutation string
+	// mirrorNoTaintGate serves follower fetches of a once-mirrored topic's
+	// new leader before its taints are loaded, as broker/ does (the known
+	// bug TestKnownBugTaintsNotLoadedBeforeFollowerFetch).
+	mirrorNoTaintGate bool
+
+	// Clusters is 1 (default) or 2. With 2 (or Mirror) the run has a
+	// second cluster B whose topic mirrors A's through mirror/plan, with
+	// failovers and failbacks at random moments (mirror.go).
+	Clusters int
+	// Mirror is Clusters: 2.
+	Mirror bool
 
 	// TraceLines is how many trace lines a failure shows (default 50).
 	TraceLines int
@@ -135,6 +146,13 @@ type Report struct {
 	KnownBugs map[string]int
 	TraceHash uint64
 	History   string
+
+	// Cluster is the cluster id ("a", or "b" for Peer).
+	Cluster string
+	// Peer is cluster B's report and Mirror the mirror's, in two-cluster
+	// runs (nil otherwise).
+	Peer   *Report
+	Mirror *MirrorReport
 }
 
 // FaultCount is the total of injected faults.
@@ -178,7 +196,7 @@ func (r *Report) String() string {
 		r.Seed, r.Brokers, r.Partitions, r.Steps, r.SimMs, r.Healed,
 		r.FaultCount(), kinds(r.Faults), r.Elections, r.UncleanElections, r.Fences, r.RecoveryRounds, r.Truncations, r.LossyCrashes, r.StaleMinISRAdvances,
 		r.AckedAll, r.AckedOne, r.ProduceErrors, r.Consumed, r.Messages,
-		r.CheckCount(), kinds(r.Checks), kinds(r.KnownBugs), r.History, r.TraceHash)
+		r.CheckCount(), kinds(r.Checks), kinds(r.KnownBugs), r.History, r.TraceHash) + r.mirrorString()
 }
 
 // Failure is an invariant violation: the seed replays it.
@@ -189,11 +207,17 @@ type Failure struct {
 	Invariant string
 	Detail    string
 	Trace     []string // the last TraceLines lines
+	// Replay is the test that replays it (default TestSimSeeds).
+	Replay string
 }
 
 func (f *Failure) Error() string {
-	return fmt.Sprintf("sim: seed %d step %d (t=%d ms): invariant %s violated: %s\nreplay: go test ./internal/sim -run TestSimSeeds -sim.seed=%d -v\nlast %d trace lines:\n  %s",
-		f.Seed, f.Step, f.NowMs, f.Invariant, f.Detail, f.Seed, len(f.Trace), strings.Join(f.Trace, "\n  "))
+	replay := f.Replay
+	if replay == "" {
+		replay = "TestSimSeeds"
+	}
+	return fmt.Sprintf("sim: seed %d step %d (t=%d ms): invariant %s violated: %s\nreplay: go test ./internal/sim -run %s -sim.seed=%d -v\nlast %d trace lines:\n  %s",
+		f.Seed, f.Step, f.NowMs, f.Invariant, f.Detail, replay, f.Seed, len(f.Trace), strings.Join(f.Trace, "\n  "))
 }
 
 // Sim is one seeded run of one cluster. Everything happens on the calling
@@ -232,6 +256,16 @@ type Sim struct {
 	trace                      []string
 	traceHash                  uint64
 	nextCtlTick, nextFullCheck int64
+
+	// Two-cluster runs (mirror.go): the cluster id, the world that owns
+	// both clusters (nil in a one-cluster run), where trace lines go (the
+	// other cluster's Sim shares one trace and hash) and the first
+	// producer id (values name their cluster).
+	clusterID    string
+	w            *world
+	traceSink    *Sim
+	tracePrefix  string
+	producerBase int
 }
 
 type simTimer struct {
@@ -244,12 +278,10 @@ type simTimer struct {
 // first invariant violation.
 func Run(cfg Config) (rep *Report, err error) {
 	cfg = cfg.withDefaults()
-	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed)), hist: NewHistory(),
-		lastUnclean: map[string]int32{}, trueHW: map[string]int64{}, suspend87: map[string]int32{}, verified: map[[2]*simPart]verifiedPrefix{}}
-	h := fnv.New64a()
-	s.traceHash = h.Sum64()
-	s.report = Report{Seed: cfg.Seed, Faults: map[string]int{}, Checks: map[string]int{}, KnownBugs: map[string]int{}}
-	s.net = newNetwork(s)
+	if cfg.Clusters == 2 || cfg.Mirror {
+		return runTwo(cfg)
+	}
+	s := newSim(cfg, "a", cfg.Seed)
 	defer func() {
 		if r := recover(); r != nil {
 			s.fail("panic", "%v\n%s", r, debug.Stack())
@@ -265,7 +297,37 @@ func Run(cfg Config) (rep *Report, err error) {
 	return
 }
 
+func newSim(cfg Config, clusterID string, stream uint64) *Sim {
+	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, stream)), hist: NewHistory(), clusterID: clusterID,
+		lastUnclean: map[string]int32{}, trueHW: map[string]int64{}, suspend87: map[string]int32{}, verified: map[[2]*simPart]verifiedPrefix{}}
+	h := fnv.New64a()
+	s.traceHash = h.Sum64()
+	s.report = Report{Seed: cfg.Seed, Cluster: clusterID, Faults: map[string]int{}, Checks: map[string]int{}, KnownBugs: map[string]int{}}
+	s.net = newNetwork(s)
+	return s
+}
+
 func (s *Sim) run() {
+	s.setupStart()
+	// Wait for every broker to be registered and unfenced.
+	for !s.failed && s.now < 5000 {
+		s.tick()
+		if s.registeredAll() {
+			break
+		}
+	}
+	s.setupTopic(nil)
+	s.startClients()
+	end := s.now + s.cfg.FaultMs
+	for !s.failed && s.now < end {
+		s.tick()
+	}
+	s.heal()
+}
+
+// setupStart draws the cluster's shape, sets the cluster configs and starts
+// the brokers.
+func (s *Sim) setupStart() {
 	cfg := s.cfg
 	n := cfg.Brokers
 	if n == 0 {
@@ -302,44 +364,48 @@ func (s *Sim) run() {
 		s.brokers = append(s.brokers, b)
 		b.start()
 	}
-	// Wait for every broker to be registered and unfenced.
-	for !s.failed && s.now < 5000 {
-		s.tick()
-		ok := true
-		for _, b := range s.brokers {
-			if br := s.ctl.state.Broker(b.id); br == nil || br.GetFenced() {
-				ok = false
-			}
-		}
-		if ok {
-			break
+}
+
+// registeredAll: every broker is registered and unfenced.
+func (s *Sim) registeredAll() bool {
+	for _, b := range s.brokers {
+		if br := s.ctl.state.Broker(b.id); br == nil || br.GetFenced() {
+			return false
 		}
 	}
+	return true
+}
+
+// setupTopic creates topic t (create, if set, does it instead: a mirror
+// destination creates it through CreateMirror) and its clients' state.
+func (s *Sim) setupTopic(create func(rf int)) {
+	n, parts := s.report.Brokers, s.report.Partitions
 	rf := min(3, n)
-	s.ctl.do("create-topics", false, func() *pb.MetadataDelta {
-		d, resp := s.ctl.state.CreateTopics(&pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{{Name: "t", NumPartitions: int32(parts), ReplicationFactor: int32(rf)}}})
-		for _, r := range resp.GetTopics() {
-			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-				s.fail("setup", "create topic: %v", r)
+	if create != nil {
+		create(rf)
+	} else {
+		s.ctl.do("create-topics", false, func() *pb.MetadataDelta {
+			d, resp := s.ctl.state.CreateTopics(&pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{{Name: "t", NumPartitions: int32(parts), ReplicationFactor: int32(rf)}}})
+			for _, r := range resp.GetTopics() {
+				if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+					s.fail("setup", "create topic: %v", r)
+				}
 			}
-		}
-		return d
-	})
+			return d
+		})
+	}
 	for i := range parts {
 		tp := twinlog.TopicPartition{Topic: "t", Partition: int32(i)}
 		s.topics = append(s.topics, tp)
 		s.consumers = append(s.consumers, &consumer{s: s, id: i, name: fmt.Sprintf("c%d", i), tp: tp})
 	}
 	for i := range 2 {
-		s.producers = append(s.producers, &producer{s: s, id: i})
+		s.producers = append(s.producers, &producer{s: s, id: s.producerBase + i})
 	}
-	s.faultsOn, s.producing = true, true
-	end := s.now + cfg.FaultMs
-	for !s.failed && s.now < end {
-		s.tick()
-	}
-	s.heal()
 }
+
+// startClients turns faults and producers on.
+func (s *Sim) startClients() { s.faultsOn, s.producing = true, true }
 
 // heal stops the faults, repairs links and restarts every broker, then runs
 // until every partition is fully replicated (or HealMs passes) and checks the
@@ -348,17 +414,7 @@ func (s *Sim) heal() {
 	if s.failed {
 		return
 	}
-	s.faultsOn = false
-	s.producing = false
-	s.tracef("heal: faults and producers off")
-	for _, l := range s.net.sortedCuts() {
-		delete(s.net.cuts, l)
-	}
-	for _, b := range s.brokers {
-		if !b.up {
-			b.start()
-		}
-	}
+	s.healStart()
 	end := s.now + s.cfg.HealMs
 	quiet := 0
 	for !s.failed && s.now < end {
@@ -372,6 +428,28 @@ func (s *Sim) heal() {
 			quiet = 0
 		}
 	}
+	s.healFinish()
+}
+
+// healStart turns faults and producers off, heals every link and starts
+// every stopped broker.
+func (s *Sim) healStart() {
+	s.faultsOn = false
+	s.producing = false
+	s.tracef("heal: faults and producers off")
+	for _, l := range s.net.sortedCuts() {
+		delete(s.net.cuts, l)
+	}
+	for _, b := range s.brokers {
+		if !b.up {
+			b.start()
+		}
+	}
+}
+
+// healFinish runs the final checks: storage against the shadows, every
+// acked write in the final logs (History.Final), liveness.
+func (s *Sim) healFinish() {
 	if s.failed {
 		return
 	}
@@ -600,7 +678,14 @@ func (s *Sim) noteUnclean(tp string, le int32) {
 // tracef appends one line to the trace: it feeds the run's hash (same seed,
 // same hash) and the tail a failure prints.
 func (s *Sim) tracef(format string, args ...any) {
-	line := fmt.Sprintf("t=%d %s", s.now, fmt.Sprintf(format, args...))
+	sink := s
+	if s.traceSink != nil {
+		sink = s.traceSink
+	}
+	sink.traceLine(fmt.Sprintf("t=%d %s%s", s.now, s.tracePrefix, fmt.Sprintf(format, args...)))
+}
+
+func (s *Sim) traceLine(line string) {
 	h := fnv.New64a()
 	var buf [8]byte
 	for i := range 8 {
@@ -627,10 +712,17 @@ func (s *Sim) fail(invariant, format string, args ...any) {
 	detail := fmt.Sprintf(format, args...)
 	s.tracef("VIOLATION %s: %s", invariant, firstLine(detail))
 	tail := s.trace
+	if s.traceSink != nil {
+		tail = s.traceSink.trace
+	}
 	if len(tail) > s.cfg.TraceLines {
 		tail = tail[len(tail)-s.cfg.TraceLines:]
 	}
 	s.failure = &Failure{Seed: s.cfg.Seed, Step: s.step, NowMs: s.now, Invariant: invariant, Detail: detail, Trace: slices.Clone(tail)}
+	if s.w != nil {
+		s.failure.Invariant = "[" + s.clusterID + "] " + invariant
+		s.failure.Replay = "TestTwoClusterSeeds"
+	}
 }
 
 func firstLine(s string) string {

@@ -1,0 +1,148 @@
+package sim
+
+import (
+	"errors"
+	"flag"
+	"strconv"
+	"testing"
+	"time"
+)
+
+var (
+	flagTwoSeeds = flag.Int("sim.twoseeds", 30, "number of two-cluster seeds TestTwoClusterSeeds runs")
+	flagTwoFault = flag.Int64("sim.twofaultms", 0, "two-cluster fault phase in ms (0: the test's default)")
+)
+
+// twoClusterConfig is the two-cluster run of the tests: a shorter fault
+// phase than one cluster's (each step runs two clusters and the mirror).
+func twoClusterConfig(seed uint64) Config {
+	cfg := Config{Seed: seed, Clusters: 2, FaultMs: 8000, HealMs: 20_000}
+	if *flagTwoFault > 0 {
+		cfg.FaultMs = *flagTwoFault
+	}
+	return cfg
+}
+
+func runTwoSeed(t *testing.T, seed uint64) *Report {
+	t.Helper()
+	cfg := twoClusterConfig(seed)
+	if *flagTrace && *flagSeed != 0 {
+		cfg.Trace = t.Output()
+	}
+	rep, err := Run(cfg)
+	if err != nil {
+		var f *Failure
+		if errors.As(err, &f) {
+			t.Fatalf("%v\nreport: %v", f, rep)
+		}
+		t.Fatal(err)
+	}
+	if testing.Verbose() {
+		t.Logf("%v", rep)
+	}
+	return rep
+}
+
+// TestTwoClusterSeeds runs two-cluster seeds (A, and B mirroring it with
+// failovers and failbacks; see mirror.go) and asserts that together they
+// fail over, fail back, truncate for LMLE and copy records.
+func TestTwoClusterSeeds(t *testing.T) {
+	start := time.Now()
+	list := []uint64{*flagSeed}
+	if *flagSeed == 0 {
+		n := *flagTwoSeeds
+		if testing.Short() {
+			n = 8
+		}
+		list = make([]uint64, n)
+		for i := range list {
+			list[i] = *flagFirst + uint64(i)
+		}
+	}
+	reps := make([]*Report, len(list))
+	t.Run("seed", func(t *testing.T) {
+		for i, seed := range list {
+			t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+				t.Parallel()
+				reps[i] = runTwoSeed(t, seed)
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	total := MirrorReport{Truncations: map[string]int{}, Transitions: map[string]int{}, CrossFaults: map[string]int{}, Checks: map[string]int{}, CaughtUp: true}
+	faults, acked, elections, unclean := 0, 0, 0, 0
+	for _, r := range reps {
+		m := r.Mirror
+		total.Failovers += m.Failovers
+		total.PlannedFailovers += m.PlannedFailovers
+		total.Failbacks += m.Failbacks
+		total.MirroredRecords += m.MirroredRecords
+		total.TransferredAcks += m.TransferredAcks
+		total.UncopiedAcks += m.UncopiedAcks
+		total.LMLENoOps += m.LMLENoOps
+		total.Bumps += m.Bumps
+		total.LMLEQueries += m.LMLEQueries
+		total.Exempt += m.Exempt
+		total.StaleLeaders += m.StaleLeaders
+		total.CaughtUp = total.CaughtUp && m.CaughtUp
+		for k, v := range m.Transitions {
+			total.Transitions[k] += v
+		}
+		for k, v := range m.Truncations {
+			total.Truncations[k] += v
+		}
+		for k, v := range m.CrossFaults {
+			total.CrossFaults[k] += v
+		}
+		for k, v := range m.Checks {
+			total.Checks[k] += v
+		}
+		for _, c := range []*Report{r, r.Peer} {
+			faults += c.FaultCount()
+			acked += c.AckedAll + c.AckedOne
+			elections += c.Elections
+			unclean += c.UncleanElections
+		}
+	}
+	el := time.Since(start)
+	t.Logf("%d two-cluster seeds in %v (%.0f seeds/min): %v\n  cluster faults %d, elections %d clean %d unclean, acked %d",
+		len(list), el.Round(time.Millisecond), float64(len(list))/el.Minutes(), &total, faults, elections, unclean, acked)
+	if len(list) < 20 {
+		return
+	}
+	want := map[string][2]int{
+		"failovers":             {total.Failovers, len(list)},
+		"planned failovers":     {total.PlannedFailovers, len(list) / 4},
+		"failbacks":             {total.Failbacks, len(list)},
+		"LMLE truncations":      {total.Truncations["lmle"], len(list)},
+		"divergence truncation": {total.Truncations["divergence"], len(list) / 10},
+		"mirrored records":      {total.MirroredRecords, 100 * len(list)},
+		"transferred acks":      {total.TransferredAcks, 10 * len(list)},
+		"cross-cluster cuts":    {total.CrossFaults["cross-cut"], len(list) / 2},
+		"§8.21 checks":          {total.Checks["§8.21 identical after failback"], len(list)},
+		"§8.20 checks":          {total.Checks["§8.20 one cluster per epoch"], len(list)},
+	}
+	for what, v := range want {
+		if v[0] < v[1] {
+			t.Errorf("%d seeds exercised only %d %s, want ≥ %d", len(list), v[0], what, v[1])
+		}
+	}
+}
+
+// TestTwoClusterDeterminism: the same seed gives the same two-cluster run.
+func TestTwoClusterDeterminism(t *testing.T) {
+	for _, seed := range []uint64{3, 4242} {
+		cfg := Config{Seed: seed, Clusters: 2, FaultMs: 4000, HealMs: 8000}
+		a, errA := Run(cfg)
+		b, errB := Run(cfg)
+		if (errA == nil) != (errB == nil) {
+			t.Fatalf("seed %d: errors differ: %v / %v", seed, errA, errB)
+		}
+		if a.TraceHash != b.TraceHash || a.Steps != b.Steps || a.Messages != b.Messages || a.Mirror.MirroredRecords != b.Mirror.MirroredRecords {
+			t.Fatalf("seed %d: trace hash %x vs %x, steps %d vs %d, messages %d vs %d, mirrored %d vs %d", seed, a.TraceHash, b.TraceHash,
+				a.Steps, b.Steps, a.Messages, b.Messages, a.Mirror.MirroredRecords, b.Mirror.MirroredRecords)
+		}
+	}
+}
