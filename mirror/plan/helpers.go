@@ -22,12 +22,13 @@ type Truncation struct {
 
 // LMLETruncationOffset answers SPEC §6.6 step 2 for a log with the given
 // cache, log start and log end offset: LMLE −1 truncates fully (LEO =
-// logStart); otherwise the log is cut at the start of the first cached epoch
-// greater than lmle; if there is none, or nothing would be removed, it is a
+// logStart), even an empty log whose cache still holds an entry (a mirror
+// cache has no epoch without records, §8.16); otherwise the log is cut at
+// the start of the first cached epoch greater than lmle; if there is none, or nothing would be removed, it is a
 // no-op.
 func LMLETruncationOffset(cache *epoch.Cache, lmle twinlog.Epoch, logStart, leo twinlog.Offset) Truncation {
 	if lmle == twinlog.NoEpoch {
-		if leo <= logStart {
+		if leo <= logStart && cache.Len() == 0 {
 			return Truncation{NoOp: true, Offset: twinlog.NoOffset}
 		}
 		return Truncation{Full: true, Offset: logStart, RestartAt: logStart}

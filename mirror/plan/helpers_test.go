@@ -34,6 +34,9 @@ func TestLMLETruncationOffset(t *testing.T) {
 		{"-1 truncates fully", []E{en(0, 0)}, -1, 0, 2, plan.Truncation{Full: true, Offset: 0, RestartAt: 0}},
 		{"-1 keeps log start", []E{en(3, 10)}, -1, 10, 12, plan.Truncation{Full: true, Offset: 10, RestartAt: 10}},
 		{"-1 on an empty log is a no-op", nil, -1, 0, 0, plan.Truncation{NoOp: true, Offset: -1}},
+		// An epoch without records on an empty log must go too (§8.16).
+		{"-1 on an empty log with a cache entry truncates fully", []E{en(1, 0)}, -1, 0, 0, plan.Truncation{Full: true, Offset: 0, RestartAt: 0}},
+		{"-1 on an empty log at log start 7", []E{en(3, 7)}, -1, 7, 7, plan.Truncation{Full: true, Offset: 7, RestartAt: 7}},
 		{"§6.9 row 5: lmle 1 cuts 2@2a", []E{en(0, 0), en(1, 1), en(2, 2)}, 1, 0, 3, plan.Truncation{Offset: 2}},
 		{"§6.9 row 8: lmle 3 cuts 5@4b", seedB, 3, 0, 6, plan.Truncation{Offset: 5}},
 		{"gap epoch: first epoch > lmle", []E{en(1, 0), en(5, 4)}, 3, 0, 8, plan.Truncation{Offset: 4}},

@@ -338,6 +338,17 @@ func (m *Machine) becomeLeader(ev BecameLeader) {
 	if m.leader && ev.LeaderEpoch <= m.le {
 		return
 	}
+	if staleLeadership(ev) {
+		// Records written in a later LE prove this leadership stale (a
+		// zombie on old metadata): do not act on them, and stay neither
+		// writable nor fetching until newer leadership arrives.
+		wasWritable := m.writable
+		m.loseLeadership()
+		if wasWritable {
+			m.emit(SetWritable{Writable: false, LeaderEpoch: m.le})
+		}
+		return
+	}
 	m.resetTransient()
 	m.leader = true
 	m.le = ev.LeaderEpoch
@@ -390,6 +401,13 @@ func (m *Machine) becomeLeader(ev BecameLeader) {
 	default:
 		panic(fmt.Sprintf("plan: run record in state %v", m.state))
 	}
+}
+
+// staleLeadership reports whether ev carries a record written in (or
+// truncated at) an LE above ev.LeaderEpoch.
+func staleLeadership(ev BecameLeader) bool {
+	le := int32(ev.LeaderEpoch)
+	return ev.Run.GetStateEpoch() > le || ev.Run.GetTruncationEpoch() > le || ev.Lmle.GetStateEpoch() > le
 }
 
 func (m *Machine) loseLeadership() {
@@ -868,6 +886,12 @@ func (m *Machine) scheduleRetry() {
 func (m *Machine) tick() {
 	if m.bumpDue {
 		m.bumpDue = false
+		// Retry in the current LE: a late BumpDone of an earlier bump may
+		// have raised it, and the old LE would be fenced forever.
+		m.bump.LeaderEpoch = m.le
+		if m.step == stepStopBump {
+			m.bump.MinLeaderEpoch = StopBumpEpoch(twinlog.Epoch(m.run.LmleRecorded), m.le)
+		}
 		m.emit(m.bump)
 	}
 	if len(m.rewrite) > 0 {
