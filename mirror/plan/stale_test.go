@@ -71,11 +71,11 @@ func TestBecameLeaderWithNewerRecordIsIgnored(t *testing.T) {
 			m, _ := newMachine(t)
 			as := stepOK(t, m, plan.BecameLeader{LeaderEpoch: 0, Run: tc.run, Lmle: tc.lmle, Desired: desired})
 			for _, a := range as {
-				switch a.(type) {
+				switch a := a.(type) {
 				case plan.StartFetcher, plan.WriteRunRecord, plan.WriteLmleRecord, plan.BumpLeaderEpoch, plan.QueryLMLE, plan.AddTaints:
 					t.Fatalf("stale leadership acted: %#v", a)
 				case plan.SetWritable:
-					if a.(plan.SetWritable).Writable {
+					if a.Writable {
 						t.Fatalf("stale leadership writable")
 					}
 				}
