@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -21,14 +20,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/experimental"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/twinlog/twinlog"
 	"github.com/twinlog/twinlog/broker"
 	"github.com/twinlog/twinlog/internal/config"
+	"github.com/twinlog/twinlog/internal/daemon"
 	"github.com/twinlog/twinlog/metrics"
 	"github.com/twinlog/twinlog/storage"
 )
@@ -51,7 +48,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(logFormat, logLevel)
+			log, err := daemon.NewLogger(logFormat, logLevel)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return err
@@ -78,23 +75,8 @@ func newRootCmd() *cobra.Command {
 	fs.StringVar(&logFormat, "log.format", "json", "log format: json or text")
 	fs.StringVar(&logLevel, "log.level", "info", "log level: debug, info, warn, error")
 	config.RegisterBrokerFlags(fs)
-	root.AddCommand(newHealthcheckCmd())
+	root.AddCommand(daemon.HealthcheckCmd("broker", "127.0.0.1:9091"))
 	return root
-}
-
-func newLogger(format, level string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log.level %q: %w", level, err)
-	}
-	opts := &slog.HandlerOptions{Level: lv}
-	switch strings.ToLower(format) {
-	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
-	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
-	}
-	return nil, fmt.Errorf("--log.format %q: want json or text", format)
 }
 
 // brokerConfig maps the file/flag configuration onto broker.Config.
@@ -170,47 +152,3 @@ func run(ctx context.Context, cfg config.BrokerConfig, log *slog.Logger) error {
 
 // newHealthcheckCmd: dial, call grpc.health.v1.Health/Check for service "",
 // exit 0 iff SERVING (deploy/README.md's contract).
-func newHealthcheckCmd() *cobra.Command {
-	var (
-		addr    string
-		timeout time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:           "healthcheck",
-		Short:         "exit 0 if the broker at --address is SERVING",
-		Args:          cobra.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := healthcheck(cmd.Context(), addr, timeout); err != nil {
-				fmt.Fprintln(os.Stderr, "healthcheck:", err)
-				return err
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&addr, "address", "127.0.0.1:9091", "broker gRPC host:port")
-	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "overall deadline")
-	return cmd
-}
-
-func healthcheck(ctx context.Context, addr string, timeout time.Duration) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
-	if err != nil {
-		return err
-	}
-	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		return fmt.Errorf("%s is %s", addr, resp.GetStatus())
-	}
-	return nil
-}
