@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -352,45 +353,121 @@ func (s mirrorServer) ResumeMirrorTopics(ctx context.Context, req *twinlogv1.Res
 	return &twinlogv1.ResumeMirrorTopicsResponse{Topics: res}, nil
 }
 
-// resolveSource asks the source bootstrap brokers' Metadata RPC for their
-// cluster id and the listed topics (name, topic id, partition count,
-// replication factor), first answer wins, bounded by RecoveryRPCTimeout. It
-// returns "" and nil if none answers; topics the source does not know are
-// left out (metastate then needs them locally). Metadata carries no topic
-// configs, so none are copied.
+// resolveSource asks the source bootstrap brokers for their cluster id and
+// the listed topics: Metadata gives the name, topic id, partition count and
+// replication factor, DescribeConfigs (which the broker forwards to the
+// source's controller) the topic's own settings (source TOPIC entries; which
+// of them are copied is metastate.MirroredTopicConfigs). First complete
+// answer wins, bounded by RecoveryRPCTimeout. It returns "" and nil if no
+// Metadata answers; topics the source does not know are left out (metastate
+// then needs them locally). If Metadata answers but no broker can describe
+// the configs, the topics carry ConfigsErr (metastate refuses to create them
+// without their configs).
 func (c *Controller) resolveSource(ctx context.Context, bootstrap, topics []string) (string, map[string]metastate.SourceTopic) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RecoveryRPCTimeout)
 	defer cancel()
-	want := slices.Clone(topics)
-	if want == nil {
-		want = []string{}
-	}
+	var (
+		partialID string
+		partial   map[string]metastate.SourceTopic
+	)
 	for _, addr := range bootstrap {
-		conn, err := c.dial(addr)
-		if err != nil {
-			continue
-		}
-		resp, err := twinlogv1.NewFetchServiceClient(conn).Metadata(ctx, &twinlogv1.MetadataRequest{Topics: want})
-		_ = conn.Close()
-		if err == nil && resp.GetClusterId() != "" {
-			sources := map[string]metastate.SourceTopic{}
-			for _, t := range resp.GetTopics() {
-				if t.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE || t.GetTopicId() == "" || len(t.GetPartitions()) == 0 ||
-					(len(topics) > 0 && !slices.Contains(topics, t.GetName())) {
-					continue
-				}
-				sources[t.GetName()] = metastate.SourceTopic{Name: t.GetName(), TopicID: t.GetTopicId(),
-					Partitions: int32(len(t.GetPartitions())), ReplicationFactor: int32(len(t.GetPartitions()[0].GetReplicas()))}
-			}
-			return resp.GetClusterId(), sources
+		id, sources, err := c.describeSource(ctx, addr, topics)
+		switch {
+		case err == nil:
+			return id, sources
+		case sources != nil && partial == nil:
+			partialID, partial = id, sources
 		}
 		c.log.Debug("resolve mirror source", "addr", addr, "err", err)
 		if ctx.Err() != nil {
 			break
 		}
 	}
+	if partial != nil {
+		c.log.Warn("mirror source topic configs unreadable; topics to create are refused", "bootstrap", bootstrap)
+		return partialID, partial
+	}
 	c.log.Warn("mirror source unresolved; brokers will learn its cluster id from the source", "bootstrap", bootstrap)
 	return "", nil
+}
+
+// describeSource is resolveSource against one source broker. When Metadata
+// answers but DescribeConfigs does not, it returns the sources marked with
+// ConfigsErr and the error.
+func (c *Controller) describeSource(ctx context.Context, addr string, topics []string) (string, map[string]metastate.SourceTopic, error) {
+	conn, err := c.dial(addr)
+	if err != nil {
+		return "", nil, err
+	}
+	defer func() { _ = conn.Close() }()
+	want := slices.Clone(topics)
+	if want == nil {
+		want = []string{}
+	}
+	md, err := twinlogv1.NewFetchServiceClient(conn).Metadata(ctx, &twinlogv1.MetadataRequest{Topics: want})
+	if err != nil {
+		return "", nil, err
+	}
+	if md.GetClusterId() == "" {
+		return "", nil, errors.New("metadata without a cluster id")
+	}
+	sources := map[string]metastate.SourceTopic{}
+	var res []*twinlogv1.ConfigResource
+	for _, t := range md.GetTopics() {
+		if t.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE || t.GetTopicId() == "" || len(t.GetPartitions()) == 0 ||
+			(len(topics) > 0 && !slices.Contains(topics, t.GetName())) {
+			continue
+		}
+		sources[t.GetName()] = metastate.SourceTopic{Name: t.GetName(), TopicID: t.GetTopicId(),
+			Partitions: int32(len(t.GetPartitions())), ReplicationFactor: int32(len(t.GetPartitions()[0].GetReplicas()))}
+		res = append(res, &twinlogv1.ConfigResource{Type: twinlogv1.ConfigResourceType_CONFIG_RESOURCE_TYPE_TOPIC, Name: t.GetName()})
+	}
+	if len(res) == 0 || len(topics) == 0 {
+		// No topic named: only the cluster id is wanted.
+		return md.GetClusterId(), sources, nil
+	}
+	dc, err := twinlogv1.NewAdminServiceClient(conn).DescribeConfigs(ctx, &twinlogv1.DescribeConfigsRequest{Resources: res})
+	if err != nil {
+		for n, st := range sources {
+			st.ConfigsErr = "DescribeConfigs: " + status.Convert(err).Message()
+			sources[n] = st
+		}
+		return md.GetClusterId(), sources, err
+	}
+	described := map[string]bool{}
+	for _, r := range dc.GetResults() {
+		name := r.GetResource().GetName()
+		st, ok := sources[name]
+		if !ok {
+			continue
+		}
+		described[name] = true
+		switch r.GetError() {
+		case twinlogv1.ErrorCode_ERROR_CODE_NONE:
+			for _, e := range r.GetEntries() {
+				if e.GetSource() == twinlogv1.ConfigSource_CONFIG_SOURCE_TOPIC {
+					if st.Configs == nil {
+						st.Configs = map[string]string{}
+					}
+					st.Configs[e.GetName()] = e.GetValue()
+				}
+			}
+		case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION:
+			// Deleted since Metadata answered: the source no longer has it.
+			delete(sources, name)
+			continue
+		default:
+			st.ConfigsErr = fmt.Sprintf("DescribeConfigs: %v %s", r.GetError(), r.GetErrorMessage())
+		}
+		sources[name] = st
+	}
+	for n, st := range sources {
+		if !described[n] {
+			st.ConfigsErr = "DescribeConfigs: no answer for the topic"
+			sources[n] = st
+		}
+	}
+	return md.GetClusterId(), sources, nil
 }
 
 // DescribeMirrors aggregates the runtime states that destination leaders

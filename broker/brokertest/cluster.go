@@ -233,11 +233,52 @@ func (c *Cluster) node(id twinlog.BrokerID) *node {
 
 // IDs lists the broker ids.
 func (c *Cluster) IDs() []twinlog.BrokerID {
-	out := make([]twinlog.BrokerID, 0, c.opts.Brokers)
-	for i := 1; i <= c.opts.Brokers; i++ {
+	c.mu.Lock()
+	n := c.opts.Brokers
+	c.mu.Unlock()
+	out := make([]twinlog.BrokerID, 0, n)
+	for i := 1; i <= n; i++ {
 		out = append(out, twinlog.BrokerID(i))
 	}
 	return out
+}
+
+// AddBroker starts a new broker with the next id on a fresh disk (a
+// replacement joining the cluster, e.g. the target of a reassignment away
+// from a broker lost for good) and waits until the controller lists it
+// registered and unfenced. It returns the new id.
+func (c *Cluster) AddBroker() twinlog.BrokerID {
+	c.T.Helper()
+	var dir string
+	if c.opts.DiskDirs {
+		dir = c.T.TempDir()
+	}
+	c.mu.Lock()
+	id := twinlog.BrokerID(c.opts.Brokers + 1)
+	n := &node{id: id, addr: c.nodeName(id) + ":9092", dir: dir}
+	if !c.opts.DiskDirs {
+		n.mem = storage.NewMemFS()
+		n.dir = "/data/" + c.nodeName(id)
+	}
+	c.nodes[id] = n
+	c.opts.Brokers++
+	c.mu.Unlock()
+	c.start(n)
+	c.WaitFor(fmt.Sprintf("broker %d registered and unfenced", id), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		lb, err := c.Admin().ListBrokers(ctx, &pb.ListBrokersRequest{})
+		if err != nil {
+			return false
+		}
+		for _, b := range lb.GetBrokers() {
+			if b.GetBrokerId() == int32(id) && !b.GetFenced() {
+				return c.allUnfenced()
+			}
+		}
+		return false
+	})
+	return id
 }
 
 // Broker returns the running broker id (nil if stopped).

@@ -56,7 +56,11 @@ type ConfigDef struct {
 	Scopes  Scope
 	Default string
 	// Static keys cannot be altered at run time.
-	Static   bool
+	Static bool
+	// Mirrored topic-scope keys are copied from the source topic when a
+	// mirror creates its local topic (see MirroredTopicConfigs); the others
+	// stay local to each cluster.
+	Mirrored bool
 	validate func(string) error
 }
 
@@ -110,7 +114,7 @@ var configDefs = map[string]ConfigDef{
 	KeyBrokerSessionTimeoutMs:    {Scopes: ScopeCluster, Default: "9000", validate: intMin(1)},
 	KeyBrokerHeartbeatIntervalMs: {Scopes: ScopeCluster, Default: "2000", validate: intMin(1)},
 	KeyMaxRequestPartitionLimit:  {Scopes: ScopeBroker, Default: "1000", validate: intMin(1)},
-	KeyMirrorSupportUnclean:      {Scopes: ScopeTopic, Default: "false", validate: isBool},
+	KeyMirrorSupportUnclean:      {Scopes: ScopeTopic, Default: "false", Mirrored: true, validate: isBool},
 	KeyMirrorPendingTimeoutMs:    {Scopes: ScopeBroker, Default: "300000", validate: intMin(1)},
 	KeyMirrorRetryInitialBackoff: {Scopes: ScopeBroker, Default: "100", validate: intMin(0)},
 	KeyMirrorRetryMaxBackoff:     {Scopes: ScopeBroker, Default: "300000", validate: intMin(0)},
@@ -121,9 +125,43 @@ var configDefs = map[string]ConfigDef{
 
 func init() {
 	for k, d := range configDefs {
+		if d.Mirrored && (d.Scopes&ScopeTopic == 0 || d.Static) {
+			panic(fmt.Sprintf("metastate: mirrored config %q must be a dynamic topic config", k))
+		}
 		d.Name = k
 		configDefs[k] = d
 	}
+}
+
+// MirroredTopicConfigs lists, sorted, the topic configs a mirror copies from
+// the source topic's own settings (not its defaults) when it creates the
+// local topic (SPEC §6.1); later changes on either side are not propagated.
+//
+// Copied: mirror.support.unclean.leader.election. It protects the pair, not
+// one cluster (SPEC §6.8: with it, later unclean elections on either side
+// are repaired), and its only effect on the destination is that a Start
+// waits for every replica (PENDING, SPEC §6.6 step 3) instead of tainting
+// the absent ones — the safe direction. Copying it keeps the protection when
+// the roles swap at failover.
+//
+// Local (never copied), as Kafka's MirrorMaker 2 excludes them by default
+// (config.properties.exclude) and Confluent Cluster Linking leaves
+// min.insync.replicas to the destination: min.insync.replicas (durability
+// sized to the local brokers and replication factor),
+// unclean.leader.election.enable and unclean.recovery.strategy (each
+// cluster's availability-versus-loss choice; copying an unclean election
+// into the destination would make the tainted-replica divergence of SPEC
+// §6.8/§6.10 reachable where the operator never enabled it). Set them on the
+// mirror topic with AlterConfigs.
+func MirroredTopicConfigs() []string {
+	var out []string
+	for k, d := range configDefs {
+		if d.Mirrored {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // LookupConfig returns the definition of a known key.

@@ -38,9 +38,16 @@ type SourceTopic struct {
 	// ReplicationFactor for a topic created locally; 0 means
 	// min(3, acceptable brokers).
 	ReplicationFactor int32
-	// Configs are the source's topic-level configs to copy; keys that are
-	// unknown, static or not topic-scoped are dropped.
+	// Configs are the source topic's own settings (its topic-level
+	// overrides); only MirroredTopicConfigs keys with valid values are
+	// copied to a topic created here, the rest are dropped.
 	Configs map[string]string
+	// ConfigsErr, if set, says the source's configs could not be read (the
+	// source's DescribeConfigs failed): a topic that would be created from
+	// this description is refused with BROKER_NOT_AVAILABLE rather than
+	// created without them; an existing topic is unaffected. Retrying
+	// StartMirrorTopics reads them again.
+	ConfigsErr string
 }
 
 // CreateMirror defines a mirror (SPEC §6.1) with the source cluster id the
@@ -146,10 +153,11 @@ func (s *State) SetMirrorTopicsDesiredState(mirror string, topics []string, op M
 
 // StartMirrorTopics is Start with the source's description of the topics
 // (SPEC §6.1, §6.3): a topic that does not exist locally is created with the
-// source's name, topic id, partition count and configs (read-only: it
-// belongs to the mirror, once_mirrored set); an existing topic with another
-// topic id gets INCONSISTENT_TOPIC_ID; partitions the source added are
-// added. A topic missing from sources must exist locally.
+// source's name, topic id, partition count, replication factor and
+// mirrored configs (MirroredTopicConfigs; read-only: it belongs to the
+// mirror, once_mirrored set); an existing topic with another topic id gets
+// INCONSISTENT_TOPIC_ID; partitions the source added are added. A topic
+// missing from sources must exist locally.
 func (s *State) StartMirrorTopics(mirror string, topics []string, sourceBootstrap []string, sources map[string]SourceTopic) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
 	return s.mirrorTopicsOp(mirror, topics, MirrorStart, sourceBootstrap, sources)
 }
@@ -188,6 +196,10 @@ func (t *txn) mirrorTopicFromSource(mirror string, st SourceTopic) (twinlogv1.Er
 				return twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID, fmt.Sprintf("topic id %s is used by local topic %q", st.TopicID, n)
 			}
 		}
+		if st.ConfigsErr != "" {
+			return twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE,
+				fmt.Sprintf("cannot read the source topic's configs (%s); retry with StartMirrorTopics", st.ConfigsErr)
+		}
 		rf := int(st.ReplicationFactor)
 		if rf <= 0 {
 			rf = min(defaultMirrorTopicReplication, t.acceptableCount())
@@ -198,7 +210,7 @@ func (t *txn) mirrorTopicFromSource(mirror string, st SourceTopic) (twinlogv1.Er
 		}
 		cfg := map[string]string{}
 		for k, v := range st.Configs {
-			if ValidateConfig(ScopeTopic, k, v) == nil && !configDefs[k].Static {
+			if ValidateConfig(ScopeTopic, k, v) == nil && configDefs[k].Mirrored {
 				cfg[k] = v
 			}
 		}

@@ -1,6 +1,7 @@
 package metastate
 
 import (
+	"slices"
 	"testing"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
@@ -58,7 +59,7 @@ func TestMirrorDesiredStates(t *testing.T) {
 }
 
 // SPEC §6.1, §6.3: mirror topics take the source's name, topic id,
-// partition count and configs.
+// partition count and mirrored configs (MirroredTopicConfigs).
 func TestStartMirrorTopicsFromSource(t *testing.T) {
 	const inconsistent = twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID
 	for _, tc := range []struct {
@@ -70,8 +71,15 @@ func TestStartMirrorTopicsFromSource(t *testing.T) {
 		wantID string // local topic id afterwards
 	}{
 		{name: "created from source", src: SourceTopic{Name: "s", TopicID: "sid", Partitions: 3, Configs: map[string]string{
-			KeyMinInsyncReplicas: "2", "nope": "x", KeyMirrorStateNumPartitions: "3", KeyEligibleLeaderReplicas: "true"}},
+			KeyMirrorSupportUnclean: "true", KeyMinInsyncReplicas: "2", KeyUncleanLeaderElection: "true",
+			KeyUncleanRecoveryStrategy: StrategyNone, "nope": "x", KeyMirrorStateNumPartitions: "3", KeyEligibleLeaderReplicas: "true"}},
 			parts: 3, wantID: "sid"},
+		{name: "created from source, invalid mirrored value", src: SourceTopic{Name: "v", TopicID: "vid", Partitions: 1, Configs: map[string]string{
+			KeyMirrorSupportUnclean: "maybe"}}, parts: 1, wantID: "vid"},
+		{name: "source configs unreadable: not created", src: SourceTopic{Name: "s", TopicID: "sid", Partitions: 1, ConfigsErr: "unavailable"},
+			want: twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE},
+		{name: "source configs unreadable: existing topic starts", src: SourceTopic{Name: "t", TopicID: "tid", Partitions: 2, ConfigsErr: "unavailable"},
+			parts: 2, wantID: "tid"},
 		{name: "existing same id gets new partitions", src: SourceTopic{Name: "t", TopicID: "tid", Partitions: 3}, parts: 3, wantID: "tid"},
 		{name: "existing same id, fewer source partitions", src: SourceTopic{Name: "t", TopicID: "tid", Partitions: 1}, parts: 1, wantID: "tid"},
 		{name: "never mirrored, other id", src: SourceTopic{Name: "t", TopicID: "other", Partitions: 1}, want: inconsistent, parts: 1, wantID: "tid"},
@@ -121,10 +129,20 @@ func TestStartMirrorTopicsFromSource(t *testing.T) {
 			if tr.GetMirrorName() != "m" || !tr.GetOnceMirrored() {
 				t.Fatalf("topic %v not in the mirror", tr)
 			}
-			if tc.src.Name == "s" {
-				// Only valid, dynamic topic-scope configs are copied.
-				if len(tr.GetConfigs()) != 1 || tr.GetConfigs()[KeyMinInsyncReplicas] != "2" {
+			switch tc.src.Name {
+			case "s":
+				// Only valid MirroredTopicConfigs are copied: min ISR and
+				// the unclean election settings stay local.
+				if len(tr.GetConfigs()) != 1 || tr.GetConfigs()[KeyMirrorSupportUnclean] != "true" {
 					t.Fatalf("configs %v", tr.GetConfigs())
+				}
+			case "v":
+				if len(tr.GetConfigs()) != 0 {
+					t.Fatalf("invalid value copied: %v", tr.GetConfigs())
+				}
+			case "t":
+				if len(tr.GetConfigs()) != 0 {
+					t.Fatalf("existing topic's configs changed: %v", tr.GetConfigs())
 				}
 			}
 			for i := range tr.GetPartitionCount() {
@@ -209,6 +227,19 @@ func TestMirrorWrongStateIsInvalidRequest(t *testing.T) {
 		}
 		if tc.want != ecNone && d != nil {
 			t.Fatalf("op %d refused but wrote %v", tc.op, d)
+		}
+	}
+}
+
+// MirroredTopicConfigs is the documented copy list: the one topic config
+// that protects the pair (docs/operations.md lists the same).
+func TestMirroredTopicConfigs(t *testing.T) {
+	if got := MirroredTopicConfigs(); !slices.Equal(got, []string{KeyMirrorSupportUnclean}) {
+		t.Fatalf("MirroredTopicConfigs() = %v", got)
+	}
+	for _, k := range []string{KeyMinInsyncReplicas, KeyUncleanLeaderElection, KeyUncleanRecoveryStrategy} {
+		if d, _ := LookupConfig(k); d.Mirrored {
+			t.Fatalf("%s is copied to mirror topics; it must stay local", k)
 		}
 	}
 }
