@@ -3,11 +3,13 @@ package controller
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -257,6 +259,14 @@ func (c *Controller) load(clusterID string, rnd metastate.Rand) error {
 	l, err := c.store.Load()
 	if err != nil {
 		return err
+	}
+	if rnd == nil {
+		// Topic ids must differ between clusters (a mirror topic takes its
+		// source's id, SPEC §6.1, §6.3): metastate's default is a fixed
+		// sequence, for tests.
+		var seed [16]byte
+		_, _ = rand.Read(seed[:])
+		rnd = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
 	st := metastate.New(metastate.Config{ClusterID: id, Rand: rnd})
 	if l.Snapshot != nil {
