@@ -4,8 +4,6 @@ import (
 	"math/bits"
 	"sync"
 
-	"google.golang.org/grpc/encoding"
-	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
@@ -24,6 +22,7 @@ var BufferPool mem.BufferPool = newDirtyPool()
 
 // gRPC transport sizes for the broker's server and peer connections.
 const (
+	streamWorkers       = 64
 	transportBufferSize = 256 << 10
 	streamWindowSize    = 16 << 20
 	connWindowSize      = 64 << 20
@@ -86,23 +85,4 @@ func releaseFetchBuffers(resp *pb.FetchResponse) {
 			pr.Records = nil
 		}
 	}
-}
-
-// fetchCodec is the server's codec: proto, and after a FetchResponse is
-// marshalled (gRPC marshals the handler's reply exactly once, into its own
-// buffers, before writing it) its pooled record buffers go back to the
-// pool. Every FetchResponse the server sends comes from the Fetch handler,
-// which reads records with pooledRead into buffers only that response
-// holds. Server binary logging or tracing would look at the reply after
-// Marshal; the broker enables neither.
-type fetchCodec struct{ encoding.CodecV2 }
-
-func newFetchCodec() fetchCodec { return fetchCodec{encoding.GetCodecV2(proto.Name)} }
-
-func (c fetchCodec) Marshal(v any) (mem.BufferSlice, error) {
-	out, err := c.CodecV2.Marshal(v)
-	if resp, ok := v.(*pb.FetchResponse); ok {
-		releaseFetchBuffers(resp)
-	}
-	return out, err
 }

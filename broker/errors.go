@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/codec"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -68,6 +69,19 @@ func storageCode(err error) pb.ErrorCode {
 		return pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
 	}
 	return pb.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR
+}
+
+// releaseProduce returns a produce request's receive buffer (its records
+// alias it, see codec.Server) once the handler is done with it. It comes
+// first in the chain so the buffer goes back whatever the inner
+// interceptors and the handler do.
+func releaseProduce(c *codec.Server) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if r, ok := req.(*pb.ProduceRequest); ok {
+			defer c.Release(r)
+		}
+		return handler(ctx, req)
+	}
 }
 
 // recoverUnary turns a handler panic into codes.Internal (logged with the

@@ -18,9 +18,9 @@ func (b *Broker) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResp
 }
 
 // fetch is Fetch reading records into buffers from alloc (nil: fresh ones).
-// The gRPC service passes pooledRead: its codec returns the buffers to the
-// pool once the response is marshalled (fetchCodec); responses this
-// function drops go back here.
+// The gRPC service passes pooledRead: its codec (codec.Server) sends the
+// buffers as they are and returns them to the pool once written; responses
+// this function drops go back here.
 func (b *Broker) fetch(ctx context.Context, req *pb.FetchRequest, alloc func(int) []byte) (*pb.FetchResponse, error) {
 	start := time.Now()
 	defer func() { b.obs.ObserveRequest("fetch", time.Since(start)) }()

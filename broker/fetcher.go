@@ -5,8 +5,11 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/codec"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/storage"
 )
@@ -92,6 +95,9 @@ func (f *fetcher) run(ctx context.Context) {
 	b := f.b
 	log := b.log.With("fetcher_leader", f.leader)
 	backoff := 20 * time.Millisecond
+	// The responses' records alias a pooled receive buffer until
+	// recv.Release, instead of a protobuf copy of every replicated byte.
+	recv := codec.NewCall(BufferPool)
 	for ctx.Err() == nil {
 		var items []fetchItem
 		for _, p := range b.partitions() {
@@ -147,7 +153,7 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		f.cancel = cancel
 		f.mu.Unlock()
-		resp, err := conn.Fetch(rctx, req)
+		resp, err := conn.Fetch(rctx, req, grpc.ForceCodecV2(recv))
 		f.mu.Lock()
 		f.cancel = nil
 		kicked := f.kicked
@@ -155,6 +161,7 @@ func (f *fetcher) run(ctx context.Context) {
 		f.mu.Unlock()
 		cancel()
 		if err != nil {
+			recv.Release()
 			if kicked || ctx.Err() != nil {
 				continue
 			}
@@ -167,6 +174,7 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		backoff = 20 * time.Millisecond
 		progress := f.apply(items, resp)
+		recv.Release() // applied: nothing refers to the records any more
 		if !progress {
 			// Only errors (fenced, not leader yet): wait for metadata.
 			if !f.waitKick(ctx, 50*time.Millisecond) {
@@ -249,13 +257,30 @@ func (f *fetcher) apply(items []fetchItem, resp *pb.FetchResponse) bool {
 		}
 		p.mu.Unlock()
 	}
-	// Durable before the next fetch reports the new LEO to the leader.
-	for _, p := range flush {
+	// Durable before the next fetch reports the new LEO to the leader. The
+	// partitions' fsyncs run side by side: the next fetch waits for the
+	// slowest one, not for their sum.
+	flushAll(flush)
+	return progress
+}
+
+// flushAll fsyncs the partitions' logs concurrently and fails those whose
+// flush fails.
+func flushAll(ps []*partition) {
+	flushOne := func(p *partition) {
 		if err := p.log.Flush(); err != nil {
 			p.mu.Lock()
 			p.failLocked(err)
 			p.mu.Unlock()
 		}
 	}
-	return progress
+	if len(ps) == 1 {
+		flushOne(ps[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(func() { flushOne(p) })
+	}
+	wg.Wait()
 }

@@ -95,9 +95,11 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 	}
 	records := pd.GetRecords()
 	// Validated once here; the log appends it without re-checking crcs.
-	// The log stamps the buffer in place. The protobuf codec copies bytes
-	// fields out of gRPC's (pooled) receive buffer, so records is ours: no
-	// second copy of every produced byte.
+	// The log stamps the buffer in place. Through gRPC, records alias a
+	// receive buffer the request owns until the handler returns
+	// (codec.Server, releaseProduce), so records is ours: no copy of every
+	// produced byte. The append happens in this call (processReadyLocked),
+	// so nothing refers to it afterwards.
 	buf, numRecords, code := b.validateBatches(records)
 	if code != pb.ErrorCode_ERROR_CODE_NONE {
 		out.Error = code
@@ -130,6 +132,9 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 		p.results[id] = &produceWaiter{last: d.LastOffset, ch: ch}
 	}
 	p.processReadyLocked()
+	// Appended by now unless the log failed: drop the batch either way, as
+	// its buffer goes back to the pool when the request ends.
+	delete(p.proposals, id)
 	out.BaseOffset = int64(d.BaseOffset)
 	return ch, p
 }

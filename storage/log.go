@@ -333,6 +333,8 @@ func (l *Log) roll(base twinlog.Offset) error {
 		l.segs = l.segs[:len(l.segs)-1]
 	} else if err := old.persistIndexes(l.fs, true); err != nil {
 		return l.fail(err)
+	} else {
+		old.recent = nil // reads of a closed segment are not at the tail
 	}
 	if err := l.addSegment(base); err != nil {
 		return l.fail(err)
@@ -622,22 +624,30 @@ func (l *Log) ReadInto(from twinlog.Offset, maxBytes int, upTo twinlog.Offset, a
 	i := l.segmentFor(from)
 	for ; i < len(l.segs); i++ {
 		s := l.segs[i]
-		pos, err := s.find(from)
-		if err != nil {
-			return res, err
+		// At the tail the first batch's place and size are known without
+		// reading: the read below is then the only one.
+		pos, last, size, ok := s.findRecent(from)
+		if !ok {
+			var err error
+			if pos, err = s.find(from); err != nil {
+				return res, err
+			}
+			if pos < s.size {
+				var hdr [BatchHeaderSize]byte
+				b, err := s.readHeader(pos, s.size, hdr[:])
+				if err != nil {
+					return res, withFile(corruptf(0, "bad batch header: %v", err), s.logPath(), pos)
+				}
+				last, size = b.LastOffset(), batchSize(b)
+			}
 		}
 		if pos == s.size {
 			continue
 		}
-		var hdr [BatchHeaderSize]byte
-		b, err := s.readHeader(pos, s.size, hdr[:])
-		if err != nil {
-			return res, withFile(corruptf(0, "bad batch header: %v", err), s.logPath(), pos)
-		}
-		if b.LastOffset() >= upTo {
+		if last >= upTo {
 			return res, nil
 		}
-		n := min(max(int64(maxBytes), batchSize(b)), s.size-pos)
+		n := min(max(int64(maxBytes), size), s.size-pos)
 		var buf []byte
 		if alloc != nil {
 			buf = alloc(int(n))[:n]

@@ -70,6 +70,21 @@ type segment struct {
 	indexWritten  int   // index entries already in the .index file
 	timeWritten   int   // entries already in the .timeindex file
 	rollBaseMilli int64 // clock time of the first append (for SegmentMaxAge)
+
+	// recent are the batches appended last in this process, contiguous and
+	// ending at size (at most 2*recentBatches): followers and consumers
+	// fetch at the tail, and finding their batch here saves the header
+	// reads of find, one pread each. Memory only; reset by truncation.
+	recent []recentBatch
+}
+
+// recentBatches is how many of the last appended batches segment.recent
+// keeps at least.
+const recentBatches = 64
+
+type recentBatch struct {
+	last     twinlog.Offset
+	pos, end int64
 }
 
 func (s *segment) logPath() string  { return filepath.Join(s.dir, segmentName(s.base)+logSuffix) }
@@ -94,6 +109,38 @@ func (s *segment) noteBatch(b BatchView, pos int64, interval int64) {
 	s.maxTs = max(s.maxTs, b.MaxTimestamp())
 	s.size = pos + int64(len(b))
 	s.next = b.NextOffset()
+	if n := len(s.recent); n > 0 && s.recent[n-1].end != pos {
+		s.recent = s.recent[:0] // not contiguous: start over
+	}
+	if len(s.recent) == 2*recentBatches {
+		s.recent = append(s.recent[:0], s.recent[recentBatches:]...)
+	}
+	s.recent = append(s.recent, recentBatch{last: b.LastOffset(), pos: pos, end: s.size})
+}
+
+// findRecent is find answered from recent, without reads: the position of
+// the first batch with last offset >= o (s.size if none), with that
+// batch's last offset and size. ok is false when recent cannot tell.
+func (s *segment) findRecent(o twinlog.Offset) (pos int64, last twinlog.Offset, size int64, ok bool) {
+	r := s.recent
+	if len(r) == 0 || r[len(r)-1].end != s.size {
+		return 0, 0, 0, false
+	}
+	// Batches before r[0] end below r[0]'s base: the answer is in r unless
+	// it may be r[0] and r[0] is not the segment's first batch.
+	if o <= r[0].last && r[0].pos != 0 {
+		return 0, 0, 0, false
+	}
+	i, _ := slices.BinarySearchFunc(r, o, func(e recentBatch, t twinlog.Offset) int {
+		if e.last < t {
+			return -1
+		}
+		return 1
+	})
+	if i == len(r) {
+		return s.size, 0, 0, true
+	}
+	return r[i].pos, r[i].last, r[i].end - r[i].pos, true
 }
 
 // lookup returns the position of the last indexed batch with base <= o
@@ -135,6 +182,9 @@ func (s *segment) readHeader(pos, size int64, buf []byte) (BatchView, error) {
 // find returns the position of the first batch with last offset >= o, or
 // s.size if there is none.
 func (s *segment) find(o twinlog.Offset) (int64, error) {
+	if pos, _, _, ok := s.findRecent(o); ok {
+		return pos, nil
+	}
 	var hdr [BatchHeaderSize]byte
 	pos := s.lookup(o)
 	for pos < s.size {
@@ -296,7 +346,7 @@ func (s *segment) walkTail(size int64) (bool, error) {
 // the indexes. It returns the position of the first bad batch (== size when
 // all are good) and its reason. onBatch sees each good batch.
 func (s *segment) recover(size int64, interval int64, onBatch func(BatchView)) (int64, string, error) {
-	s.index, s.timeIndex = nil, nil
+	s.index, s.timeIndex, s.recent = nil, nil, nil
 	s.indexWritten, s.timeWritten = 0, 0
 	s.size, s.next, s.maxTs, s.sinceIdx = 0, s.base, noTimestamp, 0
 	buf := make([]byte, 64<<10)
@@ -343,6 +393,7 @@ func (s *segment) recover(size int64, interval int64, onBatch func(BatchView)) (
 
 // truncateIndexes drops index entries at or after byte position pos.
 func (s *segment) truncateIndexes(pos int64) {
+	s.recent = nil
 	i := len(s.index)
 	for i > 0 && int64(s.index[i-1].pos) >= pos {
 		i--

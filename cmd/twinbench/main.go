@@ -35,6 +35,7 @@ import (
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker"
+	"github.com/twinlog/twinlog/broker/codec"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -313,6 +314,7 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 	for p := 0; p < o.partitions; p++ {
 		client := pb.NewProduceServiceClient(cl.conns[cl.leaders[p]])
 		for w := 0; w < o.inflight; w++ {
+			k := p*o.inflight + w // worker index, for the --rate phase
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -322,16 +324,27 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 					recs[i].Value = make([]byte, len(value))
 				}
 				var buf []byte
+				// Sends buf without a protobuf copy; buf is reused only
+				// after the call returns.
+				send := grpc.ForceCodecV2(codec.NewCall(broker.BufferPool))
 				interval := time.Duration(0)
 				if perWorkerRate > 0 {
 					interval = time.Duration(float64(time.Second) * float64(o.batchRecords) / perWorkerRate)
 				}
-				next := time.Now()
+				// With --rate, worker k starts k/workers of an interval late:
+				// the workers' requests interleave evenly instead of every
+				// worker sending at the same instant (a burst of workers
+				// batches once per interval, which measured queueing, not the
+				// steady rate asked for).
+				next := time.Now().Add(time.Duration(int64(interval) * int64(k) / int64(workers)))
+				tick := time.NewTimer(time.Hour)
+				defer tick.Stop()
 				for runCtx.Err() == nil {
 					if interval > 0 {
 						if d := time.Until(next); d > 0 {
+							tick.Reset(d)
 							select {
-							case <-time.After(d):
+							case <-tick.C:
 							case <-runCtx.Done():
 								return
 							}
@@ -346,7 +359,7 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 					buf, _ = storage.AppendBatch(buf[:0], recs, storage.BatchOptions{})
 					start := time.Now()
 					resp, err := client.Produce(runCtx, &pb.ProduceRequest{Acks: int32(o.acks), TimeoutMs: 30000,
-						Partitions: []*pb.ProducePartitionData{{Topic: o.topic, Partition: int32(p), Records: buf}}})
+						Partitions: []*pb.ProducePartitionData{{Topic: o.topic, Partition: int32(p), Records: buf}}}, send)
 					lat := time.Since(start)
 					if !measuring.Load() {
 						continue
@@ -383,7 +396,10 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 			go func() {
 				defer wg.Done()
 				var off int64 = -1
+				// Records alias a pooled receive buffer until Release.
+				recv := codec.NewCall(broker.BufferPool)
 				for runCtx.Err() == nil {
+					recv.Release()
 					if off < 0 { // start at the end
 						lo, err := fc.ListOffsets(runCtx, &pb.ListOffsetsRequest{Topics: []*pb.ListOffsetsTopic{{Name: o.topic,
 							Partitions: []*pb.ListOffsetsPartition{{Index: int32(p), CurrentLeaderEpoch: -1, Spec: pb.OffsetSpec_OFFSET_SPEC_HIGH_WATERMARK}}}}})
@@ -396,7 +412,7 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 					resp, err := fc.Fetch(runCtx, &pb.FetchRequest{ReplicaId: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER,
 						MaxWaitMs: 500, MinBytes: 1, MaxBytes: 8 << 20,
 						Partitions: []*pb.FetchPartition{{Topic: o.topic, Partition: int32(p), FetchOffset: off,
-							CurrentLeaderEpoch: cl.les[p], LastFetchedEpoch: -1}}})
+							CurrentLeaderEpoch: cl.les[p], LastFetchedEpoch: -1}}}, grpc.ForceCodecV2(recv))
 					if err != nil || resp.GetPartitions()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 						time.Sleep(20 * time.Millisecond)
 						continue
