@@ -226,6 +226,12 @@ func TestS9MaximalISR(t *testing.T) {
 		_, _, isr, _, ok := c.PartitionInfo("t", 0)
 		return ok && slices.Equal(sorted32(isr), ids32(r1, r2))
 	})
+	// r1 applies it too: otherwise its maximal ISR still holds r3 from
+	// before the kill and the wait for the proposal below passes at once.
+	c.WaitFor("r1 applied ISR {r1,r2}", func() bool {
+		st, ok := pstatusOK(c, r1, "t")
+		return ok && slices.Equal(sortedIDs(st.ISR), ids32(r1, r2)) && slices.Equal(sortedIDs(st.MaximalISR), ids32(r1, r2))
+	})
 	// r3 comes back; every fetch of it reaches r1 but no answer reaches r3,
 	// so it stays at 0 while r1 proposes it (held before the controller).
 	c.HoldAlterPartition(r1, true)
