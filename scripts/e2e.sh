@@ -2,8 +2,8 @@
 # e2e.sh (`make e2e`): end-to-end test of the docker-compose deployment.
 #
 # Builds static binaries and the FROM scratch image, starts both clusters
-# with deploy/docker-compose.yml, then: topic on A (and B, the mirror
-# destination), mirror A -> B, produce on A with a broker killed mid-way,
+# with deploy/docker-compose.yml, then: topic on A, mirror A -> B (which
+# creates the topic on B), produce on A with a broker killed mid-way,
 # wait for B, fail over to B, produce on B, fail back (A mirrors B) with
 # one network disconnect, fail over to A again, produce on A; then checks
 # that both clusters hold identical records containing every acked one and
@@ -170,8 +170,8 @@ cache_cids
 
 topic_args=(topics create "$TOPIC" --partitions "$PARTS" --replication-factor 3 --config min.insync.replicas=2)
 must "create topic $TOPIC on A" tA "${topic_args[@]}"
-must "create topic $TOPIC on B (mirror destination, SPEC §6.1)" tB "${topic_args[@]}"
-must "mirror a-to-b on B from A" tB mirrors create a-to-b --source "$SRC_A" "$TOPIC"
+must "mirror a-to-b on B from A (creates $TOPIC on B with A's topic id, SPEC §6.1)" tB mirrors create a-to-b --source "$SRC_A" "$TOPIC"
+must "min.insync.replicas=2 on B (local, not mirrored)" tB configs set --topic "$TOPIC" min.insync.replicas=2
 
 # --- phase 1: produce on A, kill a broker mid-way --------------------------
 step "produce $((N / 2)) records on A" produce p1 A 0 $((N / 2))

@@ -256,8 +256,8 @@ const (
 	srcA    = "127.0.0.1:9091,127.0.0.1:9092,127.0.0.1:9093"
 )
 
-// demo creates the demo topic on both clusters, the mirror a-to-b on B and
-// produces to A. Setup errors are fatal for the demo but not for the
+// demo creates the demo topic on A and the mirror a-to-b on B (which
+// creates demo there) and produces to A. Setup errors are fatal for the demo but not for the
 // clusters; the returned error says whether mirroring works.
 func (r *runner) demo(ctx context.Context) error {
 	step := func(what string, stdin string, args ...string) bool {
@@ -270,14 +270,14 @@ func (r *runner) demo(ctx context.Context) error {
 		return true
 	}
 	fmt.Println("setting up the demo:")
-	// A mirror's topics must exist on the destination (SPEC §6.1), so demo is
-	// created on both clusters with the same partition count.
-	topic := []string{"topics", "create", "demo", "--partitions", "3", "--replication-factor", "3", "--config", "min.insync.replicas=2"}
-	step("topic demo on A (3 partitions, RF 3, min ISR 2)", "", append([]string{"--bootstrap", ctlA}, topic...)...)
-	step("topic demo on B (mirror destination)", "", append([]string{"--bootstrap", ctlB}, topic...)...)
-	if !step("mirror a-to-b on B pulling demo from A", "", "--bootstrap", ctlB, "mirrors", "create", "a-to-b", "--source", srcA, "demo") {
+	// The mirror creates demo on B with A's topic id and partition count
+	// (SPEC §6.1); min.insync.replicas is local to each cluster.
+	step("topic demo on A (3 partitions, RF 3, min ISR 2)", "", "--bootstrap", ctlA,
+		"topics", "create", "demo", "--partitions", "3", "--replication-factor", "3", "--config", "min.insync.replicas=2")
+	if !step("mirror a-to-b on B pulling demo from A (creates demo on B)", "", "--bootstrap", ctlB, "mirrors", "create", "a-to-b", "--source", srcA, "demo") {
 		step("start demo on existing mirror a-to-b", "", "--bootstrap", ctlB, "mirrors", "start", "a-to-b", "demo")
 	}
+	step("min ISR 2 for demo on B", "", "--bootstrap", ctlB, "configs", "set", "--topic", "demo", "min.insync.replicas=2")
 	var lines strings.Builder
 	for i := 1; i <= 6; i++ {
 		fmt.Fprintf(&lines, "key-%d:hello %d\n", i, i)
