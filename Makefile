@@ -74,10 +74,13 @@ sim:
 e2e:
 	./scripts/e2e.sh
 
-# chaos: issue 7's history checker on the docker-compose deployment
-# (scripts/chaos.sh: docker kill/restart and network disconnects at seeded
-# moments for CHAOS_DURATION, default 60s; history in run/chaos-history.jsonl).
-# Skips when no Docker engine answers. Not part of `make ci`.
+# chaos: issue 7's history checker on the docker-compose deployment, both
+# clusters (scripts/chaos.sh: docker kill/restart of brokers and controllers,
+# network disconnects and cross-cluster cuts, failovers and failbacks at
+# seeded moments for CHAOS_DURATION, default 60s; CHAOS_SEED replays the
+# schedule; history in run/chaos-history.jsonl, re-check it with
+# `go run ./cmd/twinchaos check FILE`). Skips when no Docker engine answers.
+# Not part of `make ci`.
 chaos:
 	./scripts/chaos.sh
 

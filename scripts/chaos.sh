@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # chaos.sh (`make chaos`): the issue-7 history checker on the docker-compose
-# deployment. Builds the static binaries, the FROM scratch image and the
-# static twinchaos driver, starts both clusters (own project), runs
-# `twinchaos run` (docker kill/restart and network disconnects on cluster A's
-# brokers at seeded moments, acks=all producers and consumers in a container
-# on the cluster network), writes the history to $CHAOS_OUT and prints a
-# summary. Always runs `compose down -v`. Exit 0 when the history is clean,
-# 1 on a violation, 2 on set-up failure; skips (exit 0) without Docker.
+# deployment, both clusters. Builds the static binaries, the FROM scratch
+# image and the static twinchaos driver, starts both clusters (own
+# project), runs `twinchaos run`: seeded faults on both clusters (docker
+# kill/restart of brokers and controllers, network disconnects, cross-
+# cluster link cuts) while a client container on both cluster networks
+# runs acks=all producers on the writable cluster, consumers on both, and
+# at seeded moments fails the mirror over (planned or not) and back
+# (docs/operations.md); after healing, a final failback if needed and the
+# catch-up, it checks the history (cmd/twinchaos/check.go), writes it to
+# $CHAOS_OUT and prints a summary. Always runs `compose down -v`. Exit 0
+# when the history is clean, 1 on a violation (or when the client or the
+# final catch-up did not finish), 2 on set-up failure; skips (exit 0)
+# without Docker. `twinchaos check FILE` re-checks a history.
 #
 # Env: CHAOS_PROJECT (default twinlog-chaos), CHAOS_DURATION (default 60s),
 # CHAOS_SEED (default time-based, printed), CHAOS_OUT (default
@@ -33,7 +39,7 @@ cleanup() {
     echo "chaos: CHAOS_KEEP=1: leaving project $PROJECT up"
   else
     echo "chaos: compose down -v"
-    docker rm -f "$PROJECT-chaos-client" >/dev/null 2>&1 || true
+    docker rm -f -v "$PROJECT-chaos-client" >/dev/null 2>&1 || true
     compose down -v --remove-orphans >/dev/null 2>&1 || true
   fi
   exit $rc

@@ -98,7 +98,7 @@ produce() {
   local phase=$1 cluster=$2 from=$3 to=$4 i p
   for ((i = from; i < to; i++)); do
     p=$((i % PARTS))
-    if "t${cluster}b" produce --topic "$TOPIC" --partition "$p" --acks all --retries 20 --value "$phase-$i" >>"$WORK/produce.log" 2>&1; then
+    if "t${cluster}b" produce --topic "$TOPIC" --partition "$p" --acks all --retries 20 --request-timeout-ms 20000 --value "$phase-$i" >>"$WORK/produce.log" 2>&1; then
       echo "$p $phase-$i" >>"$WORK/acked"
     else
       echo "produce $phase-$i to $cluster partition $p failed" >&2

@@ -14,16 +14,19 @@ import (
 // It records acknowledged writes (offset, value, the leader epoch that
 // appended them), consumed records (offset, value, the leader epoch that
 // served them), recorded truncations (unclean elections and truncation points
-// with the leader epoch they installed), lossy unclean shutdowns and consumer
+// with the leader epoch they installed, optionally with the offset a
+// truncation point cut from), lossy unclean shutdowns and consumer
 // repositionings. It reports:
 //
 //   - an offset seen with two values without a recorded truncation between
-//     (the leader epochs that showed them straddle no recorded truncation);
+//     (the leader epochs that showed them straddle no recorded truncation;
+//     a truncation point recorded with its offset o only counts for
+//     offsets ≥ o);
 //   - a value seen at two offsets (values are never retried);
 //   - non-monotonic reads of one consumer (without a repositioning between);
 //   - at Final: acks=all writes lost or changed, unless a recorded truncation
-//     happened after the ack or at least m lossy unclean shutdowns of
-//     replicas holding the record did.
+//     (covering the offset) happened after the ack or at least m lossy
+//     unclean shutdowns of replicas holding the record did.
 //
 // History is used from one goroutine (the simulator); shells that record
 // from several goroutines must serialise calls. It does not depend on the
@@ -36,6 +39,8 @@ type History struct {
 
 	// Counters for reports.
 	AckedAll, AckedOne, Reads, Truncations, LossyShutdowns, Resets int
+	// Repositions counts RecordReposition calls (reported only when > 0).
+	Repositions int
 }
 
 // Violation is one inconsistency the checker found.
@@ -68,15 +73,26 @@ type lossy struct {
 	seq    uint64
 }
 
+// truncPoint is a truncation point recorded with its offset: it installed
+// leader epoch le and cut every offset ≥ offset.
+type truncPoint struct {
+	le     int32
+	offset int64
+}
+
 type partHistory struct {
-	// truncLEs are the leader epochs installed by recorded truncations.
+	// truncLEs are the leader epochs installed by recorded truncations
+	// that may have changed any offset.
 	truncLEs []int32
 	// truncSeqs are their places in the history (two-cluster checks).
 	truncSeqs []uint64
-	seen      map[int64][]observation
-	valueAt   map[string]int64
-	acked     map[int64]ackRecord
-	lossy     []lossy
+	// points are truncation points recorded with their offset
+	// (RecordTruncationPoint).
+	points  []truncPoint
+	seen    map[int64][]observation
+	valueAt map[string]int64
+	acked   map[int64]ackRecord
+	lossy   []lossy
 }
 
 type consumerHistory struct {
@@ -110,16 +126,34 @@ func (h *History) Violations() []Violation {
 }
 
 // generation is the number of recorded truncations that installed a leader
-// epoch ≤ le: two leader epochs of one generation must agree on every offset
-// they show.
-func (p *partHistory) generation(le int32) int {
+// epoch ≤ le and cover offset (truncation points recorded with an offset
+// cover the offsets from it on; the others cover every offset): two leader
+// epochs of one generation at offset must agree on its value.
+func (p *partHistory) generation(le int32, offset int64) int {
 	n := 0
 	for _, t := range p.truncLEs {
 		if t <= le {
 			n++
 		}
 	}
+	for _, t := range p.points {
+		if t.le <= le && t.offset <= offset {
+			n++
+		}
+	}
 	return n
+}
+
+// truncationsString lists the recorded truncations for messages.
+func (p *partHistory) truncationsString() string {
+	if len(p.points) == 0 {
+		return fmt.Sprintf("truncations at LEs %v", p.truncLEs)
+	}
+	pts := make([]string, len(p.points))
+	for i, t := range p.points {
+		pts[i] = fmt.Sprintf("%d@%d", t.le, t.offset)
+	}
+	return fmt.Sprintf("truncations at LEs %v, truncation points (LE@offset) %v", p.truncLEs, pts)
 }
 
 // RecordTruncation records an unclean election (or a truncation point) that
@@ -130,6 +164,16 @@ func (h *History) RecordTruncation(tp string, le int32) {
 	p := h.part(tp)
 	p.truncLEs = append(p.truncLEs, le)
 	p.truncSeqs = append(p.truncSeqs, h.seq)
+}
+
+// RecordTruncationPoint records a truncation point (SPEC §6.2f) that
+// installed leader epoch le on tp and cut the log from offset: only offsets
+// ≥ offset may change across it (RecordTruncation covers every offset).
+func (h *History) RecordTruncationPoint(tp string, le int32, offset int64) {
+	h.seq++
+	h.Truncations++
+	p := h.part(tp)
+	p.points = append(p.points, truncPoint{le: le, offset: offset})
 }
 
 // RecordLossyShutdown records that broker lost every offset ≥ from of tp in an
@@ -187,6 +231,20 @@ func (h *History) RecordReset(consumer, tp string) {
 	}
 }
 
+// RecordReposition records that consumer moved on tp to next (LOG_TRUNCATED
+// or a position check with OffsetForLeaderEpoch, SPEC §4.4): its next read
+// may go back, but not below next.
+func (h *History) RecordReposition(consumer, tp string, next int64) {
+	h.seq++
+	h.Repositions++
+	c := h.consumers[consumer]
+	if c == nil {
+		c = &consumerHistory{last: map[string]int64{}}
+		h.consumers[consumer] = c
+	}
+	c.last[tp] = next - 1
+}
+
 func (h *History) checkValue(p *partHistory, tp string, offset int64, value string) {
 	if o, ok := p.valueAt[value]; ok && o != offset {
 		h.violate("§8.13 value at two offsets", tp, "value %q at offsets %d and %d", value, o, offset)
@@ -200,15 +258,15 @@ func (h *History) observe(p *partHistory, tp string, offset int64, ob observatio
 		if prev.value == ob.value {
 			continue
 		}
-		if p.generation(prev.le) == p.generation(ob.le) {
+		if p.generation(prev.le, offset) == p.generation(ob.le, offset) {
 			h.violate("§8.13 offset with two values", tp,
-				"offset %d: %q (LE %d, %s) and %q (LE %d, %s) with no recorded truncation between (truncations at LEs %v)",
-				offset, prev.value, prev.le, prev.source, ob.value, ob.le, ob.source, p.truncLEs)
+				"offset %d: %q (LE %d, %s) and %q (LE %d, %s) with no recorded truncation between (%s)",
+				offset, prev.value, prev.le, prev.source, ob.value, ob.le, ob.source, p.truncationsString())
 			return
 		}
 	}
 	for _, prev := range p.seen[offset] {
-		if prev.value == ob.value && p.generation(prev.le) == p.generation(ob.le) {
+		if prev.value == ob.value && p.generation(prev.le, offset) == p.generation(ob.le, offset) {
 			return // nothing new
 		}
 	}
@@ -217,9 +275,9 @@ func (h *History) observe(p *partHistory, tp string, offset int64, ob observatio
 
 // Final checks the healed log of tp: final maps offsets below the final HW to
 // their values, served in leader epoch le. Every acks=all write must be there
-// with its value (SPEC §8.12) unless a recorded truncation installed a later
-// leader epoch than the ack's, or at least m lossy unclean shutdowns lost its
-// offset after the ack. The final values also count as reads (§8.13).
+// with its value (SPEC §8.12) unless a recorded truncation covering its
+// offset installed a later leader epoch than the ack's, or at least m lossy
+// unclean shutdowns lost its offset after the ack. The final values also count as reads (§8.13).
 func (h *History) Final(tp string, final map[int64]string, le int32) {
 	h.seq++
 	p := h.part(tp)
@@ -244,7 +302,7 @@ func (h *History) Final(tp string, final map[int64]string, le int32) {
 		if v, ok := final[o]; ok && v == a.value {
 			continue
 		}
-		if p.generation(le) > p.generation(a.le) {
+		if p.generation(le, o) > p.generation(a.le, o) {
 			continue // a recorded truncation since the ack
 		}
 		brokers := map[int32]bool{}
@@ -266,8 +324,8 @@ func (h *History) Final(tp string, final map[int64]string, le int32) {
 		}
 	}
 	if lost > 0 {
-		h.violate("§8.12 acked write lost", tp, "%d acks=all writes lost without a recorded truncation (final LE %d, truncations at LEs %v): %s",
-			lost, le, p.truncLEs, strings.Join(first, "; "))
+		h.violate("§8.12 acked write lost", tp, "%d acks=all writes lost without a recorded truncation (final LE %d, %s): %s",
+			lost, le, p.truncationsString(), strings.Join(first, "; "))
 	}
 }
 
@@ -278,6 +336,10 @@ func (h *History) Summary() string {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return fmt.Sprintf("partitions %v: acked all=%d one=%d, reads %d, recorded truncations %d, lossy shutdowns %d, consumer resets %d, violations %d",
-		names, h.AckedAll, h.AckedOne, h.Reads, h.Truncations, h.LossyShutdowns, h.Resets, len(h.violations))
+	repos := ""
+	if h.Repositions > 0 {
+		repos = fmt.Sprintf(", consumer repositions %d", h.Repositions)
+	}
+	return fmt.Sprintf("partitions %v: acked all=%d one=%d, reads %d, recorded truncations %d, lossy shutdowns %d, consumer resets %d%s, violations %d",
+		names, h.AckedAll, h.AckedOne, h.Reads, h.Truncations, h.LossyShutdowns, h.Resets, repos, len(h.violations))
 }

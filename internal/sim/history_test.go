@@ -133,3 +133,61 @@ func TestHistoryLostAck(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+func TestHistoryTruncationPointOffset(t *testing.T) {
+	// A truncation point cut from offset 5: offset 5 may change across it,
+	// offset 4 may not.
+	h := NewHistory()
+	h.RecordAck("t-0", 4, "a", 1, true, 2)
+	h.RecordAck("t-0", 5, "b", 1, true, 2)
+	h.RecordTruncationPoint("t-0", 3, 5)
+	h.RecordRead("c", "t-0", 5, "x", 3)
+	if vs := h.Violations(); len(vs) != 0 {
+		t.Fatalf("violations: %v", vs)
+	}
+	h.RecordRead("c", "t-0", 6, "y", 3)
+	h.RecordRead("d", "t-0", 4, "z", 3)
+	if got := kinds(h.Violations()); got != "§8.13 offset with two values" {
+		t.Fatalf("got %q", got)
+	}
+
+	// Final: the ack at 5 may be gone, the one at 4 may not; a point at an
+	// LE not above the ack's excuses nothing.
+	h = NewHistory()
+	h.RecordAck("t-0", 4, "a", 1, true, 2)
+	h.RecordAck("t-0", 5, "b", 1, true, 2)
+	h.RecordTruncationPoint("t-0", 3, 5)
+	h.Final("t-0", map[int64]string{4: "a", 5: "x"}, 3)
+	if vs := h.Violations(); len(vs) != 0 {
+		t.Fatalf("violations: %v", vs)
+	}
+	h = NewHistory()
+	h.RecordAck("t-0", 4, "a", 1, true, 2)
+	h.RecordTruncationPoint("t-0", 3, 5)
+	h.Final("t-0", map[int64]string{}, 3)
+	if got := kinds(h.Violations()); got != "§8.12 acked write lost" {
+		t.Fatalf("got %q", got)
+	}
+	h = NewHistory()
+	h.RecordTruncationPoint("t-0", 3, 0)
+	h.RecordAck("t-0", 4, "a", 3, true, 2)
+	h.Final("t-0", map[int64]string{}, 4)
+	if got := kinds(h.Violations()); got != "§8.12 acked write lost" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestHistoryReposition(t *testing.T) {
+	h := NewHistory()
+	h.RecordRead("c", "t-0", 7, "a", 1)
+	h.RecordReposition("c", "t-0", 5)
+	h.RecordRead("c", "t-0", 5, "a5", 2)
+	if vs := h.Violations(); len(vs) != 0 {
+		t.Fatalf("violations: %v", vs)
+	}
+	h.RecordReposition("c", "t-0", 5)
+	h.RecordRead("c", "t-0", 4, "a4", 2)
+	if got := kinds(h.Violations()); got != "non-monotonic read" {
+		t.Fatalf("got %q", got)
+	}
+}
