@@ -319,6 +319,12 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 	usable := p.usableLocked() == nil
 	role, le := p.r.Role(), p.r.LeaderEpoch()
 	var st plan.ReplicaStatus
+	// The truncation points applied with le: BecameLeader in an LE created
+	// by a bump whose answer was lost must do its truncation first (§6.2f).
+	var truncPts []plan.TruncationPoint
+	for _, t := range p.state.GetTruncationPoints() {
+		truncPts = append(truncPts, plan.TruncationPoint{LeaderEpoch: twinlog.Epoch(t.GetLeaderEpoch()), Offset: twinlog.Offset(t.GetOffset())})
+	}
 	if usable && role == replica.RoleLeader {
 		st.ISR = p.r.ISR()
 		if p.state != nil {
@@ -415,8 +421,8 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 		r.desired = desired
 		r.replicas = nil
 		r.ensureWriter()
-		r.step(plan.BecameLeader{LeaderEpoch: le, Run: run, Lmle: lmle, Desired: desired})
-		r.resolveClearing(lmle)
+		r.step(plan.BecameLeader{LeaderEpoch: le, Run: run, Lmle: lmle, Desired: desired, TruncationPoints: truncPts})
+		r.loadTaints(lmle)
 	}
 	r.applyDesired(desired)
 	if r.replicas == nil || !sameStatus(*r.replicas, st) {
@@ -432,9 +438,11 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 // with the records read up to the __mirror_state HW, and drain performed its
 // AddTaints (possibly none). An LE the runner does not know yet (another
 // leadership, or a bump not reported done) keeps it pending; so does a
-// __mirror_state that cannot be read (observe returns before loading).
+// __mirror_state that cannot be read (observe returns before loading), and
+// a leadership the machine refused as stale (records from a later LE: it
+// loaded no taints).
 func (r *mirrorRunner) settleTaintsPending() {
-	if r.m == nil || !r.leader {
+	if r.m == nil || !r.leader || !r.m.Leading() {
 		return
 	}
 	p := r.p
@@ -447,22 +455,26 @@ func (r *mirrorRunner) settleTaintsPending() {
 	p.processReadyLocked()
 }
 
-// resolveClearing settles taints the replica cleared in memory before this
-// leadership loaded the durable state: one the loaded record still holds was
-// re-set by the machine's AddTaints (the follower repairs it again); one it
-// no longer holds is durably clear.
-func (r *mirrorRunner) resolveClearing(lmle *pb.MirrorLmleRecord) {
+// loadTaints installs exactly the loaded record's taints as this
+// leadership's (SPEC §6.4: a leader loads the taints before serving follower
+// fetches, which taints-pending holds until then). Taints the replica kept
+// from an earlier leadership of this broker may have been durably cleared by
+// another leader since; kept, they would cut that ISR member below the HW
+// (§8.7; simulator seeds 312, 101). A clear the replica did in memory is
+// settled by the record too: one it still holds taints the follower again
+// (it repairs it again), one it no longer holds is durably clear.
+func (r *mirrorRunner) loadTaints(lmle *pb.MirrorLmleRecord) {
+	ts := make(map[twinlog.BrokerID]replica.Taint, len(lmle.GetTaints()))
+	for _, t := range lmle.GetTaints() {
+		ts[twinlog.BrokerID(t.GetReplica())] = replica.Taint{Epoch: twinlog.Epoch(t.GetEpoch()), Offset: twinlog.Offset(t.GetOffset())}
+	}
 	p := r.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.usableLocked() != nil {
 		return
 	}
-	for _, id := range p.r.TaintsClearing() {
-		if !slices.ContainsFunc(lmle.GetTaints(), func(t *pb.ReplicaTaint) bool { return twinlog.BrokerID(t.GetReplica()) == id }) {
-			p.r.ConfirmTaintCleared(id, r.b.nowMs())
-		}
-	}
+	p.r.ResetTaints(ts, r.b.nowMs())
 	p.processReadyLocked()
 }
 

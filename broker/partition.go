@@ -87,7 +87,8 @@ func (p *partition) usableLocked() error {
 
 // processReadyLocked handles the machine's output per the Ready contract:
 // (1) log ops, epoch checkpoint, aligned epoch; (2) HW, produce results,
-// AlterPartition; (3) Advance. p.mu is held.
+// AlterPartition; (3) Advance, and after a truncation the log's real end
+// (ConfirmTruncation). p.mu is held.
 func (p *partition) processReadyLocked() {
 	changed := false
 	progressOnly := true // only appends and HW moves: wake only waiters they help
@@ -101,8 +102,9 @@ func (p *partition) processReadyLocked() {
 				progressOnly = false
 			}
 		}
+		truncated := false
 		if p.failed == nil {
-			p.applyLogOpsLocked(rd)
+			truncated = p.applyLogOpsLocked(rd)
 		}
 		if p.failed == nil && rd.EpochsChanged {
 			p.syncEpochsLocked(rd.EpochEntries)
@@ -132,6 +134,14 @@ func (p *partition) processReadyLocked() {
 			p.logEvent(ev)
 		}
 		p.r.Advance()
+		if truncated && p.failed == nil {
+			// Storage truncates in whole batches: a batch straddling the
+			// offset went too, and the replica takes the log's end (the
+			// follower refetches from there, SPEC §4.4).
+			if err := p.r.ConfirmTruncation(p.log.LogEndOffset(), p.b.nowMs()); err != nil {
+				p.failLocked(err)
+			}
+		}
 	}
 	p.fetched = storage.Validated{}
 	if changed {
@@ -144,7 +154,9 @@ func (p *partition) processReadyLocked() {
 	}
 }
 
-func (p *partition) applyLogOpsLocked(rd replica.Ready) {
+// applyLogOpsLocked applies rd's log ops and reports whether one was a
+// truncation. p.mu is held.
+func (p *partition) applyLogOpsLocked(rd replica.Ready) (truncated bool) {
 	for _, op := range rd.LogOps {
 		var err error
 		switch op.Kind {
@@ -174,6 +186,7 @@ func (p *partition) applyLogOpsLocked(rd replica.Ready) {
 				p.fetched = storage.Validated{}
 			}
 		case replica.OpTruncate:
+			truncated = true
 			err = p.log.TruncateTo(op.Offset)
 		case replica.OpRestart:
 			err = p.log.TruncateFullyAndStartAt(op.Offset)
@@ -184,9 +197,10 @@ func (p *partition) applyLogOpsLocked(rd replica.Ready) {
 		}
 		if err != nil {
 			p.failLocked(err)
-			return
+			return truncated
 		}
 	}
+	return truncated
 }
 
 // syncEpochsLocked makes the log's epoch cache match the machine's. The log

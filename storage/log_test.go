@@ -472,6 +472,11 @@ func TestTruncation(t *testing.T) {
 		{"segment boundary", 4, 4, 0, 4, []epoch.Entry{{Epoch: 1, StartOffset: 0}}},
 		{"epoch boundary", 6, 6, 0, 6, []epoch.Entry{{Epoch: 1, StartOffset: 0}}},
 		{"inside a batch cuts the batch", 9, 8, 0, 8, []epoch.Entry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 6}}},
+		// The straddling batch opens epoch 2: the cache is trimmed at the
+		// LEO the cut reached (6), not at the offset asked (7), so it agrees
+		// with the replica once the shell reports that LEO
+		// (replica.ConfirmTruncation).
+		{"inside an epoch's first batch drops the epoch", 7, 6, 0, 6, []epoch.Entry{{Epoch: 1, StartOffset: 0}}},
 		{"to log start", 0, 0, 0, 0, nil},
 	}
 	for _, tt := range tests {

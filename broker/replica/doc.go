@@ -12,6 +12,7 @@
 //	HandleAlterPartitionResponse(seq, resp, now)   controller answer (§4.5)
 //	Tick(now)                      ISR shrink, produce timeouts
 //	Ready() / Advance()            outputs
+//	ConfirmTruncation(leo, now)    where an OpTruncate left the log
 //
 // Time enters only as nowMs arguments; there are no goroutines, clocks,
 // logging or I/O. The machine is not safe for concurrent use: the shell
@@ -27,16 +28,21 @@
 // emits OpAppend{ProposalID}; the shell writes the producer's batch stamped
 // with those offsets. Follower appends: the shell parses []BatchMeta from the
 // fetched records and passes them in FetchResponse.Batches; OpAppend names
-// the batches to write. A failed LogOp means the log dir is offline: rebuild
-// the replica with New from what is on disk.
+// the batches to write. Truncation works in whole batches, as in Kafka: when
+// a batch straddles the offset of an OpTruncate the log ends at its base,
+// and the shell reports that end offset (ConfirmTruncation) before the next
+// step; the machine adopts it and a follower refetches from there. A failed
+// LogOp means the log dir is offline: rebuild the replica with New from what
+// is on disk.
 //
 // # Persist, then send
 //
 // For each Ready the shell (1) applies LogOps and writes the epoch
 // checkpoint, partition.metadata aligned_epoch and cleared taints, durable as
 // the flush policy requires; (2) only then exposes HighWatermark, answers
-// ProduceResults and sends AlterPartition; (3) calls Advance. No step may run
-// between Ready and Advance.
+// ProduceResults and sends AlterPartition; (3) calls Advance, then
+// ConfirmTruncation if the LogOps held an OpTruncate. No step may run
+// between Ready and Advance, nor between Advance and ConfirmTruncation.
 //
 // # Invariants (CheckInvariants panics)
 //
@@ -52,6 +58,8 @@
 // SetMirrorPartition (no own LE in the cache), SetWritable (READ_ONLY_TOPIC,
 // INVALID_MIRROR_SOURCE), SetTaint and ConfirmTaintCleared (a repaired
 // follower joins the ISR only once its cleared taint is durable),
+// ResetTaints (a new leadership installs the durable taints it loaded;
+// taints are leader state and go when leadership is lost),
 // SetTaintsPending (a new leader of a mirrored or once-mirrored topic answers
 // followers UNKNOWN_LEADER_EPOCH until its taints are loaded, §6.4), truncation
 // points in PartitionState

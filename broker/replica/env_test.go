@@ -200,6 +200,7 @@ func (e *env) processReady(n *node) {
 	}
 	rd := n.r.Ready()
 	var lines []string
+	truncated := false
 	for _, op := range rd.LogOps {
 		lines = append(lines, op.String())
 		switch op.Kind {
@@ -217,7 +218,10 @@ func (e *env) processReady(n *node) {
 				}
 			}
 		case OpTruncate:
-			n.log.recs = n.log.recs[:op.Offset-n.log.start]
+			truncated = true
+			if op.Offset < n.log.leo() {
+				n.log.recs = n.log.recs[:op.Offset-n.log.start]
+			}
 		case OpRestart:
 			n.log.start, n.log.recs = op.Offset, nil
 		case OpAdvanceLogStart:
@@ -254,6 +258,16 @@ func (e *env) processReady(n *node) {
 	n.r.Advance()
 	for _, l := range lines {
 		e.printf("  %d: %s\n", n.id, l)
+	}
+	if truncated {
+		// memLog truncates per record: the log ends exactly at the offset.
+		if err := n.r.ConfirmTruncation(n.log.leo(), e.now); err != nil {
+			panic(fmt.Sprintf("node %d: %v", n.id, err))
+		}
+		if n.r.HasReady() {
+			e.processReady(n)
+			return
+		}
 	}
 	n.r.CheckInvariants()
 	e.checkLog(n)

@@ -7,10 +7,11 @@ import (
 
 // NextFetch returns the fetch a follower sends to its leader (SPEC §4.4):
 // currentLeaderEpoch = LE, lastFetchedEpoch = latest cached epoch,
-// fetchOffset = LEO. It reports false unless the replica is a follower.
+// fetchOffset = LEO. It reports false unless the replica is a follower, and
+// while a truncation awaits ConfirmTruncation (the log may end below LEO).
 // Sending it again (after a drop) is harmless.
 func (r *Replica) NextFetch() (FetchTarget, bool) {
-	if r.role != RoleFollower {
+	if r.role != RoleFollower || r.truncationUnconfirmed {
 		return FetchTarget{}, false
 	}
 	return FetchTarget{Leader: r.leader, Request: FetchRequest{

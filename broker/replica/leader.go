@@ -25,6 +25,12 @@ func (r *Replica) Propose(p Proposal, nowMs int64) ProposeDecision {
 	case p.Acks == AcksAll && len(r.isr) < r.effectiveMinISR():
 		d.Error = errNotEnough
 		return d
+	case r.truncationUnconfirmed:
+		// The log may end below LEO until ConfirmTruncation (the shell
+		// runs it with the truncation's Ready, so only a shell breaking the
+		// Ready contract gets here).
+		d.Error = errNotLeader
+		return d
 	}
 	d.BaseOffset = r.leo
 	d.LastOffset = r.leo + twinlog.Offset(p.NumRecords) - 1

@@ -42,6 +42,35 @@ func (r *Replica) SetTaint(id twinlog.BrokerID, t Taint) {
 	r.taints[id] = t
 }
 
+// ResetTaints replaces the taint set with ts, the partition's durable
+// taints: what a new leadership loaded from __mirror_state (SPEC §6.4
+// "Leaders of once-mirrored topics load the taints before serving follower
+// fetches"). Every leader answers per the durable taints (§6.6 step 4), so
+// an in-memory taint the record no longer holds must go: another leader
+// may have cleared it durably meanwhile, and keeping it would cut an ISR
+// member below the HW (§8.7). Each replica whose cleared taint awaits
+// ConfirmTaintCleared is settled by the record too: tainted again if ts
+// holds it (the follower repairs it again), else durably clear, and it may
+// join the ISR.
+func (r *Replica) ResetTaints(ts map[twinlog.BrokerID]Taint, nowMs int64) {
+	r.taints = make(map[twinlog.BrokerID]Taint, len(ts))
+	for id, t := range ts {
+		r.taints[id] = t
+	}
+	cleared := r.TaintsClearing()
+	clear(r.clearing)
+	for _, id := range cleared {
+		if _, tainted := r.taints[id]; tainted {
+			continue
+		}
+		r.event(EventTaintCleared, "replica %d (durable in the loaded state)", id)
+		if fs := r.followers[id]; r.role == RoleLeader && fs != nil {
+			r.maybeExpandISR(id, fs)
+		}
+	}
+	r.reevaluate(nowMs)
+}
+
 // SetTaintsPending sets whether this leader still has to load the
 // partition's durable taints (SPEC §6.4 "Leaders of once-mirrored topics
 // load the taints before serving follower fetches"). The shell sets it in
@@ -163,15 +192,14 @@ func (r *Replica) truncateAsLeader(o twinlog.Offset, full bool, nowMs int64) err
 	if o < 0 {
 		return fmt.Errorf("truncate to %d: %w", o, ErrInvalidBatch)
 	}
-	switch {
-	case full:
+	if full {
 		r.restartLog(o, "as leader, full")
-	case o == r.leo && r.cache.TruncateFromEnd(o):
-		// Nothing to cut but an epoch without records (an LMLE truncation
-		// at the LEO, §6.2c).
-		r.rd.EpochsChanged = true
-		r.truncateLog(o, "as leader")
-	default:
+	} else {
+		// At the LEO nothing is cut but an epoch without records may go
+		// (an LMLE truncation at the LEO, §6.2c): truncateLog emits
+		// OpTruncate(LEO) whenever it trims the cache there, so the shell's
+		// Log.TruncateTo(LEO) drops the entry from the checkpoint too
+		// (§8.10), even when no entry remains for the shell to re-assign.
 		r.truncateLog(o, "as leader")
 	}
 	r.hwFloor = r.hw
@@ -200,6 +228,9 @@ func (r *Replica) truncateAsLeader(o twinlog.Offset, full bool, nowMs int64) err
 func (r *Replica) AppendAsMirrorLeader(batches []BatchMeta, nowMs int64) error {
 	if r.role != RoleLeader {
 		return ErrNotLeader
+	}
+	if r.truncationUnconfirmed {
+		return ErrTruncationUnconfirmed
 	}
 	next := r.leo
 	for _, b := range batches {

@@ -269,3 +269,98 @@ func TestTaintsPendingClearsOnLeadershipLoss(t *testing.T) {
 		t.Fatal("taints still pending after losing leadership")
 	}
 }
+
+// TestResetTaintsReplacesStaleTaints: the simulator's seeds 312 and 101
+// (SPEC §6.4, §6.6 step 4, §8.7). Broker 1 led with a taint of replica 2
+// that another leader durably cleared since; the metadata it applies jumps
+// straight to its next leadership (LE 2 → 4), so it never saw itself lose
+// leadership and still holds the taint. Leading again it would answer ISR
+// member 2 OFFSET_OUT_OF_RANGE (taint epoch −1) and cut it below the HW.
+// The runner installs the loaded record's taints (none): the fetch is
+// answered normally. ResetTaints also settles in-memory clears: durably
+// clear (not in the record) joins the ISR, re-tainted does not.
+func TestResetTaintsReplacesStaleTaints(t *testing.T) {
+	e := newEnv(1000)
+	e.quiet = true
+	for _, id := range []twinlog.BrokerID{1, 2, 3} {
+		e.addNode(id, parseLog(t, "0-3@1"), 4)
+	}
+	e.ctl.replicas, e.ctl.isr, e.ctl.leader, e.ctl.le, e.ctl.pe = []twinlog.BrokerID{1, 2, 3}, []twinlog.BrokerID{1, 2}, 1, 2, 1
+	e.push(e.ids())
+	leader := e.nodes[1].r
+	leader.SetTaint(2, Taint{Epoch: twinlog.NoEpoch, Offset: 0})
+	leader.SetTaint(3, Taint{Epoch: 1, Offset: 4})
+	e.ctl.le, e.ctl.pe = 4, 2
+	e.push(e.ids())
+	if _, ok := leader.Taints()[2]; !ok || leader.Role() != RoleLeader || leader.LeaderEpoch() != 4 {
+		t.Fatalf("setup: role %v LE %d taints %v", leader.Role(), leader.LeaderEpoch(), leader.Taints())
+	}
+	ft2, _ := e.nodes[2].r.NextFetch()
+	if d := leader.HandleFollowerFetch(ft2.Request, e.now); d.Error != errOutOfRange {
+		t.Fatalf("stale taint: fetch answered %v, want OFFSET_OUT_OF_RANGE (the bug's cut)", d.Error)
+	}
+	// Replica 3 repairs its taint in memory (fetch within (1, 4)): clearing.
+	e.sendFetch(3, 0)
+	e.deliverFetch(e.fetchQ[0])
+	e.fetchQ = nil
+	if got := leader.TaintsClearing(); !slices.Equal(got, []twinlog.BrokerID{3}) {
+		t.Fatalf("clearing %v, want [3]", got)
+	}
+
+	// The loaded record holds no taint: 2 is answered normally, 3 is
+	// durably clear and joins the ISR.
+	leader.ResetTaints(nil, e.now)
+	e.processReady(e.nodes[1])
+	if len(leader.Taints()) != 0 || len(leader.TaintsClearing()) != 0 {
+		t.Fatalf("after reset: taints %v clearing %v", leader.Taints(), leader.TaintsClearing())
+	}
+	if !slices.Contains(leader.MaximalISR(), 3) {
+		t.Fatalf("durably cleared replica 3 not proposed: maximal ISR %v", leader.MaximalISR())
+	}
+	e.deliverFetch(queuedFetch{from: 2, target: ft2})
+	if got := e.nodes[2].r.LogEndOffset(); got != 4 {
+		t.Fatalf("ISR member 2 cut to %d, want 4 kept", got)
+	}
+
+	// A record that still holds a cleared taint taints the replica again.
+	e.answerAlter(errNone)
+	e.ctl.isr = []twinlog.BrokerID{1, 2}
+	e.ctl.pe++
+	e.push(e.ids())
+	leader.SetTaint(3, Taint{Epoch: 1, Offset: 4})
+	e.sendFetch(3, 0)
+	e.deliverFetch(e.fetchQ[0])
+	e.fetchQ = nil
+	leader.ResetTaints(map[twinlog.BrokerID]Taint{3: {Epoch: 1, Offset: 4}}, e.now)
+	e.processReady(e.nodes[1])
+	if _, ok := leader.Taints()[3]; !ok || len(leader.TaintsClearing()) != 0 || slices.Contains(leader.MaximalISR(), 3) {
+		t.Fatalf("re-tainted: taints %v clearing %v maximal ISR %v", leader.Taints(), leader.TaintsClearing(), leader.MaximalISR())
+	}
+}
+
+// TestTaintsDroppedOnLeadershipLoss: taints are leader state (a copy of the
+// durable ones, which another leader may clear); a replica that stops
+// leading drops them and any clear awaiting its write.
+func TestTaintsDroppedOnLeadershipLoss(t *testing.T) {
+	e := newEnv(1000)
+	e.quiet = true
+	for _, id := range []twinlog.BrokerID{1, 2, 3} {
+		e.addNode(id, parseLog(t, "0-3@1"), 4)
+	}
+	e.ctl.replicas, e.ctl.isr, e.ctl.leader, e.ctl.le, e.ctl.pe = []twinlog.BrokerID{1, 2, 3}, []twinlog.BrokerID{1, 2}, 1, 2, 1
+	e.push(e.ids())
+	l := e.nodes[1].r
+	l.SetTaint(2, Taint{Epoch: twinlog.NoEpoch, Offset: 0})
+	l.SetTaint(3, Taint{Epoch: 1, Offset: 4})
+	e.sendFetch(3, 0) // repairs 3 in memory
+	e.deliverFetch(e.fetchQ[0])
+	e.fetchQ = nil
+	if len(l.Taints()) != 1 || len(l.TaintsClearing()) != 1 {
+		t.Fatalf("setup: taints %v clearing %v", l.Taints(), l.TaintsClearing())
+	}
+	e.ctl.leader, e.ctl.le, e.ctl.pe = 2, 3, 2
+	e.push(e.ids())
+	if len(l.Taints()) != 0 || len(l.TaintsClearing()) != 0 {
+		t.Fatalf("after losing leadership: taints %v clearing %v", l.Taints(), l.TaintsClearing())
+	}
+}

@@ -71,6 +71,13 @@ type Replica struct {
 	// taints yet (SPEC §6.4); follower fetches get UNKNOWN_LEADER_EPOCH.
 	taintsPending bool
 
+	// truncationUnconfirmed: an OpTruncate that cut records was emitted and
+	// the shell has not yet reported where the log ended
+	// (ConfirmTruncation). A batch straddling the offset goes whole, so the
+	// log may end below leo; until the report no append may be decided at
+	// leo (it would leave a hole).
+	truncationUnconfirmed bool
+
 	// Leader state, valid while role == RoleLeader.
 	leso          twinlog.Offset
 	hwFloor       twinlog.Offset // leader HW never decreases below this in an LE
@@ -232,6 +239,12 @@ func (r *Replica) ApplyPartitionState(st PartitionState, nowMs int64) {
 		r.followers = nil
 		r.leso = twinlog.NoOffset
 		r.taintsPending = false
+		// Taints are leader state (SPEC §6.6 step 4: "every leader ...
+		// answers a tainted replica"), a copy of the durable ones: once
+		// another leader may clear them, the copy goes stale. The next
+		// leadership loads them again (ResetTaints).
+		clear(r.taints)
+		clear(r.clearing)
 	}
 	if r.role != prevRole || newLE {
 		r.event(EventRoleChange, "%v at LE %d (leader %d, PE %d)", r.role, r.le, r.leader, r.pe)
@@ -364,14 +377,64 @@ func (r *Replica) truncateLog(o twinlog.Offset, reason string) {
 	}
 	r.event(EventTruncation, "%d -> %d (%s)", r.leo, o, reason)
 	r.leo = o
+	r.truncationUnconfirmed = true
 	if r.hw > o {
 		r.setHW(o, reason)
 	}
 }
 
+// ConfirmTruncation reports the log end offset leo after the shell applied
+// the last Ready's LogOps, when they held an OpTruncate (see Ready). The
+// log removes whole batches (storage.Log.TruncateTo, Kafka's truncateTo):
+// when a batch straddles the truncation offset, which a DivergingEpoch or
+// a taint's offset T need not avoid (SPEC §4.3 step 4, §4.4), the log ends
+// at that batch's base, below the machine's LEO. The machine then takes
+// the log's LEO as its own (truncateFromEnd(leo), HW = min(HW, leo); a
+// leader also LESO = min(LESO, leo) and fails pending acks=all requests
+// at or above it), and a follower fetches from there again: the leader
+// resends the whole batch. Until the report the machine decides no append
+// (a follower has no NextFetch, AppendAsMirrorLeader and Propose are
+// refused). Any other leo (outside [log start, LEO], or below LEO with no
+// cut owed) is ErrLogMismatch: the log disagrees with the machine, and the
+// replica must be rebuilt from disk.
+func (r *Replica) ConfirmTruncation(leo twinlog.Offset, nowMs int64) error {
+	if leo == r.leo {
+		r.truncationUnconfirmed = false
+		return nil
+	}
+	if !r.truncationUnconfirmed || leo < r.logStart || leo > r.leo {
+		return fmt.Errorf("%w: log ends at %d after truncation, replica log [%d, %d] (truncation owed %t)",
+			ErrLogMismatch, leo, r.logStart, r.leo, r.truncationUnconfirmed)
+	}
+	r.truncationUnconfirmed = false
+	r.leo = leo
+	if r.cache.TruncateFromEnd(leo) {
+		r.rd.EpochsChanged = true
+	}
+	if r.hw > leo {
+		r.setHW(leo, "batch straddled the truncation offset")
+	}
+	if r.role == RoleLeader {
+		r.hwFloor = min(r.hwFloor, r.hw)
+		r.leso = min(r.leso, leo)
+		kept := r.pending[:0]
+		for _, p := range r.pending {
+			if p.last >= leo {
+				r.rd.ProduceResults = append(r.rd.ProduceResults, ProduceResult{ID: p.id, Error: errNotLeader, BaseOffset: p.base})
+				continue
+			}
+			kept = append(kept, p)
+		}
+		r.pending = kept
+		r.reevaluate(nowMs)
+	}
+	return nil
+}
+
 // restartLog deletes the whole local log; it restarts empty at o.
 func (r *Replica) restartLog(o twinlog.Offset, reason string) {
 	r.rd.LogOps = append(r.rd.LogOps, LogOp{Kind: OpRestart, Offset: o})
+	r.truncationUnconfirmed = false // the log restarts exactly at o
 	if r.cache.Clear() {
 		r.rd.EpochsChanged = true
 	}

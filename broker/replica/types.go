@@ -34,6 +34,12 @@ var (
 	ErrNotLeader     = errors.New("replica: not leader")
 	ErrInvalidBatch  = errors.New("replica: invalid batch")
 	ErrInvalidConfig = errors.New("replica: invalid config")
+	// ErrLogMismatch: the shell reported a log that disagrees with the
+	// machine's view (ConfirmTruncation); rebuild the replica from disk.
+	ErrLogMismatch = errors.New("replica: log disagrees with the replica")
+	// ErrTruncationUnconfirmed: an append was refused because the shell has
+	// not reported where the last truncation left the log (ConfirmTruncation).
+	ErrTruncationUnconfirmed = errors.New("replica: truncation not confirmed")
 )
 
 // Role is what the replica currently does for its partition.
@@ -254,7 +260,11 @@ const (
 	// epoch); otherwise the batches come from the fetch response or mirror
 	// read just handed to the machine.
 	OpAppend LogOpKind = iota + 1
-	// OpTruncate removes every record at or above Offset.
+	// OpTruncate removes every record at or above Offset, in whole batches:
+	// a batch straddling Offset goes too (storage.Log.TruncateTo, Kafka's
+	// truncateTo), so the log may end below Offset; the shell reports where
+	// with ConfirmTruncation. At or above the LEO it removes no record but
+	// still drops epoch-cache entries starting at or after Offset.
 	OpTruncate
 	// OpRestart deletes the whole log; it restarts empty at Offset.
 	OpRestart
@@ -336,10 +346,16 @@ func (e Event) String() string { return eventNames[e.Type] + ": " + e.Detail }
 //  2. Only then expose HighWatermark, answer ProduceResults and send
 //     AlterPartition: an acknowledgement or a controller ISR change must
 //     never precede the local write it depends on.
-//  3. Call Advance.
+//  3. Call Advance. If LogOps held an OpTruncate, then call
+//     ConfirmTruncation with the log's end offset, before stepping the
+//     machine again: a batch straddling the offset went whole, and the
+//     machine takes the log's LEO (the follower refetches from there; its
+//     HW, cache and, on a leader, LESO follow). That may produce another
+//     Ready.
 //
-// The machine has already moved its view of the log; if a LogOp fails, the
-// log dir is offline and the replica must be rebuilt from disk with New.
+// The machine has already moved its view of the log; if a LogOp fails (or
+// ConfirmTruncation reports a mismatch), the log dir is offline and the
+// replica must be rebuilt from disk with New.
 type Ready struct {
 	LogOps         []LogOp
 	EpochsChanged  bool

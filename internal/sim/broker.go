@@ -341,7 +341,15 @@ func (b *simBroker) reconcile() {
 				// broker/metadata.go applyMirrorFlagsLocked (mirror.go).
 				s.w.applyMirrorFlags(p, t.GetMirrorName() != "", st.Leader == twinlog.BrokerID(b.id) && p.r.Role() != replica.RoleLeader)
 			}
+			wasLeader, le := p.r.Role() == replica.RoleLeader, p.r.LeaderEpoch()
 			p.r.ApplyPartitionState(st, s.now)
+			if s.w != nil && (t.GetMirrorName() != "" || t.GetOnceMirrored()) && p.r.Role() == replica.RoleLeader && (!wasLeader || p.r.LeaderEpoch() != le) {
+				// broker/metadata.go: a new LE of a (once-)mirrored topic
+				// answers follower fetches UNKNOWN_LEADER_EPOCH until the
+				// mirror runner has loaded the taints (SPEC §6.4;
+				// mirrorRunner.settleTaintsPending).
+				p.r.SetTaintsPending(true)
+			}
 			p.processReady()
 		}
 	}
@@ -403,12 +411,13 @@ func (b *simBroker) openPart(tp twinlog.TopicPartition, topicID string) *simPart
 
 // processReady is broker/partition.go's processReadyLocked: log ops, epoch
 // checkpoint, aligned epoch; then HW, produce results, AlterPartition; then
-// Advance. Invariants are checked after.
+// Advance, and after a truncation the log's real end (ConfirmTruncation).
+// Invariants are checked after.
 func (p *simPart) processReady() {
 	s := p.b.s
 	for p.r.HasReady() && !s.failed {
 		rd := p.r.Ready()
-		p.applyLogOps(rd)
+		truncated := p.applyLogOps(rd)
 		if rd.EpochsChanged {
 			p.syncEpochs(rd.EpochEntries)
 		}
@@ -438,12 +447,20 @@ func (p *simPart) processReady() {
 			p.sendAlterPartition(*ap)
 		}
 		p.r.Advance()
+		if truncated && !s.failed {
+			// A batch straddling the offset went whole: the replica takes
+			// the log's end (SPEC §4.4; the follower refetches from there).
+			if err := p.r.ConfirmTruncation(p.log.LogEndOffset(), s.now); err != nil {
+				s.fail("replica view = storage", "broker %d %s: %v", p.b.id, p.key, err)
+			}
+		}
 	}
 	p.fetched = nil
 	p.check()
 }
 
-func (p *simPart) applyLogOps(rd replica.Ready) {
+// applyLogOps applies rd's log ops and reports whether one was a truncation.
+func (p *simPart) applyLogOps(rd replica.Ready) (truncated bool) {
 	s := p.b.s
 	for _, op := range rd.LogOps {
 		var err error
@@ -462,6 +479,7 @@ func (p *simPart) applyLogOps(rd replica.Ready) {
 					err = fmt.Errorf("leader append at [%d, %d], replica says %v", info.FirstOffset, info.LastOffset, op.Batches)
 				}
 				if err == nil {
+					p.shadow.startBatch(int64(info.FirstOffset))
 					for i, v := range pr.values {
 						p.shadow.append(int64(info.FirstOffset)+int64(i), int32(op.Batches[0].Epoch), v)
 					}
@@ -470,8 +488,9 @@ func (p *simPart) applyLogOps(rd replica.Ready) {
 				err = p.appendFetched(op.Batches)
 			}
 		case replica.OpTruncate:
+			truncated = true
 			err = p.log.TruncateTo(op.Offset)
-			p.shadow.truncate(int64(op.Offset))
+			p.shadow.truncate(int64(op.Offset)) // in whole batches, as storage
 		case replica.OpRestart:
 			err = p.log.TruncateFullyAndStartAt(op.Offset)
 			p.shadow.restart(int64(op.Offset))
@@ -481,9 +500,10 @@ func (p *simPart) applyLogOps(rd replica.Ready) {
 		}
 		if err != nil {
 			s.fail("log op", "broker %d %s: %v: %v", p.b.id, p.key, op, err)
-			return
+			return truncated
 		}
 	}
+	return truncated
 }
 
 // appendFetched appends the fetched batches the op names, one call per batch
@@ -515,6 +535,7 @@ func (p *simPart) appendFetched(want []replica.BatchMeta) error {
 		if err != nil {
 			return err
 		}
+		p.shadow.startBatch(int64(bv.BaseOffset()))
 		for _, r := range recs {
 			p.shadow.append(int64(r.Offset), int32(bv.LeaderEpoch()), string(r.Value))
 		}
@@ -712,12 +733,6 @@ func (b *simBroker) serveFetch(tp twinlog.TopicPartition, req replica.FetchReque
 	}
 	p := b.parts[tp]
 	if p == nil {
-		resp.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
-		return resp, nil
-	}
-	if s.w != nil && req.FetcherType == pb.FetcherType_FETCHER_TYPE_FOLLOWER && !s.w.taintsLoaded(p) {
-		// SPEC §6.4: a leader of a once-mirrored topic loads the taints
-		// before serving follower fetches (mirror.go).
 		resp.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
 		return resp, nil
 	}

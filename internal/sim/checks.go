@@ -30,10 +30,6 @@ func (p *simPart) check() {
 	}
 	s.report.Checks["replica-vs-storage"]++
 	if leo := p.r.LogEndOffset(); leo != p.log.LogEndOffset() || int64(leo) != p.shadow.leo() {
-		if p.log.LogEndOffset() < leo && int64(leo) == p.shadow.leo() {
-			s.midBatchTruncation(p)
-			return
-		}
 		s.fail("replica view = storage", "broker %d %s: replica LEO %d, storage LEO %d, shadow LEO %d", p.b.id, p.key, leo, p.log.LogEndOffset(), p.shadow.leo())
 		return
 	}
@@ -155,9 +151,6 @@ func (s *Sim) fullCheck() {
 			continue
 		}
 		for _, p := range b.sortedParts() {
-			if p.knownBugs[bugMidBatchTruncation] {
-				continue // restarting (midBatchTruncation)
-			}
 			s.report.Checks["storage-vs-shadow"]++
 			got := s.readShadow(p.log)
 			if s.failed {
@@ -183,36 +176,4 @@ func (s *Sim) fullCheck() {
 type verifiedPrefix struct {
 	genA, genB int
 	upTo       int64
-}
-
-const bugMidBatchTruncation = "replica-truncate-mid-batch"
-
-// midBatchTruncation handles a known bug: the replica truncated its view to
-// an offset inside one of its batches (a taint's offset T, SPEC §4.3 step 4,
-// need not be a batch boundary of the tainted replica's own records);
-// storage.Log.TruncateTo removes the straddling batch whole, so the log ends
-// below the replica's LEO and the next append would leave a hole. The
-// shell's workaround is what the Ready contract asks when a log op fails:
-// the replica is rebuilt from disk (here: a clean restart of its broker
-// before the next delivery).
-func (s *Sim) midBatchTruncation(p *simPart) {
-	s.knownBug(p, bugMidBatchTruncation, "broker %d %s: replica LEO %d after a truncation, storage LEO %d (a batch straddled the truncation offset)",
-		p.b.id, p.key, p.r.LogEndOffset(), p.log.LogEndOffset())
-	if s.failed || p.stalled {
-		return
-	}
-	p.stalled = true
-	b, inc := p.b, p.b.inc
-	s.after(0, func() {
-		if b.inc != inc || !b.up {
-			return
-		}
-		s.report.Faults["restart-after-known-bug"]++
-		b.stopClean()
-		s.after(50, func() {
-			if !b.up {
-				b.start()
-			}
-		})
-	})
 }

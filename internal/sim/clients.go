@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
@@ -16,6 +17,11 @@ type shadowLog struct {
 	start int64
 	recs  []shadowRec
 	gen   int // bumped by every truncation
+	// bases are the base offsets of the batches held, ascending: storage
+	// truncates in whole batches (a batch straddling the offset goes), and
+	// so does truncate. A record before the first base (none known) is
+	// cut exactly.
+	bases []int64
 }
 
 type shadowRec struct {
@@ -40,18 +46,31 @@ func (l *shadowLog) append(o int64, e int32, v string) {
 	l.recs = append(l.recs, shadowRec{epoch: e, value: v})
 }
 
+// startBatch notes that a batch starts at o (the next append).
+func (l *shadowLog) startBatch(o int64) { l.bases = append(l.bases, o) }
+
+// truncate removes every batch with a record at or above o, as
+// storage.Log.TruncateTo does: the log may end below o.
 func (l *shadowLog) truncate(o int64) {
 	if o < l.start {
 		l.restart(o)
 		return
 	}
-	if o < l.leo() {
-		l.recs = l.recs[:o-l.start]
-		l.gen++
+	if o >= l.leo() {
+		return
 	}
+	// The batch holding o starts at the last base ≤ o.
+	i, found := slices.BinarySearch(l.bases, o)
+	if !found && i > 0 {
+		i--
+		o = max(l.bases[i], l.start)
+	}
+	l.bases = l.bases[:i]
+	l.recs = l.recs[:o-l.start]
+	l.gen++
 }
 
-func (l *shadowLog) restart(o int64) { l.start, l.recs = o, nil; l.gen++ }
+func (l *shadowLog) restart(o int64) { l.start, l.recs, l.bases = o, nil, nil; l.gen++ }
 
 // readShadow reads a whole log from storage.
 func (s *Sim) readShadow(l *storage.Log) shadowLog {
@@ -75,6 +94,9 @@ func (s *Sim) readShadow(l *storage.Log) shadowLog {
 			if err != nil {
 				s.fail("storage read", "%s: %v", l.Dir(), err)
 				return sh
+			}
+			if bv.NextOffset() > twinlog.Offset(sh.leo()) {
+				sh.startBatch(int64(bv.BaseOffset()))
 			}
 			for _, r := range recs {
 				if int64(r.Offset) < sh.leo() {

@@ -84,7 +84,11 @@
 // packets dropped and delayed, mirror.support.unclean.leader.election
 // flipped. Extra checks: §8.15 at every copy, §8.16 and §8.17 after every
 // step, §8.19 at every leadership (no durably tainted replica in the ISR),
-// §8.20 every second and at the end, §8.21 after the final failback and
+// §6.4 at every leadership (once loaded, the leader holds no taint the
+// __mirror_state record lacks),
+// §6.2f after a leadership in an LE that carries a truncation point (the
+// machine truncated there before anything else), a stale leadership (records
+// of a later LE) refused by the machine, §8.20 every second and at the end, §8.21 after the final failback and
 // catch-up, and acknowledged writes across failovers (each failover hands
 // the source's acks=all writes below the destination's HW to the
 // destination's History). Report.Mirror counts failovers, failbacks, LMLE,

@@ -451,23 +451,6 @@ func (w *world) confirmTaints() {
 	}
 }
 
-// taintsLoaded: the leader p may serve follower fetches. A leader of a
-// (once-)mirrored topic must have loaded the taints of its leadership from
-// __mirror_state first (SPEC §6.4), else it could add a tainted replica to
-// the ISR (§8.19). broker/ does not wait (mirrorNoTaintGate).
-func (w *world) taintsLoaded(p *simPart) bool {
-	t := p.b.image.Topic(p.tp.Topic)
-	if w.cfg.mirrorNoTaintGate || t == nil || (t.GetMirrorName() == "" && !t.GetOnceMirrored()) || p.r.Role() != replica.RoleLeader {
-		return true
-	}
-	r := w.byPart[p]
-	ok := r != nil && r.leader && r.knownLE >= p.r.LeaderEpoch()
-	if !ok {
-		w.rep.Checks["follower fetch held until taints load"]++
-	}
-	return ok
-}
-
 // partWritable: the mirror shell lets Produce through (a topic in no mirror,
 // or a mirror partition its runner made writable).
 func (w *world) partWritable(p *simPart) bool {
@@ -533,6 +516,51 @@ func parseKey(key string) (twinlog.TopicPartition, bool) {
 // until it fetched from the current leader, which a leader never does; the
 // simulator suspends §8.7/§8.9 for the partition in that LE and keeps its
 // HW out of trueHW.
+//
+// This is a real consistency gap, not only a checker limitation (minimal
+// reproduction on broker/replica: TestKnownBugStaleReplicaHWAboveTruncationPoint,
+// skipped). Leader L bumps to LE e with truncation point (e, o), o below
+// the HW h, cuts [o, h) and copies new records Y from o. Its HW stays ≤ o
+// until every ISR member has fetched in e (§4.2: a member not yet fetched
+// in the LE blocks), and a member's first fetch diverges and truncates it,
+// so no replica of e ever exposes Y above o while a stale member remains in
+// the ISR; nor can Y reach a follower's HW. The stale member F (ISR, or
+// ELR, not fetched since e) keeps [o, h) with HW h. Elected cleanly in e1 >
+// e, F serves consumers up to h at once (a new leader starts from its own
+// HW): records the recorded truncation removed, though only the values the
+// partition already exposed in LEs < e, so a consumer that got LOG_TRUNCATED
+// for (e, o) re-reads the same values. F's plan machine does not truncate
+// first: it resumes the loaded state (a MIRRORING record: it re-truncates
+// only after the source answers its first fetch with DivergingEpoch; an
+// LMLE run in PREPARING..PENDING is redone, with a new point). Each such
+// re-truncation records a point newer than e1, so consumers that read in
+// e1 get LOG_TRUNCATED: consistent. The failure needs F's leadership to end
+// before that: a member G that did fetch in e (holding Y, HW ≤ o) is then
+// elected cleanly in e2 and exposes Y at o.. with no truncation point
+// newer than e1. A consumer that read X at o in e1 reads Y at o (or X then
+// Y past it) without LOG_TRUNCATED (§8.13), and the clean leader G lacks
+// records below trueHW h (§8.7). Acked records: D accepts no produce while
+// mirroring, so the exposed X are source copies (or, for an LMLE run, D's
+// own pre-failback writes, lost by design); an ack on D after a later stop
+// is above F's HW and needs the whole ISR, which first converges on F's
+// log, so §8.12 holds — the damage is §8.13 (and §8.7/§8.9's formal
+// clauses), not lost acks.
+//
+// Smallest fix (broker/replica, not done here; see the test): a replica
+// becoming leader in e1 caps HW := min(HW, o) for every truncation point
+// (e, o) with validated < e < e1, validated being its persisted
+// aligned_epoch (a follower raises it on every fetch answered NONE without
+// DivergingEpoch, i.e. after it agreed with a leader that had done its
+// LE's truncation) or, in memory, an LE it led after its owed truncation.
+// Only the HW moves; the records become visible again once every ISR
+// member has fetched in e1 and so agrees with them (§4.2, KAFKA-7128), and
+// the cost is one fetch round of consumer wait after such an election.
+// Alternatives are larger: a controller that empties ISR and ELR of all
+// followers on a bump with a truncation offset (|ISR| < m until they
+// rejoin, and §8.5 needs an exception), or one that refuses to elect a
+// member that has not confirmed the truncation (per-replica state the
+// controller does not have). With the cap in place, this function can stop
+// suspending §8.7/§8.9 for such leaders: the HW they expose is ≤ o.
 func (w *world) staleLeader(p *simPart, le int32, hw int64) bool {
 	if w.leaderSeen[p] == le {
 		return w.staleLE[p]
@@ -595,7 +623,7 @@ func (w *world) syncRunners() {
 				}
 				live[p] = true
 				if w.byPart[p] == nil {
-					r := &mirrorRunner{w: w, s: s, p: p, knownLE: twinlog.NoEpoch}
+					r := &mirrorRunner{w: w, s: s, p: p, knownLE: twinlog.NoEpoch, owedLE: twinlog.NoEpoch}
 					w.byPart[p] = r
 					w.runners = append(w.runners, r)
 				}
@@ -633,6 +661,11 @@ type mirrorRunner struct {
 	loadSeq   int
 	loaded    *loadedState
 	bumpWaits []bumpWait
+
+	// owedLE: BecameLeader was stepped in this LE, which carries a
+	// truncation point (a bump whose answer was lost); the machine must
+	// truncate before anything else (checkOwed). −1 none.
+	owedLE twinlog.Epoch
 
 	// Fetcher.
 	fetching    bool
@@ -697,6 +730,8 @@ func (r *mirrorRunner) run() {
 	s := r.s
 	r.observe()
 	r.drain()
+	r.checkOwed()
+	r.settleTaintsPending()
 	for i := 0; i < 100 && !s.failed; i++ {
 		r.progressBumps()
 		r.progressWrites()
@@ -715,6 +750,7 @@ func (r *mirrorRunner) run() {
 	}
 	r.progressFetch()
 	r.progressWrites()
+	r.settleTaintsPending()
 }
 
 func (r *mirrorRunner) onEvent(ev plan.Event) {
@@ -809,17 +845,19 @@ func (r *mirrorRunner) observe() {
 		}
 		ld := r.loaded
 		r.loaded = nil
+		var truncPts []plan.TruncationPoint
+		for _, tp := range b.image.Partition(p.tp.Topic, p.tp.Partition).GetTruncationPoints() {
+			truncPts = append(truncPts, plan.TruncationPoint{LeaderEpoch: twinlog.Epoch(tp.GetLeaderEpoch()), Offset: twinlog.Offset(tp.GetOffset())})
+		}
+		became := plan.BecameLeader{LeaderEpoch: le, Run: ld.run, Lmle: ld.lmle, Desired: desired, TruncationPoints: truncPts}
 		if se := max(ld.run.GetStateEpoch(), ld.run.GetTruncationEpoch(), ld.lmle.GetStateEpoch()); se > int32(le) {
 			// A zombie leader (stale metadata) loaded records written in a
-			// later LE: plan.Machine panics on BecameLeader with a run whose
-			// truncation epoch is above LE (assertInvariants). broker/mirror.go
-			// steps it all the same.
-			s.knownBug(p, "plan-stale-leader-loads-newer-run",
-				"broker %d %s: leader in LE %d loaded run %s, lmle %s written in a later LE: BecameLeader panics in plan.Machine (\"truncation epoch above LE\")",
-				b.id, p.key, le, shortRun(ld.run), shortLmle(ld.lmle))
-			if s.cfg.FailOnKnownBugs {
-				r.stepM(plan.BecameLeader{LeaderEpoch: le, Run: ld.run, Lmle: ld.lmle, Desired: desired})
-			}
+			// later LE (seed 104). broker/mirror.go steps BecameLeader all the
+			// same; plan.Machine must refuse the leadership: no write, bump,
+			// query, truncation, taint or fetch, not writable (it used to
+			// panic "truncation epoch above LE"). The runner then waits for
+			// newer metadata like broker/'s, its taints still pending.
+			r.stale(became)
 			return
 		}
 		r.leader = true
@@ -830,7 +868,6 @@ func (r *mirrorRunner) observe() {
 		r.wq, r.wInflight = nil, nil
 		r.fetching = false
 		s.tracef("mirror %s broker %d: became leader LE %d (run %v, lmle %v, desired %v gen %d)", p.key, b.id, le, shortRun(ld.run), shortLmle(ld.lmle), desired.State, desired.Generation)
-		r.owedTruncation(le)
 		w := r.w
 		w.rep.Checks["§8.19 no durably tainted replica in ISR"]++
 		for _, t := range ld.lmle.GetTaints() {
@@ -842,9 +879,14 @@ func (r *mirrorRunner) observe() {
 				return
 			}
 		}
-		r.dropStaleTaints(ld.lmle)
-		r.stepM(plan.BecameLeader{LeaderEpoch: le, Run: ld.run, Lmle: ld.lmle, Desired: desired})
-		r.resolveClearing(ld.lmle)
+		r.loadTaints(ld.lmle)
+		// With the LE's truncation points: a bump whose answer was lost
+		// left its truncation to this leadership (§6.2f; seed 1149).
+		if slices.ContainsFunc(truncPts, func(tp plan.TruncationPoint) bool { return tp.LeaderEpoch == le }) {
+			r.owedLE = le
+			w.rep.Checks["§6.2f owed truncation at BecameLeader"]++
+		}
+		r.stepM(became)
 	}
 	r.applyDesired(desired)
 	if r.replicas == nil || !sameStatus(*r.replicas, st) {
@@ -852,6 +894,84 @@ func (r *mirrorRunner) observe() {
 		r.replicas = &cp
 		r.stepM(plan.ReplicaStatusChanged{Status: st})
 	}
+}
+
+// stale steps a BecameLeader whose records were written in a later LE (a
+// zombie leader on old metadata, seed 104) as broker/mirror.go does, and
+// checks that plan.Machine refuses the leadership: nothing that writes,
+// bumps, queries, truncates, touches taints or fetches; not writable, not
+// leading (so settleTaintsPending keeps the replica's follower fetches
+// waiting). Like broker/'s runner it then waits for newer metadata.
+func (r *mirrorRunner) stale(ev plan.BecameLeader) {
+	s, p := r.s, r.p
+	r.leader = true
+	r.knownLE = ev.LeaderEpoch
+	r.desired = ev.Desired
+	r.replicas = nil
+	r.lead++
+	r.wq, r.wInflight = nil, nil
+	r.fetching = false
+	s.tracef("mirror %s broker %d: stale leadership LE %d (run %v, lmle %v written later)", p.key, p.b.id, ev.LeaderEpoch, shortRun(ev.Run), shortLmle(ev.Lmle))
+	r.w.rep.Checks["stale leadership refused by plan"]++
+	r.stepM(ev)
+	for _, a := range r.m.Ready().Actions {
+		harmful := false
+		switch a := a.(type) {
+		case plan.WriteRunRecord, plan.WriteLmleRecord, plan.BumpLeaderEpoch, plan.QueryLMLE, plan.TruncateTo, plan.TruncateFully,
+			plan.SetAlignedEpoch, plan.StartFetcher, plan.AddTaints, plan.ClearTaint:
+			harmful = true
+		case plan.SetWritable:
+			harmful = a.Writable
+		}
+		if harmful {
+			s.fail("mirror: plan acts on a stale leadership", "broker %d %s: BecameLeader in LE %d with run %s, lmle %s (written in a later LE) -> %#v",
+				p.b.id, p.key, ev.LeaderEpoch, shortRun(ev.Run), shortLmle(ev.Lmle), a)
+			return
+		}
+	}
+	if r.m.Writable() || r.m.Leading() {
+		s.fail("mirror: plan acts on a stale leadership", "broker %d %s: after BecameLeader in LE %d with run %s, lmle %s: writable %t, leading %t",
+			p.b.id, p.key, ev.LeaderEpoch, shortRun(ev.Run), shortLmle(ev.Lmle), r.m.Writable(), r.m.Leading())
+		return
+	}
+	r.loadTaints(ev.Lmle) // as broker/mirror.go observe, after any BecameLeader
+	r.drain()
+}
+
+// checkOwed runs after the actions of a BecameLeader in an LE with a
+// truncation point were performed (the shell truncates synchronously): the
+// machine must have truncated in that LE, else the replica answers every
+// follower fetch UNKNOWN_LEADER_EPOCH for the whole LE (SPEC §6.2f).
+func (r *mirrorRunner) checkOwed() {
+	s, p := r.s, r.p
+	if r.owedLE < 0 {
+		return
+	}
+	le := r.owedLE
+	r.owedLE = twinlog.NoEpoch
+	if !r.live() || !r.leader || r.m == nil || !r.m.Leading() || p.r.Role() != replica.RoleLeader || p.r.LeaderEpoch() != le {
+		return
+	}
+	s.fail("§6.2f truncation point not executed", "broker %d %s: BecameLeader in LE %d, which carries a truncation point (%v), left it undone: follower fetches get UNKNOWN_LEADER_EPOCH for the whole LE",
+		p.b.id, p.key, le, p.b.image.Partition(p.tp.Topic, p.tp.Partition).GetTruncationPoints())
+}
+
+// settleTaintsPending is mirrorRunner.settleTaintsPending: the replica,
+// made taints-pending when it became leader in a new LE (broker.go, as
+// broker/metadata.go), serves follower fetches once this leadership has
+// loaded the durable taints (SPEC §6.4): BecameLeader stepped (not refused
+// as stale) for an LE the runner knows, and its AddTaints performed.
+func (r *mirrorRunner) settleTaintsPending() {
+	p := r.p
+	if r.m == nil || !r.leader || !r.m.Leading() || !r.live() {
+		return
+	}
+	if p.r.Role() != replica.RoleLeader || !p.r.TaintsPending() || p.r.LeaderEpoch() > r.knownLE {
+		return
+	}
+	p.r.SetTaintsPending(false)
+	p.processReady()
+	r.w.rep.Checks["§6.4 taints loaded before follower fetches"]++
 }
 
 func (r *mirrorRunner) load(le twinlog.Epoch) {
@@ -883,75 +1003,50 @@ func (r *mirrorRunner) load(le twinlog.Epoch) {
 	})
 }
 
-// owedTruncation handles a known bug: a bump with a truncation offset was
-// committed (LE le, truncation point (le, o)) but its answer was lost, so
-// the machine never truncated; the shell then sees a leadership it did not
-// cause and steps BecameLeader, after which nothing executes the
-// truncation. The replica keeps answering UNKNOWN_LEADER_EPOCH to every
-// follower fetch in le (truncationPending, SPEC §6.2f) until the next LE:
-// the ISR shrinks to the leader for good. Workaround: truncate as the bump
-// asked before BecameLeader.
-func (r *mirrorRunner) owedTruncation(le twinlog.Epoch) {
+// loadTaints is broker/mirror.go mirrorRunner.loadTaints: the new
+// leadership's taints are exactly the loaded record's (SPEC §6.4, §6.6 step
+// 4). A taint an earlier leadership of this broker held but another leader
+// has durably cleared since must not cut that (ISR) member back (§8.7, seeds
+// 312, 101); a clear still awaiting its write is settled by the record.
+func (r *mirrorRunner) loadTaints(lmle *pb.MirrorLmleRecord) {
 	s, p := r.s, r.p
-	pr := p.b.image.Partition(p.tp.Topic, p.tp.Partition)
-	for _, tp := range pr.GetTruncationPoints() {
-		if twinlog.Epoch(tp.GetLeaderEpoch()) != le || tp.GetOffset() > int64(p.r.LogEndOffset()) {
-			continue
+	want := taintsOf(lmle)
+	stale := 0
+	for id := range p.r.Taints() {
+		if _, ok := want[id]; !ok {
+			stale++
 		}
-		s.knownBug(p, "mirror-truncation-point-orphaned",
-			"broker %d %s: leads LE %d, created by a bump with truncation offset %d whose answer was lost; BecameLeader does not truncate, so follower fetches get UNKNOWN_LEADER_EPOCH for the whole LE",
-			p.b.id, p.key, le, tp.GetOffset())
-		if s.cfg.FailOnKnownBugs {
+	}
+	if stale > 0 {
+		// An LE this broker leads again without having applied the
+		// leadership in between (it dropped its taints otherwise).
+		r.w.rep.Checks["§6.4 stale taints replaced at BecameLeader"]++
+	}
+	p.r.ResetTaints(want, s.now)
+	p.processReady()
+	// §6.4: the leader answers per the durable taints: once loaded it holds
+	// none the record lacks (the machine's AddTaints adds only what the
+	// record holds, and later its own new ones). A taint from an earlier
+	// leadership, durably cleared since, would cut an ISR member below the
+	// HW (§8.7), which §8.7's own check may not see: it is suspended in an
+	// LE whose leader has not fetched since a truncation point.
+	r.w.rep.Checks["§6.4 leader taints ⊆ loaded record"]++
+	for id, t := range p.r.Taints() {
+		if _, ok := want[id]; !ok {
+			s.fail("§6.4 leader taints ⊆ loaded record", "broker %d %s: new leader in LE %d holds taint %v of replica %d; the loaded __mirror_state record has %v",
+				p.b.id, p.key, p.r.LeaderEpoch(), t, id, lmle.GetTaints())
 			return
 		}
-		if err := p.r.TruncateAsLeader(twinlog.Offset(tp.GetOffset()), s.now); err != nil {
-			s.tracef("mirror %s broker %d: owed truncation: %v", p.key, p.b.id, err)
-		}
-		p.leaderLE = -1
-		p.processReady()
-		p.validatedLE = max(p.validatedLE, int32(le))
-		s.trueHW[p.key] = min(s.trueHW[p.key], int64(p.r.HighWatermark()))
 	}
 }
 
-// dropStaleTaints handles a known bug: the replica keeps the taints a
-// previous leadership of this broker set (replica.SetTaint; nothing removes
-// them but a repairing fetch), while BecameLeader only adds the loaded
-// record's taints. A taint cleared durably since then still shapes this
-// leader's answers: it cuts an ISR member back (OFFSET_OUT_OF_RANGE or
-// DivergingEpoch), below the HW (SPEC §8.7, and §8.12 if that member is
-// elected next). broker/mirror.go has the same gap. Workaround (there is no
-// API to drop a taint): replace it by one that never diverges, so the
-// follower's next fetch repairs it and the machine confirms the clear.
-func (r *mirrorRunner) dropStaleTaints(lmle *pb.MirrorLmleRecord) {
-	s, p := r.s, r.p
-	have := p.r.Taints()
-	ids := make([]twinlog.BrokerID, 0, len(have))
-	for id := range have {
-		ids = append(ids, id)
+// taintsOf returns a __mirror_state (topic, partition) record's taints.
+func taintsOf(lmle *pb.MirrorLmleRecord) map[twinlog.BrokerID]replica.Taint {
+	out := map[twinlog.BrokerID]replica.Taint{}
+	for _, t := range lmle.GetTaints() {
+		out[twinlog.BrokerID(t.GetReplica())] = replica.Taint{Epoch: twinlog.Epoch(t.GetEpoch()), Offset: twinlog.Offset(t.GetOffset())}
 	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		if slices.ContainsFunc(lmle.GetTaints(), func(t *pb.ReplicaTaint) bool { return twinlog.BrokerID(t.GetReplica()) == id }) {
-			continue
-		}
-		s.knownBug(p, "mirror-stale-taint-on-new-leader",
-			"broker %d %s: new leader in LE %d still holds taint %v of replica %d from an earlier leadership; the loaded __mirror_state record has %v",
-			p.b.id, p.key, p.r.LeaderEpoch(), have[id], id, lmle.GetTaints())
-		if !s.cfg.FailOnKnownBugs {
-			p.r.SetTaint(id, replica.Taint{Epoch: 1<<31 - 1, Offset: 1<<62 - 1})
-		}
-	}
-}
-
-func (r *mirrorRunner) resolveClearing(lmle *pb.MirrorLmleRecord) {
-	p := r.p
-	for _, id := range p.r.TaintsClearing() {
-		if !slices.ContainsFunc(lmle.GetTaints(), func(t *pb.ReplicaTaint) bool { return twinlog.BrokerID(t.GetReplica()) == id }) {
-			p.r.ConfirmTaintCleared(id, r.s.now)
-		}
-	}
-	p.processReady()
+	return out
 }
 
 func sameStatus(a, c plan.ReplicaStatus) bool {
@@ -1231,18 +1326,6 @@ func (r *mirrorRunner) truncate(seq uint64, o twinlog.Offset, full bool, reason 
 	}
 	// §8.8: the leader HW may drop here (§6.2f); the check restarts.
 	p.leaderLE = -1
-	if rd := p.r.Ready(); err == nil && rd.EpochsChanged && len(rd.EpochEntries) == 0 && len(p.log.Epochs().Entries()) > 0 &&
-		!slices.ContainsFunc(rd.LogOps, func(op replica.LogOp) bool { return op.Kind == replica.OpTruncate || op.Kind == replica.OpRestart }) {
-		s.knownBug(p, "replica-leader-truncate-at-leo-keeps-checkpoint",
-			"broker %d %s: TruncateAsLeader(%d) at LEO emptied the cache %v but emitted no OpTruncate: the shell cannot drop the entry from the checkpoint (broker/partition.go syncEpochsLocked has no last entry to re-assign); storage keeps %v (SPEC §8.10)",
-			p.b.id, p.key, o, p.r.EpochEntries(), p.log.Epochs().Entries())
-		if !s.cfg.FailOnKnownBugs {
-			// Workaround: Log.TruncateTo(LEO) trims the checkpoint.
-			if err := p.log.TruncateTo(p.r.LogEndOffset()); err != nil {
-				s.fail("storage truncate", "%v", err)
-			}
-		}
-	}
 	p.processReady()
 	if err != nil {
 		s.tracef("mirror %s broker %d: truncation to %d failed: %v", p.key, p.b.id, o, err)
@@ -1250,6 +1333,9 @@ func (r *mirrorRunner) truncate(seq uint64, o twinlog.Offset, full bool, reason 
 	}
 	// Its log is now the definitive one of its LE (see staleLeader).
 	p.validatedLE = max(p.validatedLE, int32(p.r.LeaderEpoch()))
+	if p.r.LeaderEpoch() == r.owedLE {
+		r.owedLE = twinlog.NoEpoch
+	}
 	// The truncation point recorded at the bump: the HW this leader exposes
 	// in its LE starts here (§8.7 trueHW).
 	if le := int32(p.r.LeaderEpoch()); le >= s.lastUnclean[p.key] {

@@ -54,10 +54,6 @@ type Config struct {
 	// bite: "acks1-as-all" (acks=1 acks recorded as acks=all),
 	// "ignore-divergence" (followers drop DivergingEpoch answers).
 	mutation string
-	// mirrorNoTaintGate serves follower fetches of a once-mirrored topic's
-	// new leader before its taints are loaded, as broker/ does (the known
-	// bug TestKnownBugTaintsNotLoadedBeforeFollowerFetch).
-	mirrorNoTaintGate bool
 
 	// Clusters is 1 (default) or 2. With 2 (or Mirror) the run has a
 	// second cluster B whose topic mirrors A's through mirror/plan, with

@@ -25,6 +25,9 @@
 //   - every leader truncation is preceded by a BumpLeaderEpoch carrying its
 //     truncation offset (§6.2f), and a fetched batch whose epoch exceeds LE
 //     waits for a bump to at least its epoch (§6.2d, inv. 16);
+//   - conversely, a truncation point in the LE of a BecameLeader (a bump
+//     whose answer was lost) is executed before the machine acts on the
+//     records (BecameLeader.TruncationPoints);
 //   - every __mirror_state write carries stateEpoch = the current LE (§6.4).
 //
 // The source-side rules (GetLastMirroredEpochs answers, the __mirror_state

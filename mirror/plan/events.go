@@ -43,12 +43,30 @@ type Stop struct {
 
 // BecameLeader: this broker leads the partition in LeaderEpoch (not through
 // one of the machine's own bumps, which arrive as BumpDone). Run and Lmle are
-// the records applied from __mirror_state (nil: none).
+// the records applied from __mirror_state (nil: none). TruncationPoints are
+// the partition's truncation points from the controller's metadata (SPEC
+// §6.2f), as applied to the replica together with LeaderEpoch.
+//
+// A point in LeaderEpoch itself means the LE was created by a bump with a
+// truncation offset whose answer this machine never saw (lost or late; only
+// the leader bumps its own LE): the controller committed the truncation, the
+// replica answers follower fetches in the LE UNKNOWN_LEADER_EPOCH until it is
+// done, and consumers treat the records above it as truncated. The machine
+// therefore truncates there first (TruncateTo/TruncateFully, answered with
+// TruncationDone) and only then starts from the records.
 type BecameLeader struct {
+	LeaderEpoch      twinlog.Epoch
+	Run              *twinlogv1.MirrorRunRecord
+	Lmle             *twinlogv1.MirrorLmleRecord
+	Desired          Desired
+	TruncationPoints []TruncationPoint
+}
+
+// TruncationPoint is a controller truncation point (SPEC §6.2f): the log of
+// LeaderEpoch starts cut at Offset.
+type TruncationPoint struct {
 	LeaderEpoch twinlog.Epoch
-	Run         *twinlogv1.MirrorRunRecord
-	Lmle        *twinlogv1.MirrorLmleRecord
-	Desired     Desired
+	Offset      twinlog.Offset
 }
 
 // LostLeadership: this broker no longer leads the partition.

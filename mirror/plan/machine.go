@@ -153,6 +153,7 @@ const (
 	stepStoppedWrites      // STOPPED (+ LMLE) being written
 	stepResumeWrites       // new leader rewriting a resumed state
 	stepFailedBackoff      // FAILED: retry at nextAtMs
+	stepOwedTruncate       // new leader doing its LE's truncation point first
 )
 
 type pendingWrite struct {
@@ -204,6 +205,10 @@ type Machine struct {
 	stopWait  bool
 	stopUntil int64
 
+	// leadHasRun: the BecameLeader being resumed after its owed truncation
+	// (stepOwedTruncate) carried a run record.
+	leadHasRun bool
+
 	ready Ready
 }
 
@@ -233,6 +238,11 @@ func (m *Machine) LeaderEpoch() twinlog.Epoch { return m.le }
 
 // Writable reports whether Produce is accepted.
 func (m *Machine) Writable() bool { return m.writable }
+
+// Leading reports whether the machine acts as the partition's leader: false
+// before the first BecameLeader, after LostLeadership, and after a stale
+// BecameLeader it refused (a record from a later LE).
+func (m *Machine) Leading() bool { return m.leader }
 
 // HasReady reports whether actions are waiting.
 func (m *Machine) HasReady() bool { return len(m.ready.Actions) > 0 }
@@ -349,6 +359,7 @@ func (m *Machine) becomeLeader(ev BecameLeader) {
 		}
 		return
 	}
+	owed, why, isOwed := m.owedTruncation(ev)
 	m.resetTransient()
 	m.leader = true
 	m.le = ev.LeaderEpoch
@@ -362,7 +373,27 @@ func (m *Machine) becomeLeader(ev BecameLeader) {
 	if ev.Run == nil {
 		m.run = m.freshRun(-1)
 		m.state = NotStarted
-		switch ev.Desired.State {
+	} else {
+		m.run = cloneRun(ev.Run)
+		m.state = m.run.State
+	}
+	if isOwed {
+		// The LE carries a truncation point nobody executed (SPEC §6.2f; see
+		// BecameLeader): truncate first, then start from the records.
+		// Operator requests meanwhile only update the desired state.
+		m.leadHasRun = ev.Run != nil
+		m.step = stepOwedTruncate
+		m.truncate(owed, why)
+		return
+	}
+	m.resumeLeadership(ev.Run != nil)
+}
+
+// resumeLeadership starts a new leadership from the loaded records (m.run,
+// m.state, m.lmle) and the desired state.
+func (m *Machine) resumeLeadership(hasRun bool) {
+	if !hasRun {
+		switch m.desired.State {
 		case NotStarted:
 			m.setWritable(true) // a topic in no mirror
 		case Stopped:
@@ -372,8 +403,6 @@ func (m *Machine) becomeLeader(ev BecameLeader) {
 		}
 		return
 	}
-	m.run = cloneRun(ev.Run)
-	m.state = m.run.State
 	switch m.state {
 	case Preparing, Truncating, Pending:
 		// SPEC §6.5: redo the run from PREPARING.
@@ -401,6 +430,41 @@ func (m *Machine) becomeLeader(ev BecameLeader) {
 	default:
 		panic(fmt.Sprintf("plan: run record in state %v", m.state))
 	}
+}
+
+// owedTruncation is the truncation a BecameLeader must do before anything
+// else: the controller's truncation point in its LE, if any. When it is the
+// one this machine's outstanding bump asked for (the answer was lost), it
+// is exactly that truncation (a full one restarts where it meant to, with its
+// reason); otherwise a cut at the point within the log (a full truncation
+// at the log start if the point lies below it).
+func (m *Machine) owedTruncation(ev BecameLeader) (Truncation, TruncateReason, bool) {
+	o := twinlog.NoOffset
+	for _, p := range ev.TruncationPoints {
+		if p.LeaderEpoch == ev.LeaderEpoch {
+			o = p.Offset
+		}
+	}
+	if o < 0 {
+		return Truncation{}, "", false
+	}
+	if m.leader && m.await == m.bump.Seq && m.bump.TruncationOffset == o {
+		switch m.step {
+		case stepRunBump:
+			return m.runTrunc, ReasonLMLE, true
+		case stepFixBump:
+			return m.fix, m.fixWhy, true
+		}
+	}
+	why := ReasonDivergence
+	if st := ev.Run.GetState(); st == Preparing || st == Truncating {
+		why = ReasonLMLE
+	}
+	ls, leo := m.log.LogStartOffset(), m.log.LogEndOffset()
+	if o < ls {
+		return Truncation{Full: true, Offset: ls, RestartAt: ls}, why, true
+	}
+	return Truncation{Offset: min(o, leo)}, why, true
 }
 
 // staleLeadership reports whether ev carries a record written in (or
@@ -447,8 +511,12 @@ func (m *Machine) resetTransient() {
 
 // ---- operator requests ----
 
+// deferring: operator requests only update the desired state (not leader,
+// or a new leader still doing its owed truncation).
+func (m *Machine) deferring() bool { return !m.leader || m.step == stepOwedTruncate }
+
 func (m *Machine) opStart(ev Start) error {
-	if !m.leader {
+	if m.deferring() {
 		m.desired = Desired{State: Mirroring, Generation: ev.Generation, SourceClusterID: ev.SourceClusterID}
 		return nil
 	}
@@ -467,7 +535,7 @@ func (m *Machine) opStart(ev Start) error {
 }
 
 func (m *Machine) opPause() error {
-	if !m.leader {
+	if m.deferring() {
 		m.desired.State = Paused
 		return nil
 	}
@@ -482,7 +550,7 @@ func (m *Machine) opPause() error {
 }
 
 func (m *Machine) opResume() error {
-	if !m.leader {
+	if m.deferring() {
 		m.desired.State = Mirroring
 		return nil
 	}
@@ -495,7 +563,7 @@ func (m *Machine) opResume() error {
 }
 
 func (m *Machine) opStop(ev Stop) error {
-	if !m.leader {
+	if m.deferring() {
 		m.desired.State = Stopped
 		return nil
 	}
@@ -638,6 +706,9 @@ func (m *Machine) onTruncationDone() {
 		m.afterRunTruncation()
 	case stepFixTruncate:
 		m.fetchAgain()
+	case stepOwedTruncate:
+		m.step = stepIdle
+		m.resumeLeadership(m.leadHasRun)
 	}
 }
 

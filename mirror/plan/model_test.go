@@ -112,6 +112,12 @@ type cluster struct {
 	failed      int
 	stopResults []twinlogv1.ErrorCode
 
+	// truncPts are the controller's truncation points (SPEC §6.2f), passed
+	// to BecameLeader; loseBumps answers that many committed bumps with
+	// REQUEST_TIMED_OUT (the answer was lost).
+	truncPts  []plan.TruncationPoint
+	loseBumps int
+
 	// holdWrites keeps __mirror_state writes unacknowledged in held.
 	holdWrites bool
 	held       []plan.Event
@@ -186,7 +192,7 @@ func (c *cluster) ensureMachine(cfg plan.Config) {
 
 func (c *cluster) becomeLeader() {
 	c.step(plan.ReplicaStatusChanged{Status: c.status})
-	c.step(plan.BecameLeader{LeaderEpoch: c.le, Run: c.runRecord(), Lmle: c.lmleRecord(), Desired: c.desired})
+	c.step(plan.BecameLeader{LeaderEpoch: c.le, Run: c.runRecord(), Lmle: c.lmleRecord(), Desired: c.desired, TruncationPoints: c.truncPts})
 }
 
 // mirrorFrom makes c a mirror of its peer (creating the machine as a new
@@ -273,6 +279,13 @@ func (c *cluster) perform(a plan.Action) plan.Event {
 		}
 		c.le = max(c.le+1, a.MinLeaderEpoch)
 		c.bumps = append(c.bumps, c.le)
+		if a.TruncationOffset >= 0 {
+			c.truncPts = append(c.truncPts, plan.TruncationPoint{LeaderEpoch: c.le, Offset: a.TruncationOffset})
+		}
+		if c.loseBumps > 0 {
+			c.loseBumps--
+			return plan.BumpFailed{Seq: a.Seq, Error: twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT}
+		}
 		return plan.BumpDone{Seq: a.Seq, LeaderEpoch: c.le}
 	case plan.TruncateTo:
 		c.truncations = append(c.truncations, a.Reason)

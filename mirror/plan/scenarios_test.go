@@ -503,3 +503,149 @@ func TestOutOfRangeRestartsAtSourceLogStart(t *testing.T) {
 	b.checkLog(a.log.String())
 	checkMirrorInvariants(t, b)
 }
+
+// TestLostBumpAnswerTruncatesFirst (sim seed 1149): a bump with a
+// truncation offset is committed — the controller installs the new LE and
+// its truncation point (SPEC §6.2f) — but its answer is lost; the retry from
+// the old LE is fenced, and the shell, seeing an LE it did not cause, steps
+// BecameLeader with the partition's truncation points. The machine must do
+// the owed truncation before it acts on the records: until then the replica
+// answers every follower fetch in that LE UNKNOWN_LEADER_EPOCH (and consumers
+// already treat the records above the point as truncated).
+func TestLostBumpAnswerTruncatesFirst(t *testing.T) {
+	// owedFirst checks that the first truncation after BecameLeader is want
+	// and comes before any write, fetch or bump of the new leadership.
+	owedFirst := func(t *testing.T, as []plan.Action, want plan.Action) {
+		t.Helper()
+		for _, a := range as {
+			switch a := a.(type) {
+			case plan.TruncateTo:
+				if a.Seq = 0; a != want {
+					t.Fatalf("first truncation %#v, want %#v", a, want)
+				}
+				return
+			case plan.TruncateFully:
+				if a.Seq = 0; a != want {
+					t.Fatalf("first truncation %#v, want %#v", a, want)
+				}
+				return
+			case plan.WriteRunRecord, plan.WriteLmleRecord, plan.StartFetcher, plan.BumpLeaderEpoch, plan.QueryLMLE, plan.SetWritable:
+				t.Fatalf("%#v before the owed truncation in %v", a, as)
+			}
+		}
+		t.Fatalf("no owed truncation in %v", as)
+	}
+
+	t.Run("divergence while MIRRORING", func(t *testing.T) {
+		a, b := newCluster(t, 'a'), newCluster(t, 'b')
+		link(a, b)
+		a.le = 1
+		a.mustProduce(3) // 0-2@1a
+		b.mirrorFrom(1, plan.Config{})
+		b.fetchUntilIdle()
+		b.checkLog("0@1a 1@1a 2@1a")
+		// A's leader changed uncleanly: 2@1a is gone, A writes in LE 2.
+		a.log.truncateTo(2)
+		a.le = 2
+		a.mustProduce(2)
+		le := b.le
+		b.loseBumps = 1
+		if d, ok := b.fetch().ev.(plan.FetchDiverging); !ok || d.Epoch != 1 || d.EndOffset != 2 {
+			t.Fatalf("want DivergingEpoch{1, 2}, got %#v", d)
+		}
+		if b.le != le+1 || len(b.truncPts) != 1 || b.truncPts[0] != (plan.TruncationPoint{LeaderEpoch: le + 1, Offset: 2}) {
+			t.Fatalf("LE %d, truncation points %v", b.le, b.truncPts)
+		}
+		b.checkLog("0@1a 1@1a 2@1a") // committed, not done
+		b.tick(100)                  // the retry from the old LE is fenced
+		if b.m.LeaderEpoch() != le {
+			t.Fatalf("machine LE %d, want %d (answer lost)", b.m.LeaderEpoch(), le)
+		}
+
+		b.actions = nil
+		b.becomeLeader()
+		owedFirst(t, b.actions, plan.TruncateTo{Offset: 2, Reason: plan.ReasonDivergence})
+		b.checkLog("0@1a 1@1a")
+		b.checkState(plan.Mirroring)
+		if !b.fetching || b.runRecord().GetStateEpoch() != int32(le+1) {
+			t.Fatalf("fetching %v, run record %v", b.fetching, b.runRecord())
+		}
+		b.fetchUntilIdle()
+		b.checkLog(a.log.String())
+		checkMirrorInvariants(t, b)
+
+		// A later leadership in an LE without a point truncates nothing.
+		n := len(b.truncations)
+		b.leaderChange()
+		if len(b.truncations) != n {
+			t.Fatalf("truncated again: %v", b.truncations)
+		}
+		b.checkLog(a.log.String())
+	})
+
+	t.Run("LMLE truncation of the run", func(t *testing.T) {
+		a, b := newCluster(t, 'a'), newCluster(t, 'b')
+		link(a, b)
+		a.le = 1
+		a.mustProduce(2)
+		b.mustProduce(2) // stale 0-1@0b: LMLE −1 truncates fully
+		b.loseBumps = 1
+		b.mirrorFrom(1, plan.Config{})
+		b.checkState(plan.Truncating)
+		b.checkLog("0@0b 1@0b")
+		b.tick(100)
+
+		b.actions = nil
+		b.becomeLeader()
+		owedFirst(t, b.actions, plan.TruncateFully{RestartAt: 0, Reason: plan.ReasonLMLE})
+		// The run is redone from PREPARING in the new LE (SPEC §6.5).
+		b.checkState(plan.Mirroring)
+		if te := b.runRecord().GetTruncationEpoch(); te <= 1 {
+			t.Fatalf("run truncation epoch %d", te)
+		}
+		b.fetchUntilIdle()
+		b.checkLog(a.log.String())
+		checkMirrorInvariants(t, b)
+	})
+
+	t.Run("stop while the owed truncation runs", func(t *testing.T) {
+		a, b := newCluster(t, 'a'), newCluster(t, 'b')
+		link(a, b)
+		a.le = 1
+		a.mustProduce(3)
+		b.mirrorFrom(1, plan.Config{})
+		b.fetchUntilIdle()
+		a.log.truncateTo(2)
+		a.le = 2
+		a.mustProduce(1)
+		b.loseBumps = 1
+		b.fetch()
+		b.tick(100)
+
+		// BecameLeader emits the truncation; the shell has not done it yet
+		// when the operator's Stop arrives.
+		if err := b.m.Step(plan.BecameLeader{LeaderEpoch: b.le, Run: b.runRecord(), Lmle: b.lmleRecord(), Desired: b.desired, TruncationPoints: b.truncPts}); err != nil {
+			t.Fatal(err)
+		}
+		rd := b.m.Ready()
+		b.m.Advance()
+		owedFirst(t, rd.Actions, plan.TruncateTo{Offset: 2, Reason: plan.ReasonDivergence})
+		b.desired.State = plan.Stopped
+		if err := b.m.Step(plan.Stop{}); err != nil {
+			t.Fatal(err)
+		}
+		if b.m.HasReady() {
+			t.Fatalf("acted on Stop before the owed truncation: %v", b.m.Ready().Actions)
+		}
+		for _, act := range rd.Actions {
+			if ev := b.perform(act); ev != nil {
+				b.step(ev)
+			}
+		}
+		b.checkLog("0@1a 1@1a")
+		b.checkState(plan.Stopped)
+		if !b.writable || b.lmleRecord().GetLmle() != 1 {
+			t.Fatalf("writable %v, lmle record %v", b.writable, b.lmleRecord())
+		}
+	})
+}
