@@ -556,12 +556,30 @@ func TestUnavailableAfterClose(t *testing.T) {
 }
 
 func TestDescribeMirrorsAggregatesHeartbeats(t *testing.T) {
-	h := startController(t, t.TempDir(), newClock(), newNet())
+	nw := newNet()
+	h := startController(t, t.TempDir(), newClock(), nw)
 	epochs := h.upBrokers(3)
 	h.createTopic("m", 2, 3, nil)
-	cm, err := h.mirror.CreateMirror(t.Context(), &twinlogv1.CreateMirrorRequest{Name: "mx", SourceBootstrap: []string{"a:9091"}, Topics: []string{"m"}})
+	// The source must answer: a mirror is not created without its cluster id.
+	req := &twinlogv1.CreateMirrorRequest{Name: "mx", SourceBootstrap: []string{"a:9091"}, Topics: []string{"m"}}
+	if cm, err := h.mirror.CreateMirror(t.Context(), req); err != nil || cm.GetError() != twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE {
+		t.Fatalf("CreateMirror with the source unreachable = %v, %v", cm, err)
+	}
+	mirrorRec := func() *twinlogv1.MirrorRecord {
+		h.c.mu.RLock()
+		defer h.c.mu.RUnlock()
+		return h.c.state.Mirror("mx")
+	}
+	if m := mirrorRec(); m != nil {
+		t.Fatalf("mirror created without a source cluster id: %v", m)
+	}
+	startFakeSource(t, nw, "a:9091", &fakeSource{})
+	cm, err := h.mirror.CreateMirror(t.Context(), req)
 	if err != nil || cm.GetError() != ecNone || len(cm.GetTopics()) != 1 || cm.GetTopics()[0].GetError() != ecNone {
 		t.Fatalf("CreateMirror = %v, %v", cm, err)
+	}
+	if id := mirrorRec().GetSourceClusterId(); id != "cluster-src" {
+		t.Fatalf("mirror source cluster id %q, want cluster-src", id)
 	}
 	// Pause twice: the second is refused (only from MIRRORING; SPEC §6.5
 	// says INVALID_REQUEST).

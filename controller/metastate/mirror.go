@@ -51,7 +51,7 @@ type SourceTopic struct {
 }
 
 // CreateMirror defines a mirror (SPEC §6.1) with the source cluster id the
-// shell resolved, creates the __mirror_state topic at the first mirror
+// shell resolved (required: BROKER_NOT_AVAILABLE without it), creates the __mirror_state topic at the first mirror
 // (SPEC §6.4) and starts the listed topics. sources describes the listed
 // topics as the source has them (from its Metadata, keyed by name); a topic
 // missing from sources (source unreachable) must exist locally. See
@@ -68,6 +68,16 @@ func (s *State) CreateMirror(req *twinlogv1.CreateMirrorRequest, sourceClusterID
 		return nil, resp
 	case len(req.GetSourceBootstrap()) == 0:
 		resp.Error, resp.ErrorMessage = ecInvalid, "no source bootstrap addresses"
+		return nil, resp
+	case sourceClusterID == "":
+		// Every LMLE record names the cluster it mirrored from and the
+		// other cluster's LMLE query must match it (SPEC §6.4); a mirror
+		// whose brokers had not yet heard from the source would record an
+		// LMLE nobody may read, and the next failback would truncate
+		// everything (found by make chaos). Learn the id now or refuse.
+		resp.Error = twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE
+		resp.ErrorMessage = fmt.Sprintf("source cluster unreachable at %v: its cluster id is needed to create the mirror; retry when it answers",
+			req.GetSourceBootstrap())
 		return nil, resp
 	}
 	if err := t.ensureMirrorStateTopic(); err != nil {
