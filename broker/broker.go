@@ -26,6 +26,7 @@ import (
 	"github.com/twinlog/twinlog/broker/codec"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/internal/rpcopt"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -168,6 +169,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		grpc.ReadBufferSize(transportBufferSize),
 		grpc.InitialWindowSize(streamWindowSize),
 		grpc.InitialConnWindowSize(connWindowSize),
+		rpcopt.ServerKeepalive(),
 	}, deps.ServerOptions...)
 	b.grpc = grpc.NewServer(sopts...)
 	b.health = health.NewServer()
@@ -187,6 +189,7 @@ func defaultDial(addr string) (*grpc.ClientConn, error) {
 		grpc.WithReadBufferSize(transportBufferSize),
 		grpc.WithInitialWindowSize(streamWindowSize),
 		grpc.WithInitialConnWindowSize(connWindowSize),
+		rpcopt.ClientKeepalive(),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
 			BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second,
 		}, MinConnectTimeout: time.Second}))

@@ -26,6 +26,7 @@ import (
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/controller/boltstore"
 	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/internal/rpcopt"
 )
 
 // ErrUnavailable reports a controller that cannot accept changes: its store
@@ -210,7 +211,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	}
 	if c.dial == nil {
 		c.dial = func(addr string) (*grpc.ClientConn, error) {
-			return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), rpcopt.ClientKeepalive())
 		}
 	}
 	if c.obs == nil {
@@ -229,7 +230,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		return nil, err
 	}
 	c.health = health.NewServer()
-	c.grpc = grpc.NewServer(deps.ServerOptions...)
+	c.grpc = grpc.NewServer(append([]grpc.ServerOption{rpcopt.ServerKeepalive()}, deps.ServerOptions...)...)
 	registerServices(c.grpc, c)
 	healthpb.RegisterHealthServer(c.grpc, c.health)
 	reflection.Register(c.grpc)
