@@ -315,17 +315,25 @@ func (s mirrorServer) StartMirrorTopics(ctx context.Context, req *twinlogv1.Star
 }
 
 // StopMirrorTopics records the desired STOPPED state. With waitForCatchUp
-// (SPEC §6.7 step 1) it first waits, up to timeoutMs, until the leader of
-// every partition of the topics reports MIRRORING with lag 0 in its
-// heartbeats; otherwise every topic gets REQUEST_TIMED_OUT and nothing is
-// written.
+// (SPEC §6.7 step 1) it first waits, up to timeoutMs, until every partition
+// of the topics is caught up on facts gathered after the request arrived
+// (catchup.go: the destination leader's HW ≥ the source leader's HW);
+// otherwise every topic gets REQUEST_TIMED_OUT, with the reason it was not
+// caught up, and nothing is written.
 func (s mirrorServer) StopMirrorTopics(ctx context.Context, req *twinlogv1.StopMirrorTopicsRequest) (*twinlogv1.StopMirrorTopicsResponse, error) {
 	if req.GetWaitForCatchUp() {
-		if !s.c.waitMirrorCaughtUp(ctx, req.GetMirror(), req.GetTopics(), time.Duration(req.GetTimeoutMs())*time.Millisecond) {
+		ok, reasons := s.c.waitMirrorCaughtUp(ctx, req.GetMirror(), req.GetTopics(), time.Duration(req.GetTimeoutMs())*time.Millisecond)
+		if !ok {
 			resp := &twinlogv1.StopMirrorTopicsResponse{}
-			for _, t := range req.GetTopics() {
+			for i, t := range req.GetTopics() {
+				msg := "mirror not caught up within timeoutMs"
+				if i < len(reasons) && reasons[i] != "" {
+					msg += ": " + reasons[i]
+				} else {
+					msg += ": other topics are not"
+				}
 				resp.Topics = append(resp.Topics, &twinlogv1.MirrorTopicResult{Topic: t,
-					Error: twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, ErrorMessage: "mirror not caught up within timeoutMs"})
+					Error: twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, ErrorMessage: msg})
 			}
 			return resp, nil
 		}
@@ -541,56 +549,4 @@ func (s mirrorServer) DescribeMirrors(ctx context.Context, req *twinlogv1.Descri
 		resp.Mirrors = append(resp.Mirrors, desc)
 	}
 	return resp, nil
-}
-
-// waitMirrorCaughtUp polls the heartbeat reports until every partition of
-// topics is reported MIRRORING by its current leader with lag 0 (D's LEO at
-// the source HW the fetcher last saw), or until timeout.
-func (c *Controller) waitMirrorCaughtUp(ctx context.Context, mirror string, topics []string, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if c.mirrorCaughtUp(mirror, topics) {
-			return true
-		}
-		if !time.Now().Before(deadline) || ctx.Err() != nil {
-			return false
-		}
-		t := time.NewTimer(min(50*time.Millisecond, time.Until(deadline)))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false
-		case <-t.C:
-		}
-	}
-}
-
-func (c *Controller) mirrorCaughtUp(mirror string, topics []string) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for _, name := range topics {
-		tr := c.state.Topic(name)
-		if tr == nil || tr.GetMirrorName() != mirror {
-			return false
-		}
-		for p := range tr.GetPartitionCount() {
-			pr := c.state.Partition(name, p)
-			if pr == nil {
-				return false
-			}
-			var st *twinlogv1.MirrorPartitionStatus
-			for _, s := range c.mirrorStats[pr.GetLeader()] {
-				if s.GetMirror() == mirror && s.GetTopic() == name && s.GetPartition() == p {
-					st = s
-				}
-			}
-			// A fetcher in error (source unreachable, fenced…) does not know
-			// the source HW: not caught up.
-			if st == nil || st.GetState() != twinlogv1.MirrorState_MIRROR_STATE_MIRRORING || st.GetLastError() != "" ||
-				st.GetSourceHighWatermark() < 0 || st.GetLagRecords() != 0 || st.GetLogEndOffset() < st.GetSourceHighWatermark() {
-				return false
-			}
-		}
-	}
-	return true
 }

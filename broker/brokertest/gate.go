@@ -21,7 +21,7 @@ import (
 // brokers run unchanged production code. With no rule set, every call
 // passes untouched.
 
-// FetchAction decides what happens to one follower Fetch.
+// FetchAction decides what happens to one gated Fetch (follower or mirror).
 type FetchAction int8
 
 const (
@@ -81,6 +81,7 @@ type gateKey struct {
 	node      string
 	topic     string
 	partition int32
+	mirror    bool // the node's mirror fetches (as a destination leader), not its follower fetches
 }
 
 type gates struct {
@@ -131,8 +132,13 @@ func (g *gates) interceptor(from, to string) grpc.UnaryClientInterceptor {
 		call := func() error { return invoker(ctx, method, req, reply, cc, opts...) }
 		switch method {
 		case methodFetch:
-			if fr, ok := req.(*pb.FetchRequest); ok && fr.GetFetcherType() == pb.FetcherType_FETCHER_TYPE_FOLLOWER {
-				return g.gateFetch(ctx, from, to, fr, reply, call)
+			if fr, ok := req.(*pb.FetchRequest); ok {
+				switch fr.GetFetcherType() {
+				case pb.FetcherType_FETCHER_TYPE_FOLLOWER:
+					return g.gateFetch(ctx, from, to, false, fr, reply, call)
+				case pb.FetcherType_FETCHER_TYPE_MIRROR:
+					return g.gateFetch(ctx, from, to, true, fr, reply, call)
+				}
 			}
 		case methodAlter:
 			if err := g.waitAlter(ctx, from); err != nil {
@@ -162,14 +168,14 @@ func (g *gates) waitAlter(ctx context.Context, from string) error {
 
 // gateFetch applies the strictest rule among the request's gated
 // partitions, then records the gated partitions' answers.
-func (g *gates) gateFetch(ctx context.Context, from, to string, req *pb.FetchRequest, reply any, call func() error) error {
+func (g *gates) gateFetch(ctx context.Context, from, to string, mirror bool, req *pb.FetchRequest, reply any, call func() error) error {
 	for {
 		g.mu.Lock()
 		g.init()
 		act, wake := FetchPass, g.wake
 		gated := false
 		for _, p := range req.GetPartitions() {
-			rule := g.fetch[gateKey{from, p.GetTopic(), p.GetPartition()}]
+			rule := g.fetch[gateKey{from, p.GetTopic(), p.GetPartition(), mirror}]
 			if rule == nil {
 				continue
 			}
@@ -178,7 +184,7 @@ func (g *gates) gateFetch(ctx context.Context, from, to string, req *pb.FetchReq
 				CurrentLeaderEpoch: twinlog.Epoch(p.GetCurrentLeaderEpoch()), LastFetchedEpoch: twinlog.Epoch(p.GetLastFetchedEpoch())}))
 		}
 		if act == FetchHold {
-			g.setHeldLocked(from, req, 1)
+			g.setHeldLocked(from, mirror, req, 1)
 		}
 		g.mu.Unlock()
 		if act == FetchHold {
@@ -190,7 +196,7 @@ func (g *gates) gateFetch(ctx context.Context, from, to string, req *pb.FetchReq
 				err = ctx.Err()
 			}
 			g.mu.Lock()
-			g.setHeldLocked(from, req, -1)
+			g.setHeldLocked(from, mirror, req, -1)
 			g.mu.Unlock()
 			if err != nil {
 				return err
@@ -199,7 +205,7 @@ func (g *gates) gateFetch(ctx context.Context, from, to string, req *pb.FetchReq
 		}
 		err := call()
 		if gated {
-			g.record(from, to, req, reply, act, err)
+			g.record(from, to, mirror, req, reply, act, err)
 		}
 		if err == nil && act == FetchBlind {
 			return errAnswerLost
@@ -208,17 +214,17 @@ func (g *gates) gateFetch(ctx context.Context, from, to string, req *pb.FetchReq
 	}
 }
 
-func (g *gates) setHeldLocked(from string, req *pb.FetchRequest, d int) {
+func (g *gates) setHeldLocked(from string, mirror bool, req *pb.FetchRequest, d int) {
 	for _, p := range req.GetPartitions() {
-		g.held[gateKey{from, p.GetTopic(), p.GetPartition()}] += d
+		g.held[gateKey{from, p.GetTopic(), p.GetPartition(), mirror}] += d
 	}
 }
 
-func (g *gates) record(from, to string, req *pb.FetchRequest, reply any, act FetchAction, err error) {
+func (g *gates) record(from, to string, mirror bool, req *pb.FetchRequest, reply any, act FetchAction, err error) {
 	resp, _ := reply.(*pb.FetchResponse)
 	g.mu.Lock()
 	for _, p := range req.GetPartitions() {
-		k := gateKey{from, p.GetTopic(), p.GetPartition()}
+		k := gateKey{from, p.GetTopic(), p.GetPartition(), mirror}
 		if g.fetch[k] == nil {
 			continue
 		}
@@ -250,7 +256,7 @@ func (c *Cluster) SetFetchRule(id twinlog.BrokerID, topic string, p int32, rule 
 	g.mu.Lock()
 	g.init()
 	g.notify[c] = c.notify
-	k := gateKey{c.nodeName(id), topic, p}
+	k := gateKey{c.nodeName(id), topic, p, false}
 	if rule == nil {
 		delete(g.fetch, k)
 	} else {
@@ -322,7 +328,7 @@ func (c *Cluster) Fetches(id twinlog.BrokerID, topic string, p int32) []FetchRec
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
-	return slices.Clone(g.log[gateKey{c.nodeName(id), topic, p}])
+	return slices.Clone(g.log[gateKey{c.nodeName(id), topic, p, false}])
 }
 
 // FetchHeld reports whether a fetch of follower id for topic-p waits in
@@ -332,5 +338,59 @@ func (c *Cluster) FetchHeld(id twinlog.BrokerID, topic string, p int32) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
-	return g.held[gateKey{c.nodeName(id), topic, p}] > 0
+	return g.held[gateKey{c.nodeName(id), topic, p, false}] > 0
+}
+
+// SetMirrorFetchRule gates broker id's mirror fetches (SPEC §6.3: as the
+// destination leader, to the source's leader) of topic-p with rule, as
+// SetFetchRule does its follower fetches; the two kinds are gated apart.
+// Gated mirror fetches are recorded (MirrorFetches).
+func (c *Cluster) SetMirrorFetchRule(id twinlog.BrokerID, topic string, p int32, rule FetchRule) {
+	g := &c.Net.gates
+	g.mu.Lock()
+	g.init()
+	g.notify[c] = c.notify
+	k := gateKey{c.nodeName(id), topic, p, true}
+	if rule == nil {
+		delete(g.fetch, k)
+	} else {
+		g.fetch[k] = rule
+	}
+	g.changedLocked()
+	g.mu.Unlock()
+	c.notify()
+}
+
+// HoldMirrorFetches stops broker id's mirror fetcher of topic-p sending
+// Fetch{MIRROR} (FetchHold) until ReleaseMirrorFetches: the fetcher waits in
+// the call without an error until its RPC deadline, so its status keeps the
+// last source HW it saw.
+func (c *Cluster) HoldMirrorFetches(id twinlog.BrokerID, topic string, p int32) {
+	c.SetMirrorFetchRule(id, topic, p, func(FetchInfo) FetchAction { return FetchHold })
+}
+
+// ReleaseMirrorFetches lets broker id's mirror fetches of topic-p through
+// (still recorded).
+func (c *Cluster) ReleaseMirrorFetches(id twinlog.BrokerID, topic string, p int32) {
+	c.SetMirrorFetchRule(id, topic, p, func(FetchInfo) FetchAction { return FetchPass })
+}
+
+// MirrorFetches returns broker id's recorded (gated) mirror fetches of
+// topic-p.
+func (c *Cluster) MirrorFetches(id twinlog.BrokerID, topic string, p int32) []FetchRecord {
+	g := &c.Net.gates
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	return slices.Clone(g.log[gateKey{c.nodeName(id), topic, p, true}])
+}
+
+// MirrorFetchHeld reports whether a mirror fetch of broker id for topic-p
+// waits in FetchHold now: then none of its is in flight to the source.
+func (c *Cluster) MirrorFetchHeld(id twinlog.BrokerID, topic string, p int32) bool {
+	g := &c.Net.gates
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	return g.held[gateKey{c.nodeName(id), topic, p, true}] > 0
 }

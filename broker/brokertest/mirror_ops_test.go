@@ -48,8 +48,8 @@ func TestMirrorStopUnreachableAndRestart(t *testing.T) {
 	// A unreachable: waitForCatchUp cannot know the source HW.
 	a.Unreachable(b)
 	produceN(ctx, a, "t", 2, "a")
-	// The controller knows only what heartbeats reported: wait until they
-	// carry the fetcher's error.
+	// Wait until the heartbeats carry the fetcher's error (the stop below
+	// does not rely on them: it asks A itself, which is unreachable).
 	pollFor(t, "controller sees the fetch error", func() bool {
 		d, err := b.MirrorAdmin().DescribeMirrors(ctx, &pb.DescribeMirrorsRequest{Names: []string{"m"}})
 		return err == nil && len(d.GetMirrors()) == 1 && len(d.GetMirrors()[0].GetPartitions()) == 1 &&
