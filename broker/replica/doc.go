@@ -64,7 +64,10 @@
 // followers UNKNOWN_LEADER_EPOCH until its taints are loaded, §6.4), truncation
 // points in PartitionState
 // (consumer LOG_TRUNCATED; UNKNOWN_LEADER_EPOCH in a bumped LE until
-// TruncateAsLeader; TruncateFullyAsLeader restarts the log at an offset),
+// TruncateAsLeader; TruncateFullyAsLeader restarts the log at an offset; a
+// replica becoming leader caps its HW at every point recorded after the
+// last LE it validated, its aligned_epoch or an LE it led after its owed
+// truncation, until its ISR has fetched in the new LE),
 // AppendAsMirrorLeader, FollowerAlignedEpoch and
 // SetAlignedEpoch.
 package replica

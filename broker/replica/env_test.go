@@ -695,6 +695,22 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 		}
 		e.printf("metadata LE %d PE %d truncation points %v\n", c.le, c.pe, c.truncPts)
 		e.push(e.ids())
+	case "mirror-append":
+		// The mirror fetcher copies n source records of epoch epoch to the
+		// leader's LEO (AppendAsMirrorLeader, §6.2b–d).
+		id := leaderOr()
+		n := e.nodes[id]
+		ep := twinlog.Epoch(argInt(t, d, "epoch", 0))
+		b := BatchMeta{BaseOffset: n.log.leo(), LastOffset: n.log.leo() + twinlog.Offset(argInt(t, d, "n", 1)) - 1, Epoch: ep}
+		n.incoming = &memLog{start: n.log.start, recs: slices.Clone(n.log.recs)}
+		for o := b.BaseOffset; o <= b.LastOffset; o++ {
+			n.incoming.recs = append(n.incoming.recs, rec{epoch: ep, id: fmt.Sprintf("src%d.%d", ep, o)})
+		}
+		e.printf("mirror-append to %d: %v\n", id, b)
+		if err := n.r.AppendAsMirrorLeader([]BatchMeta{b}, e.now); err != nil {
+			e.printf("error: %v\n", err)
+		}
+		e.processReady(n)
 	case "truncate-as-leader":
 		id := leaderOr()
 		if err := e.nodes[id].r.TruncateAsLeader(twinlog.Offset(argInt(t, d, "offset", 0)), e.now); err != nil {

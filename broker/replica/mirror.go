@@ -204,6 +204,7 @@ func (r *Replica) truncateAsLeader(o twinlog.Offset, full bool, nowMs int64) err
 	}
 	r.hwFloor = r.hw
 	r.truncatedInLE = true
+	r.hwCheckedLE = max(r.hwCheckedLE, r.le)
 	r.leso = r.leo
 	for id, fs := range r.followers {
 		r.resetFollower(id, fs, nowMs)

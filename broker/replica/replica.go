@@ -58,6 +58,10 @@ type Replica struct {
 	brokers   map[twinlog.BrokerID]twinlog.BrokerEpoch
 	truncPts  []TruncationPoint
 	haveState bool
+	// hwCheckedLE: the HW respects every truncation point with an LE ≤
+	// hwCheckedLE (in memory, −1 after New): this replica led that LE with
+	// its HW capped (capHWAtTruncationPoints) and its owed truncation done.
+	hwCheckedLE twinlog.Epoch
 
 	// Mirror hooks (SPEC §6).
 	writable bool
@@ -122,6 +126,7 @@ func New(cfg Config, st LogState) (*Replica, error) {
 		clearing:     map[twinlog.BrokerID]bool{},
 		leso:         twinlog.NoOffset,
 		followerHWLE: twinlog.NoEpoch,
+		hwCheckedLE:  twinlog.NoEpoch,
 	}
 	return r, nil
 }
@@ -281,12 +286,14 @@ func (r *Replica) maybeResendAlter() {
 	r.proposeISR(r.inflight.isr, r.inflight.recovery, "m changed")
 }
 
-// becomeLeader starts a new leader epoch (SPEC §4.5): LESO = LEO, the
+// becomeLeader starts a new leader epoch (SPEC §4.5): HW capped at the
+// truncation points this replica has not validated, LESO = LEO, the
 // epoch's cache entry (not on mirror partitions, §6.2c), followers reset.
 func (r *Replica) becomeLeader(nowMs int64) {
+	r.truncatedInLE = false
+	r.capHWAtTruncationPoints()
 	r.leso = r.leo
 	r.hwFloor = r.hw
-	r.truncatedInLE = false
 	if !r.mirror {
 		r.assign(r.le, r.leo)
 	}
@@ -294,6 +301,40 @@ func (r *Replica) becomeLeader(nowMs int64) {
 	r.syncFollowers(nowMs)
 	for id, f := range r.followers {
 		r.resetFollower(id, f, nowMs)
+	}
+}
+
+// capHWAtTruncationPoints: a new leader starts from its local HW (SPEC
+// §4.2), but not above a truncation point (e, o) (§6.2f) recorded after the
+// last LE in which this replica's log was validated: HW = min(HW, o) for
+// every point with validated < e < LE. validated is the persisted
+// aligned_epoch (a follower raises it on every fetch answered NONE without
+// DivergingEpoch: its log is then a prefix of that LE's leader's, which did
+// its own truncation first, and it took that leader's HW) or hwCheckedLE.
+// Such a replica (an ISR or ELR member that did not fetch after the
+// truncation) still holds the records the truncation cut, with the HW it
+// learned before: serving them would expose records the recorded
+// truncation removed, and a later leader that did fetch after it serves
+// other records at the same offsets with no newer truncation point (§8.7,
+// §8.13). Only the HW moves: the records stay, and §4.2 lets the HW pass o
+// again once every maximal-ISR member has fetched in this LE without
+// DivergingEpoch, i.e. agrees with this log (KAFKA-7128); consumers wait
+// until then. The point in LE itself is the leader's own owed truncation
+// (answered UNKNOWN_LEADER_EPOCH until TruncateAsLeader).
+func (r *Replica) capHWAtTruncationPoints() {
+	validated := max(r.alignedEpoch, r.hwCheckedLE)
+	hw, missed := r.hw, TruncationPoint{LeaderEpoch: twinlog.NoEpoch, Offset: twinlog.NoOffset}
+	for _, tp := range r.truncPts {
+		if tp.LeaderEpoch > validated && tp.LeaderEpoch < r.le && tp.Offset < hw {
+			hw, missed = max(tp.Offset, r.logStart), tp
+		}
+	}
+	if hw < r.hw {
+		r.setHW(hw, fmt.Sprintf("truncation point (%d, %d) after validated LE %d", missed.LeaderEpoch, missed.Offset, validated))
+	}
+	r.hwCheckedLE = max(r.hwCheckedLE, r.le-1)
+	if !r.truncationPending() {
+		r.hwCheckedLE = r.le
 	}
 }
 

@@ -339,10 +339,19 @@ func (b *simBroker) reconcile() {
 			}
 			if s.w != nil {
 				// broker/metadata.go applyMirrorFlagsLocked (mirror.go).
-				s.w.applyMirrorFlags(p, t.GetMirrorName() != "", st.Leader == twinlog.BrokerID(b.id) && p.r.Role() != replica.RoleLeader)
+				s.w.applyMirrorFlags(p, t.GetMirrorName() != "", s.w.becomingLeader(p, st, t.GetMirrorName() != "")) // ops.go
 			}
 			wasLeader, le := p.r.Role() == replica.RoleLeader, p.r.LeaderEpoch()
+			hwBefore := p.r.HighWatermark()
 			p.r.ApplyPartitionState(st, s.now)
+			if s.w != nil && p.r.Role() == replica.RoleLeader && p.r.LeaderEpoch() != le && p.r.HighWatermark() < hwBefore {
+				// A new leader's HW only drops when broker/replica caps it
+				// at a truncation point it has not validated (SPEC §6.2f;
+				// see world.staleLeader).
+				s.w.rep.HWCaps++
+				s.tracef("broker %d %s: leader in LE %d, HW capped %d -> %d (truncation points %v, aligned epoch %d)",
+					b.id, p.key, p.r.LeaderEpoch(), hwBefore, p.r.HighWatermark(), st.TruncationPoints, p.r.AlignedEpoch())
+			}
 			if s.w != nil && (t.GetMirrorName() != "" || t.GetOnceMirrored()) && p.r.Role() == replica.RoleLeader && (!wasLeader || p.r.LeaderEpoch() != le) {
 				// broker/metadata.go: a new LE of a (once-)mirrored topic
 				// answers follower fetches UNKNOWN_LEADER_EPOCH until the
@@ -352,6 +361,9 @@ func (b *simBroker) reconcile() {
 			}
 			p.processReady()
 		}
+	}
+	if s.w != nil {
+		b.removeUnassigned() // ops.go: replicas a reassignment moved away
 	}
 }
 
@@ -626,6 +638,9 @@ func (p *simPart) sendAlterPartitionAttempt(ap replica.AlterPartitionProposal, a
 		answered = true
 		if resp.GetError() == pb.ErrorCode_ERROR_CODE_NOT_CONTROLLER {
 			retry()
+			return
+		}
+		if p.alterAnswerNewLE(ap.Seq, resp) { // ops.go: known bug workaround
 			return
 		}
 		p.r.HandleAlterPartitionResponse(ap.Seq, resp, s.now)

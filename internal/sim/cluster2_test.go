@@ -73,6 +73,7 @@ func TestTwoClusterSeeds(t *testing.T) {
 	}
 	total := MirrorReport{Truncations: map[string]int{}, Transitions: map[string]int{}, CrossFaults: map[string]int{}, Checks: map[string]int{}, CaughtUp: true}
 	faults, acked, elections, unclean := 0, 0, 0, 0
+	knownBugs := map[string]int{}
 	for _, r := range reps {
 		m := r.Mirror
 		total.Failovers += m.Failovers
@@ -86,6 +87,7 @@ func TestTwoClusterSeeds(t *testing.T) {
 		total.LMLEQueries += m.LMLEQueries
 		total.Exempt += m.Exempt
 		total.StaleLeaders += m.StaleLeaders
+		total.HWCaps += m.HWCaps
 		total.CaughtUp = total.CaughtUp && m.CaughtUp
 		for k, v := range m.Transitions {
 			total.Transitions[k] += v
@@ -100,6 +102,9 @@ func TestTwoClusterSeeds(t *testing.T) {
 			total.Checks[k] += v
 		}
 		for _, c := range []*Report{r, r.Peer} {
+			for k, v := range c.KnownBugs {
+				knownBugs[k] += v
+			}
 			faults += c.FaultCount()
 			acked += c.AckedAll + c.AckedOne
 			elections += c.Elections
@@ -107,8 +112,8 @@ func TestTwoClusterSeeds(t *testing.T) {
 		}
 	}
 	el := time.Since(start)
-	t.Logf("%d two-cluster seeds in %v (%.0f seeds/min): %v\n  cluster faults %d, elections %d clean %d unclean, acked %d",
-		len(list), el.Round(time.Millisecond), float64(len(list))/el.Minutes(), &total, faults, elections, unclean, acked)
+	t.Logf("%d two-cluster seeds in %v (%.0f seeds/min): %v\n  cluster faults %d, elections %d clean %d unclean, acked %d, known bugs %v",
+		len(list), el.Round(time.Millisecond), float64(len(list))/el.Minutes(), &total, faults, elections, unclean, acked, knownBugs)
 	if len(list) < 20 {
 		return
 	}

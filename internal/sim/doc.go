@@ -96,6 +96,19 @@
 // Report.Peer is cluster B. Replay with go test ./internal/sim -run
 // TestTwoClusterSeeds -sim.seed=N (-sim.twofaultms sets the fault phase).
 //
+// Operator actions of ops.go, on their own random stream (Config knobs,
+// negative disables): PauseProb pauses the destination's mirror topic
+// while mirroring (resumed 0.1–3.1 s later, before a planned failover
+// drains, and when healing starts), checked by "§6.5 pause/resume
+// honoured"; ReassignProb reassigns a partition of t (one replica swapped
+// for a broker outside the set, or a reorder, or a cancellation) in either
+// cluster, mirror topic or not, and brokers drop the replicas that left
+// (removeUnassigned). §8.18 is checked at the first accepted Produce of
+// each leadership on a partition the runner made writable. Counted in
+// MirrorReport.CrossFaults (op-pause, op-resume, reassign-move-a, ...).
+// "two: N" lines of testdata/regression-seeds.txt replay N as a
+// two-cluster run with 20 s of faults and these actions off.
+//
 // # Concurrency
 //
 // A run is single-goroutine and owns everything it creates; separate runs

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/twinlog/twinlog"
@@ -147,8 +149,10 @@ func TestKnownBugStaleRecoveryPoint(t *testing.T) {
 // counts them in Report.KnownBugs and works around them as described.
 // Seeds use the long two-cluster run (20 s of faults).
 
+// twoClusterKnownBug: the operator actions added later (ops.go: pause/resume, reassignment)
+// are off so each seed keeps the schedule its story describes.
 func twoClusterKnownBug(seed uint64) Config {
-	return Config{Seed: seed, Clusters: 2, FaultMs: 20_000, HealMs: 20_000, FailOnKnownBugs: true}
+	return Config{Seed: seed, Clusters: 2, FaultMs: 20_000, HealMs: 20_000, FailOnKnownBugs: true, PauseProb: -1, ReassignProb: -1}
 }
 
 // TestKnownBugTaintsNotLoadedBeforeFollowerFetch: broker/ (mirror.go,
@@ -359,4 +363,241 @@ func TestKnownBugPlanLMLEMinusOneKeepsEmptyEpoch(t *testing.T) {
 	if rep, err := Run(twoClusterKnownBug(3083)); err != nil {
 		t.Fatalf("%v\n%v", err, rep)
 	}
+}
+
+// TestKnownBugResumeMirroringKeepsOwnEmptyEpoch: mirror/plan. A new leader
+// resumes MIRRORING from the loaded run record without the run's LMLE
+// truncation (SPEC §6.5), with whatever cache it holds. Seed 177, A's t-2:
+// broker 2 led writable (STOPPED) in LE 5 and appended nothing of its own
+// (entry 5:39 at LEO 39); broker 3, elected uncleanly in LE 7, started the
+// mirror (LMLE 4: bump to LE 8 with truncation 39, dropping its own 7:39),
+// tainted the out-of-ISR broker 2 with (4, 39) and reached MIRRORING;
+// broker 2, still tainted, was elected uncleanly in LE 11 and resumed
+// MIRRORING with cache [0:0 2:15 3:20 4:23 5:39]: an epoch without records
+// (§8.16), which its first fetch would send as lastFetchedEpoch. §8's §6.8
+// exemption lists 7, 9, 11 and 19–21 after such an election, not 16, and
+// the entry is no ambiguous history, only a writable period's leftover that
+// no LMLE truncation saw.
+//
+// Fixed in mirror/plan: before it fetches in MIRRORING (Machine.mirroring:
+// a new leader resuming, Resume, or the end of a run), a machine whose
+// latest cached epoch lies above lmleUsed and starts at the LEO bumps with
+// truncation offset LEO and cuts there (§6.2f, reason lmle), which drops
+// only the entry (plan.EmptyEpochTruncation;
+// TestResumeMirroringDropsOwnEmptyEpoch). Both shells perform these actions
+// as they are. A small SPEC deviation: §6.5 has a new leader resume
+// MIRRORING (and Resume continue from the LEO) "without truncation"; this
+// cut removes no record, only the record-less entry. The entry is there
+// from the election until the cut, so the simulator checks a MIRRORING
+// leader's cache (§8.16) while its fetcher runs, not in that window (a
+// reading of "checked after every step" the product cannot meet: the cut
+// needs the bump's LE). With the fix disabled seed 177 fails again at step
+// 2670 (§8.16, broker 2's t-2 in A, as its fetcher starts).
+func TestKnownBugResumeMirroringKeepsOwnEmptyEpoch(t *testing.T) {
+	if rep, err := Run(twoClusterKnownBug(177)); err != nil {
+		t.Fatalf("%v\n%v", err, rep)
+	}
+}
+
+// TestKnownBugExemptionLeaderlessLE: the simulator (checks.go), not the
+// product. Seed 191, B's t-0: replica 3, tainted (0, 12) by an LMLE run made
+// with mirror.support.unclean.leader.election false, is elected uncleanly
+// (t=12670, LE 7): the §6.8 case (§6.10 case 2). Its own epoch-2 records
+// from offset 12 and the others' epoch-2 records from 78 (copied from A)
+// share epoch numbers and end offsets, so no DivergingEpoch tells them
+// apart: when 3 leads again (LE 11–13, uncleanly) broker 1 fetches
+// fetch(186, last 6) without divergence and keeps its own offset 168
+// ({2 p1-217}) while broker 2, truncated by a taint, re-copies 3's
+// ({2 p10-212}). With no leader in LE 14 the §8.9 check compared 1 and 2
+// (both validated in LE 13) and failed. §8's exemption allows exactly this
+// (9 may fail after a tainted replica's unclean election, below the next
+// LMLE truncation made with the config true: the one of LE 9 cut at 186 >
+// 168), but the simulator applied it only through staleLeader, per LE
+// whose leader it classified, so a leaderless LE escaped it. The same
+// violation is in the tree before today's changes (HEAD 6883a2b).
+//
+// Fixed: checkStep skips §8.9 for a partition the exemption covers
+// (world.exempt, set at the unclean election of a tainted replica), in
+// every LE. With the skip removed seed 191 fails again at step 3951 (§8.9,
+// B's t-0 offset 168, brokers 1 and 2).
+//
+// Until the new §8.18 check (ops.go check18, work in progress) accepts its
+// produces, seed 191 stops earlier on B's t-1 (e.g. step 3286: broker 3, a
+// zombie leader in LE 6 still writable from its STOPPED leadership,
+// accepts a produce while the committed run record of LE 9 is PENDING).
+// That is not this story: the test skips on a §8.18 failure and replays
+// the whole seed once it passes.
+func TestKnownBugExemptionLeaderlessLE(t *testing.T) {
+	rep, err := Run(twoClusterKnownBug(191))
+	var f *Failure
+	if errors.As(err, &f) && strings.Contains(f.Invariant, "§8.18 ") {
+		t.Skipf("seed 191 stops first at the §8.18 zombie-produce check (not this bug): %v", f)
+	}
+	if err != nil {
+		t.Fatalf("%v\n%v", err, rep)
+	}
+}
+
+// TestKnownBugPauseResumeDropped: broker/mirror.go applyDesired (and the
+// simulator's copy) with mirror/plan. The controller accepts
+// Pause/ResumeMirrorTopics against the topic's desired state (Pause when
+// desired MIRRORING, Resume when desired PAUSED), but a partition's
+// machine may be in another state then: PREPARING, TRUNCATING or PENDING
+// for a Pause, the same or still MIRRORING (a deferred pause) for a Resume.
+// The runner steps plan.Pause only when r.m.State() == Mirroring, and
+// plan.Machine refuses a Resume outside PAUSED ("resume from TRUNCATING");
+// neither is retried. Two faces:
+//
+//   - Pause dropped. Seed 37 (8 s of faults): B's t-1 leader 1 is PENDING
+//     when the pause lands at t=505, reaches MIRRORING at t=680 and keeps
+//     fetching while metadata says PAUSED (SPEC §6.5: PAUSED is read-only,
+//     no fetch) until the operator resumes; the Resume is then refused
+//     ("resume from MIRRORING").
+//   - Resume dropped, a liveness bug. Seed 59: B's t-0 leader 3 took the
+//     pause as desired while TRUNCATING (the machine keeps a desired Paused
+//     it could not act on yet); the operator's Resume at t=7720 is refused
+//     ("resume from TRUNCATING"), the machine pauses on reaching MIRRORING
+//     at t=7940 and stays PAUSED for good with desired MIRRORING in
+//     metadata: the mirror never catches up (without the simulator's
+//     workaround the run fails "liveness: mirror not caught up").
+//
+// A fix: the shell steps the operation on every change of the desired
+// state (not only when the machine is in the source state), and
+// plan.Machine records Pause/Resume in any non-terminal run state as its
+// desired state (its reconcile already pauses once MIRRORING and fetching,
+// and resumes a PAUSED machine whose desired state is MIRRORING), rather
+// than refusing it: CheckTransition's "Pause only from MIRRORING" is the
+// controller's rule on the desired state. The simulator counts the bug in
+// Report.KnownBugs (checkPauseHonoured, after 2 s) and works around it as a
+// fixed shell would behave, by stepping the operation again once the
+// machine is in its source state. Seeds 37 and 59 tell their story with
+// reassignments off (found before they were added); with every default
+// on, seed 31 shows the pause face (B's t-0 leader 2, paused at t=5270,
+// still fetching at t=7785).
+func TestKnownBugPauseResumeDropped(t *testing.T) {
+	t.Skip("open: a Pause or Resume landing outside the machine's source state is dropped (seeds 37, 59)")
+	for _, seed := range []uint64{37, 59} {
+		noKnownBug(t, Config{Seed: seed, Clusters: 2, FaultMs: 8000, HealMs: 20_000, ReassignProb: -1}, "mirror-pause-resume-dropped")
+	}
+	noKnownBug(t, Config{Seed: 31, Clusters: 2, FaultMs: 8000, HealMs: 20_000}, "mirror-pause-resume-dropped")
+}
+
+// TestKnownBugAlterAnswerNewLEDropsExpansion: broker/replica
+// (HandleAlterPartitionResponse). A reassignment's completion is committed
+// by the AlterPartition that brings its last adding replica into the ISR,
+// and the controller bumps the LE in the same change (it removes
+// replicas). The answer is error NONE with the new ISR but the new LE; the
+// replica's case resp.LeaderEpoch != r.le sets r.inflight = nil, so the
+// leader's maximal ISR falls back to the old committed ISR without the
+// added member, while the controller's ISR holds it. Until the leader
+// applies the new LE from metadata its HW counts only the old ISR and can
+// pass the new member's LEO (SPEC §8.7; electing that member cleanly would
+// lose records below the HW, §8.12) — the same shape as the fixed
+// replica-rollback-after-commit. Seed 4 (8 s of faults, reassignments on):
+// A's t-1, leader 2 in LE 3 proposes ISR [2 3] (3 is being added,
+// reassignment [5 1 2] → [2 1 3]); the controller commits ISR [2 3] in LE 4
+// PE 5 at t=6160, the leader drops the change and its HW reaches 19 with
+// broker 3 at LEO 16 (§8.7 at t=6165); seeds 168 and 189 likewise. A fix:
+// on a NONE answer for a later LE, keep the pending maximal ISR (or adopt
+// the answer's ISR) until metadata brings that LE, as for a non-definitive
+// error. The simulator counts it in Report.KnownBugs and withholds such an
+// answer from the replica (simPart.alterAnswerNewLE), which is what a fixed
+// replica would do with it.
+func TestKnownBugAlterAnswerNewLEDropsExpansion(t *testing.T) {
+	t.Skip("open: broker/replica drops a committed ISR expansion answered in a later LE (seeds 4, 168, 189)")
+	for _, seed := range []uint64{4, 168, 189} {
+		noKnownBug(t, Config{Seed: seed, Clusters: 2, FaultMs: 8000, HealMs: 20_000}, "replica-alter-answer-new-le-drops-expansion")
+	}
+}
+
+// TestKnownBugCorruptFetchNeverFails: broker/mirror.go fetchLoop (and the
+// simulator's copy) with mirror/plan. appendFetched answers a CRC failure
+// or a batch straddling the log end (SPEC §6.2b) with FetchError
+// CORRUPT_MESSAGE, but returns (−1, false), and fetchLoop then posts
+// Fetched for the same response; Fetched resets the machine's
+// consecutive-corrupt counter (m.corrupt = 0), so MaxCorruptFetches is
+// never reached: SPEC §6.3's "check CRC (retry; repeated → FAILED)" never
+// fails the run, and the fetcher asks for the same offset forever. Seed 262
+// (8 s of faults): A's t-0, a tainted replica 1 elected uncleanly (§6.8)
+// resumes MIRRORING (PAUSED → MIRRORING) at LEO 123 with its own epochs
+// 3 and 4; B's leader has an epoch 4 of its own covering 123 and answers
+// without DivergingEpoch, its batch [122, 124] straddles LEO 123 at every
+// fetch, and the mirror never catches up ("liveness: mirror not caught
+// up"). With the run FAILED, its retry redoes PREPARING and the LMLE
+// truncation (to 32), and the divergence is repaired. A fix: after posting
+// the FetchError, don't post Fetched for that response (appendFetched
+// returns an error flag). The simulator counts it in Report.KnownBugs and
+// skips that Fetched (mirrorRunner.corruptFetch).
+func TestKnownBugCorruptFetchNeverFails(t *testing.T) {
+	t.Skip("open: broker/mirror.go posts Fetched after a CORRUPT_MESSAGE FetchError (seed 262)")
+	noKnownBug(t, Config{Seed: 262, Clusters: 2, FaultMs: 8000, HealMs: 20_000}, "mirror-corrupt-fetch-never-fails")
+}
+
+// noKnownBug runs cfg (known bugs counted, worked around) and fails if
+// either cluster counted the known bug name: a replay that isolates one
+// bug from the others the same seed may also hit (FailOnKnownBugs stops at
+// the first).
+func noKnownBug(t *testing.T, cfg Config, name string) {
+	t.Helper()
+	rep, err := Run(cfg)
+	if err != nil {
+		t.Fatalf("seed %d: %v\n%v", cfg.Seed, err, rep)
+	}
+	if n := rep.KnownBugs[name] + rep.Peer.KnownBugs[name]; n > 0 {
+		t.Fatalf("seed %d: known bug %s on %d replicas\n%v", cfg.Seed, name, n, rep)
+	}
+}
+
+// TestKnownBugTaintRacesISRExpansion: broker/replica with mirror/plan
+// (open, found with reassignments on; not yet analysed to the end). The
+// machine taints the replicas outside the committed ISR (SPEC §6.6 step
+// 4, skippedReplicas = R − ISR) while the leader may have an ISR expansion
+// with one of them in flight (proposed before the taint existed, so the
+// replica's "never add a tainted replica to the ISR" did not stop it). The
+// controller commits the expansion and the tainted replica is in the ISR
+// (§8.19: only an unclean election may bring it there). Seed 75 (20 s of
+// faults, every default on): A's t-0, a reassignment [1 2 3] → [4 1 2] is
+// in progress at the failback; leader 1 (LE 5, PENDING, ISR [1 2 3])
+// proposes ISR [1 2 3 4] once 4 has caught up, the machine adds taint
+// {4, 0, 200} at t=20260, the controller commits ISR [1 2 4] (completing
+// the reassignment, LE 6) at t=20265, and the LE 6 leadership loads the
+// taint with 4 in the ISR (§8.19 at t=20285). Seed 134 likewise: B's t-0
+// leader 5 proposes [5 3 4 1] at t=16800 (LE 5), the controller commits
+// [5 4 1] in LE 6 at t=17405 (a reassignment removing 3), the machine,
+// still seeing ISR [5 3 4], taints 1 at t=17495. A fix could be: the replica
+// refuses (or the machine defers) a taint of a member of its pending
+// maximal ISR until the AlterPartition is answered, or the machine counts
+// the maximal ISR as the ISR for skippedReplicas. Not counted as a known
+// bug: the simulator's §8.19 check fails the run.
+func TestKnownBugTaintRacesISRExpansion(t *testing.T) {
+	t.Skip("open: a taint races an in-flight ISR expansion (seeds 75, 134; 20 s)")
+	rep, err := Run(Config{Seed: 75, Clusters: 2, FaultMs: 20_000, HealMs: 20_000})
+	if err != nil {
+		t.Fatalf("%v\n%v", err, rep)
+	}
+}
+
+// TestKnownBugWritableAcrossLeaderEpochs: broker/metadata.go (the
+// becomingLeader argument of applyMirrorFlagsLocked) with mirror/plan.
+// "Taking leadership always starts read-only" is decided by st.Leader ==
+// self && role != leader, so a leader that applies a later LE as leader
+// without having applied the LEs in between as a follower keeps a STOPPED
+// leadership's mirrorWritable; plan.Machine's BecameLeader for the new LE
+// assumes a read-only start and emits no SetWritable(false), so Produce is
+// accepted while the machine redoes PREPARING, TRUNCATING and MIRRORING:
+// the broker's own records land among mirrored ones (SPEC §6.2a, §8.17).
+// Seed 191 (twoClusterKnownBug, 20 s): B's t-1, broker 3 leads LE 6 STOPPED
+// and writable (t=14635), misses LE 7–10, leads LE 11 after an unclean
+// election (t=17460), mirrors from LE 12, and accepts a produce at offset
+// 211 in LE 12 at t=18910 with the committed run record MIRRORING (the
+// §8.18 check's "run record STOPPED" caught it; §8.17's check trusts the
+// shell's own flag). A fix: becomingLeader = st.Leader == self && (role !=
+// leader || st.LeaderEpoch != LE), or plan.Machine's BecameLeader emits
+// SetWritable(false) unless it resumes STOPPED. The simulator counts it
+// (world.becomingLeader) and applies the first fix.
+func TestKnownBugWritableAcrossLeaderEpochs(t *testing.T) {
+	t.Skip("open: a leader keeps a STOPPED leadership's writability into a later LE (seed 191)")
+	cfg := twoClusterKnownBug(191)
+	cfg.FailOnKnownBugs = false
+	noKnownBug(t, cfg, "mirror-writable-across-leader-epochs")
 }

@@ -77,10 +77,13 @@ type MirrorReport struct {
 	Transitions                   map[string]int // by target state
 	CrossFaults                   map[string]int
 	Checks                        map[string]int
-	// StaleLeaders counts leaders elected (cleanly) with a log that had
-	// not fetched since a truncation point below their HW (§8.7, §8.9 are
-	// suspended for their LE, see staleLeader).
+	// StaleLeaders counts leaders for whose LE §8.7 and §8.9 are suspended
+	// (after a tainted replica's unclean election, see staleLeader).
 	StaleLeaders int
+	// HWCaps counts replicas that became leader with a HW above a
+	// truncation point recorded after their last validated LE: broker/replica
+	// capped the HW there (SPEC §6.2f, see staleLeader).
+	HWCaps int
 	// Exempt counts partitions where §8.20/21 were suspended (§6.8).
 	Exempt int
 	// CaughtUp: the final mirror direction caught up during healing.
@@ -105,9 +108,9 @@ func (m *MirrorReport) String() string {
 		}
 		return b.String()
 	}
-	return fmt.Sprintf("mirror: failovers %d (planned %d), failbacks %d, truncations %s (lmle no-ops %d), bumps %d, lmle queries %d, mirrored records %d, transferred acks %d, uncopied acks %d, caught up %t, stale leaders %d, exempt %d\n  transitions %s\n  cross faults %s\n  mirror checks %s",
+	return fmt.Sprintf("mirror: failovers %d (planned %d), failbacks %d, truncations %s (lmle no-ops %d), bumps %d, lmle queries %d, mirrored records %d, transferred acks %d, uncopied acks %d, caught up %t, stale leaders %d, HW caps %d, exempt %d\n  transitions %s\n  cross faults %s\n  mirror checks %s",
 		m.Failovers, m.PlannedFailovers, m.Failbacks, kinds(m.Truncations), m.LMLENoOps, m.Bumps, m.LMLEQueries, m.MirroredRecords,
-		m.TransferredAcks, m.UncopiedAcks, m.CaughtUp, m.StaleLeaders, m.Exempt, kinds(m.Transitions), kinds(m.CrossFaults), kinds(m.Checks))
+		m.TransferredAcks, m.UncopiedAcks, m.CaughtUp, m.StaleLeaders, m.HWCaps, m.Exempt, kinds(m.Transitions), kinds(m.CrossFaults), kinds(m.Checks))
 }
 
 func (r *Report) mirrorString() string {
@@ -165,6 +168,7 @@ type world struct {
 	staleUntilTrunc map[*Sim]map[string]bool
 	rep             *MirrorReport
 	step            int
+	ops             *worldOps // ops.go: pause/resume, §8.18
 }
 
 type copyRec struct {
@@ -297,6 +301,7 @@ func (w *world) tick() {
 		w.injectFaults()
 	}
 	w.operator()
+	w.stepOps()
 	if !w.failed() {
 		w.checkStep()
 	}
@@ -469,7 +474,9 @@ func (w *world) checkProduce(p *simPart, d replica.ProposeDecision, leoBefore tw
 	}
 	if d.Error == pb.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC && p.r.LogEndOffset() != leoBefore {
 		s.fail("§8.17 READ_ONLY_TOPIC changed the log", "broker %d %s: LEO %d -> %d", p.b.id, p.key, leoBefore, p.r.LogEndOffset())
+		return
 	}
+	w.check18(p, d, leoBefore) // ops.go
 }
 
 // onUncleanElection: a tainted replica elected uncleanly suspends §8.20/21
@@ -507,60 +514,41 @@ func parseKey(key string) (twinlog.TopicPartition, bool) {
 	return twinlog.TopicPartition{Topic: key[:i], Partition: int32(n)}, true
 }
 
-// staleLeader classifies a leader the first time it is checked in LE le: it
-// is stale if it has not fetched since a truncation point (e, o) with o
-// below its HW was recorded (e > its last validated LE). Such an ISR member
-// keeps the records the mirror leader cut and can still be elected cleanly:
-// its HW then exposes records the truncation removed, and §8.7's trueHW
-// would count them. SPEC §8.9's note suspends 7 and 9 for such a replica
-// until it fetched from the current leader, which a leader never does; the
-// simulator suspends §8.7/§8.9 for the partition in that LE and keeps its
-// HW out of trueHW.
+// staleLeader classifies a leader the first time it is checked in LE le:
+// it is stale (§8.7/§8.9 suspended for the partition in that LE, its HW
+// kept out of trueHW) only under the §6.8 exemption below, or when a stale
+// leader led the partition since its last recorded truncation.
 //
-// This is a real consistency gap, not only a checker limitation (minimal
-// reproduction on broker/replica: TestKnownBugStaleReplicaHWAboveTruncationPoint,
-// skipped). Leader L bumps to LE e with truncation point (e, o), o below
-// the HW h, cuts [o, h) and copies new records Y from o. Its HW stays ≤ o
-// until every ISR member has fetched in e (§4.2: a member not yet fetched
-// in the LE blocks), and a member's first fetch diverges and truncates it,
-// so no replica of e ever exposes Y above o while a stale member remains in
-// the ISR; nor can Y reach a follower's HW. The stale member F (ISR, or
-// ELR, not fetched since e) keeps [o, h) with HW h. Elected cleanly in e1 >
-// e, F serves consumers up to h at once (a new leader starts from its own
-// HW): records the recorded truncation removed, though only the values the
-// partition already exposed in LEs < e, so a consumer that got LOG_TRUNCATED
-// for (e, o) re-reads the same values. F's plan machine does not truncate
-// first: it resumes the loaded state (a MIRRORING record: it re-truncates
-// only after the source answers its first fetch with DivergingEpoch; an
-// LMLE run in PREPARING..PENDING is redone, with a new point). Each such
-// re-truncation records a point newer than e1, so consumers that read in
-// e1 get LOG_TRUNCATED: consistent. The failure needs F's leadership to end
-// before that: a member G that did fetch in e (holding Y, HW ≤ o) is then
-// elected cleanly in e2 and exposes Y at o.. with no truncation point
-// newer than e1. A consumer that read X at o in e1 reads Y at o (or X then
-// Y past it) without LOG_TRUNCATED (§8.13), and the clean leader G lacks
-// records below trueHW h (§8.7). Acked records: D accepts no produce while
-// mirroring, so the exposed X are source copies (or, for an LMLE run, D's
-// own pre-failback writes, lost by design); an ack on D after a later stop
-// is above F's HW and needs the whole ISR, which first converges on F's
-// log, so §8.12 holds — the damage is §8.13 (and §8.7/§8.9's formal
-// clauses), not lost acks.
+// It used to classify as stale, too, a leader that had not fetched since a
+// truncation point (e, o) with o below its HW was recorded (e > its last
+// validated LE). That was a real consistency gap, not only a checker
+// limitation (reproduction on broker/replica:
+// TestKnownBugStaleReplicaHWAboveTruncationPoint). Leader L bumps to LE e
+// with truncation point (e, o), o below the HW h, cuts [o, h) and copies
+// new records Y from o. Its HW stays ≤ o until every ISR member has
+// fetched in e (§4.2: a member not yet fetched in the LE blocks), and a
+// member's first fetch diverges and truncates it, so no replica of e ever
+// exposes Y above o while a stale member remains in the ISR. The stale
+// member F (ISR, or ELR, not fetched since e) keeps [o, h) with HW h.
+// Elected cleanly in e1 > e, F served consumers up to h at once (a new
+// leader started from its own HW), and F's plan machine does not truncate
+// first (a MIRRORING record re-truncates only after the source answers
+// with DivergingEpoch). If F's leadership ended before that, a member G
+// that did fetch in e (holding Y, HW ≤ o) was elected cleanly in e2 and
+// exposed Y at o.. with no truncation point newer than e1: a consumer that
+// read X at o in e1 read Y at o without LOG_TRUNCATED (§8.13), and the
+// clean leader G lacked records below trueHW h (§8.7).
 //
-// Smallest fix (broker/replica, not done here; see the test): a replica
+// Fixed in broker/replica (Replica.capHWAtTruncationPoints): a replica
 // becoming leader in e1 caps HW := min(HW, o) for every truncation point
 // (e, o) with validated < e < e1, validated being its persisted
 // aligned_epoch (a follower raises it on every fetch answered NONE without
-// DivergingEpoch, i.e. after it agreed with a leader that had done its
-// LE's truncation) or, in memory, an LE it led after its owed truncation.
-// Only the HW moves; the records become visible again once every ISR
-// member has fetched in e1 and so agrees with them (§4.2, KAFKA-7128), and
-// the cost is one fetch round of consumer wait after such an election.
-// Alternatives are larger: a controller that empties ISR and ELR of all
-// followers on a bump with a truncation offset (|ISR| < m until they
-// rejoin, and §8.5 needs an exception), or one that refuses to elect a
-// member that has not confirmed the truncation (per-replica state the
-// controller does not have). With the cap in place, this function can stop
-// suspending §8.7/§8.9 for such leaders: the HW they expose is ≤ o.
+// DivergingEpoch) or, in memory, an LE it led with the cap applied and its
+// owed truncation done. Only the HW moves; §4.2 lets it pass o again once
+// every maximal-ISR member has fetched in e1 without DivergingEpoch, i.e.
+// agrees with F's log. The HW such a leader exposes is then ≤ o, so §8.7
+// and §8.9 hold for it and are checked; MirrorReport.HWCaps counts the
+// elections where the cap applied (simBroker.applyMetadata).
 func (w *world) staleLeader(p *simPart, le int32, hw int64) bool {
 	if w.leaderSeen[p] == le {
 		return w.staleLE[p]
@@ -580,17 +568,12 @@ func (w *world) staleLeader(p *simPart, le int32, hw int64) bool {
 		// suspends 7 and 9 here (see the report).
 		stale = true
 	}
-	for _, tp := range s.ctl.state.Partition(p.tp.Topic, p.tp.Partition).GetTruncationPoints() {
-		if tp.GetLeaderEpoch() > p.validatedLE && tp.GetLeaderEpoch() <= le && tp.GetOffset() < hw {
-			stale = true
-		}
-	}
 	w.staleLE[p] = stale
 	if stale {
 		w.staleUntilTrunc[s][p.key] = true
 		w.rep.StaleLeaders++
 		s.suspend87[p.key] = le
-		s.tracef("mirror: %s leader %d in LE %d has not fetched since a truncation point below its HW %d (last validated LE %d): §8.7/§8.9 suspended in this LE",
+		s.tracef("mirror: %s leader %d in LE %d (HW %d, last validated LE %d) after a tainted replica's unclean election (§6.8): §8.7/§8.9 suspended in this LE",
 			p.key, p.b.id, le, hw, p.validatedLE)
 	}
 	return stale
@@ -1516,6 +1499,9 @@ func (r *mirrorRunner) onFetchResponse(session uint64, req replica.FetchRequest,
 		r.post(plan.FetchNeedsBump{Session: session, Epoch: needBump})
 		return
 	}
+	if r.corruptFetch(session) { // ops.go: known bug workaround
+		return
+	}
 	r.post(plan.Fetched{Session: session, SourceHighWatermark: resp.HighWatermark, SourceLogEndOffset: resp.LogEndOffset, NowMs: s.now})
 	if len(recs) > 0 {
 		r.nextFetchAt = s.now + 1
@@ -1901,6 +1887,15 @@ func (w *world) checkStep() {
 				}
 				r := w.byPart[p]
 				if r == nil || !r.leader || r.m == nil || r.m.State() != plan.Mirroring || p.r.Role() != replica.RoleLeader {
+					continue
+				}
+				if !r.fetching {
+					// A new leader resuming MIRRORING may arrive with its own
+					// record-less entry (a tainted replica elected uncleanly,
+					// §6.8, that once led writable); the machine drops it (bump,
+					// cut at the LEO, §6.2f) before its fetcher starts, so the
+					// cache is checked while it fetches (seed 177,
+					// TestKnownBugResumeMirroringKeepsOwnEmptyEpoch).
 					continue
 				}
 				lmle := r.m.Status().GetLmle()

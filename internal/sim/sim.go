@@ -61,6 +61,15 @@ type Config struct {
 	Clusters int
 	// Mirror is Clusters: 2.
 	Mirror bool
+	// PauseProb is the per-step probability that the operator pauses the
+	// destination's mirror topic while it mirrors (two clusters only,
+	// ops.go; resumed 0.1–3.1 s later). Negative disables.
+	PauseProb float64
+	// ReassignProb is the per-step probability of a reassignment of one
+	// partition of topic t (or the cancellation of one in progress) in
+	// one of the two clusters (two clusters only, ops.go). Negative
+	// disables.
+	ReassignProb float64
 
 	// TraceLines is how many trace lines a failure shows (default 50).
 	TraceLines int
@@ -93,6 +102,8 @@ func (c Config) withDefaults() Config {
 	deff(&c.ControllerRestartProb, 0.0003)
 	deff(&c.ConfigFlipProb, 0.0008)
 	deff(&c.PreferredElectionProb, 0.0005)
+	deff(&c.PauseProb, 0.001)
+	deff(&c.ReassignProb, 0.0005)
 	def(&c.HeartbeatMs, 100)
 	def(&c.SessionTimeoutMs, 600)
 	def(&c.MetadataPollMs, 40)

@@ -138,7 +138,9 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
-// TestRegressionSeeds replays every seed that once failed.
+// TestRegressionSeeds replays every seed that once failed: a line "N"
+// as a single-cluster run (runSeed), a line "two: N" as a two-cluster run
+// with the long fault phase of the known-bug replays (twoClusterRegression).
 func TestRegressionSeeds(t *testing.T) {
 	f, err := os.Open("testdata/regression-seeds.txt")
 	if err != nil {
@@ -151,10 +153,19 @@ func TestRegressionSeeds(t *testing.T) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		field := strings.Fields(line)[0]
+		fields := strings.Fields(line)
+		two := fields[0] == "two:"
+		if two && len(fields) > 1 {
+			fields = fields[1:]
+		}
+		field := fields[0]
 		seed, err := strconv.ParseUint(field, 10, 64)
 		if err != nil {
 			t.Fatalf("regression-seeds.txt: %q: %v", line, err)
+		}
+		if two {
+			t.Run("two-"+field, func(t *testing.T) { runTwoRegression(t, seed) })
+			continue
 		}
 		t.Run(field, func(t *testing.T) { runSeed(t, seed) })
 	}

@@ -10,8 +10,8 @@ import (
 )
 
 // TestKnownBugStaleReplicaHWAboveTruncationPoint: a protocol gap in SPEC
-// §6.2f + §4.2 (broker/replica), the case the simulator's staleLeader
-// suspends §8.7/§8.9 for; see the analysis at world.staleLeader. Minimal
+// §6.2f + §4.2 (broker/replica), the case the simulator's staleLeader used
+// to suspend §8.7/§8.9 for; see the analysis at world.staleLeader. Minimal
 // reproduction on broker/replica directly, mirror partition t-0, R {1,2,3}:
 //
 //   - LE 1: leader 1; 2 and 3 follow; X = [0, 10) of record epoch 1, HW 10.
@@ -29,19 +29,18 @@ import (
 //     no LOG_TRUNCATED, offset 7 shows two records (§8.13), and the clean
 //     leader of LE 4 lacks records below trueHW 10 (§8.7).
 //
-// Proposed fix (broker/replica, not done here): on becoming leader in LE
-// e1, HW := min(HW, o) for every truncation point (e, o) with
-// validated < e < e1, where validated is the last LE in which this
-// replica's log was checked against a leader (its persisted aligned_epoch,
-// which a follower raises on every fetch answered NONE without
-// DivergingEpoch; raised in memory to its own LE once it leads without an
-// owed truncation or has done it). Only the HW moves: the records stay and
-// become committed again once every ISR member has fetched in e1 (§4.2,
-// KAFKA-7128), i.e. after they truncated to agree with it; until then
-// consumers wait. The point at e1 itself is the leader's own owed
-// truncation (plan.BecameLeader.TruncationPoints).
+// Fixed: broker/replica caps the HW of a replica becoming leader in LE e1
+// at o for every truncation point (e, o) with validated < e < e1
+// (Replica.capHWAtTruncationPoints), validated being the last LE in which
+// this replica's log was checked against a leader: its persisted
+// aligned_epoch (a follower raises it on every fetch answered NONE without
+// DivergingEpoch), or, in memory, an LE it led with the cap applied and its
+// owed truncation done. Only the HW moves: the records stay and become
+// committed again once every maximal-ISR member has fetched in e1 without
+// DivergingEpoch (§4.2, KAFKA-7128), i.e. after they truncated to agree
+// with it; until then consumers wait. The point at e1 itself is the
+// leader's own owed truncation (plan.BecameLeader.TruncationPoints).
 func TestKnownBugStaleReplicaHWAboveTruncationPoint(t *testing.T) {
-	t.Skip("protocol gap (broker/replica): a clean leader that missed a truncation point serves its stale HW (see world.staleLeader)")
 	tp := twinlog.TopicPartition{Topic: "t", Partition: 0}
 	brokers := map[twinlog.BrokerID]twinlog.BrokerEpoch{2: 1, 3: 1}
 	points := []replica.TruncationPoint{{LeaderEpoch: 2, Offset: 7}}

@@ -50,6 +50,26 @@ func LMLETruncationOffset(cache *epoch.Cache, lmle twinlog.Epoch, logStart, leo 
 	return Truncation{Offset: o}
 }
 
+// EmptyEpochTruncation is the cut a leader owes before it fetches in
+// MIRRORING when its latest cached epoch has no records (starts at the LEO)
+// and lies above lmleUsed: an entry of its own from a writable leadership
+// that the run's LMLE truncation never saw (a tainted replica elected
+// uncleanly, SPEC §6.8). A mirror cache holds record epochs only (§6.2c,
+// inv. 16), and the entry would be the fetch's lastFetchedEpoch. Cutting at
+// the LEO removes only the entry (at the log start: fully, as the LMLE −1
+// rule does). Epochs ≤ lmleUsed are left alone (shared history, or the
+// truncateFromStart re-insert inv. 16 allows).
+func EmptyEpochTruncation(cache *epoch.Cache, lmleUsed twinlog.Epoch, logStart, leo twinlog.Offset) Truncation {
+	e, ok := cache.LatestEntry()
+	if !ok || e.StartOffset < leo || e.Epoch <= lmleUsed {
+		return Truncation{NoOp: true, Offset: twinlog.NoOffset}
+	}
+	if leo <= logStart {
+		return Truncation{Full: true, Offset: logStart, RestartAt: logStart}
+	}
+	return Truncation{Offset: leo}
+}
+
 // DivergenceTruncation is the follower rule of SPEC §4.4 applied by a mirror
 // leader to DivergingEpoch{el, ol} from the source: E_L = −1 or an empty
 // cache → min(O_L, LEO); else (E_F, O_F) = endOffsetFor(E_L): E_F = E_L →

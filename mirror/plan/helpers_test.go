@@ -57,6 +57,32 @@ func TestLMLETruncationOffset(t *testing.T) {
 	}
 }
 
+func TestEmptyEpochTruncation(t *testing.T) {
+	noOp := plan.Truncation{NoOp: true, Offset: -1}
+	tests := []struct {
+		name          string
+		entries       []E
+		lmleUsed      twinlog.Epoch
+		logStart, leo twinlog.Offset
+		want          plan.Truncation
+	}{
+		// Seed 177: cache [0:0 2:15 3:20 4:23 5:39], LEO 39, lmleUsed 4.
+		{"own empty epoch above lmleUsed", []E{en(0, 0), en(2, 15), en(3, 20), en(4, 23), en(5, 39)}, 4, 0, 39, plan.Truncation{Offset: 39}},
+		{"latest epoch has records", []E{en(0, 0), en(5, 39)}, 4, 0, 41, noOp},
+		{"empty epoch not above lmleUsed", []E{en(0, 0), en(4, 39)}, 4, 0, 39, noOp},
+		{"empty cache", nil, -1, 0, 0, noOp},
+		{"empty log: fully at log start", []E{en(6, 7)}, 4, 7, 7, plan.Truncation{Full: true, Offset: 7, RestartAt: 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := plan.EmptyEpochTruncation(cache(t, tt.entries...), tt.lmleUsed, tt.logStart, tt.leo)
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Fatalf("(-want +got)\n%s", d)
+			}
+		})
+	}
+}
+
 func TestDivergenceTruncation(t *testing.T) {
 	tests := []struct {
 		name     string

@@ -769,6 +769,14 @@ func (m *Machine) mirroring(why string) {
 		m.caughtUp = m.nowMs // lag seconds count from the start of mirroring
 	}
 	m.setState(Mirroring, why)
+	// A new leader resumes MIRRORING without the run's LMLE truncation: if
+	// it once led writable (a tainted replica elected uncleanly, §6.8), its
+	// own (LE, LEO) entry is still cached. Drop it first (bump, cut at the
+	// LEO, §6.2f), then fetch (fixLog).
+	if t := EmptyEpochTruncation(m.log.EpochCache(), twinlog.Epoch(m.run.LmleUsed), m.log.LogStartOffset(), m.log.LogEndOffset()); !t.NoOp {
+		m.fixLog(t, ReasonLMLE)
+		return
+	}
 	m.startFetcher()
 }
 

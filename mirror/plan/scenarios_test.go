@@ -649,3 +649,74 @@ func TestLostBumpAnswerTruncatesFirst(t *testing.T) {
 		}
 	})
 }
+
+// TestResumeMirroringDropsOwnEmptyEpoch: a new leader that resumes
+// MIRRORING without the run's LMLE truncation (SPEC §6.5) may hold an
+// entry without records of its own: a tainted replica that led the
+// partition writable in epoch E (cache (E, LEO)) and is then elected
+// uncleanly (§6.8; simulator seed 177). A mirror cache holds record epochs
+// only (§6.2c, inv. 16), and E would be the first fetch's
+// lastFetchedEpoch. The machine bumps with a truncation offset at the LEO
+// and cuts there (§6.2f), which drops only the entry, before it fetches.
+func TestResumeMirroringDropsOwnEmptyEpoch(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = 2
+	a.mustProduce(3)
+	b.mirrorFrom(1, plan.Config{})
+	b.fetchUntilIdle()
+	b.checkLog("0@2a 1@2a 2@2a")
+	lmleUsed := twinlog.Epoch(b.runRecord().GetLmleUsed())
+
+	// The next leader's log: the same records, plus its own (E, LEO) from
+	// a writable leadership in E above lmleUsed.
+	b.le++
+	own := b.le
+	b.log.cache.Assign(own, b.log.LogEndOffset())
+	leo := b.log.LogEndOffset()
+	b.step(plan.LostLeadership{})
+	b.actions = nil
+	b.le++
+	b.becomeLeader()
+
+	var bumped, cut bool
+	for _, act := range b.actions {
+		switch act := act.(type) {
+		case plan.BumpLeaderEpoch:
+			if act.TruncationOffset != leo {
+				t.Fatalf("bump %#v, want truncation offset %d (the LEO)", act, leo)
+			}
+			bumped = true
+		case plan.TruncateTo:
+			if !bumped || act.Offset != leo || act.Reason != plan.ReasonLMLE {
+				t.Fatalf("truncation %#v (after a bump: %v), want TruncateTo{%d, lmle} after the bump", act, bumped, leo)
+			}
+			cut = true
+		case plan.StartFetcher:
+			if !cut {
+				t.Fatalf("fetcher started before the empty epoch %d was dropped: %v", own, b.actions)
+			}
+		}
+	}
+	if !cut {
+		t.Fatalf("no truncation at the LEO: %v", b.actions)
+	}
+	if e, _ := b.log.cache.LatestEntry(); e.Epoch == own || e.Epoch > lmleUsed && e.StartOffset >= leo {
+		t.Fatalf("cache %v keeps an epoch without records", b.log.cache.Entries())
+	}
+	b.checkState(plan.Mirroring)
+	if !b.fetching {
+		t.Fatal("fetcher not restarted")
+	}
+	a.mustProduce(2)
+	b.fetchUntilIdle()
+	b.checkLog(a.log.String())
+	checkMirrorInvariants(t, b)
+
+	// A later leadership with a clean cache cuts nothing.
+	n := len(b.truncations)
+	b.leaderChange()
+	if len(b.truncations) != n {
+		t.Fatalf("truncated again: %v", b.truncations[n:])
+	}
+}
