@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -869,9 +870,18 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
-		needBump, stop := r.appendFetched(resp.GetRecords(), req.FetchOffset, session)
+		needBump, stop, corrupt := r.appendFetched(resp.GetRecords(), req.FetchOffset)
 		if stop {
 			return
+		}
+		if corrupt != nil {
+			// No Fetched for this response: Fetched would reset the
+			// machine's count of consecutive corrupt fetches, and SPEC
+			// §6.3's "repeated → FAILED" would never happen.
+			if !retry(pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, corrupt.Error()) {
+				return
+			}
+			continue
 		}
 		if needBump >= 0 {
 			r.post(plan.FetchNeedsBump{Session: session, Epoch: needBump})
@@ -885,25 +895,25 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
 // appendFetched checks and appends the batches whose epoch is ≤ LE
 // (SPEC §6.2b–d); it returns the epoch a bump must reach first (−1 none).
 // stop reports that the session must end (the log moved under it, or the
-// partition is gone).
-func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset, session uint64) (twinlog.Epoch, bool) {
+// partition is gone); corrupt, that the response failed its checks (a CRC
+// or a batch straddling the LEO: CORRUPT_MESSAGE, §6.3) and nothing was
+// appended.
+func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset) (need twinlog.Epoch, stop bool, corrupt error) {
 	b, p := r.b, r.p
 	if len(recs) == 0 {
-		return twinlog.NoEpoch, false
+		return twinlog.NoEpoch, false, nil
 	}
 	v, err := storage.ValidateBatches(recs)
 	if err != nil {
-		b.mobs.ObserveMirrorFetchError(r.tp.Topic, r.tp.Partition, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE.String())
-		r.post(plan.FetchError{Session: session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: err.Error()})
-		return twinlog.NoEpoch, false
+		return twinlog.NoEpoch, false, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.usableLocked() != nil || p.r.Role() != replica.RoleLeader {
-		return twinlog.NoEpoch, true
+		return twinlog.NoEpoch, true, nil
 	}
 	if p.r.LogEndOffset() != fetchOffset {
-		return twinlog.NoEpoch, false // the log moved meanwhile: fetch again
+		return twinlog.NoEpoch, false, nil // the log moved meanwhile: fetch again
 	}
 	leo := p.r.LogEndOffset()
 	// Drop batches wholly below LEO (a source read may start at the batch
@@ -915,8 +925,7 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset, se
 		skip++
 	}
 	if len(bs) > 0 && bs[0].BaseOffset() < leo {
-		r.post(plan.FetchError{Session: session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: "batch straddles the log end"})
-		return twinlog.NoEpoch, false
+		return twinlog.NoEpoch, false, errors.New("batch straddles the log end")
 	}
 	epochs := make([]twinlog.Epoch, len(bs))
 	for i, bv := range bs {
@@ -924,7 +933,7 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset, se
 	}
 	n, need := plan.AppendablePrefix(epochs, p.r.LeaderEpoch())
 	if n == 0 {
-		return need, false
+		return need, false, nil
 	}
 	metas := make([]replica.BatchMeta, n)
 	size := 0
@@ -934,7 +943,7 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset, se
 	}
 	if err := p.r.AppendAsMirrorLeader(metas, b.nowMs()); err != nil {
 		r.log.Warn("mirror append rejected", "err", err)
-		return twinlog.NoEpoch, true
+		return twinlog.NoEpoch, true, nil
 	}
 	// The appendable prefix, validated above: no copy, no second crc pass.
 	p.fetched = v.Slice(skip, skip+n)
@@ -945,7 +954,7 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset, se
 			p.failLocked(err)
 		}
 	}
-	return need, false
+	return need, false, nil
 }
 
 // applyMirrorFlagsLocked sets the replica's mirror hooks before a metadata

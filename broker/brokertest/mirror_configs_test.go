@@ -32,15 +32,13 @@ func TestMirrorTopicCopiesSourceConfigs(t *testing.T) {
 	a, b := TwoClusters(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	resp, err := a.Admin().CreateTopics(ctx, &pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{{
-		Name: "t", NumPartitions: 2, ReplicationFactor: 3, Configs: map[string]string{
-			"mirror.support.unclean.leader.election": "true",
-			"min.insync.replicas":                    "2",
-			"unclean.leader.election.enable":         "true",
-		}}}})
-	if err != nil || resp.GetTopics()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-		t.Fatalf("CreateTopics: %v %v", resp, err)
-	}
+	// CreateTopic waits for full ISRs: every source broker knows "t"
+	// before the mirror asks one of them for it.
+	a.CreateTopic("t", 2, 3, map[string]string{
+		"mirror.support.unclean.leader.election": "true",
+		"min.insync.replicas":                    "2",
+		"unclean.leader.election.enable":         "true",
+	})
 	b.CreateMirror("m", a, "t")
 	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
 	b.WaitMirrorState("t", 1, pb.MirrorState_MIRROR_STATE_MIRRORING)

@@ -1499,7 +1499,7 @@ func (r *mirrorRunner) onFetchResponse(session uint64, req replica.FetchRequest,
 		r.post(plan.FetchNeedsBump{Session: session, Epoch: needBump})
 		return
 	}
-	if r.corruptFetch(session) { // ops.go: known bug workaround
+	if r.corruptFetch(session) { // ops.go: no Fetched after a corrupt response
 		return
 	}
 	r.post(plan.Fetched{Session: session, SourceHighWatermark: resp.HighWatermark, SourceLogEndOffset: resp.LogEndOffset, NowMs: s.now})

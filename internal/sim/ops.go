@@ -341,12 +341,11 @@ func (p *simPart) alterAnswerNewLE(seq uint64, resp *pb.AlterPartitionResponse) 
 // corruptFetch runs where the shell is about to post Fetched after
 // appendFetched: if appendFetched posted a CORRUPT_MESSAGE FetchError for
 // this response (a CRC failure, or a batch straddling the log end, SPEC
-// §6.2b, §6.3), broker/mirror.go fetchLoop posts Fetched all the same, and
-// Fetched resets the machine's consecutive-corrupt counter, so "repeated →
-// FAILED" never happens and the fetcher retries the same offset forever
-// (TestKnownBugCorruptFetchNeverFails). Counted as a known bug; the
-// workaround skips that Fetched (true: the caller returns), as a fixed
-// shell would, and fetches again after a backoff.
+// §6.2b, §6.3), the shell posts no Fetched for it, as broker/mirror.go
+// fetchLoop does (Fetched would reset the machine's consecutive-corrupt
+// counter and "repeated → FAILED" would never happen;
+// TestKnownBugCorruptFetchNeverFails), and fetches again after a backoff.
+// It reports true when the caller must return.
 func (r *mirrorRunner) corruptFetch(session uint64) bool {
 	n := len(r.events)
 	if n == 0 {
@@ -355,11 +354,6 @@ func (r *mirrorRunner) corruptFetch(session uint64) bool {
 	fe, ok := r.events[n-1].(plan.FetchError)
 	if !ok || fe.Session != session || fe.Error != pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE {
 		return false
-	}
-	r.s.knownBug(r.p, "mirror-corrupt-fetch-never-fails", "broker %d %s: %s, then Fetched resets the machine's corrupt count (SPEC §6.3: repeated → FAILED)",
-		r.p.b.id, r.p.key, fe.Message)
-	if r.s.failed {
-		return true
 	}
 	r.nextFetchAt = r.s.now + int64(10+r.w.rng.IntN(40))
 	return true
