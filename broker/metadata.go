@@ -174,7 +174,7 @@ func (b *Broker) reconcile() {
 		p.mu.Lock()
 		if p.usableLocked() == nil {
 			p.state = w.rec
-			p.applyMirrorFlagsLocked(w.inMirror, st.Leader == b.cfg.ID && p.r.Role() != replica.RoleLeader)
+			p.applyMirrorFlagsLocked(w.inMirror, p.becomingLeaderLocked(st, b.cfg.ID))
 			wasLeader, le := p.r.Role() == replica.RoleLeader, p.r.LeaderEpoch()
 			p.r.ApplyPartitionState(st, now)
 			if w.hasTaints && p.r.Role() == replica.RoleLeader && (!wasLeader || p.r.LeaderEpoch() != le) {

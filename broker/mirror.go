@@ -593,7 +593,7 @@ func (r *mirrorRunner) perform(ctx context.Context, a plan.Action) {
 	case plan.SetWritable:
 		p.mu.Lock()
 		if p.usableLocked() == nil {
-			p.mirrorWritable = a.Writable
+			p.mirrorWritable, p.mirrorWritableLE = a.Writable, a.LeaderEpoch
 			// A writable partition is a normal one: its leader assigns its
 			// own LE from now on (assign(LE, LEO), SPEC §6.7 step 5).
 			p.r.SetMirrorPartition(!a.Writable)
@@ -955,6 +955,23 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset) (n
 		}
 	}
 	return need, false, nil
+}
+
+// becomingLeaderLocked reports whether applying st starts a leadership of
+// this broker that the mirror runner did not cause: it was not leader, or
+// st's LE is later than both its current LE and the LE in which the runner
+// made the partition writable. A leader can move into a later LE without
+// following in between (an unclean election it never saw as a follower, a
+// reassignment, missed metadata); a STOPPED leadership's writability must
+// not survive into it, since the machine's BecameLeader for the new LE
+// starts read-only (SPEC §6.2a; simulator seed 191). The runner's own bumps
+// are not new leaderships: a stop bump's LE is the LE SetWritable carries.
+// p.mu is held.
+func (p *partition) becomingLeaderLocked(st replica.PartitionState, self twinlog.BrokerID) bool {
+	if st.Leader != self {
+		return false
+	}
+	return p.r.Role() != replica.RoleLeader || st.LeaderEpoch > max(p.r.LeaderEpoch(), p.mirrorWritableLE)
 }
 
 // applyMirrorFlagsLocked sets the replica's mirror hooks before a metadata

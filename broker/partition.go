@@ -37,8 +37,10 @@ type partition struct {
 	failed    error // sticky: a LogOp failed; the log dir is offline
 
 	// mirrorWritable: the mirror runner made this mirror partition writable
-	// (STOPPED, SPEC §1.2); reset whenever this broker takes leadership.
-	mirrorWritable bool
+	// (STOPPED, SPEC §1.2) in LE mirrorWritableLE; reset whenever this
+	// broker takes leadership, also by a later LE its runner did not cause.
+	mirrorWritable   bool
+	mirrorWritableLE twinlog.Epoch
 
 	wmu     sync.Mutex
 	waiters map[*fetchWaiter]struct{} // long-poll fetches

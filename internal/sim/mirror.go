@@ -153,8 +153,10 @@ type world struct {
 	runners  []*mirrorRunner
 	byPart   map[*simPart]*mirrorRunner
 	writable map[*simPart]bool // the shell's mirrorWritable
-	tables   map[*Sim]*stateTable
-	confirmQ []confirmReq
+	// writableLE: the LE of the last SetWritable (mirrorWritableLE).
+	writableLE map[*simPart]twinlog.Epoch
+	tables     map[*Sim]*stateTable
+	confirmQ   []confirmReq
 	// copies[dst][partition][offset]: the last record the mirror copied
 	// there, with the source history's position at serve time.
 	copies map[*Sim]map[string]map[int64]copyRec
@@ -193,7 +195,7 @@ type xmsg struct {
 
 func runTwo(cfg Config) (rep *Report, err error) {
 	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x6d6972726f72)),
-		byPart: map[*simPart]*mirrorRunner{}, writable: map[*simPart]bool{}, tables: map[*Sim]*stateTable{},
+		byPart: map[*simPart]*mirrorRunner{}, writable: map[*simPart]bool{}, writableLE: map[*simPart]twinlog.Epoch{}, tables: map[*Sim]*stateTable{},
 		copies: map[*Sim]map[string]map[int64]copyRec{}, exempt: map[string]bool{},
 		leaderSeen: map[*simPart]int32{}, staleLE: map[*simPart]bool{}, staleUntilTrunc: map[*Sim]map[string]bool{},
 		rep: &MirrorReport{Truncations: map[string]int{}, Transitions: map[string]int{}, CrossFaults: map[string]int{}, Checks: map[string]int{}}}
@@ -1110,7 +1112,7 @@ func (r *mirrorRunner) perform(a plan.Action) {
 	case plan.StopFetcher:
 		r.fetching = false
 	case plan.SetWritable:
-		w.writable[p] = a.Writable
+		w.writable[p], w.writableLE[p] = a.Writable, a.LeaderEpoch
 		p.r.SetMirrorPartition(!a.Writable)
 		p.r.SetWritable(a.Writable)
 		p.processReady()

@@ -359,19 +359,17 @@ func (r *mirrorRunner) corruptFetch(session uint64) bool {
 	return true
 }
 
-// becomingLeader is the becomingLeader argument of applyMirrorFlags
-// (broker/metadata.go: st.Leader == self && role != leader). That misses a
-// leader that stays leader into a later LE without applying the LEs in
-// between (seed 191: B's t-1, broker 3 leads LE 6 STOPPED and writable,
-// then LE 11 after an unclean election it never saw as a follower): the
-// partition stays writable, plan.Machine's BecameLeader assumes a
-// read-only start, and Produce is accepted while the machine redoes
-// PREPARING → MIRRORING, appending the broker's own records among mirrored
-// ones (SPEC §6.2a, §8.17; the §8.18 check saw it: a produce in LE 12 with
-// the committed run record MIRRORING). TestKnownBugWritableAcrossLeaderEpochs.
-// Counted in Report.KnownBugs (not a failure under FailOnKnownBugs: the
-// workaround is the fix, and replays of other bugs pass through it) and
-// worked around: a new LE of the local leader counts as becoming leader.
+// becomingLeader is the becomingLeader argument of applyMirrorFlags, as
+// broker/mirror.go becomingLeaderLocked: this broker was not leader, or the
+// new LE is later than both its LE and the LE its runner made the
+// partition writable in (its own stop bump is not a new leadership). The
+// role-only rule missed a leader that stays leader into a later LE without
+// applying the LEs in between (seed 191: B's t-1, broker 3 leads LE 6
+// STOPPED and writable, then LE 11 after an unclean election it never saw
+// as a follower): the partition stayed writable while plan.Machine's
+// BecameLeader redid PREPARING → MIRRORING, and Produce appended the
+// broker's own records among mirrored ones (SPEC §6.2a, §8.17; the §8.18
+// check saw it). TestKnownBugWritableAcrossLeaderEpochs.
 func (w *world) becomingLeader(p *simPart, st replica.PartitionState, inMirror bool) bool {
 	if st.Leader != twinlog.BrokerID(p.b.id) {
 		return false
@@ -379,20 +377,9 @@ func (w *world) becomingLeader(p *simPart, st replica.PartitionState, inMirror b
 	if p.r.Role() != replica.RoleLeader {
 		return true
 	}
-	if st.LeaderEpoch == p.r.LeaderEpoch() {
-		return false
+	le, ok := w.writableLE[p]
+	if !ok {
+		le = twinlog.NoEpoch
 	}
-	if inMirror && w.writable[p] {
-		s := p.b.s
-		if !p.knownBugs["mirror-writable-across-leader-epochs"] {
-			if p.knownBugs == nil {
-				p.knownBugs = map[string]bool{}
-			}
-			p.knownBugs["mirror-writable-across-leader-epochs"] = true
-			s.report.KnownBugs["mirror-writable-across-leader-epochs"]++
-			s.tracef("known bug mirror-writable-across-leader-epochs: broker %d %s: writable leader in LE %d applies LE %d as leader: stays writable (workaround: read-only)",
-				p.b.id, p.key, p.r.LeaderEpoch(), st.LeaderEpoch)
-		}
-	}
-	return true
+	return st.LeaderEpoch > max(p.r.LeaderEpoch(), le)
 }
