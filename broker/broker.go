@@ -180,8 +180,12 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	return b, nil
 }
 
+// defaultDial connects to a broker or controller. passthrough: the name is
+// resolved at every connection attempt (as grpc.Dial did) instead of by
+// grpc's dns resolver, which re-resolves at most every 30 s and kept a
+// name that briefly resolved to nothing failing "produced zero addresses".
 func defaultDial(addr string) (*grpc.ClientConn, error) {
-	return grpc.NewClient(addr,
+	return grpc.NewClient("passthrough:///"+addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
 		experimental.WithBufferPool(BufferPool),

@@ -211,7 +211,8 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	}
 	if c.dial == nil {
 		c.dial = func(addr string) (*grpc.ClientConn, error) {
-			return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), rpcopt.ClientKeepalive())
+			// passthrough: resolve at every attempt (see broker's defaultDial).
+			return grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()), rpcopt.ClientKeepalive())
 		}
 	}
 	if c.obs == nil {

@@ -189,7 +189,7 @@ step "fail back: A mirrors create b-to-a from B" tA mirrors create b-to-a --sour
 step "docker network disconnect b-broker-3 from interlink" docker network disconnect "${PROJECT}_interlink" "$(cid b-broker-3)"
 step "produce $((N / 2)) records on B while b-broker-3 is cut off" produce p2b B 0 $((N / 2))
 sleep 5
-step "docker network connect b-broker-3 to interlink" docker network connect "${PROJECT}_interlink" "$(cid b-broker-3)"
+step "docker network connect b-broker-3 to interlink" docker network connect --alias b-broker-3 "${PROJECT}_interlink" "$(cid b-broker-3)"
 step "A mirrors B after failback (identical records)" caught_up
 
 # --- fail over to A again -------------------------------------------------
