@@ -170,8 +170,8 @@ func (a *app) mirrorsAction(verb, short string) *cobra.Command {
 
 func (a *app) mirrorsStop() *cobra.Command {
 	var (
-		wait        bool
-		waitTimeout time.Duration
+		wait, noWait                bool
+		waitTimeout, stoppedTimeout time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "stop NAME [TOPIC...]",
@@ -198,11 +198,29 @@ Stop works from FAILED too, for disaster recovery when the source is gone.`,
 			if err != nil {
 				return rpcError(err, a.bootstrap, "stop mirror")
 			}
+			for _, r := range resp.GetTopics() {
+				if r.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+					return a.renderMirrorTopicResults(args[0], resp.GetTopics(), "stopped (writable)")
+				}
+			}
+			// The controller records the desired state; each partition's
+			// leader then bumps its epoch, records the LMLE and only then
+			// accepts produce (SPEC §6.7). Report "writable" when it is.
+			if noWait {
+				return a.renderMirrorTopicResults(args[0], resp.GetTopics(), "stop recorded (partitions turn writable shortly)")
+			}
+			wctx, wcancel := context.WithTimeout(cmd.Context(), stoppedTimeout)
+			defer wcancel()
+			if err := waitStopped(wctx, client, args[0], args[1:]); err != nil {
+				return fmt.Errorf("mirror %s: stop recorded, but %w (see `twinctl mirrors describe %s`)", args[0], err, args[0])
+			}
 			return a.renderMirrorTopicResults(args[0], resp.GetTopics(), "stopped (writable)")
 		},
 	}
 	c.Flags().BoolVar(&wait, "wait-for-catch-up", false, "wait until the mirror has no lag before stopping")
 	c.Flags().DurationVar(&waitTimeout, "wait-timeout", 30*time.Second, "how long the server may wait for catch-up")
+	c.Flags().BoolVar(&noWait, "no-wait", false, "return once the stop is recorded, before the partitions are writable")
+	c.Flags().DurationVar(&stoppedTimeout, "stopped-timeout", 30*time.Second, "how long to wait for every partition to be STOPPED (writable)")
 	return c
 }
 
@@ -359,5 +377,40 @@ func (a *app) mirrorsDescribe() *cobra.Command {
 			}
 			return nil
 		},
+	}
+}
+
+// waitStopped polls DescribeMirrors until every partition of topics (all
+// of the mirror's when empty) reports STOPPED, or ctx ends; the error then
+// names the partitions that are not.
+func waitStopped(ctx context.Context, client twinlogv1.MirrorServiceClient, mirror string, topics []string) error {
+	want := map[string]bool{}
+	for _, t := range topics {
+		want[t] = true
+	}
+	for {
+		var pending []string
+		resp, err := client.DescribeMirrors(ctx, &twinlogv1.DescribeMirrorsRequest{Names: []string{mirror}})
+		if err == nil {
+			for _, m := range resp.GetMirrors() {
+				for _, p := range m.GetPartitions() {
+					if (len(want) == 0 || want[p.GetTopic()]) && p.GetState() != twinlogv1.MirrorState_MIRROR_STATE_STOPPED {
+						pending = append(pending, fmt.Sprintf("%s-%d %s", p.GetTopic(), p.GetPartition(),
+							strings.TrimPrefix(p.GetState().String(), "MIRROR_STATE_")))
+					}
+				}
+			}
+			if len(pending) == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return fmt.Errorf("describe mirror: %w", err)
+			}
+			return fmt.Errorf("not every partition is STOPPED yet: %s", strings.Join(pending, ", "))
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
