@@ -252,11 +252,15 @@ func (g *gates) record(from, to string, mirror bool, req *pb.FetchRequest, reply
 // ungated, the log of its fetches is kept). Gated fetches are recorded
 // (Fetches). The rule is evaluated with the gate lock held: keep it pure.
 func (c *Cluster) SetFetchRule(id twinlog.BrokerID, topic string, p int32, rule FetchRule) {
+	c.setFetchRule(gateKey{c.nodeName(id), topic, p, false}, rule)
+}
+
+// setFetchRule installs (nil: removes) the rule of one gate key.
+func (c *Cluster) setFetchRule(k gateKey, rule FetchRule) {
 	g := &c.Net.gates
 	g.mu.Lock()
 	g.init()
 	g.notify[c] = c.notify
-	k := gateKey{c.nodeName(id), topic, p, false}
 	if rule == nil {
 		delete(g.fetch, k)
 	} else {
@@ -346,19 +350,7 @@ func (c *Cluster) FetchHeld(id twinlog.BrokerID, topic string, p int32) bool {
 // SetFetchRule does its follower fetches; the two kinds are gated apart.
 // Gated mirror fetches are recorded (MirrorFetches).
 func (c *Cluster) SetMirrorFetchRule(id twinlog.BrokerID, topic string, p int32, rule FetchRule) {
-	g := &c.Net.gates
-	g.mu.Lock()
-	g.init()
-	g.notify[c] = c.notify
-	k := gateKey{c.nodeName(id), topic, p, true}
-	if rule == nil {
-		delete(g.fetch, k)
-	} else {
-		g.fetch[k] = rule
-	}
-	g.changedLocked()
-	g.mu.Unlock()
-	c.notify()
+	c.setFetchRule(gateKey{c.nodeName(id), topic, p, true}, rule)
 }
 
 // HoldMirrorFetches stops broker id's mirror fetcher of topic-p sending

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"flag"
 	"strconv"
 	"testing"
@@ -25,22 +24,7 @@ func twoClusterConfig(seed uint64) Config {
 
 func runTwoSeed(t *testing.T, seed uint64) *Report {
 	t.Helper()
-	cfg := twoClusterConfig(seed)
-	if *flagTrace && *flagSeed != 0 {
-		cfg.Trace = t.Output()
-	}
-	rep, err := Run(cfg)
-	if err != nil {
-		var f *Failure
-		if errors.As(err, &f) {
-			t.Fatalf("%v\nreport: %v", f, rep)
-		}
-		t.Fatal(err)
-	}
-	if testing.Verbose() {
-		t.Logf("%v", rep)
-	}
-	return rep
+	return runConfig(t, twoClusterConfig(seed))
 }
 
 // TestTwoClusterSeeds runs two-cluster seeds (A, and B mirroring it with

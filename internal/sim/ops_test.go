@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"testing"
 )
 
@@ -17,20 +16,5 @@ func twoClusterRegression(seed uint64) Config {
 
 func runTwoRegression(t *testing.T, seed uint64) *Report {
 	t.Helper()
-	cfg := twoClusterRegression(seed)
-	if *flagTrace && *flagSeed != 0 {
-		cfg.Trace = t.Output()
-	}
-	rep, err := Run(cfg)
-	if err != nil {
-		var f *Failure
-		if errors.As(err, &f) {
-			t.Fatalf("%v\nreport: %v", f, rep)
-		}
-		t.Fatal(err)
-	}
-	if testing.Verbose() {
-		t.Logf("%v", rep)
-	}
-	return rep
+	return runConfig(t, twoClusterRegression(seed))
 }

@@ -36,7 +36,13 @@ func seeds(t *testing.T) []uint64 {
 
 func runSeed(t *testing.T, seed uint64) *Report {
 	t.Helper()
-	cfg := Config{Seed: seed}
+	return runConfig(t, Config{Seed: seed})
+}
+
+// runConfig runs one simulation (traced with -sim.trace when replaying one
+// seed) and fails the test with the failure and the report.
+func runConfig(t *testing.T, cfg Config) *Report {
+	t.Helper()
 	if *flagTrace && *flagSeed != 0 {
 		cfg.Trace = t.Output()
 	}
