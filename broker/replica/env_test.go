@@ -349,8 +349,10 @@ func (e *env) sendFetch(id twinlog.BrokerID, max int) bool {
 }
 
 // answerAlter plays the controller for the oldest outstanding AlterPartition
-// (SPEC §3.6 checks 1–8, simplified), then pushes metadata on success.
-func (e *env) answerAlter(force ErrorCode) {
+// (SPEC §3.6 checks 1–8, simplified), then pushes metadata on success unless
+// hold. bumpLE commits the change in a new leader epoch, as the controller
+// does when the change completes a reassignment that removes replicas.
+func (e *env) answerAlter(force ErrorCode, bumpLE, hold bool) {
 	if len(e.alters) == 0 {
 		e.printf("no alter-partition outstanding\n")
 		return
@@ -390,6 +392,9 @@ func (e *env) answerAlter(force ErrorCode) {
 	resp := &pb.AlterPartitionResponse{Error: code}
 	if code == errNone {
 		c.pe++
+		if bumpLE {
+			c.le++
+		}
 		c.isr = nil
 		for _, m := range req.NewIsr {
 			c.isr = append(c.isr, twinlog.BrokerID(m.BrokerId))
@@ -403,13 +408,16 @@ func (e *env) answerAlter(force ErrorCode) {
 	e.printf("alter-partition seq %d from %d -> %s", a.prop.Seq, a.leader, shortCode(code))
 	if code == errNone {
 		e.printf(" isr %v PE %d", c.isr, c.pe)
+		if bumpLE {
+			e.printf(" LE %d", c.le)
+		}
 	}
 	e.printf("\n")
 	if n := e.nodes[a.leader]; n != nil && n.up {
 		n.r.HandleAlterPartitionResponse(a.prop.Seq, resp, e.now)
 		e.processReady(n)
 	}
-	if code == errNone {
+	if code == errNone && !hold {
 		e.push(e.ids())
 	}
 }
@@ -649,13 +657,13 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 		e.printf(" HW %d\n", dec.HighWatermark)
 		e.processReady(e.nodes[id])
 	case "alter-partition-ok", "alter-partition":
-		e.answerAlter(errNone)
+		e.answerAlter(errNone, argStr(d, "bump-le", "false") == "true", argStr(d, "hold", "false") == "true")
 	case "alter-partition-err":
 		code, ok := pb.ErrorCode_value["ERROR_CODE_"+argStr(d, "code", "")]
 		if !ok {
 			t.Fatalf("%s: unknown code", d.Pos)
 		}
-		e.answerAlter(pb.ErrorCode(code))
+		e.answerAlter(pb.ErrorCode(code), false, false)
 	case "tick":
 		e.now += argInt(t, d, "ms", 0)
 		e.printf("now %d\n", e.now)

@@ -293,8 +293,14 @@ func (r *Replica) HandleAlterPartitionResponse(seq uint64, resp *pb.AlterPartiti
 		r.inflight = nil
 		r.event(EventAlterRejected, "%v: rollback to %v", resp.GetError(), r.isr)
 	case twinlog.Epoch(resp.GetLeaderEpoch()) != r.le:
-		r.inflight = nil
-		r.event(EventIgnored, "alter-partition response for LE %d, at LE %d", resp.GetLeaderEpoch(), r.le)
+		// Committed, but in another LE: the controller bumped the LE in the
+		// same change (a reassignment completing, SPEC §3.7), so its ISR may
+		// hold a member the committed r.isr lacks. Dropping the pending
+		// change would let the HW pass that member's LEO (§8.7); keep the
+		// maximal ISR until metadata brings the new LE (becomeLeader or a
+		// role change resets it). Simulator seeds 4, 168, 189.
+		r.event(EventIgnored, "alter-partition committed in LE %d, at LE %d: keeping maximal ISR %v until metadata", resp.GetLeaderEpoch(), r.le, r.maximalISR())
+		return
 	case twinlog.PartitionEpoch(resp.GetPartitionEpoch()) < r.pe:
 		r.inflight = nil
 		r.event(EventIgnored, "alter-partition response PE %d < %d", resp.GetPartitionEpoch(), r.pe)

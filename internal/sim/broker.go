@@ -640,10 +640,11 @@ func (p *simPart) sendAlterPartitionAttempt(ap replica.AlterPartitionProposal, a
 			retry()
 			return
 		}
-		if p.alterAnswerNewLE(ap.Seq, resp) { // ops.go: known bug workaround
-			return
-		}
+		pending := p.r.AlterPartitionPending(ap.Seq)
 		p.r.HandleAlterPartitionResponse(ap.Seq, resp, s.now)
+		if pending {
+			p.checkAlterAnswerNewLE(resp)
+		}
 		if resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE && p.r.Role() == replica.RoleLeader {
 			// The outcome may be unknown or the answer stale
 			// (INVALID_UPDATE_VERSION after a retried, applied request):
