@@ -15,11 +15,12 @@ build:
 	$(GO) build $(PKGS)
 
 # test: every package with the race detector (the simulator's 50 default
-# seeds included), then 200 simulator seeds plus the regression seeds
-# without -race (issue 7's CI floor; ~20 s).
+# seeds included), then 200 single-cluster and 200 two-cluster simulator
+# seeds without -race (issue 7's CI floor; ~30 s; the regression seeds run
+# in the first line).
 test:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
-	$(GO) test -count=1 -timeout 10m ./internal/sim -run TestSimSeeds -sim.seeds=200
+	$(GO) test -count=1 -timeout 10m ./internal/sim -run 'TestSimSeeds|TestTwoClusterSeeds' -sim.seeds=200 -sim.twoseeds=200
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
@@ -57,17 +58,25 @@ run: bins
 	./bin/runlocal $(RUNFLAGS)
 
 # bench runs the storage and controller benchmarks on the real disk (temp
-# dirs), then twinbench against an in-process 3-broker cluster. Set
+# dirs), the mirror benchmarks (two in-process clusters: throughput and lag,
+# failover for 1 and 100 partitions, failback after BENCH_FAILBACK_MB
+# diverged), then twinbench against an in-process 3-broker cluster. Set
 # TWINLOG_BENCH_RECOVERY_MB=1024 for the 1 GiB recovery figure.
+BENCH_FAILBACK_MB ?= 100
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./storage/... ./controller/...
+	TWINLOG_BENCH_FAILBACK_MB=$(BENCH_FAILBACK_MB) $(GO) test -run '^$$' -bench Mirror -benchtime 1x ./broker/brokertest/
 	$(GO) run ./cmd/twinbench --inprocess --partitions 8 --rf 3 --min-isr 2 --acks -1 --record-size 1024 --duration 30s
 
-# sim runs the deterministic simulator (one cluster so far) over SEEDS seeds.
+# sim runs the deterministic simulator over SEEDS single-cluster seeds and
+# TWOSEEDS two-cluster seeds (mirroring, failovers, failbacks; TWOFAULTMS of
+# faults each, 0 = the test's default of 8 s). The defaults take about
+# 2 + 2 minutes on 2 cores.
 SEEDS ?= 2000
+TWOSEEDS ?= 500
+TWOFAULTMS ?= 0
 sim:
-	@if [ ! -d internal/sim ]; then echo "make sim: internal/sim does not exist yet (the simulator is being written); nothing to run"; exit 0; fi
-	$(GO) test ./internal/sim -run TestSim -count=1 -timeout 60m -sim.seeds=$(SEEDS)
+	$(GO) test ./internal/sim -run 'TestSimSeeds|TestTwoClusterSeeds' -count=1 -timeout 60m -sim.seeds=$(SEEDS) -sim.twoseeds=$(TWOSEEDS) -sim.twofaultms=$(TWOFAULTMS)
 
 # e2e: docker-compose end-to-end test of both clusters, mirroring, failover
 # and failback (scripts/e2e.sh). Skips when no Docker engine answers.
