@@ -224,7 +224,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown partition", []string{"partitions", "describe", "orders:7"}, ExitError, "partition orders-7: unknown topic or partition"},
 		{"topic exists", []string{"topics", "create", "orders"}, ExitError, "inspect it with `twinctl topics describe orders`"},
 		{"configs of unknown topic", []string{"configs", "get", "--topic", "nope"}, ExitError, "list topics with `twinctl topics list`"},
-		{"unimplemented RPC", []string{"reassign", "orders:0=1,2,3"}, ExitError, "does not serve this RPC"},
+		{"unimplemented RPC", []string{"elect-leaders", "--all"}, ExitError, "does not serve this RPC"},
 		{"unknown command", []string{"frobnicate"}, ExitUsage, `unknown command "frobnicate"`},
 		{"unknown subcommand", []string{"topics", "frobnicate"}, ExitUsage, `unknown command "frobnicate" for "twinctl topics"`},
 		{"group without subcommand", []string{"mirrors"}, ExitUsage, "needs a subcommand"},

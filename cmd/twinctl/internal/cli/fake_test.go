@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 )
@@ -35,6 +36,19 @@ type fakeAdmin struct {
 	brokers   []*twinlogv1.BrokerRecord
 	configs   []*twinlogv1.ConfigEntry
 	mirrors   []*twinlogv1.MirrorDescription
+
+	// StopMirrorTopics puts the named partitions in STOPPING (desired
+	// STOPPED), as a controller does before the leaders bump (SPEC §6.7).
+	// stoppingPolls is how many DescribeMirrors answers still show them
+	// STOPPING before they turn STOPPED; -1 keeps them STOPPING forever.
+	stoppingPolls int
+	stopErrs      map[string]twinlogv1.ErrorCode // topic → per-topic stop error
+	stopReqs      []*twinlogv1.StopMirrorTopicsRequest
+	describeCalls int
+	// onDescribeMirrors, if set, runs at the start of each DescribeMirrors.
+	onDescribeMirrors func()
+
+	reassignReqs []*twinlogv1.AlterPartitionReassignmentsRequest
 }
 
 func newFakeAdmin(topics map[string]int32) *fakeAdmin {
@@ -167,8 +181,91 @@ func (f *fakeAdmin) DescribeConfigs(_ context.Context, req *twinlogv1.DescribeCo
 	return resp, nil
 }
 
-func (f *fakeAdmin) DescribeMirrors(context.Context, *twinlogv1.DescribeMirrorsRequest) (*twinlogv1.DescribeMirrorsResponse, error) {
-	return &twinlogv1.DescribeMirrorsResponse{Mirrors: f.mirrors}, nil
+func (f *fakeAdmin) DescribeMirrors(_ context.Context, req *twinlogv1.DescribeMirrorsRequest) (*twinlogv1.DescribeMirrorsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.onDescribeMirrors != nil {
+		f.onDescribeMirrors()
+	}
+	f.describeCalls++
+	switch {
+	case f.stoppingPolls == 0:
+		for _, m := range f.mirrors {
+			for _, p := range m.GetPartitions() {
+				if p.GetState() == twinlogv1.MirrorState_MIRROR_STATE_STOPPING {
+					p.State = twinlogv1.MirrorState_MIRROR_STATE_STOPPED
+				}
+			}
+		}
+	case f.stoppingPolls > 0:
+		f.stoppingPolls--
+	}
+	resp := &twinlogv1.DescribeMirrorsResponse{}
+	for _, m := range f.mirrors {
+		if len(req.GetNames()) == 0 || slices.Contains(req.GetNames(), m.GetName()) {
+			// A copy: the next call mutates f.mirrors while this answer may
+			// still be marshalled.
+			resp.Mirrors = append(resp.Mirrors, proto.CloneOf(m))
+		}
+	}
+	return resp, nil
+}
+
+// StopMirrorTopics records the request and moves the topics' partitions to
+// STOPPING; DescribeMirrors later reports them STOPPED (see stoppingPolls).
+func (f *fakeAdmin) StopMirrorTopics(_ context.Context, req *twinlogv1.StopMirrorTopicsRequest) (*twinlogv1.StopMirrorTopicsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopReqs = append(f.stopReqs, req)
+	var m *twinlogv1.MirrorDescription
+	for _, x := range f.mirrors {
+		if x.GetName() == req.GetMirror() {
+			m = x
+		}
+	}
+	topics := req.GetTopics()
+	if m == nil {
+		return &twinlogv1.StopMirrorTopicsResponse{Topics: []*twinlogv1.MirrorTopicResult{{Error: twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MIRROR}}}, nil
+	}
+	if len(topics) == 0 {
+		for _, p := range m.GetPartitions() {
+			if !slices.Contains(topics, p.GetTopic()) {
+				topics = append(topics, p.GetTopic())
+			}
+		}
+	}
+	resp := &twinlogv1.StopMirrorTopicsResponse{}
+	for _, t := range topics {
+		r := &twinlogv1.MirrorTopicResult{Topic: t, Error: f.stopErrs[t]}
+		if r.Error == twinlogv1.ErrorCode_ERROR_CODE_NONE {
+			r.Error = twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+			for _, p := range m.GetPartitions() {
+				if p.GetTopic() == t {
+					p.DesiredState, p.State = twinlogv1.MirrorState_MIRROR_STATE_STOPPED, twinlogv1.MirrorState_MIRROR_STATE_STOPPING
+					r.Error = twinlogv1.ErrorCode_ERROR_CODE_NONE
+				}
+			}
+		}
+		resp.Topics = append(resp.Topics, r)
+	}
+	return resp, nil
+}
+
+// AlterPartitionReassignments records the request and accepts every
+// partition of a known topic.
+func (f *fakeAdmin) AlterPartitionReassignments(_ context.Context, req *twinlogv1.AlterPartitionReassignmentsRequest) (*twinlogv1.AlterPartitionReassignmentsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reassignReqs = append(f.reassignReqs, req)
+	resp := &twinlogv1.AlterPartitionReassignmentsResponse{}
+	for _, p := range req.GetPartitions() {
+		r := &twinlogv1.PartitionResult{Topic: p.GetTopic(), Partition: p.GetPartition()}
+		if count, ok := f.topics[p.GetTopic()]; !ok || p.GetPartition() >= count {
+			r.Error = twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	return resp, nil
 }
 
 // harness runs a fakeAdmin on bufconn and records every address dialed.
