@@ -182,6 +182,9 @@ REQUEST_TIMED_OUT (changing nothing) if that takes longer than --wait-timeout.
 Stop works from FAILED too, for disaster recovery when the source is gone.`,
 		Args: minArgs(1, "a mirror name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !noWait && stoppedTimeout <= 0 {
+				return usagef("--stopped-timeout must be positive (got %v); use --no-wait not to wait", stoppedTimeout)
+			}
 			client, err := a.mirrorClient()
 			if err != nil {
 				return err
@@ -200,7 +203,9 @@ Stop works from FAILED too, for disaster recovery when the source is gone.`,
 			}
 			for _, r := range resp.GetTopics() {
 				if r.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE {
-					return a.renderMirrorTopicResults(args[0], resp.GetTopics(), "stopped (writable)")
+					// Some topics failed: the others' stop is recorded but
+					// not yet applied; do not call them writable.
+					return a.renderMirrorTopicResults(args[0], resp.GetTopics(), "stop recorded (partitions turn writable shortly)")
 				}
 			}
 			// The controller records the desired state; each partition's
@@ -388,10 +393,11 @@ func waitStopped(ctx context.Context, client twinlogv1.MirrorServiceClient, mirr
 	for _, t := range topics {
 		want[t] = true
 	}
+	var pending []string // as of the last answered poll
 	for {
-		var pending []string
 		resp, err := client.DescribeMirrors(ctx, &twinlogv1.DescribeMirrorsRequest{Names: []string{mirror}})
 		if err == nil {
+			pending = pending[:0]
 			for _, m := range resp.GetMirrors() {
 				for _, p := range m.GetPartitions() {
 					if (len(want) == 0 || want[p.GetTopic()]) && p.GetState() != twinlogv1.MirrorState_MIRROR_STATE_STOPPED {
@@ -406,7 +412,9 @@ func waitStopped(ctx context.Context, client twinlogv1.MirrorServiceClient, mirr
 		}
 		select {
 		case <-ctx.Done():
-			if err != nil {
+			// The deadline may end a poll in flight: report the last
+			// answered one, and the describe error only if none answered.
+			if pending == nil {
 				return fmt.Errorf("describe mirror: %w", err)
 			}
 			return fmt.Errorf("not every partition is STOPPED yet: %s", strings.Join(pending, ", "))

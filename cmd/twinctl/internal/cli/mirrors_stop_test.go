@@ -185,16 +185,43 @@ func TestMirrorsStopTimeout(t *testing.T) {
 	if strings.Contains(r.stderr, "--help") {
 		t.Errorf("stderr = %q: a timeout is not a usage error", r.stderr)
 	}
-	// The deadline nearly always ends between polls, and then the error
-	// names the partitions of the stopped topic that are not STOPPED. If it
-	// ends during a poll, waitStopped reports that poll's DeadlineExceeded
-	// instead, so the list is only checked when present.
-	if strings.Contains(r.stderr, "not every partition is STOPPED yet") {
-		if !strings.Contains(r.stderr, "STOPPED yet: orders-0 STOPPING, orders-1 STOPPING (see") {
-			t.Errorf("stderr = %q, want the pending partitions orders-0 and orders-1 (and not payments)", r.stderr)
+	// The error names the partitions of the stopped topic that are not
+	// STOPPED, as of the last answered poll, even when the deadline ends a
+	// poll in flight.
+	if !strings.Contains(r.stderr, "STOPPED yet: orders-0 STOPPING, orders-1 STOPPING (see") {
+		t.Errorf("stderr = %q, want the pending partitions orders-0 and orders-1 (and not payments)", r.stderr)
+	}
+}
+
+// TestMirrorsStopPartialFailure: when one topic's stop fails, the others'
+// stop is recorded but not applied yet, so none is reported writable, and
+// the command fails.
+func TestMirrorsStopPartialFailure(t *testing.T) {
+	f := stopFake(1)
+	f.stopErrs = map[string]twinlogv1.ErrorCode{"payments": twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_STATE}
+	r := runStop(t, f, "mirrors", "stop", "m")
+	if r.code != ExitError {
+		t.Errorf("exit %d, want %d (ExitError)", r.code, ExitError)
+	}
+	if want := "mirror m topic orders: stop recorded (partitions turn writable shortly)\n"; r.stdout != want {
+		t.Errorf("stdout = %q, want %q", r.stdout, want)
+	}
+	if !strings.Contains(r.stderr, "payments") {
+		t.Errorf("stderr = %q, want the failed topic payments", r.stderr)
+	}
+}
+
+// TestMirrorsStopBadTimeout: a non-positive --stopped-timeout is a usage
+// error, found before anything is sent.
+func TestMirrorsStopBadTimeout(t *testing.T) {
+	for _, v := range []string{"0s", "-1s"} {
+		r := runStop(t, stopFake(1), "mirrors", "stop", "m", "--stopped-timeout", v)
+		if r.code != ExitUsage {
+			t.Errorf("--stopped-timeout %s: exit %d, want %d (ExitUsage); stderr %q", v, r.code, ExitUsage, r.stderr)
 		}
-	} else if !strings.Contains(r.stderr, "describe mirror: ") {
-		t.Errorf("stderr = %q, want the pending partitions or the failed poll", r.stderr)
+		if len(r.stopReqs) != 0 {
+			t.Errorf("--stopped-timeout %s: %d stop requests sent, want 0", v, len(r.stopReqs))
+		}
 	}
 }
 
