@@ -140,6 +140,7 @@ func (b *Broker) fetchOnce(req *pb.FetchRequest, parts []*partition, waits []*fe
 			FetchOffset:        twinlog.Offset(fp.GetFetchOffset()),
 			CurrentLeaderEpoch: twinlog.Epoch(fp.GetCurrentLeaderEpoch()),
 			LastFetchedEpoch:   twinlog.Epoch(fp.GetLastFetchedEpoch()),
+			Seq:                fp.GetFetchSeq(),
 		}
 		if fr.FetcherType != pb.FetcherType_FETCHER_TYPE_FOLLOWER {
 			fr.ReplicaID = twinlog.NoBroker

@@ -139,7 +139,7 @@ func (f *fetcher) run(ctx context.Context) {
 			req.Partitions = append(req.Partitions, &pb.FetchPartition{
 				Topic: it.p.tp.Topic, Partition: it.p.tp.Partition, FetchOffset: int64(it.req.FetchOffset),
 				CurrentLeaderEpoch: int32(it.req.CurrentLeaderEpoch), LastFetchedEpoch: int32(it.req.LastFetchedEpoch),
-				PartitionMaxBytes: int32(b.cfg.ReplicaFetchMaxBytes),
+				PartitionMaxBytes: int32(b.cfg.ReplicaFetchMaxBytes), FetchSeq: it.req.Seq,
 			})
 		}
 		rctx, cancel := context.WithTimeout(ctx, b.cfg.ReplicaFetchMaxWait+b.cfg.RPCTimeout)
@@ -263,6 +263,18 @@ func (f *fetcher) apply(items []fetchItem, resp *pb.FetchResponse) bool {
 	flushAll(flush)
 	return progress
 }
+
+// fetchSeqClock is the origin of fetchSeqStart.
+var fetchSeqClock = time.Now()
+
+// fetchSeqStart is replica.Config.FetchSeqStart for a replica created now:
+// the monotonic clock in nanoseconds. A partition removed and hosted again
+// within one broker epoch gets a new replica, whose fetches must be
+// numbered above its predecessor's (the leader refuses the others, and
+// must refuse a delayed fetch of the deleted log); no replica sends a fetch
+// per nanosecond, so a later start is above every seq an earlier replica
+// of this process used.
+func fetchSeqStart() int64 { return max(time.Since(fetchSeqClock).Nanoseconds(), 0) }
 
 // flushAll fsyncs the partitions' logs concurrently and fails those whose
 // flush fails.

@@ -328,6 +328,7 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 	}
 	if usable && role == replica.RoleLeader {
 		st.ISR = p.r.ISR()
+		st.MaximalISR = p.r.MaximalISR()
 		if p.state != nil {
 			st.Replicas = toIDs(p.state.GetReplicas())
 		}
@@ -496,7 +497,7 @@ func (b *Broker) mirrorConfigMs(own int64, key string) int64 {
 }
 
 func sameStatus(a, c plan.ReplicaStatus) bool {
-	if !slices.Equal(a.Replicas, c.Replicas) || !slices.Equal(a.ISR, c.ISR) ||
+	if !slices.Equal(a.Replicas, c.Replicas) || !slices.Equal(a.ISR, c.ISR) || !slices.Equal(a.MaximalISR, c.MaximalISR) ||
 		a.MinInsyncReplicas != c.MinInsyncReplicas || a.SupportUncleanLeaderElection != c.SupportUncleanLeaderElection ||
 		len(a.FollowerAlignedEpoch) != len(c.FollowerAlignedEpoch) {
 		return false
@@ -523,7 +524,13 @@ func (r *mirrorRunner) applyDesired(d plan.Desired) {
 			r.step(plan.Start{Generation: d.Generation, SourceClusterID: d.SourceClusterID})
 		}
 	case plan.Paused:
-		if old.State != plan.Paused && r.m.State() == plan.Mirroring {
+		if d.Generation > old.Generation || old.State == plan.Stopped || old.State == plan.NotStarted {
+			// Started and paused since the last look: the run first.
+			r.step(plan.Start{Generation: d.Generation, SourceClusterID: d.SourceClusterID})
+		}
+		// Whatever the machine's state: it keeps the pause as its desired
+		// state until it can act on it (plan.Accepts).
+		if old.State != plan.Paused {
 			r.step(plan.Pause{})
 		}
 	case plan.Stopped:
@@ -605,6 +612,10 @@ func (r *mirrorRunner) perform(ctx context.Context, a plan.Action) {
 	case plan.FailPendingProduces:
 		// SetWritable(false) already failed them with READ_ONLY_TOPIC.
 	case plan.AddTaints:
+		if a.Seq > 0 {
+			r.addRunTaints(a)
+			return
+		}
 		p.mu.Lock()
 		for _, t := range a.Taints {
 			p.r.SetTaint(t.Replica, replica.Taint{Epoch: t.Epoch, Offset: t.Offset})
@@ -626,6 +637,34 @@ func (r *mirrorRunner) perform(ctx context.Context, a plan.Action) {
 		r.log.Info("mirror state", "from", a.From, "to", a.To, "reason", a.Reason)
 		b.mobs.ObserveMirrorState(r.mirror, r.tp.Topic, r.tp.Partition, a.From, a.To)
 	}
+}
+
+// addRunTaints installs a run's taints (SPEC §6.6 step 4) only if none names
+// a member of the replica's maximal ISR, checked under p.mu with the
+// install: the machine's ReplicaStatus may predate an ISR expansion that a
+// fetch proposed since, and the controller may commit it whatever the
+// leader learns later (§8.19). The answer lets the machine write them, or
+// keeps the run PENDING.
+func (r *mirrorRunner) addRunTaints(a plan.AddTaints) {
+	ts := make(map[twinlog.BrokerID]replica.Taint, len(a.Taints))
+	var refused []twinlog.BrokerID
+	for _, t := range a.Taints {
+		ts[t.Replica] = replica.Taint{Epoch: t.Epoch, Offset: t.Offset}
+		refused = append(refused, t.Replica)
+	}
+	p := r.p
+	p.mu.Lock()
+	if p.usableLocked() == nil {
+		refused = p.r.AddRunTaints(ts)
+		p.processReadyLocked()
+	}
+	p.mu.Unlock()
+	if len(refused) == 0 {
+		r.b.mobs.ObserveMirrorTaints(r.tp.Topic, r.tp.Partition, len(a.Taints))
+	} else {
+		r.log.Info("mirror taints refused: replicas joining the ISR", "replicas", refused)
+	}
+	r.post(plan.TaintsAdded{Seq: a.Seq, Refused: refused})
 }
 
 func (r *mirrorRunner) queryLMLE(ctx context.Context, seq uint64) {

@@ -58,6 +58,7 @@ func newPartition(b *Broker, tp twinlog.TopicPartition, topicID string, dir *sto
 		ID:                  b.cfg.ID,
 		Partition:           tp,
 		ReplicaLagTimeMaxMs: b.cfg.ReplicaLagTimeMax.Milliseconds(),
+		FetchSeqStart:       fetchSeqStart(),
 	}, replica.LogState{
 		LogStartOffset: l.LogStartOffset(),
 		LogEndOffset:   l.LogEndOffset(),

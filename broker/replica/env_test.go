@@ -157,7 +157,13 @@ func (e *env) addNode(id twinlog.BrokerID, l *memLog, hw twinlog.Offset) {
 }
 
 func (e *env) open(n *node) {
-	r, err := New(Config{ID: n.id, Partition: e.tp, ReplicaLagTimeMaxMs: e.lagMs}, LogState{
+	cfg := Config{ID: n.id, Partition: e.tp, ReplicaLagTimeMaxMs: e.lagMs}
+	if n.r != nil {
+		// A rebuilt replica numbers its fetches above its predecessor's
+		// (Config.FetchSeqStart), as the shells do.
+		cfg.FetchSeqStart = n.r.fetchSeq
+	}
+	r, err := New(cfg, LogState{
 		LogStartOffset: n.log.start, LogEndOffset: n.log.leo(), HighWatermark: n.hwCkpt,
 		Epochs: n.ckpt, AlignedEpoch: n.aligned,
 	})

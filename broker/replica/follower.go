@@ -9,8 +9,20 @@ import (
 // currentLeaderEpoch = LE, lastFetchedEpoch = latest cached epoch,
 // fetchOffset = LEO. It reports false unless the replica is a follower, and
 // while a truncation awaits ConfirmTruncation (the log may end below LEO).
-// Sending it again (after a drop) is harmless.
+// Each call numbers the fetch with the next Seq and makes it the one whose
+// answer the machine takes: the shell calls it for every fetch it sends (a
+// resend after a drop included) and never sends one request twice, since
+// the leader refuses a Seq it has already evaluated.
 func (r *Replica) NextFetch() (FetchTarget, bool) {
+	t, ok := r.fetchTarget(r.fetchSeq + 1)
+	if ok {
+		r.fetchSeq++
+	}
+	return t, ok
+}
+
+// fetchTarget is the fetch numbered seq for the current log and LE.
+func (r *Replica) fetchTarget(seq int64) (FetchTarget, bool) {
 	if r.role != RoleFollower || r.truncationUnconfirmed {
 		return FetchTarget{}, false
 	}
@@ -21,17 +33,18 @@ func (r *Replica) NextFetch() (FetchTarget, bool) {
 		FetchOffset:        r.leo,
 		CurrentLeaderEpoch: r.le,
 		LastFetchedEpoch:   r.cache.Latest(),
+		Seq:                seq,
 	}}, true
 }
 
 // HandleFetchResponse applies the leader's answer to a follower fetch (SPEC
 // §4.4): truncation on DivergingEpoch or OFFSET_OUT_OF_RANGE, else append,
-// log start and HW from the leader, aligned epoch (§6.6 step 3). Answers to a
-// request other than the one NextFetch would now send are dropped, so
-// duplicated, delayed and reordered responses are harmless.
+// log start and HW from the leader, aligned epoch (§6.6 step 3). Answers to
+// any request but the last NextFetch, or to it once the log or LE moved, are
+// dropped, so duplicated, delayed and reordered responses are harmless.
 func (r *Replica) HandleFetchResponse(resp FetchResponse, nowMs int64) {
-	cur, ok := r.NextFetch()
-	if !ok || cur.Request != resp.Request {
+	cur, ok := r.fetchTarget(r.fetchSeq)
+	if !ok || r.fetchSeq == r.cfg.FetchSeqStart || cur.Request != resp.Request {
 		r.event(EventIgnored, "stale fetch response (offset %d, LE %d)", resp.Request.FetchOffset, resp.Request.CurrentLeaderEpoch)
 		return
 	}

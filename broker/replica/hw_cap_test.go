@@ -107,7 +107,7 @@ func TestHWCapValidatedInMemory(t *testing.T) {
 					t.Fatal(err)
 				}
 				d := r.HandleFollowerFetch(FetchRequest{ReplicaID: 2, BrokerEpoch: 1, FetcherType: pb.FetcherType_FETCHER_TYPE_FOLLOWER,
-					FetchOffset: 20, CurrentLeaderEpoch: 2, LastFetchedEpoch: 2}, 0)
+					FetchOffset: 20, CurrentLeaderEpoch: 2, LastFetchedEpoch: 2, Seq: 1}, 0)
 				if d.Error != errNone || d.DivergingEpoch != nil || r.HighWatermark() != 20 {
 					t.Fatalf("follower fetch in LE 2: %v %v, HW %d, want NONE and HW 20", d.Error, d.DivergingEpoch, r.HighWatermark())
 				}

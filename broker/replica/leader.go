@@ -107,6 +107,11 @@ func (r *Replica) HandleFollowerFetch(f FetchRequest, nowMs int64) FetchDecision
 		d.Error = errUnknownEpoch
 		return d
 	}
+	if isFollower {
+		if d.Error = r.fenceFollowerFetch(f, fs); d.Error != errNone {
+			return d
+		}
+	}
 	// Step 3.
 	if f.FetchOffset < r.logStart {
 		d.Error = errOutOfRange
@@ -149,7 +154,49 @@ func (r *Replica) HandleFollowerFetch(f FetchRequest, nowMs int64) FetchDecision
 	return d
 }
 
+// fenceFollowerFetch refuses a follower fetch that is older than one this
+// leader already evaluated in this LE, before anything about the follower
+// is noted (an extension of SPEC §4.3: Kafka's fetch session epoch). A
+// fetch describes the follower's log when it was sent; a delayed one may
+// describe records the follower has since truncated on an answer to a later
+// fetch (DivergingEpoch, OFFSET_OUT_OF_RANGE), and the leader's log may
+// have changed so that it now passes step 4 (a mirror partition appends the
+// other cluster's records, whose epoch numbers mean other records; simulator
+// seed two:448). Taking its fetchOffset as the follower's LEO would let the
+// HW pass the follower's real LEO (§8.7). So: an older broker epoch than the
+// last fetch's or the registered one (a previous incarnation, perhaps
+// before a lossy crash) → STALE_BROKER_EPOCH; the same broker epoch and a
+// Seq not above the last fetch's → INVALID_FETCH_SESSION_EPOCH; Seq 0 (an
+// unnumbered fetch) → INVALID_REQUEST. Every fetch that passes is recorded,
+// whatever the later steps answer, since any answer from step 3 on may
+// change the follower's log. The one exception is an identical
+// re-evaluation of the last fetch after it was served at step 7: the
+// shell's long poll evaluates one request again, and a NONE answer only
+// lets the follower append, so the fetch still describes a prefix of its
+// log. The record is per LE: a fetch of an older LE is fenced at step 2.
+func (r *Replica) fenceFollowerFetch(f FetchRequest, fs *follower) ErrorCode {
+	if f.Seq <= 0 {
+		return errInvalidRequest
+	}
+	if reg, ok := r.brokers[f.ReplicaID]; ok && f.BrokerEpoch < reg {
+		return errStaleBrokerEpoch
+	}
+	last := fs.lastFetch
+	switch {
+	case last.Seq == 0 || f.BrokerEpoch > last.BrokerEpoch:
+	case f.BrokerEpoch < last.BrokerEpoch:
+		return errStaleBrokerEpoch
+	case f.Seq > last.Seq:
+	case f == last && fs.lastFetchServed:
+	default:
+		return errStaleFetch
+	}
+	fs.lastFetch, fs.lastFetchServed = f, false
+	return errNone
+}
+
 func (r *Replica) updateFollower(f FetchRequest, fs *follower, nowMs int64) {
+	fs.lastFetchServed = true
 	switch {
 	case f.FetchOffset >= r.leo:
 		fs.lastCaughtUpMs = nowMs

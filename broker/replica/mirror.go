@@ -42,6 +42,31 @@ func (r *Replica) SetTaint(id twinlog.BrokerID, t Taint) {
 	r.taints[id] = t
 }
 
+// AddRunTaints installs the taints of a mirror run entering MIRRORING (SPEC
+// §6.6 step 4) unless one of them names a member of the maximal ISR: the
+// committed ISR, or an addition of the AlterPartition in flight, which the
+// controller may already have committed (§3.6) — taints only keep a
+// replica out of the ISR from now on (§4.5), and a tainted ISR member is
+// what §8.19 forbids. It then installs none and returns those members (the
+// machine computed the taints from an older view and checks again).
+func (r *Replica) AddRunTaints(ts map[twinlog.BrokerID]Taint) (refused []twinlog.BrokerID) {
+	isr := r.maximalISR()
+	for id := range ts {
+		if slices.Contains(isr, id) {
+			refused = append(refused, id)
+		}
+	}
+	if len(refused) > 0 {
+		slices.Sort(refused)
+		r.event(EventIgnored, "run taints of %v refused: in the maximal ISR %v", refused, isr)
+		return refused
+	}
+	for id, t := range ts {
+		r.SetTaint(id, t)
+	}
+	return nil
+}
+
 // ResetTaints replaces the taint set with ts, the partition's durable
 // taints: what a new leadership loaded from __mirror_state (SPEC §6.4
 // "Leaders of once-mirrored topics load the taints before serving follower

@@ -207,8 +207,12 @@ func TestTaintsPendingHoldsFollowerFetches(t *testing.T) {
 				t.Fatalf("follower acted on UNKNOWN_LEADER_EPOCH: ops %v LEO %d", rd.LogOps, follower.LogEndOffset())
 			}
 			e.processReady(e.nodes[2])
-			if next, _ := follower.NextFetch(); next.Request != ft.Request {
-				t.Fatalf("refetch %+v, want the same %+v", next.Request, ft.Request)
+			next, _ := follower.NextFetch()
+			if next.Request.Seq != ft.Request.Seq+1 {
+				t.Fatalf("refetch seq %d, want %d", next.Request.Seq, ft.Request.Seq+1)
+			}
+			if next.Request.Seq = ft.Request.Seq; next.Request != ft.Request {
+				t.Fatalf("refetch %+v, want the same %+v but for Seq", next.Request, ft.Request)
 			}
 			c := leader.HandleFollowerFetch(FetchRequest{ReplicaID: twinlog.NoBroker, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER,
 				FetchOffset: 0, CurrentLeaderEpoch: 2, LastFetchedEpoch: twinlog.NoEpoch}, e.now)
@@ -233,6 +237,8 @@ func TestTaintsPendingHoldsFollowerFetches(t *testing.T) {
 					t.Fatal("taint cleared by a diverging answer")
 				}
 				e.processReady(e.nodes[1])
+				// Resent: the leader refuses a Seq it has evaluated.
+				ft, _ = follower.NextFetch()
 				e.deliverFetch(queuedFetch{from: 2, target: ft}) // truncates to T
 				if got := follower.LogEndOffset(); got != tc.taint.Offset {
 					t.Fatalf("follower LEO %d after DivergingEpoch, want %d", got, tc.taint.Offset)
@@ -362,5 +368,61 @@ func TestTaintsDroppedOnLeadershipLoss(t *testing.T) {
 	e.push(e.ids())
 	if len(l.Taints()) != 0 || len(l.TaintsClearing()) != 0 {
 		t.Fatalf("after losing leadership: taints %v clearing %v", l.Taints(), l.TaintsClearing())
+	}
+}
+
+// TestAddRunTaintsRefusesMaximalISR: a run's taints (SPEC §6.6 step 4) are
+// installed only if none names a member of the maximal ISR. A follower whose
+// expansion is in flight may be committed by the controller whatever the
+// leader learns later (§3.6), and a tainted ISR member breaks §8.19 (and a
+// later leader loading the taint would cut it below the HW, §8.7).
+func TestAddRunTaintsRefusesMaximalISR(t *testing.T) {
+	e := newEnv(1000)
+	e.quiet = true
+	e.addNode(1, parseLog(t, "0-3@1"), 4)
+	e.addNode(2, parseLog(t, "0-1@1"), 2)
+	e.addNode(3, parseLog(t, "0@1"), 1)
+	e.ctl.replicas, e.ctl.isr, e.ctl.leader, e.ctl.le, e.ctl.pe = []twinlog.BrokerID{1, 2, 3}, []twinlog.BrokerID{1}, 1, 2, 1
+	e.ctl.m = 1
+	e.push(e.ids())
+	leader := e.nodes[1].r
+	for range 3 {
+		if slices.Contains(leader.MaximalISR(), 2) {
+			break
+		}
+		ft, ok := e.nodes[2].r.NextFetch()
+		if !ok {
+			t.Fatal("follower 2 has no fetch")
+		}
+		e.deliverFetch(queuedFetch{from: 2, target: ft})
+	}
+	if !leader.AlterPartitionInFlight() || !slices.Equal(leader.MaximalISR(), []twinlog.BrokerID{1, 2}) || !slices.Equal(leader.ISR(), []twinlog.BrokerID{1}) {
+		t.Fatalf("want expansion [1 2] in flight; committed %v, maximal %v", leader.ISR(), leader.MaximalISR())
+	}
+
+	tests := []struct {
+		name        string
+		taints      []twinlog.BrokerID
+		wantRefused []twinlog.BrokerID
+		wantTaints  []twinlog.BrokerID // installed after the call
+	}{
+		{"member of the expansion in flight", []twinlog.BrokerID{2, 3}, []twinlog.BrokerID{2}, nil},
+		{"committed member", []twinlog.BrokerID{1}, []twinlog.BrokerID{1}, nil},
+		{"outside the maximal ISR", []twinlog.BrokerID{3}, nil, []twinlog.BrokerID{3}},
+	}
+	for _, tt := range tests {
+		ts := map[twinlog.BrokerID]Taint{}
+		for _, id := range tt.taints {
+			ts[id] = Taint{Epoch: 1, Offset: 4}
+		}
+		refused := leader.AddRunTaints(ts)
+		var got []twinlog.BrokerID
+		for id := range leader.Taints() {
+			got = append(got, id)
+		}
+		slices.Sort(got)
+		if !slices.Equal(refused, tt.wantRefused) || !slices.Equal(got, tt.wantTaints) {
+			t.Errorf("%s: refused %v, taints %v; want %v, %v", tt.name, refused, got, tt.wantRefused, tt.wantTaints)
+		}
 	}
 }

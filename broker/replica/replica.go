@@ -20,6 +20,12 @@ type follower struct {
 	// alignedEpoch is the LE in which this leader last answered the follower
 	// NONE without DivergingEpoch (SPEC §6.6 step 3), −1 none.
 	alignedEpoch twinlog.Epoch
+	// lastFetch is the newest fetch of this LE that passed the fence
+	// (fenceFollowerFetch), Seq 0 none; lastFetchServed: it was answered
+	// NONE without DivergingEpoch (step 7), so an identical re-evaluation
+	// (the shell's long poll) may pass again.
+	lastFetch       FetchRequest
+	lastFetchServed bool
 }
 
 type pendingProduce struct {
@@ -93,6 +99,7 @@ type Replica struct {
 
 	// Follower state.
 	followerHWLE twinlog.Epoch // LE of the last leader HW taken
+	fetchSeq     int64         // Seq of the last NextFetch (Config.FetchSeqStart before the first)
 
 	rd Ready
 }
@@ -127,6 +134,7 @@ func New(cfg Config, st LogState) (*Replica, error) {
 		leso:         twinlog.NoOffset,
 		followerHWLE: twinlog.NoEpoch,
 		hwCheckedLE:  twinlog.NoEpoch,
+		fetchSeq:     cfg.FetchSeqStart,
 	}
 	return r, nil
 }

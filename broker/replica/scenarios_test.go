@@ -36,6 +36,9 @@ func TestS4Divergence(t *testing.T) {
 			if tc.wantDiv != nil && e.nodes[1].r.followers[2].fetchedInLE {
 				t.Fatalf("follower state touched on divergence")
 			}
+			// That answer is lost; the follower sends the fetch again,
+			// numbered anew (the leader refuses a Seq it has evaluated).
+			ft, _ = e.nodes[2].r.NextFetch()
 			e.deliverFetch(queuedFetch{from: 2, target: ft})
 			if got := e.nodes[2].r.LogEndOffset(); got != tc.wantLEO {
 				t.Fatalf("follower LEO = %d, want %d", got, tc.wantLEO)

@@ -26,6 +26,8 @@ const (
 	errReadOnly         = pb.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC
 	errInvalidRequest   = pb.ErrorCode_ERROR_CODE_INVALID_REQUEST
 	errInvalidMirrorSrc = pb.ErrorCode_ERROR_CODE_INVALID_MIRROR_SOURCE
+	errStaleBrokerEpoch = pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH
+	errStaleFetch       = pb.ErrorCode_ERROR_CODE_INVALID_FETCH_SESSION_EPOCH
 )
 
 // Sentinel errors returned by the shell-facing hooks (never for protocol
@@ -74,6 +76,12 @@ type Config struct {
 	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms (SPEC §4.5); 0 means
 	// the default 30000.
 	ReplicaLagTimeMaxMs int64
+	// FetchSeqStart: the first follower fetch is numbered FetchSeqStart+1
+	// (FetchRequest.Seq). A shell that rebuilds the replica of a partition
+	// within one broker epoch starts it above every seq its predecessor
+	// sent, or the leader refuses the new replica's fetches as stale until
+	// its next leader epoch.
+	FetchSeqStart int64
 }
 
 func (c Config) withDefaults() Config {
@@ -90,6 +98,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReplicaLagTimeMaxMs < 0 {
 		return fmt.Errorf("%w: negative replica lag %d", ErrInvalidConfig, c.ReplicaLagTimeMaxMs)
+	}
+	if c.FetchSeqStart < 0 {
+		return fmt.Errorf("%w: negative fetch seq start %d", ErrInvalidConfig, c.FetchSeqStart)
 	}
 	return nil
 }
@@ -199,6 +210,11 @@ type FetchRequest struct {
 	FetchOffset        twinlog.Offset
 	CurrentLeaderEpoch twinlog.Epoch
 	LastFetchedEpoch   twinlog.Epoch
+	// Seq numbers a FOLLOWER's fetches (FetchPartition.fetch_seq): each
+	// NextFetch takes the next one. The leader refuses a fetch that is not
+	// newer than one it already evaluated in this LE (see
+	// fenceFollowerFetch). Unused for CONSUMER and MIRROR fetches.
+	Seq int64
 }
 
 // EpochEndOffset is a DivergingEpoch or an OffsetForLeaderEpoch answer.

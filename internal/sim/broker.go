@@ -397,7 +397,8 @@ func (b *simBroker) openPart(tp twinlog.TopicPartition, topicID string) *simPart
 			return nil
 		}
 	}
-	r, err := replica.New(replica.Config{ID: twinlog.BrokerID(b.id), Partition: tp, ReplicaLagTimeMaxMs: s.cfg.ReplicaLagMs},
+	// FetchSeqStart: broker/fetcher.go's fetchSeqStart, the clock in ns.
+	r, err := replica.New(replica.Config{ID: twinlog.BrokerID(b.id), Partition: tp, ReplicaLagTimeMaxMs: s.cfg.ReplicaLagMs, FetchSeqStart: s.now * 1_000_000},
 		replica.LogState{LogStartOffset: l.LogStartOffset(), LogEndOffset: l.LogEndOffset(), HighWatermark: l.HighWatermark(),
 			Epochs: l.Epochs().Entries(), AlignedEpoch: aligned})
 	if err != nil {
@@ -724,10 +725,15 @@ func (p *simPart) maybeFetch() {
 	b := p.b
 	inc := b.inc
 	leader := s.brokers[t.Leader-1]
+	// On the wire the broker's registration epoch, as broker/fetcher.go
+	// sends (the machine's is its metadata view: −1 while it shows this
+	// broker fenced); the answer goes back with the machine's request.
 	req := t.Request
+	req.BrokerEpoch = twinlog.BrokerEpoch(b.epoch)
 	maxRecords := 1 + s.rng.IntN(20)
 	s.net.send(b.node(), leader.node(), "fetch", func() {
 		resp, recs := leader.serveFetch(p.tp, req, maxRecords)
+		resp.Request = t.Request
 		s.net.send(leader.node(), b.node(), "fetch-resp", func() {
 			if b.inc != inc || !b.up || b.parts[p.tp] != p {
 				return
@@ -754,6 +760,10 @@ func (b *simBroker) serveFetch(tp twinlog.TopicPartition, req replica.FetchReque
 	}
 	d := p.r.HandleFollowerFetch(req, s.now)
 	p.processReady()
+	if d.Error == pb.ErrorCode_ERROR_CODE_INVALID_FETCH_SESSION_EPOCH || d.Error == pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH {
+		s.tracef("broker %d %s: refused stale fetch from %d (broker epoch %d seq %d offset %d LE %d last %d): %s",
+			b.id, p.key, req.ReplicaID, req.BrokerEpoch, req.Seq, req.FetchOffset, req.CurrentLeaderEpoch, req.LastFetchedEpoch, shortCode(d.Error))
+	}
 	resp.Error, resp.LeaderEpoch = d.Error, d.LeaderEpoch
 	resp.HighWatermark, resp.LogStartOffset, resp.LogEndOffset = d.HighWatermark, d.LogStartOffset, d.LogEndOffset
 	resp.DivergingEpoch = d.DivergingEpoch

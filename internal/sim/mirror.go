@@ -782,6 +782,7 @@ func (r *mirrorRunner) observe() {
 	}
 	if leading {
 		st.ISR = p.r.ISR()
+		st.MaximalISR = p.r.MaximalISR()
 		if pr := b.image.Partition(p.tp.Topic, p.tp.Partition); pr != nil {
 			st.Replicas = toIDs(pr.GetReplicas())
 		}
@@ -1035,7 +1036,7 @@ func taintsOf(lmle *pb.MirrorLmleRecord) map[twinlog.BrokerID]replica.Taint {
 }
 
 func sameStatus(a, c plan.ReplicaStatus) bool {
-	if !slices.Equal(a.Replicas, c.Replicas) || !slices.Equal(a.ISR, c.ISR) ||
+	if !slices.Equal(a.Replicas, c.Replicas) || !slices.Equal(a.ISR, c.ISR) || !slices.Equal(a.MaximalISR, c.MaximalISR) ||
 		a.MinInsyncReplicas != c.MinInsyncReplicas || a.SupportUncleanLeaderElection != c.SupportUncleanLeaderElection ||
 		len(a.FollowerAlignedEpoch) != len(c.FollowerAlignedEpoch) {
 		return false
@@ -1062,7 +1063,13 @@ func (r *mirrorRunner) applyDesired(d plan.Desired) {
 			r.stepM(plan.Start{Generation: d.Generation, SourceClusterID: d.SourceClusterID})
 		}
 	case plan.Paused:
-		if old.State != plan.Paused && r.m.State() == plan.Mirroring {
+		if d.Generation > old.Generation || old.State == plan.Stopped || old.State == plan.NotStarted {
+			// Started and paused since the last look: the run first.
+			r.stepM(plan.Start{Generation: d.Generation, SourceClusterID: d.SourceClusterID})
+		}
+		// Whatever the machine's state: it keeps the pause as its desired
+		// state until it can act on it (plan.Accepts).
+		if old.State != plan.Paused {
 			r.stepM(plan.Pause{})
 		}
 	case plan.Stopped:
@@ -1120,6 +1127,24 @@ func (r *mirrorRunner) perform(a plan.Action) {
 	case plan.FailPendingProduces:
 		// SetWritable(false) already failed them.
 	case plan.AddTaints:
+		if a.Seq > 0 {
+			// As broker/mirror.go addRunTaints: a run's taints, refused if
+			// one names a member of the maximal ISR.
+			ts := make(map[twinlog.BrokerID]replica.Taint, len(a.Taints))
+			for _, t := range a.Taints {
+				ts[t.Replica] = replica.Taint{Epoch: t.Epoch, Offset: t.Offset}
+			}
+			refused := p.r.AddRunTaints(ts)
+			p.processReady()
+			if len(refused) > 0 {
+				w.rep.Checks["§8.19 run taints refused for maximal-ISR members"]++
+				s.tracef("mirror %s broker %d: taints %v refused (maximal ISR %v)", p.key, p.b.id, a.Taints, p.r.MaximalISR())
+			} else {
+				s.tracef("mirror %s broker %d: taints %v", p.key, p.b.id, a.Taints)
+			}
+			r.post(plan.TaintsAdded{Seq: a.Seq, Refused: refused})
+			return
+		}
 		for _, t := range a.Taints {
 			p.r.SetTaint(t.Replica, replica.Taint{Epoch: t.Epoch, Offset: t.Offset})
 		}

@@ -111,6 +111,15 @@ type WriteFailed struct {
 	Error twinlogv1.ErrorCode
 }
 
+// TaintsAdded answers AddTaints{Seq} (Seq > 0, the taints of a run entering
+// MIRRORING). Refused lists the taint targets the leader's replica found in
+// its maximal ISR (committed, or added by an AlterPartition in flight) when
+// the shell installed them; the replica then installed none of them.
+type TaintsAdded struct {
+	Seq     uint64
+	Refused []twinlog.BrokerID
+}
+
 // FollowerRepaired: a tainted follower's fetch was answered without
 // DivergingEpoch (SPEC §6.6 step 4); its taint is cleared once written.
 type FollowerRepaired struct{ Replica twinlog.BrokerID }
@@ -171,6 +180,7 @@ func (TruncationDone) isEvent()       {}
 func (ReplicaStatusChanged) isEvent() {}
 func (WriteAcked) isEvent()           {}
 func (WriteFailed) isEvent()          {}
+func (TaintsAdded) isEvent()          {}
 func (FollowerRepaired) isEvent()     {}
 func (Fetched) isEvent()              {}
 func (FetchNeedsBump) isEvent()       {}
@@ -258,7 +268,19 @@ type FailPendingProduces struct{ Error twinlogv1.ErrorCode }
 
 // AddTaints: answer these replicas per SPEC §4.3 step 4 and keep them out of
 // the ISR (merge rule of MergeTaints).
-type AddTaints struct{ Taints []Taint }
+//
+// Seq 0: taints loaded from the durable record (BecameLeader): install them
+// unconditionally. Seq > 0: the skipped replicas of a run entering
+// MIRRORING (SPEC §6.6 step 4), computed from a ReplicaStatus that may be
+// stale: install them only if none is in the replica's maximal ISR now, in
+// the same critical section as the check (else none), and answer with
+// TaintsAdded. An AlterPartition in flight may already be committed, so a
+// taint of one of its additions would put a tainted replica in the ISR
+// (§8.19); the machine writes no taint before the answer.
+type AddTaints struct {
+	Seq    uint64
+	Taints []Taint
+}
 
 // ClearTaint: the replica's taint is cleared and durable; it may rejoin.
 type ClearTaint struct{ Replica twinlog.BrokerID }

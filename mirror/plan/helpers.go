@@ -124,6 +124,9 @@ func StopBumpEpoch(lmle, le twinlog.Epoch) twinlog.Epoch { return max(lmle, le) 
 type ReplicaStatus struct {
 	// Replicas is R, ISR the committed ISR (both include the leader).
 	Replicas, ISR []twinlog.BrokerID
+	// MaximalISR is the leader's maximal ISR (SPEC §1.2: ISR ∪ the
+	// additions of its AlterPartition in flight); nil means ISR.
+	MaximalISR []twinlog.BrokerID
 	// FollowerAlignedEpoch is, per follower, the highest LE in which this
 	// leader answered one of its fetches with NONE and no DivergingEpoch
 	// (absent: none in this leadership). The leader's own aligned epoch is
@@ -140,8 +143,16 @@ type ReplicaStatus struct {
 // ISR member is aligned for the run (the leader by its own aligned epoch),
 // |ISR| ≥ m = min(min.insync.replicas, |R|), and, when the unclean-support
 // config is true at check time, ISR = R.
+//
+// It also waits while the leader has an ISR expansion in flight (a
+// MaximalISR member outside ISR), which SPEC §6.6 leaves open: step 4 taints
+// R − ISR, and the controller may already have committed the expansion
+// (§3.6), so tainting its new member would put a tainted replica in the ISR
+// (§8.19; simulator seeds 75, 134). Once it is answered the committed ISR
+// is definitive again: the member is in it (and must be aligned) or is
+// skipped.
 func ReadyToMirror(st ReplicaStatus, self twinlog.BrokerID, selfAligned, truncationEpoch twinlog.Epoch) bool {
-	if truncationEpoch < 0 {
+	if truncationEpoch < 0 || ExpansionInFlight(st) {
 		return false
 	}
 	m := min(st.MinInsyncReplicas, len(st.Replicas))
@@ -165,6 +176,17 @@ func ReadyToMirror(st ReplicaStatus, self twinlog.BrokerID, selfAligned, truncat
 		}
 	}
 	return true
+}
+
+// ExpansionInFlight reports whether st's maximal ISR holds a replica its
+// committed ISR lacks (an AlterPartition adding it is in flight).
+func ExpansionInFlight(st ReplicaStatus) bool {
+	for _, r := range st.MaximalISR {
+		if !slices.Contains(st.ISR, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // Taint marks a replica skipped by an LMLE truncation (SPEC §6.6 step 4):

@@ -168,6 +168,9 @@ func TestReadyToMirror(t *testing.T) {
 		{"skip out-of-ISR, config false", plan.ReplicaStatus{Replicas: ids(1, 2), ISR: ids(1), MinInsyncReplicas: 1}, 5, 5, true},
 		{"config true needs ISR = R", plan.ReplicaStatus{Replicas: ids(1, 2), ISR: ids(1), MinInsyncReplicas: 1, SupportUncleanLeaderElection: true}, 5, 5, false},
 		{"config true, all in", plan.ReplicaStatus{Replicas: ids(1, 2), ISR: ids(1, 2), FollowerAlignedEpoch: al(2, 7), MinInsyncReplicas: 1, SupportUncleanLeaderElection: true}, 5, 5, true},
+		{"expansion in flight", plan.ReplicaStatus{Replicas: ids(1, 2), ISR: ids(1), MaximalISR: ids(1, 2), FollowerAlignedEpoch: al(2, 5), MinInsyncReplicas: 1}, 5, 5, false},
+		{"maximal = ISR", plan.ReplicaStatus{Replicas: ids(1, 2), ISR: ids(1), MaximalISR: ids(1), MinInsyncReplicas: 1}, 5, 5, true},
+		{"shrink in flight", plan.ReplicaStatus{Replicas: ids(1, 2), ISR: ids(1, 2), MaximalISR: ids(1, 2), FollowerAlignedEpoch: al(2, 5), MinInsyncReplicas: 1}, 5, 5, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -61,6 +61,29 @@ func CheckTransition(s twinlogv1.MirrorState, op Op) twinlogv1.ErrorCode {
 	return twinlogv1.ErrorCode_ERROR_CODE_INVALID_REQUEST
 }
 
+// Accepts reports whether the machine takes op in state s; Step refuses the
+// rest with ErrInvalidRequest. Start and Stop follow CheckTransition. For
+// Pause and Resume, CheckTransition is the controller's rule on the desired
+// state (SPEC §6.5: Pause only from desired MIRRORING, Resume only from
+// desired PAUSED), and a partition's run may be anywhere when the new
+// desired state reaches its leader. The machine records it as its desired
+// state in every state of a run — PREPARING, TRUNCATING, PENDING,
+// MIRRORING, PAUSED, and FAILED, whose retry is a run — and acts on it once
+// it can: it pauses on reaching MIRRORING (PAUSED does not fetch) and
+// resumes a PAUSED run. Refusing it instead would drop it for good: the
+// shell steps each desired-state change once. No run is to be paused or
+// resumed before a start, while stopping, or when stopped (writable).
+func Accepts(s twinlogv1.MirrorState, op Op) bool {
+	if op != OpPause && op != OpResume {
+		return CheckTransition(s, op) == twinlogv1.ErrorCode_ERROR_CODE_NONE
+	}
+	switch s {
+	case Preparing, Truncating, Pending, Mirroring, Paused, Failed:
+		return true
+	}
+	return false
+}
+
 // Log is the machine's read-only view of the local partition log. The shell
 // owns it and applies the machine's actions to it before reporting them.
 type Log interface {
@@ -143,6 +166,7 @@ const (
 	stepRunBump            // TRUNCATING: bump outstanding
 	stepRunTruncate        // TRUNCATING: truncation outstanding
 	stepAwaitReplicas      // PENDING (or TRUNCATING before the first status)
+	stepAddTaints          // the run's taints being installed (AddTaints{Seq})
 	stepMirrorWrites       // MIRRORING record (+ taints) being written
 	stepFetching           // fetcher running
 	stepFetchBump          // bump for a fetched batch epoch
@@ -195,6 +219,7 @@ type Machine struct {
 	queries  int
 	t        twinlog.Offset // T of the run (§6.6 step 2)
 	replicas *ReplicaStatus
+	skipping []twinlog.BrokerID // skipped replicas whose AddTaints is awaited
 
 	session   uint64
 	fetching  bool
@@ -333,6 +358,10 @@ func (m *Machine) step1(ev Event) error {
 			delete(m.writes, ev.Seq)
 			m.rewrite = append(m.rewrite, w)
 			m.run.LastError = "write __mirror_state: " + ev.Error.String()
+		}
+	case TaintsAdded:
+		if m.step == stepAddTaints && ev.Seq == m.await {
+			m.onTaintsAdded(ev.Refused)
 		}
 	case FollowerRepaired:
 		m.onRepaired(ev.Replica)
@@ -539,13 +568,16 @@ func (m *Machine) opPause() error {
 		m.desired.State = Paused
 		return nil
 	}
-	if CheckTransition(m.state, OpPause) != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+	if !Accepts(m.state, OpPause) {
 		return fmt.Errorf("%w: pause from %v", ErrInvalidRequest, m.state)
 	}
 	m.desired.State = Paused
-	if m.step == stepFetching {
+	// Otherwise the machine pauses after the bump or truncation in flight
+	// (fetchAgain) or on reaching MIRRORING (onWriteAcked; a FAILED run's
+	// retry too), or is PAUSED already.
+	if m.state == Mirroring && m.step == stepFetching {
 		m.pause()
-	} // else after the bump/truncation in flight (fetchAgain)
+	}
 	return nil
 }
 
@@ -554,11 +586,15 @@ func (m *Machine) opResume() error {
 		m.desired.State = Mirroring
 		return nil
 	}
-	if CheckTransition(m.state, OpResume) != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+	if !Accepts(m.state, OpResume) {
 		return fmt.Errorf("%w: resume from %v", ErrInvalidRequest, m.state)
 	}
 	m.desired.State = Mirroring
-	m.resume()
+	// Otherwise the run, or the bump or truncation in flight of a deferred
+	// pause, goes on to fetch in MIRRORING.
+	if m.state == Paused {
+		m.resume()
+	}
 	return nil
 }
 
@@ -587,9 +623,11 @@ func (m *Machine) caughtUpNow() bool {
 	return m.srcHW >= 0 && m.log.LogEndOffset() >= m.srcHW
 }
 
-// startWanted: metadata asks for a run newer than the current one.
+// startWanted: metadata asks for a run newer than the current one. A
+// generation paused before this machine began it is such a run too (the
+// controller pauses only a started one): it pauses on reaching MIRRORING.
 func (m *Machine) startWanted() bool {
-	return m.desired.State == Mirroring && m.desired.Generation > m.run.Generation
+	return (m.desired.State == Mirroring || m.desired.State == Paused) && m.desired.Generation > m.run.Generation
 }
 
 // reconcile applies the desired state once the machine is in a stable state.
@@ -734,9 +772,44 @@ func (m *Machine) checkReplicas() {
 	}
 }
 
+// enterMirroring taints the skipped replicas (SPEC §6.6 step 4). The
+// ReplicaStatus they come from may be stale: the leader may have proposed
+// one of them for the ISR since. So the taints are installed first, checked
+// against the replica's maximal ISR at that moment (AddTaints{Seq}), and
+// only once they hold are they written with the MIRRORING record.
 func (m *Machine) enterMirroring() {
 	st := *m.replicas
 	skipped := SkippedReplicas(st.Replicas, st.ISR)
+	if len(skipped) == 0 {
+		m.commitMirroring(nil)
+		return
+	}
+	m.skipping = skipped
+	m.await = m.next()
+	m.step = stepAddTaints
+	m.emit(AddTaints{Seq: m.await, Taints: TaintsFor(skipped, twinlog.Epoch(m.run.LmleUsed), m.t)})
+}
+
+// onTaintsAdded: the replica installed the run's taints, or refused them
+// all because it holds a target in its maximal ISR (an expansion proposed
+// after the status the machine used). Then the run stays PENDING and checks
+// again with the next status (or Tick), which shows the expansion.
+func (m *Machine) onTaintsAdded(refused []twinlog.BrokerID) {
+	if len(refused) == 0 {
+		m.commitMirroring(m.skipping)
+		return
+	}
+	m.run.LastError = fmt.Sprintf("taints refused: replicas %v are joining the ISR", refused)
+	m.step = stepAwaitReplicas
+	if m.state != Pending {
+		m.setState(Pending, "skipped replicas joining the ISR")
+		m.writeRun(false)
+	}
+}
+
+// commitMirroring writes the MIRRORING record and the taints of the
+// skipped replicas (installed in the replica already).
+func (m *Machine) commitMirroring(skipped []twinlog.BrokerID) {
 	added := TaintsFor(skipped, twinlog.Epoch(m.run.LmleUsed), m.t)
 	m.run.SkippedReplicas = brokersToInt32(skipped)
 	m.run.State = Mirroring
@@ -749,9 +822,6 @@ func (m *Machine) enterMirroring() {
 	}
 	l.Taints = taintsToProto(MergeTaints(WithoutTaint(existing, m.cfg.BrokerID), added))
 	m.lmle = l
-	if len(added) > 0 {
-		m.emit(AddTaints{Taints: added})
-	}
 	m.step = stepMirrorWrites
 	m.writeLmle(true, clear)
 	m.writeRun(true)
@@ -1000,6 +1070,12 @@ func (m *Machine) tick() {
 	case stepAwaitReplicas:
 		if m.nowMs >= m.timeout {
 			m.fail("replicas not aligned within mirror.pending.timeout.ms")
+			return
+		}
+		if m.replicas != nil {
+			// After refused taints the status may be unchanged (the
+			// expansion rolled back before the shell saw it): look again.
+			m.checkReplicas()
 		}
 	case stepFailedBackoff:
 		if m.nowMs >= m.nextAtMs {
@@ -1058,7 +1134,14 @@ func (m *Machine) onWriteAcked(seq uint64) {
 	}
 	switch m.step {
 	case stepMirrorWrites:
-		m.mirroring("replicas aligned")
+		if m.desired.State == Paused {
+			// Paused during the run: MIRRORING is recorded; pause without
+			// starting the fetcher (SPEC §6.5: PAUSED does not fetch).
+			m.setState(Mirroring, "replicas aligned")
+			m.pause()
+		} else {
+			m.mirroring("replicas aligned")
+		}
 		m.reconcile()
 	case stepStopWrites:
 		m.step = stepStopBump

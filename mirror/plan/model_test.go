@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/twinlog/twinlog"
@@ -117,6 +118,10 @@ type cluster struct {
 	// REQUEST_TIMED_OUT (the answer was lost).
 	truncPts  []plan.TruncationPoint
 	loseBumps int
+
+	// maximalISR is the replica's maximal ISR as of now, which the last
+	// status the machine got may not show yet (nil: the status's).
+	maximalISR []twinlog.BrokerID
 
 	// holdWrites keeps __mirror_state writes unacknowledged in held.
 	holdWrites bool
@@ -325,8 +330,21 @@ func (c *cluster) perform(a plan.Action) plan.Event {
 	case plan.FailPendingProduces:
 		c.failed++
 	case plan.AddTaints:
+		// The replica refuses a run's taints (Seq > 0) of a member of its
+		// maximal ISR, the status possibly not showing it yet.
+		var refused []twinlog.BrokerID
 		for _, t := range a.Taints {
-			c.taints[t.Replica] = t
+			if a.Seq > 0 && (slices.Contains(c.maximalISR, t.Replica) || slices.Contains(c.status.ISR, t.Replica)) {
+				refused = append(refused, t.Replica)
+			}
+		}
+		if len(refused) == 0 {
+			for _, t := range a.Taints {
+				c.taints[t.Replica] = t
+			}
+		}
+		if a.Seq > 0 {
+			return plan.TaintsAdded{Seq: a.Seq, Refused: refused}
 		}
 	case plan.ClearTaint:
 		delete(c.taints, a.Replica)

@@ -35,7 +35,7 @@ func TestPropertyRandomEvents(t *testing.T) {
 		op := func(ev plan.Event, o plan.Op) {
 			before := b.m.State()
 			err := b.m.Step(ev)
-			legal := plan.CheckTransition(before, o) == twinlogv1.ErrorCode_ERROR_CODE_NONE
+			legal := plan.Accepts(before, o)
 			if legal != (err == nil) {
 				rt.Fatalf("%v from %v: err %v", o, before, err)
 			}

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/twinlog/twinlog"
@@ -247,6 +248,20 @@ func TestTransitionLegality(t *testing.T) {
 			}
 		}
 	}
+	// The machine takes Pause and Resume in any state of a run, as its
+	// desired state (see plan.Accepts); Start and Stop as the table.
+	run := []twinlogv1.MirrorState{plan.Preparing, plan.Truncating, plan.Pending, plan.Mirroring, plan.Paused, plan.Failed}
+	for _, s := range states {
+		for _, op := range []plan.Op{plan.OpStart, plan.OpPause, plan.OpResume, plan.OpStop} {
+			want := plan.CheckTransition(s, op) == twinlogv1.ErrorCode_ERROR_CODE_NONE
+			if op == plan.OpPause || op == plan.OpResume {
+				want = slices.Contains(run, s)
+			}
+			if got := plan.Accepts(s, op); got != want {
+				t.Errorf("machine accepts %v from %v = %v, want %v", op, s, got, want)
+			}
+		}
+	}
 
 	// On the machine: drive to a state, try every op.
 	reach := map[twinlogv1.MirrorState]func(b *cluster){
@@ -277,7 +292,7 @@ func TestTransitionLegality(t *testing.T) {
 			setup(b)
 			b.checkState(s)
 			err := b.m.Step(ev)
-			wantOK := plan.CheckTransition(s, op) == twinlogv1.ErrorCode_ERROR_CODE_NONE
+			wantOK := plan.Accepts(s, op)
 			if wantOK != (err == nil) {
 				t.Errorf("%v from %v: err %v", op, s, err)
 			}
@@ -718,5 +733,117 @@ func TestResumeMirroringDropsOwnEmptyEpoch(t *testing.T) {
 	b.leaderChange()
 	if len(b.truncations) != n {
 		t.Fatalf("truncated again: %v", b.truncations[n:])
+	}
+}
+
+// TestTaintRacesISRExpansion: SPEC §6.6 step 4 taints R − ISR, §4.5 keeps a
+// tainted replica out of the ISR, but an expansion the leader proposed
+// before the taint may be committed all the same (§8.19; simulator seeds
+// 75, 134). The run waits while the status shows an expansion in flight;
+// when its status is stale, the replica refuses the taints (AddTaints{Seq})
+// and nothing is written until a later check holds.
+func TestTaintRacesISRExpansion(t *testing.T) {
+	ids := func(b ...twinlog.BrokerID) []twinlog.BrokerID { return b }
+	lmleTaints := func(c *cluster) []twinlog.BrokerID {
+		var out []twinlog.BrokerID
+		for _, tt := range c.lmleRecord().GetTaints() {
+			out = append(out, twinlog.BrokerID(tt.GetReplica()))
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		// status the machine gets once the run truncated, and the replica's
+		// maximal ISR at that moment (nil: the status's)
+		st      plan.ReplicaStatus
+		maximal []twinlog.BrokerID
+		// then: the answered expansion's status (ISR {1 2} or back to {1})
+		after plan.ReplicaStatus
+		// tick: the shell sees no status change (the expansion rolled back
+		// unseen); the machine checks again on Tick
+		tick       bool
+		wantState  []twinlogv1.MirrorState // after the first status, after the answer
+		wantTaints [][]twinlog.BrokerID    // durable taints at the same points
+	}{
+		{
+			name:       "expansion in flight waits, committed",
+			st:         plan.ReplicaStatus{Replicas: ids(1, 2, 3), ISR: ids(1), MaximalISR: ids(1, 2), MinInsyncReplicas: 1},
+			after:      plan.ReplicaStatus{Replicas: ids(1, 2, 3), ISR: ids(1, 2), MinInsyncReplicas: 1},
+			wantState:  []twinlogv1.MirrorState{plan.Pending, plan.Mirroring},
+			wantTaints: [][]twinlog.BrokerID{nil, ids(3)},
+		},
+		{
+			name:       "expansion in flight waits, rolled back",
+			st:         plan.ReplicaStatus{Replicas: ids(1, 2, 3), ISR: ids(1), MaximalISR: ids(1, 2), MinInsyncReplicas: 1},
+			after:      plan.ReplicaStatus{Replicas: ids(1, 2, 3), ISR: ids(1), MaximalISR: ids(1), MinInsyncReplicas: 1},
+			wantState:  []twinlogv1.MirrorState{plan.Pending, plan.Mirroring},
+			wantTaints: [][]twinlog.BrokerID{nil, ids(2, 3)},
+		},
+		{
+			name:       "stale status: taints refused, committed",
+			st:         plan.ReplicaStatus{Replicas: ids(1, 2, 3), ISR: ids(1), MinInsyncReplicas: 1},
+			maximal:    ids(1, 2),
+			after:      plan.ReplicaStatus{Replicas: ids(1, 2, 3), ISR: ids(1, 2), MinInsyncReplicas: 1},
+			wantState:  []twinlogv1.MirrorState{plan.Pending, plan.Mirroring},
+			wantTaints: [][]twinlog.BrokerID{nil, ids(3)},
+		},
+		{
+			name:       "stale status: taints refused, rolled back unseen",
+			st:         plan.ReplicaStatus{Replicas: ids(1, 2, 3), ISR: ids(1), MinInsyncReplicas: 1},
+			maximal:    ids(1, 2),
+			tick:       true,
+			wantState:  []twinlogv1.MirrorState{plan.Pending, plan.Mirroring},
+			wantTaints: [][]twinlog.BrokerID{nil, ids(2, 3)},
+		},
+		{
+			name:       "shrink in flight does not wait",
+			st:         plan.ReplicaStatus{Replicas: ids(1, 2, 3), ISR: ids(1, 2), MaximalISR: ids(1, 2), MinInsyncReplicas: 1},
+			after:      plan.ReplicaStatus{Replicas: ids(1, 2, 3), ISR: ids(1), MinInsyncReplicas: 1},
+			wantState:  []twinlogv1.MirrorState{plan.Mirroring, plan.Mirroring},
+			wantTaints: [][]twinlog.BrokerID{ids(3), ids(3)},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := newCluster(t, 'a'), newCluster(t, 'b')
+			link(a, b)
+			a.le = 1
+			a.mustProduce(1)
+			// PENDING on an unanswered follower; then the test's status.
+			b.status = plan.ReplicaStatus{Replicas: ids(1, 2, 3), ISR: ids(1, 2), MinInsyncReplicas: 1}
+			b.mirrorFrom(1, plan.Config{})
+			b.checkState(plan.Pending)
+			te := twinlog.Epoch(b.runRecord().GetTruncationEpoch())
+			align := func(st plan.ReplicaStatus) plan.ReplicaStatus {
+				st.FollowerAlignedEpoch = map[twinlog.BrokerID]twinlog.Epoch{2: te}
+				return st
+			}
+			b.maximalISR = tt.maximal
+			b.status = align(tt.st)
+			b.step(plan.ReplicaStatusChanged{Status: b.status})
+			b.checkState(tt.wantState[0])
+			if got := lmleTaints(b); !slices.Equal(got, tt.wantTaints[0]) {
+				t.Fatalf("durable taints %v, want %v", got, tt.wantTaints[0])
+			}
+			for _, r := range b.maximalISR {
+				if _, ok := b.taints[r]; ok {
+					t.Fatalf("replica %d tainted while in the maximal ISR %v", r, b.maximalISR)
+				}
+			}
+			b.maximalISR = nil
+			if tt.tick {
+				b.tick(b.nowMs + 50)
+			} else {
+				b.status = align(tt.after)
+				b.step(plan.ReplicaStatusChanged{Status: b.status})
+			}
+			b.checkState(tt.wantState[1])
+			if got := lmleTaints(b); !slices.Equal(got, tt.wantTaints[1]) {
+				t.Fatalf("durable taints %v, want %v", got, tt.wantTaints[1])
+			}
+			if got := b.runRecord().GetSkippedReplicas(); len(got) != len(tt.wantTaints[1]) {
+				t.Fatalf("skippedReplicas %v, want %v", got, tt.wantTaints[1])
+			}
+		})
 	}
 }

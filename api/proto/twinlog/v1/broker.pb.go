@@ -505,8 +505,18 @@ type FetchPartition struct {
 	CurrentLeaderEpoch int32                  `protobuf:"varint,4,opt,name=current_leader_epoch,json=currentLeaderEpoch,proto3" json:"current_leader_epoch,omitempty"`
 	LastFetchedEpoch   int32                  `protobuf:"varint,5,opt,name=last_fetched_epoch,json=lastFetchedEpoch,proto3" json:"last_fetched_epoch,omitempty"`
 	PartitionMaxBytes  int32                  `protobuf:"varint,6,opt,name=partition_max_bytes,json=partitionMaxBytes,proto3" json:"partition_max_bytes,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// fetch_seq numbers a FOLLOWER's fetches of this partition (> 0, increasing
+	// with every fetch a replica sends; a replica rebuilt within one broker
+	// epoch continues above its predecessor). Within one leader epoch the
+	// leader refuses, with INVALID_FETCH_SESSION_EPOCH and no state change, a
+	// fetch numbered at or below the last one it evaluated past the epoch
+	// checks from the same broker epoch (a delayed request describing a log
+	// the follower has since truncated), and, with STALE_BROKER_EPOCH, one from
+	// an older broker epoch. 0 (absent) is refused with INVALID_REQUEST.
+	// Ignored for CONSUMER and MIRROR fetches. Extends SPEC §4.3.
+	FetchSeq      int64 `protobuf:"varint,7,opt,name=fetch_seq,json=fetchSeq,proto3" json:"fetch_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FetchPartition) Reset() {
@@ -577,6 +587,13 @@ func (x *FetchPartition) GetLastFetchedEpoch() int32 {
 func (x *FetchPartition) GetPartitionMaxBytes() int32 {
 	if x != nil {
 		return x.PartitionMaxBytes
+	}
+	return 0
+}
+
+func (x *FetchPartition) GetFetchSeq() int64 {
+	if x != nil {
+		return x.FetchSeq
 	}
 	return 0
 }
@@ -2001,14 +2018,15 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"\n" +
 	"partitions\x18\a \x03(\v2\x1a.twinlog.v1.FetchPartitionR\n" +
 	"partitions\x120\n" +
-	"\x14requester_cluster_id\x18\b \x01(\tR\x12requesterClusterId\"\xf7\x01\n" +
+	"\x14requester_cluster_id\x18\b \x01(\tR\x12requesterClusterId\"\x94\x02\n" +
 	"\x0eFetchPartition\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12!\n" +
 	"\ffetch_offset\x18\x03 \x01(\x03R\vfetchOffset\x120\n" +
 	"\x14current_leader_epoch\x18\x04 \x01(\x05R\x12currentLeaderEpoch\x12,\n" +
 	"\x12last_fetched_epoch\x18\x05 \x01(\x05R\x10lastFetchedEpoch\x12.\n" +
-	"\x13partition_max_bytes\x18\x06 \x01(\x05R\x11partitionMaxBytes\"S\n" +
+	"\x13partition_max_bytes\x18\x06 \x01(\x05R\x11partitionMaxBytes\x12\x1b\n" +
+	"\tfetch_seq\x18\a \x01(\x03R\bfetchSeq\"S\n" +
 	"\rFetchResponse\x12B\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\".twinlog.v1.FetchPartitionResponseR\n" +

@@ -69,6 +69,10 @@ const (
 	ErrorCode_ERROR_CODE_MIRROR_ALREADY_EXISTS            ErrorCode = 39
 	ErrorCode_ERROR_CODE_INVALID_MIRROR_STATE             ErrorCode = 40
 	ErrorCode_ERROR_CODE_INVALID_RECORD                   ErrorCode = 41
+	// A FOLLOWER fetch older than one the leader already evaluated in this
+	// leader epoch (FetchPartition.fetch_seq); Kafka's name for its fetch
+	// session epoch check. Retriable: the follower sends its next fetch.
+	ErrorCode_ERROR_CODE_INVALID_FETCH_SESSION_EPOCH ErrorCode = 42
 )
 
 // Enum value maps for ErrorCode.
@@ -116,6 +120,7 @@ var (
 		39: "ERROR_CODE_MIRROR_ALREADY_EXISTS",
 		40: "ERROR_CODE_INVALID_MIRROR_STATE",
 		41: "ERROR_CODE_INVALID_RECORD",
+		42: "ERROR_CODE_INVALID_FETCH_SESSION_EPOCH",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_NONE":                             0,
@@ -160,6 +165,7 @@ var (
 		"ERROR_CODE_MIRROR_ALREADY_EXISTS":            39,
 		"ERROR_CODE_INVALID_MIRROR_STATE":             40,
 		"ERROR_CODE_INVALID_RECORD":                   41,
+		"ERROR_CODE_INVALID_FETCH_SESSION_EPOCH":      42,
 	}
 )
 
@@ -486,7 +492,7 @@ const file_twinlog_v1_common_proto_rawDesc = "" +
 	"\x06Cursor\x12\x1d\n" +
 	"\n" +
 	"topic_name\x18\x01 \x01(\tR\ttopicName\x12'\n" +
-	"\x0fpartition_index\x18\x02 \x01(\x05R\x0epartitionIndex*\x95\f\n" +
+	"\x0fpartition_index\x18\x02 \x01(\x05R\x0epartitionIndex*\xc1\f\n" +
 	"\tErrorCode\x12\x13\n" +
 	"\x0fERROR_CODE_NONE\x10\x00\x12#\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\x01\x12%\n" +
@@ -530,7 +536,8 @@ const file_twinlog_v1_common_proto_rawDesc = "" +
 	"\x19ERROR_CODE_UNKNOWN_MIRROR\x10&\x12$\n" +
 	" ERROR_CODE_MIRROR_ALREADY_EXISTS\x10'\x12#\n" +
 	"\x1fERROR_CODE_INVALID_MIRROR_STATE\x10(\x12\x1d\n" +
-	"\x19ERROR_CODE_INVALID_RECORD\x10)*\x87\x01\n" +
+	"\x19ERROR_CODE_INVALID_RECORD\x10)\x12*\n" +
+	"&ERROR_CODE_INVALID_FETCH_SESSION_EPOCH\x10**\x87\x01\n" +
 	"\x13LeaderRecoveryState\x12%\n" +
 	"!LEADER_RECOVERY_STATE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fLEADER_RECOVERY_STATE_RECOVERED\x10\x01\x12$\n" +
