@@ -153,11 +153,15 @@ func (b *Broker) fetchOnce(req *pb.FetchRequest, parts []*partition, waits []*fe
 			continue
 		}
 		d := p.r.HandleFollowerFetch(fr, now)
-		p.processReadyLocked()
-		leader := p.r.Leader()
 		if waits != nil && d.Error == pb.ErrorCode_ERROR_CODE_NONE {
+			// Before processReadyLocked: the HW this very fetch advances
+			// must not wake its own long poll (the waiter still said −1),
+			// which cost every acks=all completion an empty re-evaluation
+			// of all the fetch's partitions.
 			waits[i].seen.Store(int64(d.ReadUpTo))
 		}
+		p.processReadyLocked()
+		leader := p.r.Leader()
 		p.mu.Unlock()
 		out.Error = d.Error
 		out.LeaderEpoch = int32(d.LeaderEpoch)

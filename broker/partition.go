@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"slices"
@@ -97,7 +98,7 @@ func (p *partition) processReadyLocked() {
 	progressOnly := true // only appends and HW moves: wake only waiters they help
 	for p.r.HasReady() {
 		rd := p.r.Ready()
-		if len(rd.Events) > 0 || rd.EpochsChanged || rd.AlignedEpoch != nil || p.failed != nil {
+		if !onlyHWEvents(rd.Events) || rd.EpochsChanged || rd.AlignedEpoch != nil || p.failed != nil {
 			progressOnly = false
 		}
 		for _, op := range rd.LogOps {
@@ -157,6 +158,22 @@ func (p *partition) processReadyLocked() {
 	}
 }
 
+// onlyHWEvents reports whether evs are at most HW moves. Every HW move comes
+// with an EventHighWatermark: counting it as more than progress made each
+// acks=all completion wake every follower long-poll of the partition (their
+// bound is the LEO, which did not move), and each woken fetch re-evaluated
+// all its partitions for nothing, competing with the produce answer. An HW that
+// drops (truncation, a new leader's lower HW) comes with a log op, role
+// change or epoch change, which still wakes everyone.
+func onlyHWEvents(evs []replica.Event) bool {
+	for _, ev := range evs {
+		if ev.Type != replica.EventHighWatermark {
+			return false
+		}
+	}
+	return true
+}
+
 // applyLogOpsLocked applies rd's log ops and reports whether one was a
 // truncation. p.mu is held.
 func (p *partition) applyLogOpsLocked(rd replica.Ready) (truncated bool) {
@@ -179,6 +196,13 @@ func (p *partition) applyLogOpsLocked(rd replica.Ready) (truncated bool) {
 				}
 				if err == nil {
 					p.b.obs.ObserveBytesIn(info.Bytes)
+					if p.b.cfg.FlushPolicy == FlushEveryBatch {
+						// Fsync while the followers replicate: the ack
+						// still waits for it (deliverLocked), but by the
+						// time the HW passes the batch it is usually done,
+						// instead of starting only then.
+						p.sync.start(info.LastOffset + 1)
+					}
 				}
 			} else {
 				if len(p.fetched.Batches()) == 0 {
@@ -280,7 +304,11 @@ func (p *partition) logEvent(ev replica.Event) {
 	case replica.EventRoleChange, replica.EventISRChange, replica.EventTaintCleared, replica.EventTaintsPending:
 		p.logger.Info(ev.String())
 	default:
-		p.logger.Debug(ev.String())
+		// Mostly HW moves, several per acks=all request: build the
+		// message only when it is logged.
+		if p.logger.Enabled(context.Background(), slog.LevelDebug) {
+			p.logger.Debug(ev.String())
+		}
 	}
 }
 
@@ -375,13 +403,32 @@ func (p *partition) stats() PartitionStats {
 // syncer group-commits fsyncs of one partition log: callers queue "after
 // offset o is durable" callbacks; one goroutine fsyncs everything appended
 // so far and runs every callback it covered, so concurrent produce requests
-// share one fsync.
+// share one fsync. A leader append starts the goroutine right away (start),
+// so its fsync overlaps replication rather than following it.
 type syncer struct {
 	log     *storage.Log
 	mu      sync.Mutex
 	durable twinlog.Offset // everything below is fsynced
+	target  twinlog.Offset // make everything below durable even without waiters
 	waiting []syncWaiter
 	running bool
+}
+
+// start makes everything below end durable soon, before anyone waits for it.
+func (s *syncer) start(end twinlog.Offset) {
+	s.mu.Lock()
+	s.target = max(s.target, end)
+	s.runLocked()
+	s.mu.Unlock()
+}
+
+// runLocked starts the fsync goroutine if there is work and none runs.
+// s.mu is held.
+func (s *syncer) runLocked() {
+	if !s.running && (len(s.waiting) > 0 || s.target > s.durable) {
+		s.running = true
+		go s.loop()
+	}
 }
 
 type syncWaiter struct {
@@ -397,17 +444,14 @@ func (s *syncer) after(last twinlog.Offset, fn func(error)) {
 		return
 	}
 	s.waiting = append(s.waiting, syncWaiter{last, fn})
-	if !s.running {
-		s.running = true
-		go s.loop()
-	}
+	s.runLocked()
 	s.mu.Unlock()
 }
 
 func (s *syncer) loop() {
 	for {
 		s.mu.Lock()
-		if len(s.waiting) == 0 {
+		if len(s.waiting) == 0 && s.target <= s.durable {
 			s.running = false
 			s.mu.Unlock()
 			return
@@ -418,6 +462,10 @@ func (s *syncer) loop() {
 		s.mu.Lock()
 		if err == nil {
 			s.durable = max(s.durable, leo)
+		} else {
+			// Failed: the waiters get the error below; stop chasing target
+			// (the partition goes offline) rather than spinning on Flush.
+			s.target = s.durable
 		}
 		var fire []syncWaiter
 		kept := s.waiting[:0]

@@ -8,12 +8,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"hash/crc32"
+	"iter"
 	"math"
 	"net/http"
 	_ "net/http/pprof"
@@ -318,12 +321,7 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				// Values are reused: AppendBatch copies them into buf.
-				recs := make([]storage.Record, o.batchRecords)
-				for i := range recs {
-					recs[i].Value = make([]byte, len(value))
-				}
-				var buf []byte
+				st := newStamper(o.batchRecords, len(value))
 				// Sends buf without a protobuf copy; buf is reused only
 				// after the call returns.
 				send := grpc.ForceCodecV2(codec.NewCall(broker.BufferPool))
@@ -351,12 +349,7 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 						}
 						next = next.Add(interval)
 					}
-					now := time.Now()
-					for i := range recs {
-						binary.BigEndian.PutUint64(recs[i].Value, uint64(now.UnixNano()))
-						recs[i].Timestamp = now.UnixMilli()
-					}
-					buf, _ = storage.AppendBatch(buf[:0], recs, storage.BatchOptions{})
+					buf := st.stamp(time.Now())
 					start := time.Now()
 					resp, err := client.Produce(runCtx, &pb.ProduceRequest{Acks: int32(o.acks), TimeoutMs: 30000,
 						Partitions: []*pb.ProducePartitionData{{Topic: o.topic, Partition: int32(p), Records: buf}}}, send)
@@ -419,11 +412,11 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 					}
 					now := time.Now().UnixNano()
 					var lats []int64
-					for bv, err := range storage.Batches(resp.GetPartitions()[0].GetRecords()) {
+					for bv := range splitBatches(resp.GetPartitions()[0].GetRecords()) {
+						rs, err := bv.Records() // validates, crc included
 						if err != nil {
 							break
 						}
-						rs, _ := bv.Records()
 						for _, r := range rs {
 							if len(r.Value) >= 8 {
 								lats = append(lats, (now-int64(binary.BigEndian.Uint64(r.Value)))/1000)
@@ -488,6 +481,93 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 		res.Process = &ProcessStats{CPUSeconds: cpu1 - cpu0, CPUCores: (cpu1 - cpu0) / elapsed.Seconds(), MaxRSSMB: maxRSSMB()}
 	}
 	return res
+}
+
+// splitBatches yields buf's batches by their length fields, unvalidated,
+// up to the first that does not fit: BatchView.Records validates each.
+// (storage.Batches validates too, which checksummed every consumed byte
+// twice in the consumers, CPU the in-process brokers then lacked.)
+func splitBatches(buf []byte) iter.Seq[storage.BatchView] {
+	return func(yield func(storage.BatchView) bool) {
+		const lengthEnd = 12 // baseOffset, batchLength: the bytes batchLength does not count
+		for len(buf) >= storage.BatchHeaderSize {
+			size := lengthEnd + int64(storage.BatchView(buf).BatchLength())
+			if size < storage.BatchHeaderSize || size > int64(len(buf)) {
+				return
+			}
+			if !yield(storage.BatchView(buf[:size:size])) {
+				return
+			}
+			buf = buf[size:]
+		}
+	}
+}
+
+// stamper is one producer's batch, encoded once and re-stamped for each
+// request: the send time in each value's first 8 bytes (end-to-end latency)
+// and in the header's timestamps, then the crc. The bytes equal a fresh
+// storage.AppendBatch of the records with that time (main_test.go), but
+// each request no longer re-encodes every record, two copies of every
+// value: with --inprocess the load generator takes CPU from the brokers it
+// measures.
+type stamper struct {
+	buf  []byte
+	vals []int // offsets of the values in buf; none below 8 bytes
+}
+
+// Kafka v2 record batch header offsets (storage/batch.go).
+const (
+	batchOffCRC            = 17
+	batchOffAttributes     = 21
+	batchOffFirstTimestamp = 27
+	batchOffMaxTimestamp   = 35
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// newStamper encodes n records of size-byte values. Each value starts with
+// a marker unique in the batch, so its offset is found by search.
+func newStamper(n, size int) *stamper {
+	recs := make([]storage.Record, n)
+	for i := range recs {
+		recs[i].Value = make([]byte, size)
+		if size >= 8 {
+			binary.BigEndian.PutUint64(recs[i].Value, stampMarker(i))
+		}
+	}
+	buf, err := storage.AppendBatch(nil, recs, storage.BatchOptions{})
+	if err != nil {
+		panic(err) // n >= 1 records always encode
+	}
+	st := &stamper{buf: buf}
+	if size < 8 {
+		return st
+	}
+	var m [8]byte
+	pos := storage.BatchHeaderSize
+	for i := range recs {
+		binary.BigEndian.PutUint64(m[:], stampMarker(i))
+		j := bytes.Index(buf[pos:], m[:])
+		st.vals = append(st.vals, pos+j)
+		pos += j + size
+	}
+	return st
+}
+
+func stampMarker(i int) uint64 { return 0xa5a5a5a5<<32 | uint64(i) }
+
+// stamp sets the batch's send time to now and returns it; the buffer is
+// the same on every call (the previous request must have completed).
+func (s *stamper) stamp(now time.Time) []byte {
+	b := s.buf
+	ms := uint64(now.UnixMilli())
+	binary.BigEndian.PutUint64(b[batchOffFirstTimestamp:], ms)
+	binary.BigEndian.PutUint64(b[batchOffMaxTimestamp:], ms)
+	for _, off := range s.vals {
+		binary.BigEndian.PutUint64(b[off:], uint64(now.UnixNano()))
+	}
+	binary.BigEndian.PutUint32(b[batchOffCRC:], crc32.Checksum(b[batchOffAttributes:], castagnoli))
+	return b
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
