@@ -1652,8 +1652,16 @@ func (w *world) checkFailoverAcks(d *Sim, p *simPart) {
 			continue // not copied by this mirror: nothing to compare
 		}
 		// A truncation the source recorded after the ack (an LE above the
-		// ack's: acks reach the history late) or after the copy exempts it.
-		if slices.ContainsFunc(h.truncLEs, func(le int32) bool { return le > a.le }) ||
+		// ack's: acks reach the history late) or after the copy exempts it,
+		// and so does one in an LE above the copied record's epoch: a
+		// zombie source leader may still serve a record of its own LE after
+		// an unclean election that discarded it (seed 2931: A's broker 3,
+		// leader of LE 0 on stale metadata, serves offsets 8–17 to B's
+		// mirror after the unclean election of LE 2), and the
+		// destination learns of the divergence only at its next fetch from
+		// the new leader; an unplanned failover before that keeps the old
+		// record, as it keeps any lag.
+		if slices.ContainsFunc(h.truncLEs, func(le int32) bool { return le > a.le || le > v.epoch }) ||
 			slices.ContainsFunc(h.truncSeqs, func(t uint64) bool { return t > c.srcSeq }) {
 			continue
 		}
