@@ -64,6 +64,9 @@ type Replica struct {
 	brokers   map[twinlog.BrokerID]twinlog.BrokerEpoch
 	truncPts  []TruncationPoint
 	haveState bool
+	// adding: this replica was in AddingReplicas in the last applied state
+	// (false after New); see discardLogIfAddedBack.
+	adding bool
 	// hwCheckedLE: the HW respects every truncation point with an LE ≤
 	// hwCheckedLE (in memory, −1 after New): this replica led that LE with
 	// its HW capped (capHWAtTruncationPoints) and its owed truncation done.
@@ -262,6 +265,7 @@ func (r *Replica) ApplyPartitionState(st PartitionState, nowMs int64) {
 	if r.role != prevRole || newLE {
 		r.event(EventRoleChange, "%v at LE %d (leader %d, PE %d)", r.role, r.le, r.leader, r.pe)
 	}
+	r.discardLogIfAddedBack(st)
 	if r.role == RoleLeader {
 		if newLE {
 			r.becomeLeader(nowMs)
@@ -276,6 +280,41 @@ func (r *Replica) ApplyPartitionState(st PartitionState, nowMs int64) {
 		}
 	}
 	r.reevaluate(nowMs)
+}
+
+// discardLogIfAddedBack makes a replica added (back) to R start empty (SPEC
+// §2.1, §3.8) when the shell missed its removal: the broker was down while a
+// reassignment moved the partition away and another moved it back, or it
+// applied both in one metadata batch, so it never deleted the dir. Being in
+// AddingReplicas means it was not in R when this reassignment began, so a
+// log it holds is either from before it left R or from an earlier attempt
+// of this addition (a restart, a rebuild: re-copied at some cost). Kept,
+// the old log is validated only by epochs, and on a (once-)mirrored
+// partition the same epoch number may denote the other cluster's records
+// (§6.4): a truncation the replica missed while out of R — and so was never
+// tainted for (§6.6 step 4) — would go unrepaired (§8.9). Judged on the
+// first state after New (the log came from disk) and when the replica
+// enters AddingReplicas while already open. A member of the ISR, ELR or
+// last known ELR keeps its log: leaving R took it out of all three (§3.8),
+// so it joined the ISR after this addition and its log is the addition's;
+// and such a log may hold committed records, or be the best an unclean
+// recovery can elect.
+func (r *Replica) discardLogIfAddedBack(st PartitionState) {
+	was := r.adding
+	r.adding = slices.Contains(st.AddingReplicas, r.cfg.ID)
+	if !r.adding || was || slices.Contains(st.ISR, r.cfg.ID) || slices.Contains(st.ELR, r.cfg.ID) ||
+		slices.Contains(st.LastKnownELR, r.cfg.ID) {
+		return
+	}
+	if r.leo > r.logStart || r.cache.Len() > 0 {
+		r.restartLog(0, fmt.Sprintf("added to the replicas at LE %d with a log from before", r.le))
+	}
+	if r.alignedEpoch != twinlog.NoEpoch {
+		// A fresh dir has no aligned_epoch (§2.1, §6.6 step 3).
+		r.alignedEpoch = twinlog.NoEpoch
+		v := r.alignedEpoch
+		r.rd.AlignedEpoch = &v
+	}
 }
 
 // maybeResendAlter re-proposes the in-flight ISR change under a new seq when

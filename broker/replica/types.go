@@ -147,6 +147,12 @@ type PartitionState struct {
 	Brokers map[twinlog.BrokerID]twinlog.BrokerEpoch
 	// TruncationPoints are the partition's recorded truncations (§6.2f).
 	TruncationPoints []TruncationPoint
+	// AddingReplicas, ELR and LastKnownELR are the partition record's
+	// adding replicas (SPEC §3.8), eligible leader replicas and last known
+	// ELR (§3.3), versioned like Replicas.
+	AddingReplicas []twinlog.BrokerID
+	ELR            []twinlog.BrokerID
+	LastKnownELR   []twinlog.BrokerID
 }
 
 // BatchMeta is what the machine needs to know about one record batch: its

@@ -588,7 +588,7 @@ func noKnownBug(t *testing.T, cfg Config, name string) {
 // on B's t-0, tainting 1). 275 no longer reaches the race either way.
 func TestKnownBugTaintRacesISRExpansion(t *testing.T) {
 	// 134 is kept in TestKnownBugStaleLogReassignedBack: with the stale
-	// fetch fence its schedule reaches that (open) bug first.
+	// fetch fence its schedule reaches that bug (now fixed) first.
 	for _, seed := range []uint64{75, 268, 441, 590, 275} {
 		rep, err := Run(Config{Seed: seed, Clusters: 2, FaultMs: 20_000, HealMs: 20_000})
 		if err != nil {
@@ -626,20 +626,26 @@ func TestKnownBugWritableAcrossLeaderEpochs(t *testing.T) {
 	}
 }
 
-// TestKnownBugStaleLogReassignedBack: open (mirror/plan taints with the
-// broker's handling of a replica added back). Seed 134 (20 s of faults),
+// TestKnownBugStaleLogReassignedBack: broker/replica with the shells'
+// reconcile (broker/metadata.go, sim broker.go). Seed 134 (20 s of faults),
 // B's t-0: broker 1 crashes, is reassigned out of the partition and back in
 // while down, and restarts with its log from before a recorded full (LMLE
 // −1) truncation. It was not a replica when the run tainted R − ISR, so it
 // carries no taint, and its own epoch-2 records pass the divergence check
 // against the leader's mirrored epoch-2 records (the same epoch number in
-// both clusters): §8.9 fails at t=13315 (offset 0: broker 5 has {2 p0-144},
-// broker 1 has {2 p10-122}). A fix: a replica that joins R of a
-// once-mirrored partition after a run's truncation must be repaired before
-// it can join the ISR or lead (taint it with the run's truncation point,
-// or have the broker drop a log it hosted under an earlier assignment).
+// both clusters): §8.9 failed at t=13315 (offset 0: broker 5 has {2
+// p0-144}, broker 1 has {2 p10-122}). Both shells judge only the final
+// image, so a removal the broker never applied left the dir in place,
+// against SPEC §2.1 ("a replica added (back) starts empty").
+//
+// Fixed: a replica that is in the partition's adding replicas (§3.8: not in
+// R when the reassignment began) and not in the ISR, ELR or last known ELR
+// restarts its log empty at 0, with no aligned_epoch, on the first state
+// after New or when it enters the adding replicas while open
+// (replica.discardLogIfAddedBack; both shells pass AddingReplicas, ELR and
+// LastKnownELR). With the call removed, seed 134 fails §8.9 again as above
+// (and broker/replica TestAddedBackStartsEmpty fails).
 func TestKnownBugStaleLogReassignedBack(t *testing.T) {
-	t.Skip("open: a replica reassigned out and back while down keeps a log from before an LMLE truncation (seed 134)")
 	rep, err := Run(Config{Seed: 134, Clusters: 2, FaultMs: 20_000, HealMs: 20_000})
 	if err != nil {
 		t.Fatalf("%v\n%v", err, rep)
