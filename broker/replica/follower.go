@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"fmt"
+
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 )
@@ -68,14 +70,19 @@ func (r *Replica) HandleFetchResponse(resp FetchResponse, nowMs int64) {
 		return
 	}
 	// Validate before changing anything: a malformed answer is dropped, never
-	// a panic (the leader is remote input).
-	next := r.leo
+	// a panic (the leader is remote input). Epochs never go back in the
+	// leader's log, so neither within one answer (storage would refuse it).
+	next, prevEpoch := r.leo, twinlog.NoEpoch
 	for _, b := range resp.Batches {
-		if b.BaseOffset < next || b.LastOffset < b.BaseOffset || b.Epoch > resp.LeaderEpoch || b.Epoch < 0 {
+		if b.BaseOffset < next || b.LastOffset < b.BaseOffset || b.Epoch > resp.LeaderEpoch || b.Epoch < max(prevEpoch, 0) {
 			r.event(EventIgnored, "fetch response with bad batch %v at %d", b, next)
 			return
 		}
-		next = b.LastOffset + 1
+		next, prevEpoch = b.LastOffset+1, b.Epoch
+	}
+	if len(resp.Batches) > 0 && resp.Batches[0].Epoch < r.cache.Latest() {
+		r.cutForeignEpochs(resp.Batches[0], resp.LogStartOffset)
+		return
 	}
 	if len(resp.Batches) > 0 {
 		for _, b := range resp.Batches {
@@ -97,6 +104,44 @@ func (r *Replica) HandleFetchResponse(resp FetchResponse, nowMs int64) {
 	}
 	r.followerHWLE = r.le
 	r.setAlignedEpoch(r.le)
+}
+
+// cutForeignEpochs handles a leader's batch b whose epoch is below this
+// replica's latest cached epoch ℓ, which the leader let pass its
+// DivergingEpoch check (§4.3 step 4): appended, the log's epochs would go
+// back, which storage refuses (and the shell would take the log offline).
+// The leader's log is epoch-monotone, so its records below b.BaseOffset
+// have epochs ≤ b.Epoch, and this replica's records of epochs > b.Epoch
+// (from s, the start of its first such epoch) are not the leader's. Within
+// one cluster an epoch has one leader and starts at one offset on every
+// replica, so this never happens there (a bug); across clusters the same
+// epoch number can denote each cluster's own records after a tainted
+// replica's unclean election (SPEC §6.8; seed 432: B's epoch 2 at [0, 12)
+// here, A's epoch 2 from 20 on the leader, so the leader's endOffsetFor(2)
+// passed fetch(12, last 2) and sent A's epoch-0 records at 12).
+//
+// If this replica holds such records (s < LEO), the leader's check has been
+// shown to accept records that are not its own for this replica, so no
+// epoch proves the rest of the log either: cutting to s and re-running the
+// check could keep the other cluster's records below s. The log restarts
+// empty at the leader's log start, as on OFFSET_OUT_OF_RANGE (§4.4), the
+// one offset where both logs provably agree, and re-copies the leader's.
+// If only an epoch this replica led without writing starts at the LEO (s
+// = LEO), no record is contradicted: §4.4's truncation for
+// DivergingEpoch{b.Epoch, b.BaseOffset} drops just that cache entry. Either
+// way the cache loses an entry, so a leader repeating the answer cannot
+// livelock the follower. Nothing else of the answer (HW, log start,
+// aligned epoch) is taken: it was no prefix-proving answer.
+func (r *Replica) cutForeignEpochs(b BatchMeta, leaderLogStart twinlog.Offset) {
+	latest := r.cache.Latest()
+	reason := fmt.Sprintf("divergence: leader's batch at %d has epoch %d below cached epoch %d", b.BaseOffset, b.Epoch, latest)
+	if s, _ := r.cache.StartOffsetOfFirstEpochAfter(b.Epoch); s >= r.leo {
+		r.truncateLog(r.leo, reason)
+		return
+	}
+	// The leader's log start is remote input: a valid one is ≤ the offset
+	// it served from.
+	r.restartLog(min(max(leaderLogStart, 0), b.BaseOffset), reason)
 }
 
 // divergenceTruncationOffset is SPEC §4.4's DivergingEpoch rule.
