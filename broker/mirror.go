@@ -909,7 +909,7 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
-		needBump, stop, corrupt := r.appendFetched(resp.GetRecords(), req.FetchOffset)
+		next, stop, corrupt := r.appendFetched(session, resp.GetRecords(), req.FetchOffset, twinlog.Offset(resp.GetLogStartOffset()))
 		if stop {
 			return
 		}
@@ -922,8 +922,8 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
 			}
 			continue
 		}
-		if needBump >= 0 {
-			r.post(plan.FetchNeedsBump{Session: session, Epoch: needBump})
+		if next != nil { // FetchNeedsBump or FetchForeignEpoch: the machine fixes the log first
+			r.post(next)
 			return
 		}
 		r.post(plan.Fetched{Session: session, SourceHighWatermark: twinlog.Offset(resp.GetHighWatermark()),
@@ -931,28 +931,30 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
 	}
 }
 
-// appendFetched checks and appends the batches whose epoch is ≤ LE
-// (SPEC §6.2b–d); it returns the epoch a bump must reach first (−1 none).
-// stop reports that the session must end (the log moved under it, or the
+// appendFetched checks and appends the batches plan.FetchedBatches allows
+// (SPEC §6.2b–d); it returns the event the session must end with instead of
+// Fetched (nil none): FetchNeedsBump for the epoch a bump must reach first,
+// or FetchForeignEpoch when the first batch's epoch is below the latest
+// cached one (§6.8). srcLogStart is the source's log start. stop reports that the session must end (the log moved under it, or the
 // partition is gone); corrupt, that the response failed its checks (a CRC
 // or a batch straddling the LEO: CORRUPT_MESSAGE, §6.3) and nothing was
 // appended.
-func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset) (need twinlog.Epoch, stop bool, corrupt error) {
+func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset, srcLogStart twinlog.Offset) (next plan.Event, stop bool, corrupt error) {
 	b, p := r.b, r.p
 	if len(recs) == 0 {
-		return twinlog.NoEpoch, false, nil
+		return nil, false, nil
 	}
 	v, err := storage.ValidateBatches(recs)
 	if err != nil {
-		return twinlog.NoEpoch, false, err
+		return nil, false, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.usableLocked() != nil || p.r.Role() != replica.RoleLeader {
-		return twinlog.NoEpoch, true, nil
+		return nil, true, nil
 	}
 	if p.r.LogEndOffset() != fetchOffset {
-		return twinlog.NoEpoch, false, nil // the log moved meanwhile: fetch again
+		return nil, false, nil // the log moved meanwhile: fetch again
 	}
 	leo := p.r.LogEndOffset()
 	// Drop batches wholly below LEO (a source read may start at the batch
@@ -964,15 +966,22 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset) (n
 		skip++
 	}
 	if len(bs) > 0 && bs[0].BaseOffset() < leo {
-		return twinlog.NoEpoch, false, errors.New("batch straddles the log end")
+		return nil, false, errors.New("batch straddles the log end")
 	}
 	epochs := make([]twinlog.Epoch, len(bs))
 	for i, bv := range bs {
 		epochs[i] = bv.LeaderEpoch()
 	}
-	n, need := plan.AppendablePrefix(epochs, p.r.LeaderEpoch())
+	n, need, foreign := plan.FetchedBatches(epochs, p.r.LeaderEpoch(), p.r.LatestEpoch())
+	if foreign {
+		r.log.Warn("mirror fetch: source batch epoch below the latest cached epoch", "offset", bs[0].BaseOffset(), "epoch", epochs[0], "latest", p.r.LatestEpoch())
+		return plan.FetchForeignEpoch{Session: session, Epoch: epochs[0], BaseOffset: bs[0].BaseOffset(), SourceLogStartOffset: srcLogStart}, false, nil
+	}
+	if need >= 0 {
+		next = plan.FetchNeedsBump{Session: session, Epoch: need}
+	}
 	if n == 0 {
-		return need, false, nil
+		return next, false, nil
 	}
 	metas := make([]replica.BatchMeta, n)
 	size := 0
@@ -982,7 +991,7 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset) (n
 	}
 	if err := p.r.AppendAsMirrorLeader(metas, b.nowMs()); err != nil {
 		r.log.Warn("mirror append rejected", "err", err)
-		return twinlog.NoEpoch, true, nil
+		return nil, true, nil
 	}
 	// The appendable prefix, validated above: no copy, no second crc pass.
 	p.fetched = v.Slice(skip, skip+n)
@@ -993,7 +1002,7 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset twinlog.Offset) (n
 			p.failLocked(err)
 		}
 	}
-	return need, false, nil
+	return next, false, nil
 }
 
 // becomingLeaderLocked reports whether applying st starts a leadership of

@@ -247,10 +247,17 @@ func (r *Replica) truncateAsLeader(o twinlog.Offset, full bool, nowMs int64) err
 	return nil
 }
 
+// LatestEpoch is the latest cached epoch (−1 none): a mirror leader's
+// fetched batches may not go below it (plan.FetchedBatches).
+func (r *Replica) LatestEpoch() twinlog.Epoch { return r.cache.Latest() }
+
 // AppendAsMirrorLeader records batches the mirror fetcher copied from the
 // source (§6.2b–d): source offsets and epochs, gaps allowed. A batch below
-// LEO or with an epoch above LE (it must wait for BumpLeaderEpoch) is
-// rejected with nothing changed.
+// LEO, with an epoch above LE (it must wait for BumpLeaderEpoch), or with
+// an epoch below the latest cached epoch or an earlier batch's (the log's
+// epochs would go back, which storage refuses; the shell must report
+// plan.FetchForeignEpoch instead, SPEC §6.8) is rejected with nothing
+// changed.
 func (r *Replica) AppendAsMirrorLeader(batches []BatchMeta, nowMs int64) error {
 	if r.role != RoleLeader {
 		return ErrNotLeader
@@ -258,12 +265,12 @@ func (r *Replica) AppendAsMirrorLeader(batches []BatchMeta, nowMs int64) error {
 	if r.truncationUnconfirmed {
 		return ErrTruncationUnconfirmed
 	}
-	next := r.leo
+	next, floor := r.leo, max(r.cache.Latest(), 0)
 	for _, b := range batches {
-		if b.BaseOffset < next || b.LastOffset < b.BaseOffset || b.Epoch < 0 || b.Epoch > r.le {
-			return fmt.Errorf("%w: %v at LEO %d, LE %d", ErrInvalidBatch, b, next, r.le)
+		if b.BaseOffset < next || b.LastOffset < b.BaseOffset || b.Epoch < floor || b.Epoch > r.le {
+			return fmt.Errorf("%w: %v at LEO %d, LE %d, latest epoch %d", ErrInvalidBatch, b, next, r.le, floor)
 		}
-		next = b.LastOffset + 1
+		next, floor = b.LastOffset+1, b.Epoch
 	}
 	if len(batches) == 0 {
 		return nil

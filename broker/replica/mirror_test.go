@@ -1,11 +1,13 @@
 package replica
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/storage/epoch"
 )
 
 // TestTaintClearWaitsForDurableWrite asserts SPEC §6.6 step 4's ordering:
@@ -424,5 +426,43 @@ func TestAddRunTaintsRefusesMaximalISR(t *testing.T) {
 		if !slices.Equal(refused, tt.wantRefused) || !slices.Equal(got, tt.wantTaints) {
 			t.Errorf("%s: refused %v, taints %v; want %v, %v", tt.name, refused, got, tt.wantRefused, tt.wantTaints)
 		}
+	}
+}
+
+// TestMirrorAppendEpochBelowCacheRefused: the mirror leader's guard behind
+// plan.FetchedBatches (simulator two-cluster seed 432, SPEC §6.8). A batch
+// whose epoch is below the latest cached epoch, or below an earlier batch's
+// of the same append, would make the log's epochs go back, which storage
+// refuses ("batch at 12 has epoch 0 after epoch 2") and the broker answers
+// by taking the partition offline; AppendAsMirrorLeader rejects it with
+// ErrInvalidBatch and changes nothing. Epochs at or above the latest append.
+func TestMirrorAppendEpochBelowCacheRefused(t *testing.T) {
+	e := newEnv(1000)
+	e.quiet = true
+	e.addNode(1, parseLog(t, "0-11@2"), 12)
+	e.ctl.replicas, e.ctl.isr, e.ctl.leader, e.ctl.le, e.ctl.pe = []twinlog.BrokerID{1}, []twinlog.BrokerID{1}, 1, 7, 1
+	e.ctl.m = 1
+	l := e.nodes[1].r
+	l.SetMirrorPartition(true) // before leadership: no (7, 12) entry of its own
+	l.SetWritable(false)
+	e.push(e.ids())
+	e.processReady(e.nodes[1])
+	for _, bad := range [][]BatchMeta{
+		{{BaseOffset: 12, LastOffset: 14, Epoch: 0}},
+		{{BaseOffset: 12, LastOffset: 13, Epoch: 3}, {BaseOffset: 14, LastOffset: 14, Epoch: 2}},
+	} {
+		if err := l.AppendAsMirrorLeader(bad, e.now); !errors.Is(err, ErrInvalidBatch) {
+			t.Fatalf("append %v: err %v, want ErrInvalidBatch", bad, err)
+		}
+		if rd := l.Ready(); len(rd.LogOps) != 0 || l.LogEndOffset() != 12 || !slices.Equal(l.EpochEntries(), []epoch.Entry{{Epoch: 2, StartOffset: 0}}) {
+			t.Fatalf("append %v changed the log: ops %v LEO %d epochs %v", bad, rd.LogOps, l.LogEndOffset(), l.EpochEntries())
+		}
+		l.Advance()
+	}
+	if err := l.AppendAsMirrorLeader([]BatchMeta{{BaseOffset: 12, LastOffset: 14, Epoch: 2}, {BaseOffset: 15, LastOffset: 15, Epoch: 4}}, e.now); err != nil {
+		t.Fatal(err)
+	}
+	if want := []epoch.Entry{{Epoch: 2, StartOffset: 0}, {Epoch: 4, StartOffset: 15}}; !slices.Equal(l.EpochEntries(), want) || l.LatestEpoch() != 4 {
+		t.Fatalf("epochs %v latest %d, want %v", l.EpochEntries(), l.LatestEpoch(), want)
 	}
 }

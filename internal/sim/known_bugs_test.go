@@ -651,3 +651,31 @@ func TestKnownBugStaleLogReassignedBack(t *testing.T) {
 		t.Fatalf("%v\n%v", err, rep)
 	}
 }
+
+// TestKnownBugMirrorAppendEpochBelowCache: mirror/plan with both shells'
+// appendFetched (broker/mirror.go, sim mirror.go). Seed 432 (8 s of
+// faults), B's t-1: after tainted replicas' unclean elections (§6.8) A's
+// leader 3 answers B's LMLE query with 5 while holding A's own log (epochs
+// {0:0, 2:20}), so the LMLE truncation keeps B's log ({2:0, 5:12}, LEO 26).
+// fetch(26, last 5) gets DivergingEpoch{2, 54}, B cuts to 12, and
+// fetch(12, last 2) passes A's check on A's epoch 2, which is not B's: A
+// answers an epoch-0 batch at 12, below B's latest cached epoch 2.
+// AppendAsMirrorLeader accepted it and storage refused the append at
+// t=8740 ("invalid leader epoch: batch at 12 has epoch 0 after epoch 2";
+// in the broker, failLocked takes the partition offline). The `two: 432`
+// line (20 s of faults) takes another schedule and does not reach it.
+//
+// Fixed: both shells classify the fetched batches with plan.FetchedBatches
+// and report a first batch below the latest cached epoch as
+// plan.FetchForeignEpoch; the machine bumps and truncates per
+// plan.ForeignEpochTruncation (fully, restarting at the source's log start,
+// when B holds records of an epoch above the batch's), and the replica
+// refuses such an append (ErrInvalidBatch). With the shells back on
+// AppendablePrefix and the replica guard removed, seed 432 fails the log-op
+// invariant as above; with only the guard, it fails "liveness: mirror not
+// caught up" at t=28125.
+func TestKnownBugMirrorAppendEpochBelowCache(t *testing.T) {
+	if rep, err := Run(Config{Seed: 432, Clusters: 2, FaultMs: 8000, HealMs: 20_000}); err != nil {
+		t.Fatalf("%v\n%v", err, rep)
+	}
+}

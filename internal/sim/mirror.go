@@ -1516,14 +1516,14 @@ func (r *mirrorRunner) onFetchResponse(session uint64, req replica.FetchRequest,
 		return
 	}
 	r.backoff = 0
-	needBump, stop := r.appendFetched(recs, req.FetchOffset, resp.HighWatermark, served, src)
+	next, stop := r.appendFetched(session, recs, req.FetchOffset, resp.LogStartOffset, resp.HighWatermark, served, src)
 	if stop {
 		r.fetching = false
 		return
 	}
-	if needBump >= 0 {
+	if next != nil { // FetchNeedsBump or FetchForeignEpoch: the machine fixes the log first
 		r.fetching = false
-		r.post(plan.FetchNeedsBump{Session: session, Epoch: needBump})
+		r.post(next)
 		return
 	}
 	if r.corruptFetch(session) { // ops.go: no Fetched after a corrupt response
@@ -1538,21 +1538,21 @@ func (r *mirrorRunner) onFetchResponse(session uint64, req replica.FetchRequest,
 }
 
 // appendFetched is mirrorRunner.appendFetched plus the §8.15 checks.
-func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset, srcHW twinlog.Offset, served map[int64]shadowRec, src *Sim) (twinlog.Epoch, bool) {
+func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset, srcLogStart, srcHW twinlog.Offset, served map[int64]shadowRec, src *Sim) (plan.Event, bool) {
 	s, p, w := r.s, r.p, r.w
 	if len(recs) == 0 {
-		return twinlog.NoEpoch, false
+		return nil, false
 	}
 	bs, err := storage.SplitBatches(recs)
 	if err != nil {
 		r.post(plan.FetchError{Session: r.session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: err.Error()})
-		return twinlog.NoEpoch, false
+		return nil, false
 	}
 	if p.r.Role() != replica.RoleLeader {
-		return twinlog.NoEpoch, true
+		return nil, true
 	}
 	if p.r.LogEndOffset() != fetchOffset {
-		return twinlog.NoEpoch, false
+		return nil, false
 	}
 	leo := p.r.LogEndOffset()
 	for len(bs) > 0 && bs[0].LastOffset() < leo {
@@ -1561,15 +1561,23 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset, srcHW twinlog.Off
 	if len(bs) > 0 && bs[0].BaseOffset() < leo {
 		s.tracef("mirror %s broker %d: batch [%d, %d] straddles LEO %d", p.key, p.b.id, bs[0].BaseOffset(), bs[0].LastOffset(), leo)
 		r.post(plan.FetchError{Session: r.session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: "batch straddles the log end"})
-		return twinlog.NoEpoch, false
+		return nil, false
 	}
 	epochs := make([]twinlog.Epoch, len(bs))
 	for i, bv := range bs {
 		epochs[i] = bv.LeaderEpoch()
 	}
-	n, need := plan.AppendablePrefix(epochs, p.r.LeaderEpoch())
+	n, need, foreign := plan.FetchedBatches(epochs, p.r.LeaderEpoch(), p.r.LatestEpoch())
+	if foreign {
+		s.tracef("mirror %s broker %d: batch at %d has epoch %d below cached epoch %d (§6.8): foreign epoch", p.key, p.b.id, bs[0].BaseOffset(), epochs[0], p.r.LatestEpoch())
+		return plan.FetchForeignEpoch{Session: session, Epoch: epochs[0], BaseOffset: bs[0].BaseOffset(), SourceLogStartOffset: srcLogStart}, false
+	}
+	var next plan.Event
+	if need >= 0 {
+		next = plan.FetchNeedsBump{Session: session, Epoch: need}
+	}
 	if n == 0 {
-		return need, false
+		return next, false
 	}
 	metas := make([]replica.BatchMeta, n)
 	var buf []byte
@@ -1579,12 +1587,12 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset, srcHW twinlog.Off
 	}
 	if err := p.r.AppendAsMirrorLeader(metas, s.now); err != nil {
 		s.tracef("mirror %s broker %d: append rejected: %v", p.key, p.b.id, err)
-		return twinlog.NoEpoch, true
+		return nil, true
 	}
 	p.fetched = buf
 	p.processReady()
 	if s.failed {
-		return twinlog.NoEpoch, true
+		return nil, true
 	}
 	// §8.15: each record equals the source's at that offset when copied;
 	// D.LEO ≤ the source HW the fetcher saw.
@@ -1599,7 +1607,7 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset, srcHW twinlog.Off
 		want, wok := served[o]
 		if !ok || !wok || got != want {
 			s.fail("§8.15 mirrored record differs from the source", "broker %d %s offset %d: copied %v (%t), source had %v (%t)", p.b.id, p.key, o, got, ok, want, wok)
-			return twinlog.NoEpoch, true
+			return nil, true
 		}
 		copies[o] = copyRec{value: got.value, srcSeq: src.hist.seq}
 		w.rep.MirroredRecords++
@@ -1607,9 +1615,9 @@ func (r *mirrorRunner) appendFetched(recs []byte, fetchOffset, srcHW twinlog.Off
 	w.rep.Checks["§8.15 LEO ≤ source HW"]++
 	if p.r.LogEndOffset() > srcHW {
 		s.fail("§8.15 D.LEO above the source HW", "broker %d %s: LEO %d after copying, source HW %d", p.b.id, p.key, p.r.LogEndOffset(), srcHW)
-		return twinlog.NoEpoch, true
+		return nil, true
 	}
-	return need, false
+	return next, false
 }
 
 // ---- failover history ----

@@ -154,6 +154,17 @@ type FetchOutOfRange struct {
 	SourceLogStartOffset twinlog.Offset
 }
 
+// FetchForeignEpoch: the first fetched batch, at BaseOffset, has epoch
+// Epoch below the leader's latest cached epoch (see FetchedBatches); the
+// shell appended nothing and stopped. SourceLogStartOffset is the source's
+// log start from the same response.
+type FetchForeignEpoch struct {
+	Session              uint64
+	Epoch                twinlog.Epoch
+	BaseOffset           twinlog.Offset
+	SourceLogStartOffset twinlog.Offset
+}
+
 // FetchError: the fetch failed. CORRUPT_MESSAGE counts towards
 // Config.MaxCorruptFetches; Fatal errors fail the run; others (not leader,
 // fenced/unknown epoch, INVALID_MIRROR_SOURCE, unreachable) only set
@@ -186,6 +197,7 @@ func (Fetched) isEvent()              {}
 func (FetchNeedsBump) isEvent()       {}
 func (FetchDiverging) isEvent()       {}
 func (FetchOutOfRange) isEvent()      {}
+func (FetchForeignEpoch) isEvent()    {}
 func (FetchError) isEvent()           {}
 func (Tick) isEvent()                 {}
 

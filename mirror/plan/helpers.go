@@ -268,6 +268,61 @@ func AppendablePrefix(batchEpochs []twinlog.Epoch, le twinlog.Epoch) (n int, nee
 	return len(batchEpochs), twinlog.NoEpoch
 }
 
+// FetchedBatches is AppendablePrefix for a leader whose latest cached
+// epoch is latest: the source's log is epoch-monotone, so a batch whose
+// epoch is below latest, or below an earlier batch's of the answer, is not
+// appendable (storage refuses an append whose epochs go back, and the
+// broker then takes the partition offline). If the FIRST batch is such a
+// batch, foreign is true and nothing may be appended: the source's
+// DivergingEpoch check passed on an epoch number it does not share with
+// this log, which happens when a tainted replica was elected uncleanly
+// (SPEC §6.8) and the same epoch denotes different records in the two
+// clusters (simulator seed 432: B's epoch 2 at [0, 12), A's epoch 2 from
+// 20 on, so fetch(12, last 2) passed and A answered an epoch-0 batch at
+// 12). The shell then posts FetchForeignEpoch. A later batch going back
+// only ends the prefix: the next fetch starts at it and is foreign.
+func FetchedBatches(batchEpochs []twinlog.Epoch, le, latest twinlog.Epoch) (n int, needBump twinlog.Epoch, foreign bool) {
+	floor := max(latest, 0)
+	for i, e := range batchEpochs {
+		switch {
+		case e < floor:
+			return i, twinlog.NoEpoch, i == 0
+		case e > le:
+			return i, e, false
+		}
+		floor = e
+	}
+	return len(batchEpochs), twinlog.NoEpoch, false
+}
+
+// ForeignEpochTruncation is the truncation after FetchForeignEpoch: the
+// source's batch at base has epoch e below the latest epoch of this log
+// (cache, log start, LEO). The source's records below base have epochs ≤
+// e, so this log's records of epochs > e (from s, the start of its first
+// such epoch) are not the source's. If there are such records (s < LEO),
+// the source's epoch check is shown to accept records that are not its own
+// for this log, so no epoch proves the rest of the log either: it
+// truncates fully and restarts at the source's log start, as on
+// OFFSET_OUT_OF_RANGE (§6.3), the one offset where both logs provably
+// agree. The source's log start is remote input; a valid one is ≤ base. If
+// only an epoch without records starts at the LEO (s = LEO), no record is
+// contradicted and cutting at the LEO drops just that cache entry (at the
+// log start: fully, as EmptyEpochTruncation does). Either way the cache
+// loses an entry, so a source repeating the answer cannot livelock the
+// mirror. No epoch above e: NoOp (nothing is foreign).
+func ForeignEpochTruncation(cache *epoch.Cache, logStart, leo twinlog.Offset, e twinlog.Epoch, base, srcLogStart twinlog.Offset) Truncation {
+	s, ok := cache.StartOffsetOfFirstEpochAfter(e)
+	switch {
+	case !ok:
+		return Truncation{NoOp: true, Offset: twinlog.NoOffset}
+	case s >= leo && leo > logStart:
+		return Truncation{Offset: leo}
+	case s >= leo:
+		return Truncation{Full: true, Offset: logStart, RestartAt: logStart}
+	}
+	return Truncation{Full: true, Offset: logStart, RestartAt: min(max(srcLogStart, 0), max(base, 0))}
+}
+
 // Lag is the mirror lag of SPEC §6.3: records = max(0, S.HW − D.LEO);
 // seconds = now − lastCaughtUpMs, the time of the last fetch response that
 // found D.LEO ≥ S.HW (the shell passes the mirroring start if there was none).

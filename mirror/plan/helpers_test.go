@@ -327,3 +327,29 @@ func TestStateTable(t *testing.T) {
 }
 
 func en(e twinlog.Epoch, o twinlog.Offset) E { return E{Epoch: e, StartOffset: o} }
+
+// TestFetchedBatches: a mirror leader appends fetched batches while their
+// epochs neither exceed LE (§6.2d) nor go below its latest cached epoch or
+// an earlier batch's (SPEC §6.8, simulator seed 432); a first batch below
+// the latest cached epoch is foreign, and nothing is appended.
+func TestFetchedBatches(t *testing.T) {
+	for _, tc := range []struct {
+		epochs      []twinlog.Epoch
+		le, latest  twinlog.Epoch
+		n           int
+		need        twinlog.Epoch
+		wantForeign bool
+	}{
+		{[]twinlog.Epoch{1, 1, 7, 7}, 3, -1, 2, 7, false},
+		{[]twinlog.Epoch{1, 3}, 3, 1, 2, -1, false},
+		{[]twinlog.Epoch{0, 0, 2}, 7, 2, 0, -1, true}, // seed 432
+		{[]twinlog.Epoch{2, 3, 2}, 7, 2, 2, -1, false},
+		{[]twinlog.Epoch{2, 9}, 7, 2, 1, 9, false},
+		{nil, 7, 2, 0, -1, false},
+	} {
+		n, need, foreign := plan.FetchedBatches(tc.epochs, tc.le, tc.latest)
+		if n != tc.n || need != tc.need || foreign != tc.wantForeign {
+			t.Errorf("FetchedBatches(%v, LE %d, latest %d) = %d, %d, %t; want %d, %d, %t", tc.epochs, tc.le, tc.latest, n, need, foreign, tc.n, tc.need, tc.wantForeign)
+		}
+	}
+}

@@ -365,7 +365,7 @@ func (m *Machine) step1(ev Event) error {
 		}
 	case FollowerRepaired:
 		m.onRepaired(ev.Replica)
-	case Fetched, FetchNeedsBump, FetchDiverging, FetchOutOfRange, FetchError:
+	case Fetched, FetchNeedsBump, FetchDiverging, FetchOutOfRange, FetchForeignEpoch, FetchError:
 		m.onFetch(ev)
 	}
 	return nil
@@ -906,6 +906,12 @@ func (m *Machine) onFetch(ev Event) {
 		}
 		ls := m.log.LogStartOffset()
 		m.fixLog(Truncation{Full: true, Offset: ls, RestartAt: ev.SourceLogStartOffset}, ReasonOutOfRange)
+	case FetchForeignEpoch:
+		if ev.Session != m.session {
+			return
+		}
+		t := ForeignEpochTruncation(m.log.EpochCache(), m.log.LogStartOffset(), m.log.LogEndOffset(), ev.Epoch, ev.BaseOffset, ev.SourceLogStartOffset)
+		m.fixLog(t, ReasonDivergence)
 	case FetchError:
 		if ev.Session != m.session {
 			return

@@ -432,7 +432,10 @@ func (c *cluster) serve(s *cluster, req plan.FetchRequest) plan.Event {
 	for i, r := range batch {
 		eps[i] = r.ep
 	}
-	n, need := plan.AppendablePrefix(eps, c.le)
+	n, need, foreign := plan.FetchedBatches(eps, c.le, c.log.cache.Latest())
+	if foreign {
+		return plan.FetchForeignEpoch{Session: sess, Epoch: eps[0], BaseOffset: batch[0].off, SourceLogStartOffset: s.log.start}
+	}
 	for _, r := range batch[:n] {
 		c.log.append(r)
 	}

@@ -847,3 +847,65 @@ func TestTaintRacesISRExpansion(t *testing.T) {
 		})
 	}
 }
+
+// TestForeignEpochRestartsMirror is the simulator's two-cluster seed 432 on
+// the mirror leader: after a tainted replica's unclean election (SPEC §6.8)
+// A answers B's LMLE query with 5 while holding its own log, whose epoch 2
+// (from 20 on) is not B's epoch 2 ([0, 12), B's own records). The LMLE
+// truncation is a no-op, fetch(12, last 2) passes A's check, and A answers
+// an epoch-0 batch at 12, below B's latest cached epoch. Appended, B's epochs
+// would go back (storage refuses it and the broker takes the partition
+// offline). B must report FetchForeignEpoch, bump, truncate fully, restart
+// at A's log start and end as a copy of A's log (records compared with their
+// origin cluster).
+func TestForeignEpochRestartsMirror(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.mustProduce(20) // 0–19@0a
+	a.le = 2
+	a.mustProduce(34) // 20–53@2a
+	a.lmles.Apply(a.lmleKey(), &twinlogv1.MirrorLmleRecord{StateEpoch: 1, Lmle: 5, SourceClusterId: b.id})
+	b.le = 2
+	b.mustProduce(12) // 0–11@2b
+	b.writable = false
+	b.mirrorFrom(1, plan.Config{})
+	b.checkState(plan.Mirroring)
+	if len(b.log.recs) != 12 { // untouched by the no-op LMLE truncation
+		t.Fatalf("B log after the LMLE step: %s", b.log)
+	}
+	out := b.fetch()
+	if out.req.FetchOffset != 12 || out.req.LastFetchedEpoch != 2 {
+		t.Fatalf("fetch request %+v", out.req)
+	}
+	if ev, ok := out.ev.(plan.FetchForeignEpoch); !ok || ev.Epoch != 0 || ev.BaseOffset != 12 {
+		t.Fatalf("outcome %#v, want FetchForeignEpoch{epoch 0 at 12}", out.ev)
+	}
+	if b.log.LogEndOffset() != 0 || b.log.cache.Len() != 0 || b.truncations[len(b.truncations)-1] != plan.ReasonDivergence {
+		t.Fatalf("after the foreign epoch: log %q (LEO %d) cache %v truncations %v", b.log, b.log.LogEndOffset(), b.log.cache.Entries(), b.truncations)
+	}
+	b.fetchUntilIdle()
+	b.checkLog(a.log.String())
+	checkMirrorInvariants(t, b)
+}
+
+// TestForeignEpochTrimsEmptyEpoch: when only an epoch without records
+// starts at B's LEO (s = LEO), the foreign batch contradicts no record: B
+// cuts at the LEO, which drops just that cache entry, keeps its records and
+// refetches with its last record epoch.
+func TestForeignEpochTrimsEmptyEpoch(t *testing.T) {
+	c := cache(t, en(2, 0), en(7, 12))
+	if got, want := plan.ForeignEpochTruncation(c, 0, 12, 5, 12, 0), (plan.Truncation{Offset: 12}); got != want {
+		t.Fatalf("empty epoch at the LEO: %+v, want %+v", got, want)
+	}
+	if got, want := plan.ForeignEpochTruncation(c, 12, 12, 5, 12, 0), (plan.Truncation{Full: true, Offset: 12, RestartAt: 12}); got != want {
+		t.Fatalf("empty log: %+v, want %+v", got, want)
+	}
+	// Records of epoch 7 in [12, 15): restart at the source's log start,
+	// clamped to the offset it served from.
+	if got, want := plan.ForeignEpochTruncation(c, 0, 15, 5, 15, 40), (plan.Truncation{Full: true, Offset: 0, RestartAt: 15}); got != want {
+		t.Fatalf("records of a foreign epoch: %+v, want %+v", got, want)
+	}
+	if got := plan.ForeignEpochTruncation(c, 0, 15, 7, 15, 0); !got.NoOp {
+		t.Fatalf("no epoch above: %+v, want NoOp", got)
+	}
+}
