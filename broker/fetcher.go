@@ -139,7 +139,7 @@ func (f *fetcher) run(ctx context.Context) {
 			req.Partitions = append(req.Partitions, &pb.FetchPartition{
 				Topic: it.p.tp.Topic, Partition: it.p.tp.Partition, FetchOffset: int64(it.req.FetchOffset),
 				CurrentLeaderEpoch: int32(it.req.CurrentLeaderEpoch), LastFetchedEpoch: int32(it.req.LastFetchedEpoch),
-				PartitionMaxBytes: int32(b.cfg.ReplicaFetchMaxBytes), FetchSeq: it.req.Seq,
+				PartitionMaxBytes: int32(b.cfg.ReplicaFetchPartitionMaxBytes), FetchSeq: it.req.Seq,
 			})
 		}
 		rctx, cancel := context.WithTimeout(ctx, b.cfg.ReplicaFetchMaxWait+b.cfg.RPCTimeout)
