@@ -514,29 +514,8 @@ func sameStatus(a, c plan.ReplicaStatus) bool {
 func (r *mirrorRunner) applyDesired(d plan.Desired) {
 	old := r.desired
 	r.desired = d
-	switch d.State {
-	case plan.Mirroring:
-		if d.Generation > old.Generation || old.State == plan.Stopped || old.State == plan.NotStarted {
-			r.step(plan.Start{Generation: d.Generation, SourceClusterID: d.SourceClusterID})
-		} else if old.State == plan.Paused {
-			r.step(plan.Resume{})
-		} else if r.m.State() == plan.NotStarted || r.m.State() == plan.Stopped {
-			r.step(plan.Start{Generation: d.Generation, SourceClusterID: d.SourceClusterID})
-		}
-	case plan.Paused:
-		if d.Generation > old.Generation || old.State == plan.Stopped || old.State == plan.NotStarted {
-			// Started and paused since the last look: the run first.
-			r.step(plan.Start{Generation: d.Generation, SourceClusterID: d.SourceClusterID})
-		}
-		// Whatever the machine's state: it keeps the pause as its desired
-		// state until it can act on it (plan.Accepts).
-		if old.State != plan.Paused {
-			r.step(plan.Pause{})
-		}
-	case plan.Stopped:
-		if s := r.m.State(); s != plan.Stopped && s != plan.Stopping {
-			r.step(plan.Stop{})
-		}
+	for _, ev := range plan.DesiredChange(old, d, r.m.State()) {
+		r.step(ev)
 	}
 }
 

@@ -1053,29 +1053,8 @@ func sameStatus(a, c plan.ReplicaStatus) bool {
 func (r *mirrorRunner) applyDesired(d plan.Desired) {
 	old := r.desired
 	r.desired = d
-	switch d.State {
-	case plan.Mirroring:
-		if d.Generation > old.Generation || old.State == plan.Stopped || old.State == plan.NotStarted {
-			r.stepM(plan.Start{Generation: d.Generation, SourceClusterID: d.SourceClusterID})
-		} else if old.State == plan.Paused {
-			r.stepM(plan.Resume{})
-		} else if st := r.m.State(); st == plan.NotStarted || st == plan.Stopped {
-			r.stepM(plan.Start{Generation: d.Generation, SourceClusterID: d.SourceClusterID})
-		}
-	case plan.Paused:
-		if d.Generation > old.Generation || old.State == plan.Stopped || old.State == plan.NotStarted {
-			// Started and paused since the last look: the run first.
-			r.stepM(plan.Start{Generation: d.Generation, SourceClusterID: d.SourceClusterID})
-		}
-		// Whatever the machine's state: it keeps the pause as its desired
-		// state until it can act on it (plan.Accepts).
-		if old.State != plan.Paused {
-			r.stepM(plan.Pause{})
-		}
-	case plan.Stopped:
-		if st := r.m.State(); st != plan.Stopped && st != plan.Stopping {
-			r.stepM(plan.Stop{})
-		}
+	for _, ev := range plan.DesiredChange(old, d, r.m.State()) {
+		r.stepM(ev)
 	}
 }
 

@@ -321,3 +321,45 @@ func (AddTaints) isAction()           {}
 func (ClearTaint) isAction()          {}
 func (StopResult) isAction()          {}
 func (Transition) isAction()          {}
+
+// DesiredChange is what a shell steps when the desired state in metadata
+// goes from old to d while the machine is in state st (both shells,
+// broker/ and the simulator's, call it, so they cannot drift):
+//
+//   - MIRRORING: Start for a new generation, or after STOPPED / none;
+//     Resume after PAUSED; Start again if the machine is not started or
+//     STOPPED (a new leadership of a running mirror).
+//   - PAUSED: Start first if the run was started since the last look (a
+//     new generation, or after STOPPED / none), then Pause on every change
+//     to PAUSED whatever st is: the machine keeps a pause it cannot act on
+//     yet as its desired state (Accepts; SPEC §6.5).
+//   - STOPPED: Stop unless already STOPPING or STOPPED.
+func DesiredChange(old, d Desired, st twinlogv1.MirrorState) []Event {
+	start := Start{Generation: d.Generation, SourceClusterID: d.SourceClusterID}
+	started := d.Generation > old.Generation || old.State == Stopped || old.State == NotStarted
+	switch d.State {
+	case Mirroring:
+		switch {
+		case started:
+			return []Event{start}
+		case old.State == Paused:
+			return []Event{Resume{}}
+		case st == NotStarted || st == Stopped:
+			return []Event{start}
+		}
+	case Paused:
+		var evs []Event
+		if started {
+			evs = append(evs, start)
+		}
+		if old.State != Paused {
+			evs = append(evs, Pause{})
+		}
+		return evs
+	case Stopped:
+		if st != Stopped && st != Stopping {
+			return []Event{Stop{}}
+		}
+	}
+	return nil
+}
