@@ -23,32 +23,7 @@ func TestMirrorPauseWhilePending(t *testing.T) {
 	b := NewCluster(t, Options{Cluster: "b", Network: nw})
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Second)
 	defer cancel()
-	a.CreateTopic("t", 1, 3, nil)
-	produceN(ctx, a, "t", 3, "a")
-	b.CreateMirror("m", a, "t")
-	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
-	waitLog(b, "t", a.LeaderLog("t", 0))
-	mustStop(b, "m", "t")
-
-	resp, err := b.Admin().AlterConfigs(ctx, &pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
-		Resource: &pb.ConfigResource{Type: pb.ConfigResourceType_CONFIG_RESOURCE_TYPE_TOPIC, Name: "t"},
-		Set:      map[string]string{"mirror.support.unclean.leader.election": "true"},
-	}}})
-	if err != nil || resp.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-		t.Fatalf("AlterConfigs: %v %v", resp, err)
-	}
-	leader, _ := b.Leader("t", 0)
-	down := b.IDs()[0]
-	if down == leader {
-		down = b.IDs()[1]
-	}
-	b.StopBroker(down)
-	b.WaitFor("ISR shrunk", func() bool {
-		_, _, isr, _, ok := b.PartitionInfo("t", 0)
-		return ok && len(isr) == 2
-	})
-	b.StartMirror("m", "t")
-	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_PENDING)
+	down := startPending(ctx, t, a, b)
 
 	// Record every mirror fetch B's brokers make from now on.
 	for _, id := range b.IDs() {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker"
 )
@@ -23,6 +24,42 @@ func TestMirrorPendingFailedRecovers(t *testing.T) {
 	}})
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Second)
 	defer cancel()
+	down := startPending(ctx, t, a, b)
+	st := b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_FAILED)
+	if st.GetLastError() == "" {
+		t.Fatalf("FAILED without lastError: %v", st)
+	}
+	// Retried with backoff: PENDING again, then FAILED with retryCount > 0.
+	b.WaitForTimeout("FAILED after a retry", 60*time.Second, func() bool {
+		st := b.MirrorState("t", 0)
+		return st != nil && st.GetState() == pb.MirrorState_MIRROR_STATE_FAILED && st.GetRetryCount() >= 1
+	})
+	leader, _ := b.Leader("t", 0)
+	if r, err := b.ProduceTo(ctx, leader, "t", 0, -1, time.Second, []byte("bX")); err != nil || r.GetError() != pb.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC {
+		t.Fatalf("produce while FAILED: %v %v", r, err)
+	}
+
+	// The replica returns: the next retry mirrors, every replica identical.
+	b.RestartBroker(down)
+	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
+	produceN(ctx, a, "t", 2, "a")
+	want := a.LeaderLog("t", 0)
+	b.WaitFor("B replicas identical", func() bool {
+		for _, id := range b.IDs() {
+			if b.LogString(id, "t", 0) != want {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// startPending mirrors t (one partition, RF 3) from a to b, stops the mirror,
+// sets mirror.support.unclean.leader.election on b's topic, stops one of b's
+// followers and starts the mirror again: the run waits in PENDING, since a
+// replica cannot align (SPEC §6.6 step 3). It returns the stopped broker.
+func startPending(ctx context.Context, t *testing.T, a, b *Cluster) twinlog.BrokerID {
+	t.Helper()
 	a.CreateTopic("t", 1, 3, nil)
 	produceN(ctx, a, "t", 3, "a")
 	b.CreateMirror("m", a, "t")
@@ -47,33 +84,7 @@ func TestMirrorPendingFailedRecovers(t *testing.T) {
 		_, _, isr, _, ok := b.PartitionInfo("t", 0)
 		return ok && len(isr) == 2
 	})
-
 	b.StartMirror("m", "t")
 	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_PENDING)
-	st := b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_FAILED)
-	if st.GetLastError() == "" {
-		t.Fatalf("FAILED without lastError: %v", st)
-	}
-	// Retried with backoff: PENDING again, then FAILED with retryCount > 0.
-	b.WaitForTimeout("FAILED after a retry", 60*time.Second, func() bool {
-		st := b.MirrorState("t", 0)
-		return st != nil && st.GetState() == pb.MirrorState_MIRROR_STATE_FAILED && st.GetRetryCount() >= 1
-	})
-	if r, err := b.ProduceTo(ctx, leader, "t", 0, -1, time.Second, []byte("bX")); err != nil || r.GetError() != pb.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC {
-		t.Fatalf("produce while FAILED: %v %v", r, err)
-	}
-
-	// The replica returns: the next retry mirrors, every replica identical.
-	b.RestartBroker(down)
-	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
-	produceN(ctx, a, "t", 2, "a")
-	want := a.LeaderLog("t", 0)
-	b.WaitFor("B replicas identical", func() bool {
-		for _, id := range b.IDs() {
-			if b.LogString(id, "t", 0) != want {
-				return false
-			}
-		}
-		return true
-	})
+	return down
 }
