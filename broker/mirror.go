@@ -427,7 +427,7 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 		r.loadTaints(lmle)
 	}
 	r.applyDesired(desired)
-	if r.replicas == nil || !sameStatus(*r.replicas, st) {
+	if r.replicas == nil || !r.replicas.Equal(st) {
 		cp := st
 		r.replicas = &cp
 		r.step(plan.ReplicaStatusChanged{Status: st})
@@ -494,20 +494,6 @@ func (b *Broker) mirrorConfigMs(own int64, key string) int64 {
 		return 0
 	}
 	return n
-}
-
-func sameStatus(a, c plan.ReplicaStatus) bool {
-	if !slices.Equal(a.Replicas, c.Replicas) || !slices.Equal(a.ISR, c.ISR) || !slices.Equal(a.MaximalISR, c.MaximalISR) ||
-		a.MinInsyncReplicas != c.MinInsyncReplicas || a.SupportUncleanLeaderElection != c.SupportUncleanLeaderElection ||
-		len(a.FollowerAlignedEpoch) != len(c.FollowerAlignedEpoch) {
-		return false
-	}
-	for k, v := range a.FollowerAlignedEpoch {
-		if c.FollowerAlignedEpoch[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // applyDesired turns metadata desired-state changes into operator events.

@@ -875,7 +875,7 @@ func (r *mirrorRunner) observe() {
 		r.stepM(became)
 	}
 	r.applyDesired(desired)
-	if r.replicas == nil || !sameStatus(*r.replicas, st) {
+	if r.replicas == nil || !r.replicas.Equal(st) {
 		cp := st
 		r.replicas = &cp
 		r.stepM(plan.ReplicaStatusChanged{Status: st})
@@ -1033,20 +1033,6 @@ func taintsOf(lmle *pb.MirrorLmleRecord) map[twinlog.BrokerID]replica.Taint {
 		out[twinlog.BrokerID(t.GetReplica())] = replica.Taint{Epoch: twinlog.Epoch(t.GetEpoch()), Offset: twinlog.Offset(t.GetOffset())}
 	}
 	return out
-}
-
-func sameStatus(a, c plan.ReplicaStatus) bool {
-	if !slices.Equal(a.Replicas, c.Replicas) || !slices.Equal(a.ISR, c.ISR) || !slices.Equal(a.MaximalISR, c.MaximalISR) ||
-		a.MinInsyncReplicas != c.MinInsyncReplicas || a.SupportUncleanLeaderElection != c.SupportUncleanLeaderElection ||
-		len(a.FollowerAlignedEpoch) != len(c.FollowerAlignedEpoch) {
-		return false
-	}
-	for k, v := range a.FollowerAlignedEpoch {
-		if e, ok := c.FollowerAlignedEpoch[k]; !ok || e != v {
-			return false
-		}
-	}
-	return true
 }
 
 // applyDesired is mirrorRunner.applyDesired.

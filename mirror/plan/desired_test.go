@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/twinlog/twinlog"
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 )
 
@@ -42,6 +43,42 @@ func TestDesiredChange(t *testing.T) {
 			got := DesiredChange(tc.old, tc.new, tc.st)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("DesiredChange(%v -> %v, %v) (-want +got):\n%s", tc.old.State, tc.new.State, tc.st, diff)
+			}
+		})
+	}
+}
+
+// TestReplicaStatusEqual: the shells re-send ReplicaStatusChanged only when
+// the view changed, so every field counts, a follower's aligned epoch 0
+// included (one shell's copy once read a missing follower as epoch 0).
+func TestReplicaStatusEqual(t *testing.T) {
+	base := func() ReplicaStatus {
+		return ReplicaStatus{
+			Replicas: []twinlog.BrokerID{1, 2, 3}, ISR: []twinlog.BrokerID{1, 2},
+			FollowerAlignedEpoch: map[twinlog.BrokerID]twinlog.Epoch{2: 0}, MinInsyncReplicas: 2,
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*ReplicaStatus)
+		want   bool
+	}{
+		{"same", func(*ReplicaStatus) {}, true},
+		{"ISR", func(s *ReplicaStatus) { s.ISR = []twinlog.BrokerID{1} }, false},
+		{"replicas", func(s *ReplicaStatus) { s.Replicas = []twinlog.BrokerID{1, 2, 4} }, false},
+		{"maximal ISR", func(s *ReplicaStatus) { s.MaximalISR = []twinlog.BrokerID{1, 2, 3} }, false},
+		{"min ISR", func(s *ReplicaStatus) { s.MinInsyncReplicas = 3 }, false},
+		{"unclean support", func(s *ReplicaStatus) { s.SupportUncleanLeaderElection = true }, false},
+		{"aligned epoch", func(s *ReplicaStatus) { s.FollowerAlignedEpoch[2] = 1 }, false},
+		{"other follower aligned at 0", func(s *ReplicaStatus) {
+			s.FollowerAlignedEpoch = map[twinlog.BrokerID]twinlog.Epoch{3: 0}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := base(), base()
+			tc.change(&b)
+			if got := a.Equal(b); got != tc.want {
+				t.Errorf("Equal = %t, want %t", got, tc.want)
 			}
 		})
 	}

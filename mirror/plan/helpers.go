@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/twinlog/twinlog"
@@ -137,6 +138,14 @@ type ReplicaStatus struct {
 	// SupportUncleanLeaderElection is mirror.support.unclean.leader.election
 	// as configured now.
 	SupportUncleanLeaderElection bool
+}
+
+// Equal reports whether two views hold the same facts: the shells send
+// ReplicaStatusChanged only when the view changed.
+func (s ReplicaStatus) Equal(o ReplicaStatus) bool {
+	return slices.Equal(s.Replicas, o.Replicas) && slices.Equal(s.ISR, o.ISR) && slices.Equal(s.MaximalISR, o.MaximalISR) &&
+		s.MinInsyncReplicas == o.MinInsyncReplicas && s.SupportUncleanLeaderElection == o.SupportUncleanLeaderElection &&
+		maps.Equal(s.FollowerAlignedEpoch, o.FollowerAlignedEpoch)
 }
 
 // ReadyToMirror is the PENDING → MIRRORING check of SPEC §6.6 step 3: every
