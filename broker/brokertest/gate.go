@@ -328,21 +328,31 @@ func (c *Cluster) HoldAlterPartition(id twinlog.BrokerID, hold bool) {
 
 // Fetches returns follower id's recorded (gated) fetches of topic-p.
 func (c *Cluster) Fetches(id twinlog.BrokerID, topic string, p int32) []FetchRecord {
+	return c.gateRecords(gateKey{c.nodeName(id), topic, p, false})
+}
+
+// gateRecords is the recorded fetches of one gate key.
+func (c *Cluster) gateRecords(k gateKey) []FetchRecord {
 	g := &c.Net.gates
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.init()
-	return slices.Clone(g.log[gateKey{c.nodeName(id), topic, p, false}])
+	return slices.Clone(g.log[k])
+}
+
+// gateHeld reports whether a fetch of one gate key waits in FetchHold.
+func (c *Cluster) gateHeld(k gateKey) bool {
+	g := &c.Net.gates
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.init()
+	return g.held[k] > 0
 }
 
 // FetchHeld reports whether a fetch of follower id for topic-p waits in
 // FetchHold now: then no fetch of it is in flight (one per leader).
 func (c *Cluster) FetchHeld(id twinlog.BrokerID, topic string, p int32) bool {
-	g := &c.Net.gates
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.init()
-	return g.held[gateKey{c.nodeName(id), topic, p, false}] > 0
+	return c.gateHeld(gateKey{c.nodeName(id), topic, p, false})
 }
 
 // SetMirrorFetchRule gates broker id's mirror fetches (SPEC §6.3: as the
@@ -370,19 +380,11 @@ func (c *Cluster) ReleaseMirrorFetches(id twinlog.BrokerID, topic string, p int3
 // MirrorFetches returns broker id's recorded (gated) mirror fetches of
 // topic-p.
 func (c *Cluster) MirrorFetches(id twinlog.BrokerID, topic string, p int32) []FetchRecord {
-	g := &c.Net.gates
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.init()
-	return slices.Clone(g.log[gateKey{c.nodeName(id), topic, p, true}])
+	return c.gateRecords(gateKey{c.nodeName(id), topic, p, true})
 }
 
 // MirrorFetchHeld reports whether a mirror fetch of broker id for topic-p
 // waits in FetchHold now: then none of its is in flight to the source.
 func (c *Cluster) MirrorFetchHeld(id twinlog.BrokerID, topic string, p int32) bool {
-	g := &c.Net.gates
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.init()
-	return g.held[gateKey{c.nodeName(id), topic, p, true}] > 0
+	return c.gateHeld(gateKey{c.nodeName(id), topic, p, true})
 }

@@ -35,11 +35,7 @@ func TestMirrorStopCatchUpOnFreshFacts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 
-	a.CreateTopic("t", 1, 3, nil)
-	produceN(ctx, a, "t", before, "a")
-	b.CreateMirror("m", a, "t")
-	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
-	waitLog(b, "t", a.LeaderLog("t", 0))
+	mirrorCaughtUp(ctx, a, b, before)
 
 	// Hold B's leader's mirror fetches; once one waits in the gate none is
 	// in flight, so nothing A writes from now on reaches B.
@@ -181,11 +177,7 @@ func TestMirrorStopCatchUpLeaderDeadNotFenced(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 
-	a.CreateTopic("t", 1, 3, nil)
-	produceN(ctx, a, "t", before, "a")
-	b.CreateMirror("m", a, "t")
-	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
-	waitLog(b, "t", a.LeaderLog("t", 0))
+	mirrorCaughtUp(ctx, a, b, before)
 	bl, _ := b.Leader("t", 0)
 	pollFor(t, "B's controller holds the leader's lag-0 report", func() bool {
 		p := describeMirrorPartition(ctx, b, "m")
@@ -231,4 +223,14 @@ func TestMirrorStopCatchUpLeaderDeadNotFenced(t *testing.T) {
 			t.Fatalf("record %d: A %v, B %v", i, aRecs[i], bRecs[i])
 		}
 	}
+}
+
+// mirrorCaughtUp creates t (one partition, RF 3) on a with n records, mirrors
+// it to b as mirror m and waits until b's log equals a's.
+func mirrorCaughtUp(ctx context.Context, a, b *Cluster, n int) {
+	a.CreateTopic("t", 1, 3, nil)
+	produceN(ctx, a, "t", n, "a")
+	b.CreateMirror("m", a, "t")
+	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
+	waitLog(b, "t", a.LeaderLog("t", 0))
 }

@@ -60,11 +60,7 @@ func TestMirrorPendingFailedRecovers(t *testing.T) {
 // replica cannot align (SPEC §6.6 step 3). It returns the stopped broker.
 func startPending(ctx context.Context, t *testing.T, a, b *Cluster) twinlog.BrokerID {
 	t.Helper()
-	a.CreateTopic("t", 1, 3, nil)
-	produceN(ctx, a, "t", 3, "a")
-	b.CreateMirror("m", a, "t")
-	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
-	waitLog(b, "t", a.LeaderLog("t", 0))
+	mirrorCaughtUp(ctx, a, b, 3)
 	mustStop(b, "m", "t")
 
 	resp, err := b.Admin().AlterConfigs(ctx, &pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{

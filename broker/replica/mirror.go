@@ -234,15 +234,7 @@ func (r *Replica) truncateAsLeader(o twinlog.Offset, full bool, nowMs int64) err
 	for id, fs := range r.followers {
 		r.resetFollower(id, fs, nowMs)
 	}
-	kept := r.pending[:0]
-	for _, p := range r.pending {
-		if p.last >= r.leo {
-			r.rd.ProduceResults = append(r.rd.ProduceResults, ProduceResult{ID: p.id, Error: errNotLeader, BaseOffset: p.base})
-			continue
-		}
-		kept = append(kept, p)
-	}
-	r.pending = kept
+	r.failPendingFrom(r.leo)
 	r.reevaluate(nowMs)
 	return nil
 }

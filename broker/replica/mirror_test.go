@@ -288,16 +288,8 @@ func TestTaintsPendingClearsOnLeadershipLoss(t *testing.T) {
 // answered normally. ResetTaints also settles in-memory clears: durably
 // clear (not in the record) joins the ISR, re-tainted does not.
 func TestResetTaintsReplacesStaleTaints(t *testing.T) {
-	e := newEnv(1000)
-	e.quiet = true
-	for _, id := range []twinlog.BrokerID{1, 2, 3} {
-		e.addNode(id, parseLog(t, "0-3@1"), 4)
-	}
-	e.ctl.replicas, e.ctl.isr, e.ctl.leader, e.ctl.le, e.ctl.pe = []twinlog.BrokerID{1, 2, 3}, []twinlog.BrokerID{1, 2}, 1, 2, 1
-	e.push(e.ids())
+	e := taintedLeaderEnv(t)
 	leader := e.nodes[1].r
-	leader.SetTaint(2, Taint{Epoch: twinlog.NoEpoch, Offset: 0})
-	leader.SetTaint(3, Taint{Epoch: 1, Offset: 4})
 	e.ctl.le, e.ctl.pe = 4, 2
 	e.push(e.ids())
 	if _, ok := leader.Taints()[2]; !ok || leader.Role() != RoleLeader || leader.LeaderEpoch() != 4 {
@@ -350,16 +342,8 @@ func TestResetTaintsReplacesStaleTaints(t *testing.T) {
 // durable ones, which another leader may clear); a replica that stops
 // leading drops them and any clear awaiting its write.
 func TestTaintsDroppedOnLeadershipLoss(t *testing.T) {
-	e := newEnv(1000)
-	e.quiet = true
-	for _, id := range []twinlog.BrokerID{1, 2, 3} {
-		e.addNode(id, parseLog(t, "0-3@1"), 4)
-	}
-	e.ctl.replicas, e.ctl.isr, e.ctl.leader, e.ctl.le, e.ctl.pe = []twinlog.BrokerID{1, 2, 3}, []twinlog.BrokerID{1, 2}, 1, 2, 1
-	e.push(e.ids())
+	e := taintedLeaderEnv(t)
 	l := e.nodes[1].r
-	l.SetTaint(2, Taint{Epoch: twinlog.NoEpoch, Offset: 0})
-	l.SetTaint(3, Taint{Epoch: 1, Offset: 4})
 	e.sendFetch(3, 0) // repairs 3 in memory
 	e.deliverFetch(e.fetchQ[0])
 	e.fetchQ = nil
@@ -465,4 +449,21 @@ func TestMirrorAppendEpochBelowCacheRefused(t *testing.T) {
 	if want := []epoch.Entry{{Epoch: 2, StartOffset: 0}, {Epoch: 4, StartOffset: 15}}; !slices.Equal(l.EpochEntries(), want) || l.LatestEpoch() != 4 {
 		t.Fatalf("epochs %v latest %d, want %v", l.EpochEntries(), l.LatestEpoch(), want)
 	}
+}
+
+// taintedLeaderEnv: replicas {1, 2, 3} with log [0-3@1], leader 1 in LE 2,
+// ISR {1, 2}; the leader taints ISR member 2 fully (epoch −1) and 3 at
+// (1, 4).
+func taintedLeaderEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(1000)
+	e.quiet = true
+	for _, id := range []twinlog.BrokerID{1, 2, 3} {
+		e.addNode(id, parseLog(t, "0-3@1"), 4)
+	}
+	e.ctl.replicas, e.ctl.isr, e.ctl.leader, e.ctl.le, e.ctl.pe = []twinlog.BrokerID{1, 2, 3}, []twinlog.BrokerID{1, 2}, 1, 2, 1
+	e.push(e.ids())
+	e.nodes[1].r.SetTaint(2, Taint{Epoch: twinlog.NoEpoch, Offset: 0})
+	e.nodes[1].r.SetTaint(3, Taint{Epoch: 1, Offset: 4})
+	return e
 }

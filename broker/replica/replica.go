@@ -505,18 +505,24 @@ func (r *Replica) ConfirmTruncation(leo twinlog.Offset, nowMs int64) error {
 	if r.role == RoleLeader {
 		r.hwFloor = min(r.hwFloor, r.hw)
 		r.leso = min(r.leso, leo)
-		kept := r.pending[:0]
-		for _, p := range r.pending {
-			if p.last >= leo {
-				r.rd.ProduceResults = append(r.rd.ProduceResults, ProduceResult{ID: p.id, Error: errNotLeader, BaseOffset: p.base})
-				continue
-			}
-			kept = append(kept, p)
-		}
-		r.pending = kept
+		r.failPendingFrom(leo)
 		r.reevaluate(nowMs)
 	}
 	return nil
+}
+
+// failPendingFrom answers NOT_LEADER to the waiting produces whose batch
+// reaches o or beyond: a truncation to o removed (part of) their records.
+func (r *Replica) failPendingFrom(o twinlog.Offset) {
+	kept := r.pending[:0]
+	for _, p := range r.pending {
+		if p.last >= o {
+			r.rd.ProduceResults = append(r.rd.ProduceResults, ProduceResult{ID: p.id, Error: errNotLeader, BaseOffset: p.base})
+			continue
+		}
+		kept = append(kept, p)
+	}
+	r.pending = kept
 }
 
 // restartLog deletes the whole local log; it restarts empty at o.
