@@ -299,7 +299,10 @@ func (b *Broker) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case <-b.crashc:
 	case err := <-serveErr:
-		runErr = fmt.Errorf("broker: grpc serve: %w", err)
+		// nil: the server was stopped, a clean stop.
+		if err != nil {
+			runErr = fmt.Errorf("broker: grpc serve: %w", err)
+		}
 	}
 	if b.crashed() {
 		stop()

@@ -386,7 +386,10 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case err := <-serveErr:
-			runErr = fmt.Errorf("controller: grpc serve: %w", err)
+			// Serve returns nil once Close stopped the server: a clean stop.
+			if err != nil {
+				runErr = fmt.Errorf("controller: grpc serve: %w", err)
+			}
 			break loop
 		case <-ticker.C:
 			if err := c.Tick(ctx); err != nil && !errors.Is(err, ErrUnavailable) {
