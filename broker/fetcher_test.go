@@ -1,0 +1,80 @@
+package broker
+
+import (
+	"testing"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/storage"
+)
+
+// followerFixture is broker 3 following t/0 from leader 1 and t/1 from
+// leader 2, without a controller or gRPC.
+func followerFixture(t *testing.T) (*Broker, []*partition) {
+	t.Helper()
+	b, err := New(Config{ID: 3, ControllerAddr: "unused:1", LogDirs: []string{t.TempDir()}}, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.closeDirs(false) })
+	var parts []*partition
+	for i, leader := range []twinlog.BrokerID{1, 2} {
+		tp := twinlog.TopicPartition{Topic: "t", Partition: int32(i)}
+		l, err := b.dirs[0].GetOrCreate(tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := newPartition(b, tp, "id", b.dirs[0], l, storage.NoAlignedEpoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.parts[tp] = p
+		p.mu.Lock()
+		p.r.ApplyPartitionState(replica.PartitionState{
+			Leader: leader, LeaderEpoch: 1, PartitionEpoch: 1,
+			Replicas: []twinlog.BrokerID{1, 2, 3}, ISR: []twinlog.BrokerID{1, 2, 3}, MinISR: 2,
+			Brokers: map[twinlog.BrokerID]twinlog.BrokerEpoch{1: 1, 2: 1, 3: 1},
+		}, b.nowMs())
+		p.processReadyLocked()
+		p.mu.Unlock()
+		parts = append(parts, p)
+	}
+	return b, parts
+}
+
+// Each leader's fetcher numbers only its own partitions' fetches. The
+// fetcher for leader 2 used to number t/0's next fetch too (and drop it),
+// which made the answer to leader 1's fetch in flight stale: every record
+// was fetched again. With two leaders that was 3 follower fetches per
+// acks=all produce instead of 2.
+func TestFetcherKeepsOtherLeadersFetchCurrent(t *testing.T) {
+	b, parts := followerFixture(t)
+	f1 := &fetcher{b: b, leader: 1}
+	f2 := &fetcher{b: b, leader: 2}
+	items1 := f1.nextItems()
+	if len(items1) != 1 || items1[0].p != parts[0] {
+		t.Fatalf("leader 1's fetcher took %d items, want t/0 only", len(items1))
+	}
+	// Leader 2's fetcher builds its request while leader 1's is in flight.
+	items2 := f2.nextItems()
+	if len(items2) != 1 || items2[0].p != parts[1] {
+		t.Fatalf("leader 2's fetcher took %d items, want t/1 only", len(items2))
+	}
+	batch, err := storage.EncodeBatch([]storage.Record{{Value: []byte("v")}}, storage.BatchOptions{LeaderEpoch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := &pb.FetchResponse{Partitions: []*pb.FetchPartitionResponse{{
+		Topic: "t", Partition: 0, LeaderEpoch: 1, HighWatermark: 0, LogStartOffset: 0, LogEndOffset: 1, Records: batch,
+	}}}
+	if !f1.apply(items1, resp) {
+		t.Fatal("apply reported no progress")
+	}
+	parts[0].mu.Lock()
+	leo := parts[0].r.LogEndOffset()
+	parts[0].mu.Unlock()
+	if leo != 1 {
+		t.Fatalf("t/0 LEO %d after leader 1 answered with offset 0, want 1 (answer dropped as stale)", leo)
+	}
+}
