@@ -15,6 +15,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	"github.com/twinlog/twinlog/storage/epoch"
+	"github.com/twinlog/twinlog/storage/vfs"
 )
 
 // AppendInfo describes an append.
@@ -493,7 +494,7 @@ func (l *Log) appendAsFollower(bs []BatchView) (AppendInfo, error) {
 // appendUnlock writes stamped batches, releases mu and applies the flush
 // policy.
 func (l *Log) appendUnlock(bs []BatchView) (AppendInfo, error) {
-	info, err := l.appendLocked(bs)
+	info, wb, err := l.appendLocked(bs)
 	flush := false
 	if err == nil {
 		l.unflushed += info.NumRecords
@@ -502,6 +503,11 @@ func (l *Log) appendUnlock(bs []BatchView) (AppendInfo, error) {
 			(l.opts.FlushInterval > 0 && now.Sub(l.lastFlush) >= l.opts.FlushInterval)
 	}
 	l.mu.Unlock()
+	// Outside mu: starting writeback may wait for room in the device's
+	// queue, and readers and the next append need not wait with it.
+	for _, w := range wb {
+		vfs.StartWriteback(w.f, w.off, w.n)
+	}
 	if flush {
 		if ferr := l.Flush(); ferr != nil {
 			return info, ferr
@@ -510,8 +516,16 @@ func (l *Log) appendUnlock(bs []BatchView) (AppendInfo, error) {
 	return info, err
 }
 
-func (l *Log) appendLocked(bs []BatchView) (AppendInfo, error) {
+// writeback is a range of a segment file whose writeback an append started
+// (Options.WritebackBytes).
+type writeback struct {
+	f      File
+	off, n int64
+}
+
+func (l *Log) appendLocked(bs []BatchView) (AppendInfo, []writeback, error) {
 	info := AppendInfo{FirstOffset: bs[0].BaseOffset(), MaxTimestamp: noTimestamp}
+	var wb []writeback
 	changed := false
 	for _, b := range bs {
 		changed = l.cache.Assign(b.LeaderEpoch(), b.BaseOffset()) || changed
@@ -520,7 +534,7 @@ func (l *Log) appendLocked(bs []BatchView) (AppendInfo, error) {
 	// cannot invent epochs for data it finds.
 	if changed {
 		if err := l.writeCheckpoint(); err != nil {
-			return AppendInfo{}, err
+			return AppendInfo{}, nil, err
 		}
 	}
 	nowMilli := l.opts.Clock().UnixMilli()
@@ -534,7 +548,7 @@ func (l *Log) appendLocked(bs []BatchView) (AppendInfo, error) {
 				base = bs[i].BaseOffset()
 			}
 			if err := l.roll(base); err != nil {
-				return info, err
+				return info, wb, err
 			}
 		}
 		s := l.active()
@@ -553,9 +567,17 @@ func (l *Log) appendLocked(bs []BatchView) (AppendInfo, error) {
 		if _, err := s.f.WriteAt(buf, s.size); err != nil {
 			// Leave no partial batch for readers or recovery to trip on.
 			_ = s.f.Truncate(s.size)
-			return info, l.fail(fmt.Errorf("write %s: %w", s.logPath(), err))
+			return info, wb, l.fail(fmt.Errorf("write %s: %w", s.logPath(), err))
 		}
 		pos := s.size
+		if n := l.opts.WritebackBytes; n > 0 {
+			// A truncation may have cut the file below the last start.
+			s.writebackFrom = min(s.writebackFrom, pos)
+			if end := pos + int64(len(buf)); end-s.writebackFrom >= n {
+				wb = append(wb, writeback{s.f, s.writebackFrom, end - s.writebackFrom})
+				s.writebackFrom = end
+			}
+		}
 		for _, b := range run {
 			s.noteBatch(b, pos, l.opts.IndexIntervalBytes)
 			pos += int64(len(b))
@@ -566,7 +588,7 @@ func (l *Log) appendLocked(bs []BatchView) (AppendInfo, error) {
 		}
 		i = j
 	}
-	return info, nil
+	return info, wb, nil
 }
 
 // needsRollAfter is needsRoll for a segment that will hold size bytes.

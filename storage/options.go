@@ -33,6 +33,11 @@ type Options struct {
 	// FlushInterval fsyncs on the first append this long after the last
 	// flush (0: never). A periodic caller may also use MaybeFlush.
 	FlushInterval time.Duration
+	// WritebackBytes starts the device write (not an fsync) of each
+	// segment's appended data every this many bytes, so the page cache
+	// never holds enough dirty log data for the kernel to block writers
+	// (vfs.StartWriteback). Default 1 MiB; negative: never.
+	WritebackBytes int64
 
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
@@ -54,6 +59,7 @@ const (
 	DefaultSegmentMaxBytes    = 1 << 30
 	DefaultIndexIntervalBytes = 4 << 10
 	DefaultMaxBatchBytes      = 1<<20 + BatchHeaderSize
+	DefaultWritebackBytes     = 1 << 20
 )
 
 func (o Options) withDefaults() Options {
@@ -65,6 +71,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBatchBytes <= 0 {
 		o.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if o.WritebackBytes == 0 {
+		o.WritebackBytes = DefaultWritebackBytes
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now

@@ -70,6 +70,7 @@ type segment struct {
 	indexWritten  int   // index entries already in the .index file
 	timeWritten   int   // entries already in the .timeindex file
 	rollBaseMilli int64 // clock time of the first append (for SegmentMaxAge)
+	writebackFrom int64 // data bytes below are dirty no longer than writeback takes (Options.WritebackBytes)
 
 	// recent are the batches appended last in this process, contiguous and
 	// ending at size (at most 2*recentBatches): followers and consumers
