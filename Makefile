@@ -60,13 +60,20 @@ run: bins
 # bench runs the storage and controller benchmarks on the real disk (temp
 # dirs), the mirror benchmarks (two in-process clusters: throughput and lag,
 # failover for 1 and 100 partitions, failback after BENCH_FAILBACK_MB
-# diverged), then twinbench against an in-process 3-broker cluster. Set
-# TWINLOG_BENCH_RECOVERY_MB=1024 for the 1 GiB recovery figure.
+# diverged), then twinbench against an in-process 3-broker cluster: as
+# fast as it goes, then a steady 2,000 records/s of one-record batches (what
+# a producer with linger.ms=0 sends at that rate), then the machine's floor
+# at that request rate (a bare gRPC echo: an acks=all produce needs two such
+# round trips one after the other). Set TWINLOG_BENCH_RECOVERY_MB=1024 for
+# the 1 GiB recovery figure.
 BENCH_FAILBACK_MB ?= 100
+TWINBENCH = $(GO) run ./cmd/twinbench --partitions 8 --rf 3 --min-isr 2 --acks -1 --record-size 1024
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./storage/... ./controller/...
 	TWINLOG_BENCH_FAILBACK_MB=$(BENCH_FAILBACK_MB) $(GO) test -run '^$$' -bench Mirror -benchtime 1x ./broker/brokertest/
-	$(GO) run ./cmd/twinbench --inprocess --partitions 8 --rf 3 --min-isr 2 --acks -1 --record-size 1024 --duration 30s
+	$(TWINBENCH) --inprocess --duration 30s
+	$(TWINBENCH) --inprocess --duration 20s --rate 2000 --batch 1 --inflight 1
+	$(TWINBENCH) --floor --duration 20s --rate 2000 --batch 1
 
 # sim runs the deterministic simulator over SEEDS single-cluster seeds and
 # TWOSEEDS two-cluster seeds (mirroring, failovers, failbacks; TWOFAULTMS of

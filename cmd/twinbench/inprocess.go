@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -38,6 +39,13 @@ func startInProcess(ctx context.Context, o options) (*inProcess, error) {
 	var done []chan error
 	stop := func() {
 		cancel()
+		// A clean stop takes seconds (controlled shutdown, flushes); one
+		// that hangs shows where.
+		slow := time.AfterFunc(60*time.Second, func() {
+			fmt.Fprintln(os.Stderr, "twinbench: the in-process cluster has not stopped after 60s; goroutines:")
+			_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+		})
+		defer slow.Stop()
 		for _, d := range done {
 			<-d
 		}

@@ -63,6 +63,7 @@ type options struct {
 	dataDir      string
 	pprofAddr    string
 	pids         string
+	floor        bool
 }
 
 // The brokers' non-zeroing gRPC buffer pool also for the proto codec (and,
@@ -90,6 +91,7 @@ func main() {
 	flag.BoolVar(&o.jsonOut, "json", false, "print JSON instead of a table")
 	flag.StringVar(&o.dataDir, "data-dir", "", "--inprocess: data directory (default: a temp dir, removed)")
 	flag.StringVar(&o.pids, "pids", "", "comma-separated broker process ids to report CPU and RSS for (brokers started outside twinbench)")
+	flag.BoolVar(&o.floor, "floor", false, "measure the machine's floor instead: one bare gRPC echo of a request's bytes on loopback, at the same request rate")
 	flag.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
 	flag.Parse()
 	if o.pprofAddr != "" {
@@ -241,6 +243,19 @@ func discover(ctx context.Context, boot *grpc.ClientConn, topic string, parts in
 }
 
 func run(ctx context.Context, o options) error {
+	if o.floor {
+		res, err := floor(ctx, o)
+		if err != nil {
+			return err
+		}
+		if o.jsonOut {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		}
+		printFloor(res)
+		return nil
+	}
 	if o.inprocess {
 		ip, err := startInProcess(ctx, o)
 		if err != nil {

@@ -70,3 +70,22 @@ func TestSplitBatches(t *testing.T) {
 		t.Fatalf("truncated: got %d batches, want %d", n, len(want)-1)
 	}
 }
+
+// --floor echoes requests of the run's size and counts every round trip it
+// times.
+func TestFloorEchoes(t *testing.T) {
+	res, err := floor(t.Context(), options{batchRecords: 4, recordSize: 100, duration: 300 * time.Millisecond, rate: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 200 records/s in batches of 4: 50 round trips/s, 15 in 300 ms.
+	if res.Requests < 5 || res.Requests > 20 {
+		t.Fatalf("%d round trips in 300 ms at 50/s", res.Requests)
+	}
+	if got, want := res.Config["request_bytes"], len(newStamper(4, 100).stamp(time.Now())); got != want {
+		t.Fatalf("request of %v bytes, want %d", got, want)
+	}
+	if p := res.ProduceLatencyMs; p.P50 <= 0 || p.Max < p.P50 {
+		t.Fatalf("latencies %+v", p)
+	}
+}
