@@ -61,6 +61,7 @@ func newRootCmd() *cobra.Command {
 				log.Error("invalid configuration", "err", err)
 				return err
 			}
+			daemon.TuneGC(log, cfg.GCPercent, cfg.MemoryLimitBytes)
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := run(ctx, cfg, log); err != nil {

@@ -17,6 +17,8 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker"
 	"github.com/twinlog/twinlog/controller"
+	"github.com/twinlog/twinlog/internal/config"
+	"github.com/twinlog/twinlog/internal/daemon"
 )
 
 // inProcess is a controller and N brokers on TCP loopback with temp dirs.
@@ -35,6 +37,8 @@ func startInProcess(ctx context.Context, o options) (*inProcess, error) {
 		dir = d
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// The brokers' runtime settings, as brokerd applies them by default.
+	daemon.TuneGC(nil, config.DefaultBrokerGCPercent, 0)
 	runCtx, cancel := context.WithCancel(context.Background())
 	var done []chan error
 	stop := func() {

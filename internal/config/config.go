@@ -56,6 +56,9 @@ type BrokerConfig struct {
 	MaxRequestPartitionSizeLimit int32         // max.request.partition.size.limit
 	BrokerHeartbeatInterval      time.Duration // broker.heartbeat.interval.ms
 	BrokerSessionTimeout         time.Duration // broker.session.timeout.ms (for sanity checks only)
+
+	GCPercent        int   // runtime.gc.percent (GOGC, which wins when set)
+	MemoryLimitBytes int64 // runtime.memory.limit.bytes (GOMEMLIMIT, which wins when set; 0: none)
 }
 
 // ControllerConfig configures controllerd.
@@ -110,8 +113,18 @@ func brokerFields(c *BrokerConfig) []field {
 		intField("mirror.failed.retry.max.attempts", "20", "automatic FAILED retries", &c.Mirror.FailedRetryMaxAttempts),
 		msField("broker.heartbeat.interval.ms", "2000", "heartbeat period (SPEC §3.2)", &c.BrokerHeartbeatInterval),
 		msField("broker.session.timeout.ms", "9000", "controller's fencing timeout, used to check the heartbeat interval", &c.BrokerSessionTimeout),
+		intField("runtime.gc.percent", strconv.Itoa(DefaultBrokerGCPercent), "Go GC target: heap growth % between collections (the GOGC variable wins; -1: only at runtime.memory.limit.bytes)", &c.GCPercent),
+		intField("runtime.memory.limit.bytes", "0", "Go soft memory limit (the GOMEMLIMIT variable wins; 0: none)", &c.MemoryLimitBytes),
 	}
 }
+
+// DefaultBrokerGCPercent is runtime.gc.percent's default. A broker's live
+// heap is small (records live in the page cache and pooled buffers), so
+// Go's default of 100 collects every few MB allocated: with a 30 MB heap
+// at 2,000 one-record produces/s, the in-process bench spent ~15% more
+// CPU and one synchronous producer got 3,317 instead of 3,941 acks/s (p99
+// 1.5 instead of 0.7 ms). 400 costs ~2x RSS (80 → 170 MB at full load).
+const DefaultBrokerGCPercent = 400
 
 func controllerFields(c *ControllerConfig) []field {
 	return []field{
@@ -279,6 +292,15 @@ func (c BrokerConfig) Validate() error {
 	}
 	if c.MaxRequestPartitionSizeLimit < 1 {
 		bad("max.request.partition.size.limit", c.MaxRequestPartitionSizeLimit, "must be ≥ 1")
+	}
+	if c.MemoryLimitBytes < 0 {
+		bad("runtime.memory.limit.bytes", c.MemoryLimitBytes, "must be ≥ 0 (0: none)")
+	}
+	switch {
+	case c.GCPercent == -1 && c.MemoryLimitBytes == 0:
+		bad("runtime.gc.percent", c.GCPercent, "-1 (no GC but at the memory limit) needs runtime.memory.limit.bytes > 0")
+	case c.GCPercent < -1 || c.GCPercent == 0:
+		bad("runtime.gc.percent", c.GCPercent, "must be ≥ 1, or -1 with runtime.memory.limit.bytes")
 	}
 	if c.Mirror.PendingTimeout <= 0 {
 		bad("mirror.pending.timeout.ms", c.Mirror.PendingTimeout.Milliseconds(), "must be > 0")

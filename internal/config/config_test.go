@@ -32,7 +32,7 @@ func TestDefaultsFollowSpec(t *testing.T) {
 		t.Errorf("controller defaults (-want +got):\n%s", diff)
 	}
 	b := DefaultBroker()
-	if b.ReplicaLagTimeMax != 30*time.Second || b.Mirror.PendingTimeout != 300*time.Second ||
+	if b.ReplicaLagTimeMax != 30*time.Second || b.Mirror.PendingTimeout != 300*time.Second || b.GCPercent != 400 || b.MemoryLimitBytes != 0 ||
 		b.Mirror.FailedRetryInitialBackoff != 100*time.Millisecond || b.Mirror.FailedRetryMaxBackoff != 300*time.Second ||
 		b.Mirror.FailedRetryMaxAttempts != 20 || b.MaxRequestPartitionSizeLimit != 1000 || b.ListenAddress != "127.0.0.1:9091" {
 		t.Errorf("broker defaults off SPEC §1.3: %+v", b)
@@ -210,6 +210,9 @@ func TestBrokerValidate(t *testing.T) {
 		{"backoff inverted", func(c *BrokerConfig) { c.Mirror.FailedRetryMaxBackoff = time.Millisecond }, "mirror.failed.retry.max.backoff.ms = 1: must be ≥ mirror.failed.retry.initial.backoff.ms"},
 		{"attempts negative", func(c *BrokerConfig) { c.Mirror.FailedRetryMaxAttempts = -1 }, "mirror.failed.retry.max.attempts"},
 		{"heartbeat ≥ session", func(c *BrokerConfig) { c.BrokerHeartbeatInterval = 10 * time.Second }, "broker.session.timeout.ms = 9000: must be > broker.heartbeat.interval.ms"},
+		{"gc percent zero", func(c *BrokerConfig) { c.GCPercent = 0 }, "runtime.gc.percent = 0: must be ≥ 1"},
+		{"gc off without limit", func(c *BrokerConfig) { c.GCPercent = -1 }, "runtime.gc.percent = -1: -1 (no GC but at the memory limit) needs runtime.memory.limit.bytes > 0"},
+		{"negative memory limit", func(c *BrokerConfig) { c.MemoryLimitBytes = -1 }, "runtime.memory.limit.bytes = -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
