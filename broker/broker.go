@@ -55,8 +55,7 @@ type Broker struct {
 	crashOnce    sync.Once
 	runOnce      sync.Once
 
-	connMu sync.Mutex
-	conns  map[string]*grpc.ClientConn
+	conns *rpcopt.Pool // to controllers, leaders, other clusters' brokers
 
 	metaMu sync.Mutex
 	image  *metastate.State
@@ -98,7 +97,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	cfg = cfg.withDefaults()
 	b := &Broker{
 		cfg: cfg, fs: deps.FS, dial: deps.Dial, now: deps.Now, log: deps.Logger, obs: deps.Observer,
-		lis: deps.Listener, crashc: make(chan struct{}), conns: map[string]*grpc.ClientConn{},
+		lis: deps.Listener, crashc: make(chan struct{}),
 		image: metastate.New(metastate.Config{}), parts: map[twinlog.TopicPartition]*partition{},
 		fetchers: map[twinlog.BrokerID]*fetcher{}, changed: make(chan struct{}), hbKick: make(chan struct{}, 1),
 	}
@@ -125,6 +124,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if b.dial == nil {
 		b.dial = defaultDial
 	}
+	b.conns = rpcopt.NewPool(b.dial)
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	b.incarn = hex.EncodeToString(id[:])
@@ -383,28 +383,9 @@ func (b *Broker) closeDirs(clean bool) {
 }
 
 // conn returns a cached client connection to addr.
-func (b *Broker) conn(addr string) (*grpc.ClientConn, error) {
-	b.connMu.Lock()
-	defer b.connMu.Unlock()
-	if c, ok := b.conns[addr]; ok {
-		return c, nil
-	}
-	c, err := b.dial(addr)
-	if err != nil {
-		return nil, err
-	}
-	b.conns[addr] = c
-	return c, nil
-}
+func (b *Broker) conn(addr string) (*grpc.ClientConn, error) { return b.conns.Get(addr) }
 
-func (b *Broker) closeConns() {
-	b.connMu.Lock()
-	defer b.connMu.Unlock()
-	for a, c := range b.conns {
-		_ = c.Close()
-		delete(b.conns, a)
-	}
-}
+func (b *Broker) closeConns() { b.conns.Close() }
 
 func (b *Broker) controller() (pb.ControllerServiceClient, error) {
 	c, err := b.conn(b.cfg.ControllerAddr)

@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/internal/rpcopt"
 )
 
 // Stop{waitForCatchUp} (SPEC §6.7 step 1) decides on facts gathered after
@@ -110,8 +110,8 @@ func stateName(s twinlogv1.MirrorState) string {
 // "" for those that were caught up). A timeout ≤ 0 allows one round.
 func (c *Controller) waitMirrorCaughtUp(ctx context.Context, mirror string, topics []string, timeout time.Duration) (bool, []string) {
 	deadline := time.Now().Add(timeout)
-	conns := &connCache{dial: c.dial, conns: map[string]*grpc.ClientConn{}}
-	defer conns.close()
+	conns := rpcopt.NewPool(c.dial)
+	defer conns.Close()
 	var last []string // the reasons of the last round that was not cut short
 	for {
 		roundEnd := time.Now().Add(c.cfg.RecoveryRPCTimeout)
@@ -158,7 +158,7 @@ type leaderQuery struct {
 
 // catchUpFacts gathers one round: the local image first (under the read
 // lock, no I/O), then the source's HWs, then the destination leaders' HWs.
-func (c *Controller) catchUpFacts(ctx context.Context, conns *connCache, mirror string, topics []string) []catchUpTopic {
+func (c *Controller) catchUpFacts(ctx context.Context, conns *rpcopt.Pool, mirror string, topics []string) []catchUpTopic {
 	out := make([]catchUpTopic, len(topics))
 	var (
 		bootstrap []string
@@ -219,7 +219,7 @@ func (c *Controller) catchUpFacts(ctx context.Context, conns *connCache, mirror 
 // sourceFacts fills the Source fields of the topics without Err: Metadata
 // through the bootstrap addresses (first answer wins), then the leaders'
 // HWs.
-func (c *Controller) sourceFacts(ctx context.Context, conns *connCache, bootstrap []string, sourceID string, out []catchUpTopic) {
+func (c *Controller) sourceFacts(ctx context.Context, conns *rpcopt.Pool, bootstrap []string, sourceID string, out []catchUpTopic) {
 	var want []string
 	for _, t := range out {
 		if t.Err == "" {
@@ -234,7 +234,7 @@ func (c *Controller) sourceFacts(ctx context.Context, conns *connCache, bootstra
 		lastErr = "no bootstrap address"
 	)
 	for _, addr := range bootstrap {
-		conn, err := conns.get(addr)
+		conn, err := conns.Get(addr)
 		if err == nil {
 			md, err = twinlogv1.NewFetchServiceClient(conn).Metadata(ctx, &twinlogv1.MetadataRequest{Topics: want})
 		}
@@ -308,7 +308,7 @@ func (c *Controller) sourceFacts(ctx context.Context, conns *connCache, bootstra
 // with each partition's leader epoch as currentLeaderEpoch (a leader that
 // has moved on or not yet arrived answers an error), and stores the answers
 // through slot.
-func (c *Controller) askHWs(ctx context.Context, conns *connCache, byAddr map[string][]leaderQuery, slot func(leaderQuery) *hwAnswer) {
+func (c *Controller) askHWs(ctx context.Context, conns *rpcopt.Pool, byAddr map[string][]leaderQuery, slot func(leaderQuery) *hwAnswer) {
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
@@ -326,7 +326,7 @@ func (c *Controller) askHWs(ctx context.Context, conns *connCache, byAddr map[st
 	wg.Wait()
 }
 
-func askHW(ctx context.Context, conns *connCache, addr string, qs []leaderQuery) []hwAnswer {
+func askHW(ctx context.Context, conns *rpcopt.Pool, addr string, qs []leaderQuery) []hwAnswer {
 	out := make([]hwAnswer, len(qs))
 	fail := func(msg string) []hwAnswer {
 		for i := range out {
@@ -346,7 +346,7 @@ func askHW(ctx context.Context, conns *connCache, addr string, qs []leaderQuery)
 		lt.Partitions = append(lt.Partitions, &twinlogv1.ListOffsetsPartition{Index: q.index,
 			CurrentLeaderEpoch: q.epoch, Spec: twinlogv1.OffsetSpec_OFFSET_SPEC_HIGH_WATERMARK})
 	}
-	conn, err := conns.get(addr)
+	conn, err := conns.Get(addr)
 	if err != nil {
 		return fail(fmt.Sprintf("dial %s: %v", addr, err))
 	}
@@ -376,35 +376,4 @@ func askHW(ctx context.Context, conns *connCache, addr string, qs []leaderQuery)
 		}
 	}
 	return out
-}
-
-// connCache keeps the connections of one wait (its rounds poll the same
-// brokers); close closes them all.
-type connCache struct {
-	dial  Dialer
-	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn
-}
-
-func (cc *connCache) get(addr string) (*grpc.ClientConn, error) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if c := cc.conns[addr]; c != nil {
-		return c, nil
-	}
-	c, err := cc.dial(addr)
-	if err != nil {
-		return nil, err
-	}
-	cc.conns[addr] = c
-	return c, nil
-}
-
-func (cc *connCache) close() {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	for _, c := range cc.conns {
-		_ = c.Close()
-	}
-	cc.conns = nil
 }

@@ -32,6 +32,7 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker"
 	"github.com/twinlog/twinlog/controller"
+	"github.com/twinlog/twinlog/internal/rpcopt"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -84,8 +85,7 @@ type Cluster struct {
 	nodes   map[twinlog.BrokerID]*node
 	changed chan struct{}
 
-	connMu sync.Mutex
-	conns  map[string]*grpc.ClientConn
+	conns *rpcopt.Pool // from the test client node
 
 	logClosed *atomic.Bool
 }
@@ -132,8 +132,8 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 		log:     slog.New(slog.NewTextHandler(testWriter{t, &closed}, &slog.HandlerOptions{Level: opts.LogLevel})).With("cluster", opts.Cluster),
 		nodes:   map[twinlog.BrokerID]*node{},
 		changed: make(chan struct{}),
-		conns:   map[string]*grpc.ClientConn{},
 	}
+	c.conns = rpcopt.NewPool(c.Net.Dial(c.Name + "-client"))
 	c.ctlAddr = c.nodeName(ControllerNode) + ":9090"
 	cfgs := map[string]string{
 		"min.insync.replicas":          strconv.Itoa(opts.MinISR),
@@ -456,12 +456,7 @@ func (c *Cluster) Close() {
 		}()
 	}
 	wg.Wait()
-	c.connMu.Lock()
-	for _, cc := range c.conns {
-		_ = cc.Close()
-	}
-	c.conns = map[string]*grpc.ClientConn{}
-	c.connMu.Unlock()
+	c.conns.Close()
 	if c.ctlCancel != nil {
 		c.ctlCancel()
 		<-c.ctlDone
@@ -521,16 +516,10 @@ func (c *Cluster) runningCount() int {
 
 // conn returns a client connection from the test client node to addr.
 func (c *Cluster) conn(addr string) *grpc.ClientConn {
-	c.connMu.Lock()
-	defer c.connMu.Unlock()
-	if cc, ok := c.conns[addr]; ok {
-		return cc
-	}
-	cc, err := c.Net.Dial(c.Name + "-client")(addr)
+	cc, err := c.conns.Get(addr)
 	if err != nil {
 		c.T.Fatalf("dial %s: %v", addr, err)
 	}
-	c.conns[addr] = cc
 	return cc
 }
 
