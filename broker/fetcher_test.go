@@ -5,7 +5,6 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
-	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -13,34 +12,11 @@ import (
 // leader 2, without a controller or gRPC.
 func followerFixture(t *testing.T) (*Broker, []*partition) {
 	t.Helper()
-	b, err := New(Config{ID: 3, ControllerAddr: "unused:1", LogDirs: []string{t.TempDir()}}, Deps{})
-	if err != nil {
-		t.Fatal(err)
+	b := unitBroker(t, 3)
+	return b, []*partition{
+		hostPartition(t, b, twinlog.TopicPartition{Topic: "t", Partition: 0}, 1),
+		hostPartition(t, b, twinlog.TopicPartition{Topic: "t", Partition: 1}, 2),
 	}
-	t.Cleanup(func() { b.closeDirs(false) })
-	var parts []*partition
-	for i, leader := range []twinlog.BrokerID{1, 2} {
-		tp := twinlog.TopicPartition{Topic: "t", Partition: int32(i)}
-		l, err := b.dirs[0].GetOrCreate(tp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := newPartition(b, tp, "id", b.dirs[0], l, storage.NoAlignedEpoch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.parts[tp] = p
-		p.mu.Lock()
-		p.r.ApplyPartitionState(replica.PartitionState{
-			Leader: leader, LeaderEpoch: 1, PartitionEpoch: 1,
-			Replicas: []twinlog.BrokerID{1, 2, 3}, ISR: []twinlog.BrokerID{1, 2, 3}, MinISR: 2,
-			Brokers: map[twinlog.BrokerID]twinlog.BrokerEpoch{1: 1, 2: 1, 3: 1},
-		}, b.nowMs())
-		p.processReadyLocked()
-		p.mu.Unlock()
-		parts = append(parts, p)
-	}
-	return b, parts
 }
 
 // Each leader's fetcher numbers only its own partitions' fetches. The

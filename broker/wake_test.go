@@ -16,12 +16,25 @@ import (
 // controller or gRPC: fetches go straight to fetchOnce.
 func wakeFixture(t *testing.T) (*Broker, *partition) {
 	t.Helper()
-	b, err := New(Config{ID: 1, ControllerAddr: "unused:1", LogDirs: []string{t.TempDir()}}, Deps{})
+	b := unitBroker(t, 1)
+	return b, hostPartition(t, b, twinlog.TopicPartition{Topic: "t", Partition: 0}, 1)
+}
+
+// unitBroker is broker id with one log dir and no controller, not running.
+func unitBroker(t *testing.T, id twinlog.BrokerID) *Broker {
+	t.Helper()
+	b, err := New(Config{ID: id, ControllerAddr: "unused:1", LogDirs: []string{t.TempDir()}}, Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.closeDirs(false) })
-	tp := twinlog.TopicPartition{Topic: "t", Partition: 0}
+	return b
+}
+
+// hostPartition makes b host tp led by leader at LE 1, replicas 1, 2 and 3
+// all in the ISR, min ISR 2.
+func hostPartition(t *testing.T, b *Broker, tp twinlog.TopicPartition, leader twinlog.BrokerID) *partition {
+	t.Helper()
 	l, err := b.dirs[0].GetOrCreate(tp)
 	if err != nil {
 		t.Fatal(err)
@@ -32,14 +45,14 @@ func wakeFixture(t *testing.T) (*Broker, *partition) {
 	}
 	b.parts[tp] = p
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.r.ApplyPartitionState(replica.PartitionState{
-		Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1,
+		Leader: leader, LeaderEpoch: 1, PartitionEpoch: 1,
 		Replicas: []twinlog.BrokerID{1, 2, 3}, ISR: []twinlog.BrokerID{1, 2, 3}, MinISR: 2,
 		Brokers: map[twinlog.BrokerID]twinlog.BrokerEpoch{1: 1, 2: 1, 3: 1},
 	}, b.nowMs())
 	p.processReadyLocked()
-	p.mu.Unlock()
-	return b, p
+	return p
 }
 
 // followerFetch is one FOLLOWER fetch evaluation at offset, with w (if not

@@ -68,16 +68,23 @@ func (w *wbFS) logCalls() []wbCall {
 	return out
 }
 
-// Appends start writeback of each segment's data in ranges of at least
-// WritebackBytes that tile the file from 0 without gaps, and leave less
-// than WritebackBytes plus one append unstarted.
-func TestWritebackTilesAppendedData(t *testing.T) {
+// wbLog is a log on a recording wbFS with 1 MiB segments that starts
+// writeback every 1,000 bytes.
+func wbLog(t *testing.T) (*wbFS, *Log, Options) {
 	w := &wbFS{FS: NewMemFS()}
 	o := testOpts(t, newClock())
 	o.SegmentMaxBytes = 1 << 20
 	o.WritebackBytes = 1000
 	l := openLog(t, w, o)
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
+	return w, l, o
+}
+
+// Appends start writeback of each segment's data in ranges of at least
+// WritebackBytes that tile the file from 0 without gaps, and leave less
+// than WritebackBytes plus one append unstarted.
+func TestWritebackTilesAppendedData(t *testing.T) {
+	w, l, o := wbLog(t)
 	appendN(t, l, 40, 1, 300, 1, 0)
 	calls := w.logCalls()
 	if len(calls) == 0 {
@@ -101,12 +108,7 @@ func TestWritebackTilesAppendedData(t *testing.T) {
 // at or below the new end of the file: the rewritten bytes are written back
 // too.
 func TestWritebackAfterTruncation(t *testing.T) {
-	w := &wbFS{FS: NewMemFS()}
-	o := testOpts(t, newClock())
-	o.SegmentMaxBytes = 1 << 20
-	o.WritebackBytes = 1000
-	l := openLog(t, w, o)
-	defer l.Close()
+	w, l, _ := wbLog(t)
 	appendN(t, l, 20, 1, 300, 1, 0)
 	w.logCalls()
 	if err := l.TruncateTo(twinlog.Offset(5)); err != nil {

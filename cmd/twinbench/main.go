@@ -248,13 +248,7 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		if o.jsonOut {
-			enc := json.NewEncoder(os.Stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(res)
-		}
-		printFloor(res)
-		return nil
+		return output(o, res, printFloor)
 	}
 	if o.inprocess {
 		ip, err := startInProcess(ctx, o)
@@ -300,13 +294,17 @@ func run(ctx context.Context, o options) error {
 			c.Close()
 		}
 	}()
-	res := bench(ctx, o, cl)
+	return output(o, bench(ctx, o, cl), printTable)
+}
+
+// output prints res as indented JSON with --json, else as table does.
+func output(o options, res *Result, table func(*Result)) error {
 	if o.jsonOut {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	printTable(res)
+	table(res)
 	return nil
 }
 
