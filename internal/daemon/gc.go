@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"log/slog"
+	"math"
 	"os"
 	"runtime/debug"
 )
@@ -22,7 +23,11 @@ func TuneGC(log *slog.Logger, percent int, limit int64) {
 	cur := debug.SetGCPercent(-1)
 	debug.SetGCPercent(cur)
 	if log != nil {
+		var lim any = debug.SetMemoryLimit(-1)
+		if lim == int64(math.MaxInt64) {
+			lim = "none"
+		}
 		log.Info("go runtime", "gc_percent", cur, "gogc_env", gogc,
-			"memory_limit_bytes", debug.SetMemoryLimit(-1), "gomemlimit_env", gomem)
+			"memory_limit_bytes", lim, "gomemlimit_env", gomem)
 	}
 }
