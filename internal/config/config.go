@@ -123,7 +123,9 @@ func brokerFields(c *BrokerConfig) []field {
 // Go's default of 100 collects every few MB allocated: with a 30 MB heap
 // at 2,000 one-record produces/s, the in-process bench spent ~15% more
 // CPU and one synchronous producer got 3,317 instead of 3,941 acks/s (p99
-// 1.5 instead of 0.7 ms). 400 costs ~2x RSS (80 → 170 MB at full load).
+// 1.5 instead of 0.7 ms). It costs memory: RSS 80 → 170 MB at full
+// acks=all load in that bench, 155 → 650 MB with acks=1, where lagging
+// fetchers hold 1-10 MiB buffers (docs/operations.md, Performance).
 const DefaultBrokerGCPercent = 400
 
 func controllerFields(c *ControllerConfig) []field {
