@@ -186,7 +186,9 @@ func (f *fetcher) nextItems() []fetchItem {
 	var items []fetchItem
 	for _, p := range f.b.partitions() {
 		p.mu.Lock()
-		if p.usableLocked() == nil && p.r.Role() == replica.RoleFollower && p.r.Leader() == f.leader {
+		// NextFetch numbers nothing unless the replica follows; the leader
+		// check keeps it to this fetcher's partitions.
+		if p.usableLocked() == nil && p.r.Leader() == f.leader {
 			if t, ok := p.r.NextFetch(); ok {
 				items = append(items, fetchItem{p, t.Request})
 			}

@@ -42,6 +42,18 @@ func (c *Cluster) CreateTopic(name string, partitions, rf int32, configs map[str
 	}
 }
 
+// SetTopicConfig sets one config of topic through the controller.
+func (c *Cluster) SetTopicConfig(ctx context.Context, topic, key, value string) {
+	c.T.Helper()
+	resp, err := c.Admin().AlterConfigs(ctx, &pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
+		Resource: &pb.ConfigResource{Type: pb.ConfigResourceType_CONFIG_RESOURCE_TYPE_TOPIC, Name: topic},
+		Set:      map[string]string{key: value},
+	}}})
+	if err != nil || resp.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+		c.T.Fatalf("AlterConfigs %s %s=%s: %v %v", topic, key, value, resp, err)
+	}
+}
+
 // PartitionInfo returns leader, LE, ISR and replicas per the metadata of
 // any running broker (the one with the newest metadata).
 func (c *Cluster) PartitionInfo(topic string, p int32) (leader twinlog.BrokerID, le twinlog.Epoch, isr, replicas []int32, ok bool) {

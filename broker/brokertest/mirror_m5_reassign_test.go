@@ -91,13 +91,7 @@ func TestMirrorM5ReplicaGoneReassign(t *testing.T) {
 	writes(ctx, b, "t", "b3", "b4")
 
 	// A's failback must align every replica; a2 (a follower) is gone.
-	resp, err := a.Admin().AlterConfigs(ctx, &pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
-		Resource: &pb.ConfigResource{Type: pb.ConfigResourceType_CONFIG_RESOURCE_TYPE_TOPIC, Name: "t"},
-		Set:      map[string]string{"mirror.support.unclean.leader.election": "true"},
-	}}})
-	if err != nil || resp.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-		t.Fatalf("AlterConfigs: %v %v", resp, err)
-	}
+	a.SetTopicConfig(ctx, "t", "mirror.support.unclean.leader.election", "true")
 	leader, _ := a.Leader("t", 0)
 	_, _, _, replicas, _ := a.PartitionInfo("t", 0)
 	gone := twinlog.NoBroker

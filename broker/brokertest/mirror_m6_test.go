@@ -89,13 +89,7 @@ func TestMirrorM6ConfigOnMidway(t *testing.T) {
 	waitLog(a, "t", row4)
 
 	// 5. config true on A; stop on A (LMLE X).
-	ar, err := a.Admin().AlterConfigs(ctx, &pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
-		Resource: &pb.ConfigResource{Type: pb.ConfigResourceType_CONFIG_RESOURCE_TYPE_TOPIC, Name: "t"},
-		Set:      map[string]string{"mirror.support.unclean.leader.election": "true"},
-	}}})
-	if err != nil || ar.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-		t.Fatalf("AlterConfigs: %v %v", ar, err)
-	}
+	a.SetTopicConfig(ctx, "t", "mirror.support.unclean.leader.election", "true")
 	mustStop(a, "m", "t")
 	if st := a.MirrorState("t", 0); st.GetLmle() != int32(x) {
 		t.Fatalf("row 5: LMLE_A %d, want %d", st.GetLmle(), x)

@@ -63,13 +63,7 @@ func startPending(ctx context.Context, t *testing.T, a, b *Cluster) twinlog.Brok
 	mirrorCaughtUp(ctx, a, b, 3)
 	mustStop(b, "m", "t")
 
-	resp, err := b.Admin().AlterConfigs(ctx, &pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
-		Resource: &pb.ConfigResource{Type: pb.ConfigResourceType_CONFIG_RESOURCE_TYPE_TOPIC, Name: "t"},
-		Set:      map[string]string{"mirror.support.unclean.leader.election": "true"},
-	}}})
-	if err != nil || resp.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-		t.Fatalf("AlterConfigs: %v %v", resp, err)
-	}
+	b.SetTopicConfig(ctx, "t", "mirror.support.unclean.leader.election", "true")
 	leader, _ := b.Leader("t", 0)
 	down := b.IDs()[0]
 	if down == leader {

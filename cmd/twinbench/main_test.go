@@ -78,9 +78,11 @@ func TestFloorEchoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 200 records/s in batches of 4: 50 round trips/s, 15 in 300 ms.
-	if res.Requests < 5 || res.Requests > 20 {
-		t.Fatalf("%d round trips in 300 ms at 50/s", res.Requests)
+	// 200 records/s in batches of 4: one round trip every 20 ms, so at most
+	// 16 start in 300 ms however fast the machine is (the pacing bound; the
+	// lower bound is only that some ran, since a slow machine runs fewer).
+	if res.Requests < 1 || res.Requests > 16 {
+		t.Fatalf("%d round trips in 300 ms paced at one per 20 ms", res.Requests)
 	}
 	if got, want := res.Config["request_bytes"], len(newStamper(4, 100).stamp(time.Now())); got != want {
 		t.Fatalf("request of %v bytes, want %d", got, want)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 )
 
 // TuneGC applies a daemon's configured GC target and soft memory limit
@@ -19,15 +20,14 @@ func TuneGC(log *slog.Logger, percent int, limit int64) {
 	if gomem == "" && limit > 0 {
 		debug.SetMemoryLimit(limit)
 	}
-	// SetGCPercent returns the old value: read both back without a change.
-	cur := debug.SetGCPercent(-1)
-	debug.SetGCPercent(cur)
 	if log != nil {
-		var lim any = debug.SetMemoryLimit(-1)
-		if lim == int64(math.MaxInt64) {
+		ms := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+		metrics.Read(ms)
+		var lim any = ms[1].Value.Uint64()
+		if lim == uint64(math.MaxInt64) {
 			lim = "none"
 		}
-		log.Info("go runtime", "gc_percent", cur, "gogc_env", gogc,
+		log.Info("go runtime", "gc_percent", ms[0].Value.Uint64(), "gogc_env", gogc,
 			"memory_limit_bytes", lim, "gomemlimit_env", gomem)
 	}
 }

@@ -138,6 +138,18 @@ func newCluster(t fataler, name byte) *cluster {
 
 func link(a, b *cluster) { a.peer, b.peer = b, a }
 
+// mirroredPair is A at LE le holding n records and B, linked to it, that
+// has mirrored them all in generation 1 and is idle.
+func mirroredPair(t fataler, le twinlog.Epoch, n int) (a, b *cluster) {
+	a, b = newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = le
+	a.mustProduce(n)
+	b.mirrorFrom(1, plan.Config{})
+	b.fetchUntilIdle()
+	return a, b
+}
+
 func (c *cluster) runKey() plan.RunKey {
 	return plan.RunKey{Mirror: "m", TopicID: topicID, Partition: 0}
 }

@@ -214,12 +214,7 @@ func TestResumeDuringDeferredPause(t *testing.T) {
 		{"pause then resume", []plan.Event{plan.Pause{}, plan.Resume{}}, plan.Mirroring},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := newCluster(t, 'a'), newCluster(t, 'b')
-			link(a, b)
-			a.le = 1
-			a.mustProduce(2)
-			b.mirrorFrom(1, plan.Config{})
-			b.fetchUntilIdle()
+			a, b := mirroredPair(t, 1, 2)
 			a.le = 7
 			a.mustProduce(1)
 			// The fetch needs a bump to 7 (SPEC §6.2d): step it, hold the bump.
@@ -258,12 +253,7 @@ func TestResumeDuringDeferredPause(t *testing.T) {
 // generation 2 in metadata. The paused run is a run: the leader does not
 // resume STOPPED (writable) but starts it, and ends PAUSED without fetching.
 func TestNewLeaderStartsPausedGeneration(t *testing.T) {
-	a, b := newCluster(t, 'a'), newCluster(t, 'b')
-	link(a, b)
-	a.le = 1
-	a.mustProduce(2)
-	b.mirrorFrom(1, plan.Config{})
-	b.fetchUntilIdle()
+	a, b := mirroredPair(t, 1, 2)
 	b.stop()
 	b.checkState(plan.Stopped)
 

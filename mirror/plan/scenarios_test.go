@@ -67,12 +67,7 @@ func TestM1InitialMirror(t *testing.T) {
 // stop bump, and the partition becomes writable only after the STOPPED
 // record is committed, with a first new epoch above LMLE and every epoch.
 func TestM2LMLECommittedBeforeWritable(t *testing.T) {
-	a, b := newCluster(t, 'a'), newCluster(t, 'b')
-	link(a, b)
-	a.le = 1
-	a.mustProduce(2)
-	b.mirrorFrom(1, plan.Config{})
-	b.fetchUntilIdle()
+	a, b := mirroredPair(t, 1, 2)
 	a.up = false
 
 	b.holdWrites = true
@@ -111,12 +106,7 @@ func TestM2LMLECommittedBeforeWritable(t *testing.T) {
 // TestM2LeaderDiesAfterLMLEWrite: the next leader (not aligned itself)
 // finishes the stop with the recorded LMLE.
 func TestM2LeaderDiesAfterLMLEWrite(t *testing.T) {
-	a, b := newCluster(t, 'a'), newCluster(t, 'b')
-	link(a, b)
-	a.le = 1
-	a.mustProduce(2)
-	b.mirrorFrom(1, plan.Config{})
-	b.fetchUntilIdle()
+	a, b := mirroredPair(t, 1, 2)
 	a.up = false
 
 	// Hold the bump: perform the stop writes, then kill the leader.
@@ -193,12 +183,7 @@ func TestM2StopWithSourceUnreachable(t *testing.T) {
 		}
 	})
 	t.Run("from FAILED", func(t *testing.T) {
-		a, b := newCluster(t, 'a'), newCluster(t, 'b')
-		link(a, b)
-		a.le = 3
-		a.mustProduce(2)
-		b.mirrorFrom(1, plan.Config{})
-		b.fetchUntilIdle()
+		a, b := mirroredPair(t, 3, 2)
 		b.step(plan.FetchError{Session: b.session, Error: twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID})
 		b.checkState(plan.Failed)
 		a.up = false
@@ -405,12 +390,7 @@ func TestUncleanSupportConfigWaitsForAllReplicas(t *testing.T) {
 // TestNewLeaderResumes: a new leader redoes PREPARING..PENDING from
 // PREPARING, resumes MIRRORING after rewriting the record with its LE.
 func TestNewLeaderResumes(t *testing.T) {
-	a, b := newCluster(t, 'a'), newCluster(t, 'b')
-	link(a, b)
-	a.le = 2
-	a.mustProduce(2)
-	b.mirrorFrom(1, plan.Config{})
-	b.fetchUntilIdle()
+	a, b := mirroredPair(t, 2, 2)
 	b.leaderChange()
 	b.checkState(plan.Mirroring)
 	if r := b.runRecord(); r.StateEpoch != int32(b.le) || r.State != plan.Mirroring {
@@ -624,12 +604,7 @@ func TestLostBumpAnswerTruncatesFirst(t *testing.T) {
 	})
 
 	t.Run("stop while the owed truncation runs", func(t *testing.T) {
-		a, b := newCluster(t, 'a'), newCluster(t, 'b')
-		link(a, b)
-		a.le = 1
-		a.mustProduce(3)
-		b.mirrorFrom(1, plan.Config{})
-		b.fetchUntilIdle()
+		a, b := mirroredPair(t, 1, 3)
 		a.log.truncateTo(2)
 		a.le = 2
 		a.mustProduce(1)
@@ -674,12 +649,7 @@ func TestLostBumpAnswerTruncatesFirst(t *testing.T) {
 // lastFetchedEpoch. The machine bumps with a truncation offset at the LEO
 // and cuts there (§6.2f), which drops only the entry, before it fetches.
 func TestResumeMirroringDropsOwnEmptyEpoch(t *testing.T) {
-	a, b := newCluster(t, 'a'), newCluster(t, 'b')
-	link(a, b)
-	a.le = 2
-	a.mustProduce(3)
-	b.mirrorFrom(1, plan.Config{})
-	b.fetchUntilIdle()
+	a, b := mirroredPair(t, 2, 3)
 	b.checkLog("0@2a 1@2a 2@2a")
 	lmleUsed := twinlog.Epoch(b.runRecord().GetLmleUsed())
 
