@@ -4,7 +4,7 @@ TOOL    := $(GO) tool -modfile=$(CURDIR)/tools/go.mod
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build bins test test-short sim bench fuzz e2e chaos lint proto proto-check tidy-check ci run clean
+.PHONY: all build bins test test-short sim bench fuzz e2e hostile chaos lint proto proto-check tidy-check ci run clean
 
 # Local binaries for `make run` (and for trying twinctl by hand).
 BINS := brokerd controllerd twinctl
@@ -89,6 +89,13 @@ sim:
 # and failback (scripts/e2e.sh). Skips when no Docker engine answers.
 e2e:
 	./scripts/e2e.sh
+
+# hostile: issue 13's black-box cases against `make run`'s processes (no
+# Docker): a mirror create over a local topic the source lacks, a forged
+# BumpLeaderEpoch to MaxInt32, and a topic deleted on the source while the
+# other cluster mirrors it (scripts/hostile.sh); about a minute.
+hostile: bins
+	./scripts/hostile.sh
 
 # chaos: issue 7's history checker on the docker-compose deployment, both
 # clusters (scripts/chaos.sh: docker kill/restart of brokers and controllers,

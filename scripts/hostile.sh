@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# hostile.sh (`make hostile`): black-box check of issue 13's three headline
+# cases against `make run`'s processes (both clusters as plain processes on
+# loopback, no Docker), with the shipped twinctl and grpcurl (pinned in
+# tools/go.mod) as a client nobody here wrote:
+#
+#   1. `mirrors create oops --source <A> orders` on B, where `orders` is a
+#      local topic of B with records and A has no such topic: refused with
+#      UNKNOWN_TOPIC_OR_PARTITION, no mirror left behind, B keeps every record.
+#   2. A forged BumpLeaderEpoch (the leader's id and broker epoch are public)
+#      with min_leader_epoch 2147483647, on A's non-mirror topic and on B's
+#      mirror topic: refused, the leader epoch unchanged, produce and consume
+#      still work.
+#   3. `topics delete t2` on A while B mirrors t2: B's partition goes FAILED
+#      with a reason, keeps every record on every replica through several
+#      automatic retries without a leader epoch bump, and `mirrors stop`
+#      makes it writable with all records.
+#
+# Exits 0 when every check passed, 1 otherwise. Needs bin/ (make bins),
+# curl and jq. Data and logs in ./run (HOSTILE_KEEP=1 leaves the clusters
+# running for inspection).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+T=bin/twinctl
+CTL_A=127.0.0.1:9090
+CTL_B=127.0.0.1:9100
+BRK_A=127.0.0.1:9091
+BRK_B=127.0.0.1:9101
+METRICS_B=(127.0.0.1:9201 127.0.0.1:9202 127.0.0.1:9203)
+GRPCURL=(go tool -modfile=tools/go.mod grpcurl -plaintext -max-time 10
+  -import-path api/proto -proto twinlog/v1/controller.proto)
+START=$(date +%s)
+FAILED=()
+PASSED=0
+RUNLOCAL_PID=
+
+log() { printf '[hostile %4ss] %s\n' "$(($(date +%s) - START))" "$*"; }
+pass() { PASSED=$((PASSED + 1)); log "PASS $*"; }
+fail() { FAILED+=("$*"); log "FAIL $*"; }
+
+cleanup() {
+  if [ -n "$RUNLOCAL_PID" ] && [ "${HOSTILE_KEEP:-}" != 1 ]; then
+    kill -TERM "$RUNLOCAL_PID" 2>/dev/null
+    wait "$RUNLOCAL_PID" 2>/dev/null
+  fi
+}
+trap cleanup EXIT
+
+for tool in curl jq; do
+  command -v "$tool" >/dev/null || { echo "hostile: $tool is required (apt-get install $tool)"; exit 1; }
+done
+# Build grpcurl before the clusters start: the first build takes minutes.
+"${GRPCURL[@]}" -version >/dev/null 2>&1 || { echo "hostile: cannot build grpcurl (go tool -modfile=tools/go.mod grpcurl)"; exit 1; }
+
+mkdir -p run
+./bin/runlocal >run/hostile-runlocal.out 2>&1 &
+RUNLOCAL_PID=$!
+for _ in $(seq 1 120); do
+  grep -q '^ready after' run/hostile-runlocal.out && break
+  kill -0 "$RUNLOCAL_PID" 2>/dev/null || break
+  sleep 1
+done
+if ! grep -q '^ready after' run/hostile-runlocal.out; then
+  cat run/hostile-runlocal.out
+  echo "hostile: make run did not become ready"
+  exit 1
+fi
+log "both clusters ready (run/hostile-runlocal.out)"
+
+# wait_for DESC SECONDS CMD...: run CMD every 0.2 s until it succeeds.
+wait_for() {
+  local desc=$1 secs=$2
+  shift 2
+  local deadline=$(($(date +%s) + secs))
+  until "$@"; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      log "timed out after ${secs}s waiting for $desc"
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+# records BROKER TOPIC PARTITION: number of committed records a consumer reads.
+records() {
+  $T --bootstrap "$1" --json consume --topic "$2" --partition "$3" 2>/dev/null | jq -s 'length'
+}
+# leader_epoch CONTROLLER TOPIC PARTITION
+leader_epoch() {
+  $T --bootstrap "$1" --json topics describe "$2" | jq -r ".[0].partitions[] | select(.partition == $3) | .leader_epoch"
+}
+# replica_leos TOPIC PARTITION: B's log end offset of the partition on every
+# broker that hosts a replica (from its /metrics), space-separated.
+replica_leos() {
+  local out=() m v
+  for m in "${METRICS_B[@]}"; do
+    v=$(curl -sf "http://$m/metrics" |
+      awk -v want="twinlog_partition_log_end_offset{partition=\"$2\",topic=\"$1\"}" '$1 == want {print $2}')
+    [ -n "$v" ] && out+=("$v")
+  done
+  echo "${out[*]}"
+}
+mirror_partition() { # MIRROR TOPIC PARTITION: B's DescribeMirrors entry (JSON)
+  $T --bootstrap $CTL_B --json mirrors describe "$1" 2>/dev/null |
+    jq -c ".[0].partitions[] | select(.topic == \"$2\" and .partition == $3)"
+}
+
+# ---- 1. mirrors create over a local topic the source does not have --------
+$T --bootstrap $CTL_B topics create orders --partitions 1 --replication-factor 3 >/dev/null
+printf 'o1\no2\no3\n' | $T --bootstrap $BRK_B produce --topic orders >/dev/null
+wait_for "3 records in B's orders" 20 test "$(records $BRK_B orders 0)" = 3
+out=$($T --bootstrap $CTL_B mirrors create oops --source $BRK_A orders 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && grep -q UNKNOWN_TOPIC_OR_PARTITION <<<"$out"; then
+  pass "1: mirrors create of a topic A lacks is refused (exit $rc: $(head -1 <<<"$out"))"
+else
+  fail "1: mirrors create of a topic A lacks: exit $rc, output: $out"
+fi
+if $T --bootstrap $CTL_B mirrors describe oops >/dev/null 2>&1; then
+  fail "1: mirror oops exists after a refused create"
+else
+  pass "1: no mirror oops left behind"
+fi
+n=$(records $BRK_B orders 0)
+leos=$(replica_leos orders 0)
+if [ "$n" = 3 ] && [ "$leos" = "3 3 3" ]; then
+  pass "1: B's orders keeps its 3 records (LEO $leos)"
+else
+  fail "1: B's orders: $n records readable, replica LEOs '$leos' (want 3, '3 3 3')"
+fi
+
+# ---- 2. forged BumpLeaderEpoch with min_leader_epoch MaxInt32 -------------
+# forge CONTROLLER BROKER TOPIC: ask for LE 2147483647 on partition 0 as its
+# leader; prints the error code the controller answered (NONE if none).
+forge() {
+  local ctl=$1 topic=$3 desc leader le bepoch resp
+  desc=$($T --bootstrap "$ctl" --json topics describe "$topic" | jq -c '.[0].partitions[] | select(.partition == 0)')
+  leader=$(jq -r .leader <<<"$desc")
+  le=$(jq -r .leader_epoch <<<"$desc")
+  bepoch=$($T --bootstrap "$ctl" --json brokers list | jq -r ".brokers[] | select(.id == $leader) | .broker_epoch")
+  resp=$("${GRPCURL[@]}" -d "{\"broker_id\": $leader, \"broker_epoch\": $bepoch, \"topic\": \"$topic\",
+    \"partition\": 0, \"leader_epoch\": $le, \"min_leader_epoch\": 2147483647, \"truncation_offset\": -1}" \
+    "$ctl" twinlog.v1.ControllerService/BumpLeaderEpoch 2>&1) || { echo "RPC_FAILED: $resp"; return; }
+  jq -r '.error // "ERROR_CODE_NONE"' <<<"$resp"
+}
+for target in "A demo $CTL_A $BRK_A" "B demo $CTL_B $BRK_B"; do
+  read -r cl topic ctl brk <<<"$target"
+  before=$(leader_epoch "$ctl" "$topic" 0)
+  code=$(forge "$ctl" "$brk" "$topic")
+  after=$(leader_epoch "$ctl" "$topic" 0)
+  if [ "$code" != ERROR_CODE_NONE ] && [ "$after" = "$before" ]; then
+    pass "2: forged bump to 2147483647 on $cl's $topic-0 refused ($code), LE stays $before"
+  else
+    fail "2: forged bump on $cl's $topic-0 answered $code, LE $before -> $after"
+  fi
+done
+if $T --bootstrap $BRK_A produce --topic demo --partition 0 --value after-forge >/dev/null 2>&1 &&
+  $T --bootstrap $BRK_A --json consume --topic demo --partition 0 | jq -e 'select(.value == "after-forge")' >/dev/null; then
+  pass "2: produce and consume on A's demo-0 still work"
+else
+  fail "2: produce/consume on A's demo-0 failed after the forged bump"
+fi
+
+# ---- 3. topics delete on the source while B mirrors the topic -------------
+$T --bootstrap $CTL_A topics create t2 --partitions 1 --replication-factor 3 >/dev/null
+printf 'r1\nr2\nr3\n' | $T --bootstrap $BRK_A produce --topic t2 >/dev/null
+$T --bootstrap $CTL_B mirrors start a-to-b t2 >/dev/null
+caught_up() { [ "$(mirror_partition a-to-b t2 0 | jq -r '.high_watermark // 0')" = 3 ]; }
+if wait_for "B to mirror t2's 3 records" 30 caught_up; then
+  pass "3: B mirrors t2 (HW 3)"
+else
+  fail "3: B did not mirror t2: $(mirror_partition a-to-b t2 0)"
+fi
+le_before=$(leader_epoch $CTL_B t2 0)
+$T --bootstrap $CTL_A topics delete t2 >/dev/null
+failed_retried() {
+  local p
+  p=$(mirror_partition a-to-b t2 0)
+  [ "$(jq -r .state <<<"$p")" = FAILED ] && [ "$(jq -r '.retry_count // 0' <<<"$p")" -ge 3 ]
+}
+if wait_for "B's t2 to fail and retry 3 times" 60 failed_retried; then
+  pass "3: B's t2 FAILED and retried: $(mirror_partition a-to-b t2 0 | jq -c '{state, retry_count, last_error}')"
+else
+  fail "3: B's t2 after the delete: $(mirror_partition a-to-b t2 0)"
+fi
+le_after=$(leader_epoch $CTL_B t2 0)
+leos=$(replica_leos t2 0)
+n=$(records $BRK_B t2 0)
+if [ "$le_after" = "$le_before" ] && [ "$leos" = "3 3 3" ] && [ "$n" = 3 ]; then
+  pass "3: B's t2 keeps 3 records on every replica (LEO $leos), LE stays $le_before"
+else
+  fail "3: B's t2: LE $le_before -> $le_after, replica LEOs '$leos', $n records readable (want 3 3 3, 3)"
+fi
+if [ -n "$(mirror_partition a-to-b t2 0 | jq -r '.last_error // empty')" ]; then
+  pass "3: mirrors describe says why"
+else
+  fail "3: mirrors describe gives no last_error"
+fi
+$T --bootstrap $CTL_B mirrors stop a-to-b t2 >/dev/null
+writable() { $T --bootstrap $BRK_B produce --topic t2 --value on-b >/dev/null 2>&1; }
+if wait_for "B's t2 to become writable" 30 writable && [ "$(records $BRK_B t2 0)" = 4 ]; then
+  pass "3: after mirrors stop B's t2 is writable and holds 4 records"
+else
+  fail "3: after mirrors stop: $(records $BRK_B t2 0) records, $(mirror_partition a-to-b t2 0)"
+fi
+
+log "$PASSED passed, ${#FAILED[@]} failed"
+for f in "${FAILED[@]}"; do log "  failed: $f"; done
+[ ${#FAILED[@]} -eq 0 ]
