@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -27,14 +28,24 @@ import (
 //  2. the destination partition's current leader (this controller's image:
 //     unfenced, current LE), ListOffsets(HIGH_WATERMARK): D.HW.
 //
-// A partition is caught up iff D.HW ≥ S.HW: every record S acknowledged
-// before step 1 is committed on D (HW, not LEO: a record only on D's leader
-// could still be lost to a D leader change after the stop). The current
-// leader must also report the partition MIRRORING or PAUSED in its current
-// LE: before that its log may still hold records the run's truncation
-// removes. Anything unanswered (source or leader unreachable, fenced, not
-// leader) is not caught up; the round is retried until the request's
-// timeout. Stopping without waiting is the disaster-recovery path.
+//  3. the destination leader's latest cached epoch ℓ and LEO
+//     (OffsetForLeaderEpoch of the latest epoch), then the source leader's
+//     endOffsetFor(ℓ) (OffsetForLeaderEpoch, SPEC §2.4).
+//
+// A partition is caught up iff D.HW ≥ S.HW and D's log is a prefix of S's:
+// every record S acknowledged before step 1 is committed on D (HW, not LEO:
+// a record only on D's leader could still be lost to a D leader change
+// after the stop), and they are S's records, not a copy of a log S has since
+// replaced. Step 3 is the mirror fetcher's own divergence check (SPEC §6.3)
+// made at D's LEO: S must answer epoch ℓ itself, ending at or after D's LEO.
+// Without it an unclean election on S after D copied records would let D
+// "catch up" by HW to a log it diverges from, and the stop would make the
+// divergent records D's history (issue 13). The current leader must also
+// report the partition MIRRORING or PAUSED in its current LE: before that
+// its log may still hold records the run's truncation removes. Anything
+// unanswered (source or leader unreachable, fenced, not leader) is not
+// caught up; the round is retried until the request's timeout. Stopping
+// without waiting is the disaster-recovery path.
 
 // hwAnswer is one partition's high watermark as its leader answered a
 // ListOffsets; Err (non-empty) says why there is none.
@@ -42,6 +53,19 @@ type hwAnswer struct {
 	HW  int64
 	Err string
 }
+
+// epochEnd is a leader's OffsetForLeaderEpoch answer (SPEC §2.4
+// endOffsetFor): Epoch −1 with an empty cache; Err (non-empty) says why
+// there is none.
+type epochEnd struct {
+	Epoch     int32
+	EndOffset int64
+	Err       string
+}
+
+// latestEpoch asks OffsetForLeaderEpoch for the latest cached epoch and the
+// LEO: SPEC §2.4 answers (ℓ, LEO) for any epoch ≥ ℓ.
+const latestEpoch = math.MaxInt32
 
 // catchUpTopic is what one round learnt of one topic to stop.
 type catchUpTopic struct {
@@ -63,6 +87,11 @@ type catchUpTopic struct {
 	// entries, Dest has Partitions).
 	Source []hwAnswer
 	Dest   []hwAnswer
+	// DestEnd is, by partition, the destination leader's latest cached
+	// epoch and LEO; SourceEnd the source leader's endOffsetFor that epoch
+	// (unasked, with Err, when DestEnd has none).
+	DestEnd   []epochEnd
+	SourceEnd []epochEnd
 }
 
 // catchUpReason returns "" if every partition of t is caught up, else why
@@ -77,7 +106,8 @@ func catchUpReason(t catchUpTopic) string {
 	case t.SourceTopicID != t.TopicID:
 		return fmt.Sprintf("source topic id %s, local %s", t.SourceTopicID, t.TopicID)
 	case t.SourcePartitions != t.Partitions || int(t.Partitions) != len(t.Source) ||
-		int(t.Partitions) != len(t.Dest) || int(t.Partitions) != len(t.States):
+		int(t.Partitions) != len(t.Dest) || int(t.Partitions) != len(t.States) ||
+		int(t.Partitions) != len(t.DestEnd) || int(t.Partitions) != len(t.SourceEnd):
 		return fmt.Sprintf("source has %d partitions, destination %d", t.SourcePartitions, t.Partitions)
 	}
 	for p := range t.Partitions {
@@ -93,6 +123,19 @@ func catchUpReason(t catchUpTopic) string {
 			return fmt.Sprintf("partition %d: no high watermark", p)
 		case d.HW < s.HW:
 			return fmt.Sprintf("partition %d: destination HW %d < source HW %d", p, d.HW, s.HW)
+		}
+		de, se := t.DestEnd[p], t.SourceEnd[p]
+		switch {
+		case de.Err != "":
+			return fmt.Sprintf("partition %d: destination: %s", p, de.Err)
+		case de.Epoch < 0:
+			// An empty epoch cache: D holds no record that could differ.
+		case se.Err != "":
+			return fmt.Sprintf("partition %d: source: %s", p, se.Err)
+		case se.Epoch != de.Epoch || se.EndOffset < de.EndOffset:
+			return fmt.Sprintf("partition %d: destination log diverges from the source's: its last epoch %d ends at %d, "+
+				"the source answers epoch %d ending at %d (an unclean election on the source?); "+
+				"the mirror truncates and copies again before it is caught up", p, de.Epoch, de.EndOffset, se.Epoch, se.EndOffset)
 		}
 	}
 	return ""
@@ -154,6 +197,8 @@ type leaderQuery struct {
 	name             string
 	index            int32
 	epoch            int32
+	// ask is the epoch an OffsetForLeaderEpoch asks the end offset of.
+	ask int32
 }
 
 // catchUpFacts gathers one round: the local image first (under the read
@@ -188,8 +233,12 @@ func (c *Controller) catchUpFacts(ctx context.Context, conns *rpcopt.Pool, mirro
 		t.TopicID, t.Partitions = tr.GetTopicId(), tr.GetPartitionCount()
 		t.States = make([]twinlogv1.MirrorState, t.Partitions)
 		t.Dest = make([]hwAnswer, t.Partitions)
+		t.DestEnd = make([]epochEnd, t.Partitions)
+		t.SourceEnd = make([]epochEnd, t.Partitions)
 		for p := range t.Partitions {
 			t.Dest[p] = hwAnswer{HW: -1}
+			t.DestEnd[p] = epochEnd{Epoch: -1, EndOffset: -1, Err: "not asked"}
+			t.SourceEnd[p] = epochEnd{Epoch: -1, EndOffset: -1, Err: "not asked"}
 			pr := c.state.Partition(name, p)
 			leader := pr.GetLeader()
 			br := c.state.Broker(leader)
@@ -204,22 +253,40 @@ func (c *Controller) catchUpFacts(ctx context.Context, conns *rpcopt.Pool, mirro
 				}
 			}
 			addr := net.JoinHostPort(br.GetHost(), strconv.Itoa(int(br.GetPort())))
-			dest[addr] = append(dest[addr], leaderQuery{topic: i, partition: int(p), name: name, index: p, epoch: pr.GetLeaderEpoch()})
+			dest[addr] = append(dest[addr], leaderQuery{topic: i, partition: int(p), name: name, index: p,
+				epoch: pr.GetLeaderEpoch(), ask: latestEpoch})
 		}
 	}
 	c.mu.RUnlock()
 	if m == nil {
 		return out
 	}
-	c.sourceFacts(ctx, conns, bootstrap, sourceID, out)
+	src := c.sourceFacts(ctx, conns, bootstrap, sourceID, out)
 	c.askHWs(ctx, conns, dest, func(q leaderQuery) *hwAnswer { return &out[q.topic].Dest[q.partition] })
+	c.askEnds(ctx, conns, dest, func(q leaderQuery) *epochEnd { return &out[q.topic].DestEnd[q.partition] })
+	// Then the source's end of each destination's latest epoch: asked after
+	// the destination answered, so a source change in between shows.
+	ask := map[string][]leaderQuery{}
+	for addr, qs := range src {
+		for _, q := range qs {
+			t := &out[q.topic]
+			if q.partition >= len(t.DestEnd) {
+				continue // more source than destination partitions: refused anyway
+			}
+			if de := t.DestEnd[q.partition]; de.Err == "" && de.Epoch >= 0 {
+				q.ask = de.Epoch
+				ask[addr] = append(ask[addr], q)
+			}
+		}
+	}
+	c.askEnds(ctx, conns, ask, func(q leaderQuery) *epochEnd { return &out[q.topic].SourceEnd[q.partition] })
 	return out
 }
 
 // sourceFacts fills the Source fields of the topics without Err: Metadata
 // through the bootstrap addresses (first answer wins), then the leaders'
-// HWs.
-func (c *Controller) sourceFacts(ctx context.Context, conns *rpcopt.Pool, bootstrap []string, sourceID string, out []catchUpTopic) {
+// HWs. It returns the source leaders' partitions by address.
+func (c *Controller) sourceFacts(ctx context.Context, conns *rpcopt.Pool, bootstrap []string, sourceID string, out []catchUpTopic) map[string][]leaderQuery {
 	var want []string
 	for _, t := range out {
 		if t.Err == "" {
@@ -227,7 +294,7 @@ func (c *Controller) sourceFacts(ctx context.Context, conns *rpcopt.Pool, bootst
 		}
 	}
 	if len(want) == 0 {
-		return
+		return nil
 	}
 	var (
 		md      *twinlogv1.MetadataResponse
@@ -255,7 +322,7 @@ func (c *Controller) sourceFacts(ctx context.Context, conns *rpcopt.Pool, bootst
 		}
 	}
 	if md == nil {
-		return
+		return nil
 	}
 	addrs := map[int32]string{}
 	for _, b := range md.GetBrokers() {
@@ -302,6 +369,7 @@ func (c *Controller) sourceFacts(ctx context.Context, conns *rpcopt.Pool, bootst
 		}
 	}
 	c.askHWs(ctx, conns, src, func(q leaderQuery) *hwAnswer { return &out[q.topic].Source[q.partition] })
+	return src
 }
 
 // askHWs sends one ListOffsets(HIGH_WATERMARK) per leader, in parallel,
@@ -373,6 +441,70 @@ func askHW(ctx context.Context, conns *rpcopt.Pool, addr string, qs []leaderQuer
 			out[i] = hwAnswer{HW: -1, Err: fmt.Sprintf("ListOffsets %s: %v", addr, p.GetError())}
 		default:
 			out[i] = hwAnswer{HW: p.GetOffset()}
+		}
+	}
+	return out
+}
+
+// askEnds sends one OffsetForLeaderEpoch per leader, in parallel, asking
+// each partition's end offset of epoch q.ask with its leader epoch as
+// currentLeaderEpoch, and stores the answers through slot.
+func (c *Controller) askEnds(ctx context.Context, conns *rpcopt.Pool, byAddr map[string][]leaderQuery, slot func(leaderQuery) *epochEnd) {
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for addr, qs := range byAddr {
+		wg.Go(func() {
+			answers := askEnd(ctx, conns, addr, qs)
+			mu.Lock()
+			defer mu.Unlock()
+			for i, q := range qs {
+				*slot(q) = answers[i]
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func askEnd(ctx context.Context, conns *rpcopt.Pool, addr string, qs []leaderQuery) []epochEnd {
+	out := make([]epochEnd, len(qs))
+	fail := func(msg string) []epochEnd {
+		for i := range out {
+			out[i] = epochEnd{Epoch: -1, EndOffset: -1, Err: msg}
+		}
+		return out
+	}
+	req := &twinlogv1.OffsetForLeaderEpochRequest{}
+	for _, q := range qs {
+		req.Partitions = append(req.Partitions, &twinlogv1.OffsetForLeaderEpochPartition{Topic: q.name, Partition: q.index,
+			CurrentLeaderEpoch: q.epoch, LeaderEpoch: q.ask})
+	}
+	conn, err := conns.Get(addr)
+	if err != nil {
+		return fail(fmt.Sprintf("dial %s: %v", addr, err))
+	}
+	resp, err := twinlogv1.NewFetchServiceClient(conn).OffsetForLeaderEpoch(ctx, req)
+	if err != nil {
+		return fail(fmt.Sprintf("OffsetForLeaderEpoch %s: %s", addr, status.Convert(err).Message()))
+	}
+	type key struct {
+		name  string
+		index int32
+	}
+	got := map[key]*twinlogv1.OffsetForLeaderEpochPartitionResponse{}
+	for _, p := range resp.GetPartitions() {
+		got[key{p.GetTopic(), p.GetPartition()}] = p
+	}
+	for i, q := range qs {
+		p := got[key{q.name, q.index}]
+		switch {
+		case p == nil:
+			out[i] = epochEnd{Epoch: -1, EndOffset: -1, Err: fmt.Sprintf("OffsetForLeaderEpoch %s: no answer for the partition", addr)}
+		case p.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE:
+			out[i] = epochEnd{Epoch: -1, EndOffset: -1, Err: fmt.Sprintf("OffsetForLeaderEpoch %s: %v", addr, p.GetError())}
+		default:
+			out[i] = epochEnd{Epoch: p.GetLeaderEpoch(), EndOffset: p.GetEndOffset()}
 		}
 	}
 	return out

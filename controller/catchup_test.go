@@ -22,6 +22,9 @@ func TestCatchUpReason(t *testing.T) {
 			SourceTopicID: "id1", SourcePartitions: 2,
 			Source: []hwAnswer{{HW: 10}, {HW: 7372}},
 			Dest:   []hwAnswer{{HW: 10}, {HW: 7372}},
+			// D's latest epochs and LEOs; S ends those epochs at or after them.
+			DestEnd:   []epochEnd{{Epoch: 3, EndOffset: 10}, {Epoch: 5, EndOffset: 7372}},
+			SourceEnd: []epochEnd{{Epoch: 3, EndOffset: 10}, {Epoch: 5, EndOffset: 7380}},
 		}
 	}
 	tests := []struct {
@@ -49,6 +52,21 @@ func TestCatchUpReason(t *testing.T) {
 		{"source added a partition", func(t *catchUpTopic) {
 			t.SourcePartitions, t.Source = 3, append(t.Source, hwAnswer{HW: 0})
 		}, "source has 3 partitions, destination 2"},
+		// Issue 13: after an unclean election on S, D "caught up" by HW to a
+		// log it diverges from (S.HW 10 again, reached in a new epoch).
+		{"D diverges: S ended D's last epoch earlier", func(t *catchUpTopic) { t.SourceEnd[0] = epochEnd{Epoch: 3, EndOffset: 4} },
+			"partition 0: destination log diverges from the source's: its last epoch 3 ends at 10, the source answers epoch 3 ending at 4"},
+		{"D diverges: S never had D's last epoch", func(t *catchUpTopic) { t.SourceEnd[1] = epochEnd{Epoch: 4, EndOffset: 7000} },
+			"partition 1: destination log diverges"},
+		{"S moved on to a later epoch after D's", func(t *catchUpTopic) { t.SourceEnd[0] = epochEnd{Epoch: 3, EndOffset: 10} }, ""},
+		{"D's cache empty", func(t *catchUpTopic) {
+			t.Source[0].HW, t.Dest[0].HW = 0, 0
+			t.DestEnd[0], t.SourceEnd[0] = epochEnd{Epoch: -1, EndOffset: 0}, epochEnd{Epoch: -1, EndOffset: -1, Err: "not asked"}
+		}, ""},
+		{"D's end unknown", func(t *catchUpTopic) { t.DestEnd[1] = epochEnd{Epoch: -1, EndOffset: -1, Err: "OffsetForLeaderEpoch b-2: x"} },
+			"partition 1: destination: OffsetForLeaderEpoch"},
+		{"S's end unknown", func(t *catchUpTopic) { t.SourceEnd[0] = epochEnd{Epoch: -1, EndOffset: -1, Err: "OffsetForLeaderEpoch a-1: x"} },
+			"partition 0: source: OffsetForLeaderEpoch"},
 		{"local error first", func(t *catchUpTopic) { t.Err, t.SourceErr = "topic is not in the mirror", "x" }, "topic is not in the mirror"},
 	}
 	for _, tc := range tests {
