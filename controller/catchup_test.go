@@ -63,9 +63,13 @@ func TestCatchUpReason(t *testing.T) {
 			t.Source[0].HW, t.Dest[0].HW = 0, 0
 			t.DestEnd[0], t.SourceEnd[0] = epochEnd{Epoch: -1, EndOffset: 0}, epochEnd{Epoch: -1, EndOffset: -1, Err: "not asked"}
 		}, ""},
-		{"D's end unknown", func(t *catchUpTopic) { t.DestEnd[1] = epochEnd{Epoch: -1, EndOffset: -1, Err: "OffsetForLeaderEpoch b-2: x"} },
+		{"D's end unknown", func(t *catchUpTopic) {
+			t.DestEnd[1] = epochEnd{Epoch: -1, EndOffset: -1, Err: "OffsetForLeaderEpoch b-2: x"}
+		},
 			"partition 1: destination: OffsetForLeaderEpoch"},
-		{"S's end unknown", func(t *catchUpTopic) { t.SourceEnd[0] = epochEnd{Epoch: -1, EndOffset: -1, Err: "OffsetForLeaderEpoch a-1: x"} },
+		{"S's end unknown", func(t *catchUpTopic) {
+			t.SourceEnd[0] = epochEnd{Epoch: -1, EndOffset: -1, Err: "OffsetForLeaderEpoch a-1: x"}
+		},
 			"partition 0: source: OffsetForLeaderEpoch"},
 		{"local error first", func(t *catchUpTopic) { t.Err, t.SourceErr = "topic is not in the mirror", "x" }, "topic is not in the mirror"},
 	}

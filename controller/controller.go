@@ -57,6 +57,12 @@ type Config struct {
 	MaxFetchWait time.Duration
 	// MaxFetchDeltas caps deltas per FetchMetadata response.
 	MaxFetchDeltas int
+	// MaxFetchBytes caps the encoded deltas of one FetchMetadata response
+	// (at least one delta is always sent): a follower far behind pages
+	// through the log by from_offset instead of asking for a response
+	// larger than its transport accepts. Default 16 MiB, a quarter of the
+	// brokers' 64 MiB message limit.
+	MaxFetchBytes int
 	// CompactEveryDeltas triggers a snapshot after this many new deltas.
 	CompactEveryDeltas int
 	// RetainDeltas is how many deltas compaction keeps behind the snapshot.
@@ -65,6 +71,13 @@ type Config struct {
 	BoltTimeout time.Duration
 	// GracefulStopTimeout bounds draining RPCs at shutdown.
 	GracefulStopTimeout time.Duration
+	// CreateTopicsMaxPartitionsPerRequest caps the partitions one
+	// CreateTopics request may create (create.topics.max.partitions.per.request),
+	// default metastate.DefaultMaxCreatePartitionsPerRequest.
+	CreateTopicsMaxPartitionsPerRequest int
+	// MaxClusterPartitions caps the partitions of the cluster
+	// (cluster.max.partitions), default metastate.DefaultMaxClusterPartitions.
+	MaxClusterPartitions int
 	// ClusterConfigs are the initial cluster-level configs (SPEC §1.3 keys
 	// of cluster scope, e.g. min.insync.replicas). They are written once, as
 	// the first metadata change of an empty store; afterwards the dynamic
@@ -87,6 +100,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxFetchDeltas <= 0 {
 		c.MaxFetchDeltas = 1000
+	}
+	if c.MaxFetchBytes <= 0 {
+		c.MaxFetchBytes = 16 << 20
 	}
 	if c.CompactEveryDeltas <= 0 {
 		c.CompactEveryDeltas = 10000
@@ -111,7 +127,8 @@ func (c Config) Validate() error {
 	if c.TickInterval < 0 || c.RecoveryRPCTimeout < 0 || c.MaxFetchWait < 0 {
 		return errors.New("controller: durations must not be negative")
 	}
-	if c.MaxRequestPartitionSizeLimit < 0 || c.MaxFetchDeltas < 0 || c.CompactEveryDeltas < 0 || c.RetainDeltas < 0 {
+	if c.MaxRequestPartitionSizeLimit < 0 || c.MaxFetchDeltas < 0 || c.MaxFetchBytes < 0 || c.CompactEveryDeltas < 0 || c.RetainDeltas < 0 ||
+		c.CreateTopicsMaxPartitionsPerRequest < 0 || c.MaxClusterPartitions < 0 {
 		return errors.New("controller: limits must not be negative")
 	}
 	var errs []error
@@ -231,7 +248,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		return nil, err
 	}
 	c.health = health.NewServer()
-	c.grpc = grpc.NewServer(append([]grpc.ServerOption{rpcopt.ServerKeepalive()}, deps.ServerOptions...)...)
+	c.grpc = grpc.NewServer(append(rpcopt.ServerOptions(c.log), deps.ServerOptions...)...)
 	registerServices(c.grpc, c)
 	healthpb.RegisterHealthServer(c.grpc, c.health)
 	reflection.Register(c.grpc)
@@ -270,7 +287,8 @@ func (c *Controller) load(clusterID string, rnd metastate.Rand) error {
 		_, _ = rand.Read(seed[:])
 		rnd = mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
 	}
-	st := metastate.New(metastate.Config{ClusterID: id, Rand: rnd})
+	st := metastate.New(metastate.Config{ClusterID: id, Rand: rnd,
+		MaxCreatePartitionsPerRequest: c.cfg.CreateTopicsMaxPartitionsPerRequest, MaxClusterPartitions: c.cfg.MaxClusterPartitions})
 	if l.Snapshot != nil {
 		st.Restore(l.Snapshot)
 		for _, m := range l.Snapshot.GetMirrors() {
@@ -468,6 +486,8 @@ func (c *Controller) nowMs() int64 { return c.now().UnixMilli() }
 // the file disagree, so the controller stops accepting changes (a restart
 // replays the file).
 func (c *Controller) commitLocked(d *twinlogv1.MetadataDelta) error {
+	// Every command ends here: report the changes it could not make.
+	c.logEvents(c.state.DrainEpochExhausted())
 	if d == nil {
 		return nil
 	}
@@ -544,6 +564,9 @@ func (c *Controller) logEvents(events []metastate.Event) {
 			c.log.Warn("broker fenced", "broker_id", e.Broker, "broker_epoch", e.BrokerEpoch)
 		case metastate.EventBrokerUnfenced:
 			c.log.Info("broker unfenced", "broker_id", e.Broker, "broker_epoch", e.BrokerEpoch)
+		case metastate.EventEpochExhausted:
+			c.log.Error("partition change refused: its leader or partition epoch is at MaxInt32; recreate the topic",
+				"topic", e.Topic, "partition", e.Partition, "leader", e.Broker, "leader_epoch", e.LeaderEpoch, "isr", e.ISR)
 		case metastate.EventBrokerShuttingDown:
 			c.log.Info("broker in controlled shutdown", "broker_id", e.Broker, "broker_epoch", e.BrokerEpoch)
 		}

@@ -211,15 +211,8 @@ func TestAlterPartitionErrorsRoundTrip(t *testing.T) {
 		{"empty ISR", func(r *twinlogv1.AlterPartitionRequest) { r.NewIsr = nil }, twinlogv1.ErrorCode_ERROR_CODE_INVALID_REQUEST},
 		{"stale member epoch", func(r *twinlogv1.AlterPartitionRequest) { r.NewIsr[1].BrokerEpoch = epochs[other] - 1 }, twinlogv1.ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA},
 	}
-	if p.GetLeaderEpoch() == 0 {
-		// "older leader epoch" needs LE ≥ 1: bump once first.
-		br, err := h.ctl.BumpLeaderEpoch(t.Context(), &twinlogv1.BumpLeaderEpochRequest{BrokerId: L, BrokerEpoch: epochs[L],
-			Topic: "t", Partition: 0, LeaderEpoch: 0, TruncationOffset: -1})
-		if err != nil || br.GetError() != ecNone || br.GetLeaderEpoch() != 1 {
-			t.Fatalf("BumpLeaderEpoch = %v, %v", br, err)
-		}
-		p = h.partition("t", 0)
-	}
+	// "older leader epoch" at LE 0 sends −1: still older. (This used to bump
+	// LE first; BumpLeaderEpoch now needs a mirror topic.)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := h.c.Offset()
@@ -573,7 +566,13 @@ func TestDescribeMirrorsAggregatesHeartbeats(t *testing.T) {
 	if m := mirrorRec(); m != nil {
 		t.Fatalf("mirror created without a source cluster id: %v", m)
 	}
-	startFakeSource(t, nw, "a:9091", &fakeSource{})
+	// The source's "m" is the local one's origin (same topic id): a mirror
+	// never starts over a local topic the source lacks (issue 13).
+	h.c.mu.RLock()
+	mid := h.c.state.Topic("m").GetTopicId()
+	h.c.mu.RUnlock()
+	startFakeSource(t, nw, "a:9091", &fakeSource{topics: []*twinlogv1.MetadataTopic{srcTopic("m", mid, 2)},
+		configs: map[string][]*twinlogv1.ConfigEntry{"m": nil}})
 	cm, err := h.mirror.CreateMirror(t.Context(), req)
 	if err != nil || cm.GetError() != ecNone || len(cm.GetTopics()) != 1 || cm.GetTopics()[0].GetError() != ecNone {
 		t.Fatalf("CreateMirror = %v, %v", cm, err)

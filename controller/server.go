@@ -16,6 +16,7 @@ import (
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/controller/boltstore"
 	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/internal/rpcopt"
 )
 
 // The handlers below only decode, call the controller, encode and map
@@ -194,8 +195,22 @@ func (c *Controller) readLog(resp *twinlogv1.FetchMetadataResponse, from int64, 
 	if err != nil {
 		return nil, err
 	}
-	resp.Deltas = deltas
+	resp.Deltas = boundDeltas(deltas, c.cfg.MaxFetchBytes-proto.Size(resp.GetSnapshot()))
 	return resp, nil
+}
+
+// boundDeltas keeps the longest prefix of deltas whose encoded size is at
+// most budget, and always the first delta, so that a follower progresses (a
+// delta is one command's change; the CreateTopics caps bound the largest).
+func boundDeltas(deltas []*twinlogv1.MetadataDelta, budget int) []*twinlogv1.MetadataDelta {
+	n := 0
+	for i, d := range deltas {
+		n += proto.Size(d)
+		if n > budget && i > 0 {
+			return deltas[:i]
+		}
+	}
+	return deltas
 }
 
 type adminServer struct {
@@ -232,6 +247,12 @@ func (s adminServer) ListBrokers(ctx context.Context, req *twinlogv1.ListBrokers
 			resp.Brokers = append(resp.Brokers, proto.Clone(b).(*twinlogv1.BrokerRecord))
 		}
 		return resp
+	})
+}
+
+func (s adminServer) UnregisterBroker(ctx context.Context, req *twinlogv1.UnregisterBrokerRequest) (*twinlogv1.UnregisterBrokerResponse, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.UnregisterBrokerResponse) {
+		return st.UnregisterBroker(req)
 	})
 }
 
@@ -315,14 +336,17 @@ func (s mirrorServer) StartMirrorTopics(ctx context.Context, req *twinlogv1.Star
 }
 
 // StopMirrorTopics records the desired STOPPED state. With waitForCatchUp
-// (SPEC §6.7 step 1) it first waits, up to timeoutMs, until every partition
+// (SPEC §6.7 step 1) it first waits, up to timeoutMs (at most
+// rpcopt.MaxCatchUpWait; 0 means that maximum), until every partition
 // of the topics is caught up on facts gathered after the request arrived
 // (catchup.go: the destination leader's HW ≥ the source leader's HW);
 // otherwise every topic gets REQUEST_TIMED_OUT, with the reason it was not
 // caught up, and nothing is written.
 func (s mirrorServer) StopMirrorTopics(ctx context.Context, req *twinlogv1.StopMirrorTopicsRequest) (*twinlogv1.StopMirrorTopicsResponse, error) {
 	if req.GetWaitForCatchUp() {
-		ok, reasons := s.c.waitMirrorCaughtUp(ctx, req.GetMirror(), req.GetTopics(), time.Duration(req.GetTimeoutMs())*time.Millisecond)
+		// A wait with no timeout, or a longer one, waits rpcopt.MaxCatchUpWait.
+		wait := rpcopt.CapWait(time.Duration(req.GetTimeoutMs())*time.Millisecond, rpcopt.MaxCatchUpWait)
+		ok, reasons := s.c.waitMirrorCaughtUp(ctx, req.GetMirror(), req.GetTopics(), wait)
 		if !ok {
 			resp := &twinlogv1.StopMirrorTopicsResponse{}
 			for i, t := range req.GetTopics() {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -65,18 +66,65 @@ type Store struct {
 	db *bolt.DB
 }
 
-// Open opens or creates the store at path.
-func Open(path string, opts Options) (*Store, error) {
-	opts = opts.withDefaults()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+// recovered turns a bbolt panic into an error naming the file. bbolt trusts
+// its pages: a damaged page (bad flags, counts or overflow) panics inside
+// Open or a transaction instead of returning an error, and a controller must
+// report a bad file, not die inside a handler. The transaction was rolled
+// back by bbolt's own deferred cleanup.
+//
+// Callers also run with debug.SetPanicOnFault: a damaged page id can point
+// outside the memory map, and that fault must be a panic to recover, not a
+// crash.
+func recovered(path string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %s: damaged page: %v", ErrCorrupt, path, r)
+	}
+}
+
+// view and update are db.View and db.Update with recovered panics; a
+// corrupt-file error names the file.
+func (s *Store) view(fn func(*bolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recovered(s.db.Path(), &err)
+	return nameFile(s.db.Path(), s.db.View(fn))
+}
+
+func (s *Store) update(fn func(*bolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recovered(s.db.Path(), &err)
+	return nameFile(s.db.Path(), s.db.Update(fn))
+}
+
+func nameFile(path string, err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return err
+}
+
+func openDB(path string, opts Options) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recovered(path, &err)
+	return bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:      opts.Timeout,
 		NoSync:       opts.NoSync,
 		FreelistType: bolt.FreelistMapType,
 	})
+}
+
+// Open opens or creates the store at path. A damaged file is an error that
+// names it (wrapping ErrCorrupt), never a panic.
+func Open(path string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	if err := preflight(path); err != nil {
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	db, err := openDB(path, opts)
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	st := &Store{db: db}
+	err = st.update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketMeta, bucketLog, bucketSnapshot} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("create bucket %s: %w", b, err)
@@ -94,7 +142,7 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return st, nil
 }
 
 // Close closes the file. Committed appends are already durable.
@@ -106,7 +154,7 @@ func (s *Store) Path() string { return s.db.Path() }
 // FileSize returns the size of the bbolt file in bytes.
 func (s *Store) FileSize() (int64, error) {
 	var n int64
-	err := s.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
+	err := s.view(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
 	return n, err
 }
 
@@ -185,7 +233,7 @@ type Info struct {
 // Info reads the scalars.
 func (s *Store) Info() (Info, error) {
 	var in Info
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		in.ClusterID = string(meta.Get(keyClusterID)) // string() copies
 		if v := meta.Get(keyControllerEpoch); v != nil {
@@ -219,7 +267,7 @@ func (s *Store) Info() (Info, error) {
 // and returns the stored one. A cluster id never changes once written.
 func (s *Store) InitClusterID(id string) (string, error) {
 	var out string
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if v := meta.Get(keyClusterID); len(v) > 0 {
 			out = string(v)
@@ -239,7 +287,7 @@ func (s *Store) InitClusterID(id string) (string, error) {
 // distinguishable from its previous incarnation.
 func (s *Store) BumpControllerEpoch() (int64, error) {
 	var e uint64
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta.Get(keyControllerEpoch) != nil {
 			v, err := readU64(meta, keyControllerEpoch)
@@ -274,7 +322,7 @@ func (s *Store) Append(deltas ...*twinlogv1.MetadataDelta) error {
 		}
 		vals[i] = b
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		next, err := readU64(meta, keyNextOffset)
 		if err != nil {
@@ -309,7 +357,7 @@ type Loaded struct {
 // Load reads the snapshot and the deltas after it.
 func (s *Store) Load() (*Loaded, error) {
 	out := &Loaded{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		if err := checkLayout(tx); err != nil {
 			return err
 		}
@@ -358,7 +406,7 @@ func (s *Store) ReadDeltas(from int64, maxDeltas int) ([]*twinlogv1.MetadataDelt
 		from = 1
 	}
 	var out []*twinlogv1.MetadataDelta
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		first, _, ok, err := logBounds(tx)
 		if err != nil {
 			return err
@@ -385,7 +433,7 @@ func (s *Store) ReadDeltas(from int64, maxDeltas int) ([]*twinlogv1.MetadataDelt
 // Snapshot returns the stored snapshot, nil if none was written.
 func (s *Store) Snapshot() (*twinlogv1.MetadataSnapshot, error) {
 	var snap *twinlogv1.MetadataSnapshot
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		if _, ok, err := snapshotOffset(tx); err != nil || !ok {
 			return err
 		}
@@ -413,7 +461,7 @@ func (s *Store) Compact(snap *twinlogv1.MetadataSnapshot, retain int) (int, erro
 		return 0, fmt.Errorf("boltstore: marshal snapshot %d: %w", snap.GetOffset(), err)
 	}
 	deleted := 0
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		next, err := readU64(meta, keyNextOffset)
 		if err != nil {
@@ -515,7 +563,7 @@ func u64(v uint64) []byte {
 
 // rawPut writes a raw value; tests use it to plant corruption.
 func (s *Store) rawPut(bucket, key, val []byte) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucket).Put(bytes.Clone(key), bytes.Clone(val))
 	})
 }

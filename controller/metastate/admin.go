@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -105,6 +106,21 @@ func topicErr(name string, ec twinlogv1.ErrorCode, format string, args ...any) *
 func (s *State) CreateTopics(req *twinlogv1.CreateTopicsRequest) (*twinlogv1.MetadataDelta, *twinlogv1.CreateTopicsResponse) {
 	t := s.view()
 	resp := &twinlogv1.CreateTopicsResponse{}
+	// Caps first, before anything is allocated or placed: the request as a
+	// whole (every topic is refused), then the cluster (per topic, in order).
+	perRequest := s.limits.MaxCreatePartitionsPerRequest
+	var requested int64
+	for _, ct := range req.GetTopics() {
+		requested += int64(requestedPartitions(ct))
+	}
+	if len(req.GetTopics()) > perRequest || requested > int64(perRequest) {
+		for _, ct := range req.GetTopics() {
+			resp.Topics = append(resp.Topics, topicErr(ct.GetName(), ecInvalid,
+				"the request asks for %d partitions in %d topics; one CreateTopics request may create at most %d partitions", requested, len(req.GetTopics()), perRequest))
+		}
+		return nil, resp
+	}
+	total := int64(s.partitionCount())
 	seen := map[string]int{}
 	for _, ct := range req.GetTopics() {
 		seen[ct.GetName()]++
@@ -117,6 +133,16 @@ func (s *State) CreateTopics(req *twinlogv1.CreateTopicsRequest) (*twinlogv1.Met
 		}
 		if err := ValidateTopicName(name); err != nil {
 			resp.Topics = append(resp.Topics, topicErr(name, twinlogv1.ErrorCode_ERROR_CODE_INVALID_TOPIC, "%v", err))
+			continue
+		}
+		if IsReservedTopicName(name) {
+			resp.Topics = append(resp.Topics, topicErr(name, twinlogv1.ErrorCode_ERROR_CODE_INVALID_TOPIC,
+				"topic names starting with %q are reserved for internal topics", internalTopicPrefix))
+			continue
+		}
+		if n := int64(requestedPartitions(ct)); total+n > int64(s.limits.MaxClusterPartitions) {
+			resp.Topics = append(resp.Topics, topicErr(name, twinlogv1.ErrorCode_ERROR_CODE_INVALID_PARTITIONS,
+				"the cluster has %d partitions; %d more would exceed its limit of %d", total, n, s.limits.MaxClusterPartitions))
 			continue
 		}
 		if t.topic(name) != nil {
@@ -154,12 +180,39 @@ func (s *State) CreateTopics(req *twinlogv1.CreateTopicsRequest) (*twinlogv1.Met
 		}
 		id := t.newTopicID()
 		t.createTopic(name, id, assign, ct.GetConfigs(), false)
+		total += int64(len(assign))
 		resp.Topics = append(resp.Topics, &twinlogv1.TopicResult{Name: name, TopicId: id})
 	}
 	if req.GetValidateOnly() {
 		return nil, resp
 	}
 	return t.delta(), resp
+}
+
+// internalTopicPrefix starts the names reserved for internal topics
+// (Kafka's "__consumer_offsets", our "__mirror_state").
+const internalTopicPrefix = "__"
+
+// IsReservedTopicName reports a name clients may not create: internal topics
+// are created by the cluster's own code only.
+func IsReservedTopicName(name string) bool { return strings.HasPrefix(name, internalTopicPrefix) }
+
+// requestedPartitions is how many partitions ct asks for: its explicit
+// assignments, else num_partitions (at least one, for counting).
+func requestedPartitions(ct *twinlogv1.CreatableTopic) int32 {
+	if n := len(ct.GetAssignments()); n > 0 {
+		return int32(min(n, math.MaxInt32))
+	}
+	return max(ct.GetNumPartitions(), 1)
+}
+
+// partitionCount is the number of partitions in the image.
+func (s *State) partitionCount() int {
+	n := 0
+	for _, tr := range s.topics {
+		n += int(tr.GetPartitionCount())
+	}
+	return n
 }
 
 func (t *txn) collides(name string) string {
@@ -172,9 +225,14 @@ func (t *txn) collides(name string) string {
 }
 
 func (t *txn) validateAssignment(assign [][]int32) error {
+	brokers := len(t.brokerIDs())
 	for i, r := range assign {
 		if len(r) == 0 {
 			return fmt.Errorf("partition %d has no replicas", i)
+		}
+		if len(r) > brokers {
+			// Checked before the quadratic duplicate check.
+			return fmt.Errorf("partition %d has %d replicas but %d brokers are registered", i, len(r), brokers)
 		}
 		if hasDuplicates(r) {
 			return fmt.Errorf("partition %d has duplicate replicas", i)
@@ -200,8 +258,9 @@ func (t *txn) validateConfigs(scope Scope, cfg map[string]string) error {
 	return nil
 }
 
-// DeleteTopics removes topics and their partitions. A topic that belongs to
-// a mirror, or the mirror state topic while mirrors exist, cannot be deleted.
+// DeleteTopics removes topics and their partitions. An internal topic
+// (__mirror_state, any topic with Internal set) and a topic that belongs to a
+// mirror cannot be deleted.
 func (s *State) DeleteTopics(req *twinlogv1.DeleteTopicsRequest) (*twinlogv1.MetadataDelta, *twinlogv1.DeleteTopicsResponse) {
 	t := s.view()
 	resp := &twinlogv1.DeleteTopicsResponse{}
@@ -210,10 +269,12 @@ func (s *State) DeleteTopics(req *twinlogv1.DeleteTopicsRequest) (*twinlogv1.Met
 		switch {
 		case tr == nil:
 			resp.Topics = append(resp.Topics, topicErr(name, ecUnknown, "unknown topic %q", name))
+		case tr.GetInternal() || name == mirrorStateTopic:
+			// Kafka refuses to delete its internal topics too; only the
+			// cluster's own code manages them.
+			resp.Topics = append(resp.Topics, topicErr(name, ecInvalid, "topic %q is an internal topic and cannot be deleted", name))
 		case tr.GetMirrorName() != "":
 			resp.Topics = append(resp.Topics, topicErr(name, ecInvalid, "topic %q belongs to mirror %q", name, tr.GetMirrorName()))
-		case name == mirrorStateTopic && len(s.mirrors) > 0:
-			resp.Topics = append(resp.Topics, topicErr(name, ecInvalid, "mirrors exist"))
 		default:
 			t.removeTopic(name)
 			resp.Topics = append(resp.Topics, &twinlogv1.TopicResult{Name: name, TopicId: tr.GetTopicId()})

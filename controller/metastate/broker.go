@@ -1,6 +1,8 @@
 package metastate
 
 import (
+	"fmt"
+	"math"
 	"slices"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
@@ -31,9 +33,22 @@ func (s *State) RegisterBroker(req *twinlogv1.RegisterBrokerRequest, nowMs int64
 		resp.Error, resp.ErrorMessage = ecInvalid, "cluster id mismatch: this is "+s.clusterID
 		return nil, resp
 	}
+	if err := validateRegistration(req); err != nil {
+		resp.Error, resp.ErrorMessage = ecInvalid, err.Error()
+		return nil, resp
+	}
 	old := s.brokers[id]
+	if old != nil && old.GetIncarnationId() != req.GetIncarnationId() && s.liveSession(old, nowMs) {
+		resp.Error = twinlogv1.ErrorCode_ERROR_CODE_DUPLICATE_BROKER_REGISTRATION
+		resp.ErrorMessage = fmt.Sprintf("broker %d is registered by another incarnation whose session is live; retry after broker.session.timeout.ms", id)
+		return nil, resp
+	}
 	epoch := s.offset + 1
 	if old != nil && old.GetBrokerEpoch() >= epoch {
+		if old.GetBrokerEpoch() == math.MaxInt64 {
+			resp.Error, resp.ErrorMessage = ecInvalid, fmt.Sprintf("broker %d: broker epoch exhausted (at MaxInt64); unregister it", id)
+			return nil, resp
+		}
 		epoch = old.GetBrokerEpoch() + 1
 	}
 	dirs := slices.Clone(req.GetLogDirs())
@@ -61,6 +76,59 @@ func (s *State) RegisterBroker(req *twinlogv1.RegisterBrokerRequest, nowMs int64
 	s.heartbeatMs[id] = nowMs
 	resp.BrokerEpoch = epoch
 	return t.delta(), resp
+}
+
+// Registration string bounds: generous for every real value (a DNS name is
+// at most 253 bytes, a path at most PATH_MAX), small enough that a request
+// cannot make every broker record, snapshot and metadata response huge.
+const (
+	MaxRegistrationHostLength = 255
+	MaxIncarnationIDLength    = 128
+	MaxClusterIDLength        = 255
+	MaxRegistrationLogDirs    = 64
+	MaxLogDirLength           = 4096
+)
+
+// validateRegistration bounds the strings of a RegisterBroker request.
+func validateRegistration(req *twinlogv1.RegisterBrokerRequest) error {
+	switch {
+	case len(req.GetHost()) > MaxRegistrationHostLength:
+		return fmt.Errorf("host is longer than %d bytes", MaxRegistrationHostLength)
+	case len(req.GetIncarnationId()) > MaxIncarnationIDLength:
+		return fmt.Errorf("incarnation id is longer than %d bytes", MaxIncarnationIDLength)
+	case len(req.GetClusterId()) > MaxClusterIDLength:
+		return fmt.Errorf("cluster id is longer than %d bytes", MaxClusterIDLength)
+	case len(req.GetLogDirs()) > MaxRegistrationLogDirs:
+		return fmt.Errorf("%d log dirs, at most %d", len(req.GetLogDirs()), MaxRegistrationLogDirs)
+	case req.GetPort() < 0 || req.GetPort() > 65535:
+		return fmt.Errorf("port %d out of range", req.GetPort())
+	}
+	for _, d := range req.GetLogDirs() {
+		if len(d) > MaxLogDirLength {
+			return fmt.Errorf("a log dir is longer than %d bytes", MaxLogDirLength)
+		}
+	}
+	return nil
+}
+
+// liveSession reports whether b's registration still has a session (Kafka's
+// hasValidSession): not fenced, not in controlled shutdown (it announced it
+// is leaving), and heard from within broker.session.timeout.ms. A broker with
+// no heartbeat time (the controller restarted) has a full session from now,
+// as Tick gives it.
+func (s *State) liveSession(b *twinlogv1.BrokerRecord, nowMs int64) bool {
+	if b.GetFenced() || b.GetInControlledShutdown() {
+		return false
+	}
+	last, ok := s.heartbeatMs[b.GetBrokerId()]
+	if !ok {
+		return true
+	}
+	return nowMs-last <= s.sessionTimeoutMs()
+}
+
+func (s *State) sessionTimeoutMs() int64 {
+	return atoi(s.view().clusterConfigValue(KeyBrokerSessionTimeoutMs), 9000)
 }
 
 // Heartbeat handles a broker heartbeat (SPEC §3.2): STALE_BROKER_EPOCH for a
@@ -134,7 +202,7 @@ type TickResult struct {
 // session from its first Tick.
 func (s *State) Tick(nowMs int64) (*twinlogv1.MetadataDelta, TickResult) {
 	t := s.view()
-	timeout := atoi(t.clusterConfigValue(KeyBrokerSessionTimeoutMs), 9000)
+	timeout := s.sessionTimeoutMs()
 	for _, id := range t.brokerIDs() {
 		br := t.broker(id)
 		if br.GetFenced() {
@@ -171,4 +239,28 @@ func (s *State) FenceBroker(b int32) *twinlogv1.MetadataDelta {
 	t.removeFromISRs(b, false)
 	t.electLeaderless()
 	return t.delta()
+}
+
+// UnregisterBroker removes a broker that is gone for good (Kafka's
+// UnregisterBroker, KIP-500). A broker with a live registration (not fenced)
+// is refused: it must be stopped and its session expire first. The broker
+// leaves every ISR and ELR as an unclean re-registration would take it out
+// (SPEC §3.2, U = {b}), then its record is deleted; it stays in the replica
+// sets until a reassignment moves them, and may register again later.
+func (s *State) UnregisterBroker(req *twinlogv1.UnregisterBrokerRequest) (*twinlogv1.MetadataDelta, *twinlogv1.UnregisterBrokerResponse) {
+	id := req.GetBrokerId()
+	br := s.brokers[id]
+	switch {
+	case br == nil:
+		return nil, &twinlogv1.UnregisterBrokerResponse{Error: twinlogv1.ErrorCode_ERROR_CODE_BROKER_ID_NOT_REGISTERED,
+			ErrorMessage: fmt.Sprintf("broker %d is not registered", id)}
+	case !br.GetFenced():
+		return nil, &twinlogv1.UnregisterBrokerResponse{Error: ecInvalid,
+			ErrorMessage: fmt.Sprintf("broker %d is not fenced: stop it and wait for its session to expire (broker.session.timeout.ms)", id)}
+	}
+	t := s.view()
+	t.removeFromISRs(id, true)
+	t.removeBroker(id)
+	t.electLeaderless()
+	return t.delta(), &twinlogv1.UnregisterBrokerResponse{}
 }

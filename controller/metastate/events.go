@@ -28,6 +28,9 @@ const (
 	EventBrokerUnfenced
 	// EventBrokerShuttingDown: a broker entered controlled shutdown.
 	EventBrokerShuttingDown
+	// EventEpochExhausted: a change of the partition was refused because its
+	// leader or partition epoch is at MaxInt32 (State.DrainEpochExhausted).
+	EventEpochExhausted
 )
 
 func (k EventKind) String() string {
@@ -48,6 +51,8 @@ func (k EventKind) String() string {
 		return "broker_unfenced"
 	case EventBrokerShuttingDown:
 		return "broker_shutting_down"
+	case EventEpochExhausted:
+		return "epoch_exhausted"
 	}
 	return fmt.Sprintf("event(%d)", uint8(k))
 }

@@ -2,6 +2,7 @@ package metastate
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"testing"
 
@@ -88,6 +89,8 @@ func TestPropertyRandomOperations(t *testing.T) {
 			{Name: "u", NumPartitions: 1, ReplicationFactor: 2},
 		}})
 		m.step(d, false, false, false)
+		// "t" bumps like a mirror partition; "u" is refused (hostile_test.go).
+		markOnceMirrored(h, "t")
 		topics := []string{"t", "u"}
 		broker := rapid.SampledFrom(brokers)
 		pick := func() *twinlogv1.PartitionRecord {
@@ -194,7 +197,11 @@ func TestPropertyRandomOperations(t *testing.T) {
 				}
 				d, _ := h.s.BumpLeaderEpoch(&twinlogv1.BumpLeaderEpochRequest{BrokerId: p.GetLeader(), BrokerEpoch: h.epoch(p.GetLeader()),
 					Topic: p.GetTopic(), Partition: p.GetPartition(), LeaderEpoch: p.GetLeaderEpoch(),
-					MinLeaderEpoch: rapid.Int32Range(0, p.GetLeaderEpoch()+3).Draw(rt, "min"), TruncationOffset: rapid.Int64Range(-1, 50).Draw(rt, "o")})
+					MinLeaderEpoch:   rapid.OneOf(rapid.Int32Range(0, p.GetLeaderEpoch()+3), rapid.SampledFrom([]int32{math.MaxInt32, math.MinInt32, p.GetLeaderEpoch() + MaxLeaderEpochStep, p.GetLeaderEpoch() + MaxLeaderEpochStep + 1})).Draw(rt, "min"),
+					TruncationOffset: rapid.OneOf(rapid.Int64Range(-1, 50), rapid.SampledFrom([]int64{-2, math.MinInt64, math.MaxInt64})).Draw(rt, "o")})
+				if p.GetTopic() != "t" && d != nil {
+					rt.Fatalf("bump of a non-mirror topic wrote %v", d)
+				}
 				m.step(d, true, false, false)
 			},
 			"minISR": func(rt *rapid.T) {

@@ -24,7 +24,20 @@ type Config struct {
 	// Rand produces topic ids and placement start offsets. Nil means a fixed
 	// deterministic sequence.
 	Rand Rand
+	// MaxCreatePartitionsPerRequest caps the partitions (and so the topics)
+	// one CreateTopics request may create, as Kafka caps the records of one
+	// controller operation; 0 means DefaultMaxCreatePartitionsPerRequest.
+	MaxCreatePartitionsPerRequest int
+	// MaxClusterPartitions caps the partitions of the whole cluster; 0 means
+	// DefaultMaxClusterPartitions.
+	MaxClusterPartitions int
 }
+
+// Defaults of the CreateTopics caps (Config).
+const (
+	DefaultMaxCreatePartitionsPerRequest = 10000
+	DefaultMaxClusterPartitions          = 100000
+)
 
 // State is the whole metadata image of one cluster plus the controller's
 // soft (never persisted) state: heartbeat times and unclean recovery rounds.
@@ -51,9 +64,13 @@ type State struct {
 
 	// Soft state.
 	rnd         Rand
+	limits      Config
 	heartbeatMs map[int32]int64
 	rounds      map[tpKey]*Round
 	nextRoundID uint64
+	// exhausted holds partitions whose change was refused because an epoch
+	// would overflow, until the shell drains them (DrainEpochExhausted).
+	exhausted map[tpKey]Event
 }
 
 type tpKey struct {
@@ -63,7 +80,13 @@ type tpKey struct {
 
 // New returns an empty image at offset 0.
 func New(cfg Config) *State {
-	s := &State{clusterID: cfg.ClusterID, rnd: cfg.Rand}
+	s := &State{clusterID: cfg.ClusterID, rnd: cfg.Rand, limits: cfg}
+	if s.limits.MaxCreatePartitionsPerRequest <= 0 {
+		s.limits.MaxCreatePartitionsPerRequest = DefaultMaxCreatePartitionsPerRequest
+	}
+	if s.limits.MaxClusterPartitions <= 0 {
+		s.limits.MaxClusterPartitions = DefaultMaxClusterPartitions
+	}
 	if s.rnd == nil {
 		s.rnd = &splitmix{}
 	}
@@ -82,6 +105,38 @@ func (s *State) reset() {
 	s.leaderless = map[tpKey]struct{}{}
 	s.heartbeatMs = map[int32]int64{}
 	s.rounds = map[tpKey]*Round{}
+	s.exhausted = map[tpKey]Event{}
+}
+
+// errEpochExhausted explains a change refused because the partition's leader
+// or partition epoch is at MaxInt32.
+var errEpochExhausted = errors.New("metastate: the partition's epochs are exhausted (at MaxInt32); recreate the topic")
+
+// noteEpochExhausted records that a change of k was not written because its
+// leader epoch or partition epoch would overflow. Wrapping would make every
+// replica's epoch newer than the controller's (or fence them all), so the
+// least-bad outcome is to keep the partition exactly as it is: its leader
+// keeps serving if it can, and nothing is elected. The operator learns it
+// from the EventEpochExhausted the shell drains and logs.
+func (s *State) noteEpochExhausted(k tpKey, p *twinlogv1.PartitionRecord) {
+	s.exhausted[k] = Event{Kind: EventEpochExhausted, Topic: k.topic, Partition: k.part, Broker: p.GetLeader(),
+		OldLeader: p.GetLeader(), LeaderEpoch: p.GetLeaderEpoch(), ISR: p.GetIsr(), ELR: p.GetElr()}
+}
+
+// DrainEpochExhausted returns, sorted, the EventEpochExhausted events noted
+// since the last call: changes that were refused because an epoch would have
+// overflowed.
+func (s *State) DrainEpochExhausted() []Event {
+	if len(s.exhausted) == 0 {
+		return nil
+	}
+	ks := slices.SortedFunc(maps.Keys(s.exhausted), cmpKey)
+	out := make([]Event, 0, len(ks))
+	for _, k := range ks {
+		out = append(out, s.exhausted[k])
+	}
+	clear(s.exhausted)
+	return out
 }
 
 // splitmix is the default deterministic Rand.

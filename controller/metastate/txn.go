@@ -2,6 +2,7 @@ package metastate
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 
@@ -14,6 +15,7 @@ import (
 type txn struct {
 	s             *State
 	brokers       map[int32]*twinlogv1.BrokerRecord
+	removedBroker map[int32]bool
 	topics        map[string]*twinlogv1.TopicRecord
 	removedTopics map[string]bool
 	parts         map[tpKey]*twinlogv1.PartitionRecord
@@ -31,6 +33,7 @@ func (s *State) view() *txn {
 	return &txn{
 		s:             s,
 		brokers:       map[int32]*twinlogv1.BrokerRecord{},
+		removedBroker: map[int32]bool{},
 		topics:        map[string]*twinlogv1.TopicRecord{},
 		removedTopics: map[string]bool{},
 		parts:         map[tpKey]*twinlogv1.PartitionRecord{},
@@ -42,13 +45,24 @@ func (s *State) view() *txn {
 }
 
 func (t *txn) broker(id int32) *twinlogv1.BrokerRecord {
+	if t.removedBroker[id] {
+		return nil
+	}
 	if b, ok := t.brokers[id]; ok {
 		return b
 	}
 	return t.s.brokers[id]
 }
 
-func (t *txn) putBroker(b *twinlogv1.BrokerRecord) { t.brokers[b.GetBrokerId()] = b }
+func (t *txn) putBroker(b *twinlogv1.BrokerRecord) {
+	delete(t.removedBroker, b.GetBrokerId())
+	t.brokers[b.GetBrokerId()] = b
+}
+
+func (t *txn) removeBroker(id int32) {
+	delete(t.brokers, id)
+	t.removedBroker[id] = true
+}
 
 func (t *txn) brokerIDs() []int32 {
 	ids := map[int32]bool{}
@@ -57,6 +71,9 @@ func (t *txn) brokerIDs() []int32 {
 	}
 	for id := range t.brokers {
 		ids[id] = true
+	}
+	for id := range t.removedBroker {
+		delete(ids, id)
 	}
 	return keys(ids)
 }
@@ -262,6 +279,12 @@ func (t *txn) delta() *twinlogv1.MetadataDelta {
 	s := t.s
 	d := &twinlogv1.MetadataDelta{Offset: s.offset + 1}
 	changed := false
+	for _, id := range slices.Sorted(maps.Keys(t.removedBroker)) {
+		if s.brokers[id] != nil {
+			d.RemovedBrokers = append(d.RemovedBrokers, id)
+			changed = true
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(t.brokers)) {
 		b := t.brokers[id]
 		if !proto.Equal(b, s.brokers[id]) {
@@ -303,6 +326,13 @@ func (t *txn) delta() *twinlogv1.MetadataDelta {
 		}
 		le := old.GetLeaderEpoch()
 		if n.GetLeader() != old.GetLeader() || t.bump[k] {
+			if le == math.MaxInt32 {
+				// Wrapping would fence every replica for good; the change
+				// is refused and the partition stays as it is (see
+				// State.noteEpochExhausted).
+				s.noteEpochExhausted(k, old)
+				continue
+			}
 			le++
 		}
 		if min, ok := t.minLE[k]; ok && min > le {
@@ -311,6 +341,10 @@ func (t *txn) delta() *twinlogv1.MetadataDelta {
 		n.LeaderEpoch = le
 		n.PartitionEpoch = old.GetPartitionEpoch()
 		if partitionEqual(n, old) {
+			continue
+		}
+		if n.GetPartitionEpoch() == math.MaxInt32 {
+			s.noteEpochExhausted(k, old)
 			continue
 		}
 		n.PartitionEpoch++

@@ -1127,6 +1127,102 @@ func (x *ListBrokersResponse) GetMetadataOffset() int64 {
 	return 0
 }
 
+type UnregisterBrokerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BrokerId      int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnregisterBrokerRequest) Reset() {
+	*x = UnregisterBrokerRequest{}
+	mi := &file_twinlog_v1_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnregisterBrokerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnregisterBrokerRequest) ProtoMessage() {}
+
+func (x *UnregisterBrokerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnregisterBrokerRequest.ProtoReflect.Descriptor instead.
+func (*UnregisterBrokerRequest) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *UnregisterBrokerRequest) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+type UnregisterBrokerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnregisterBrokerResponse) Reset() {
+	*x = UnregisterBrokerResponse{}
+	mi := &file_twinlog_v1_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnregisterBrokerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnregisterBrokerResponse) ProtoMessage() {}
+
+func (x *UnregisterBrokerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnregisterBrokerResponse.ProtoReflect.Descriptor instead.
+func (*UnregisterBrokerResponse) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *UnregisterBrokerResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_ERROR_CODE_NONE
+}
+
+func (x *UnregisterBrokerResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 type ElectLeadersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Type  ElectionType           `protobuf:"varint,1,opt,name=type,proto3,enum=twinlog.v1.ElectionType" json:"type,omitempty"`
@@ -1138,7 +1234,7 @@ type ElectLeadersRequest struct {
 
 func (x *ElectLeadersRequest) Reset() {
 	*x = ElectLeadersRequest{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[18]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1246,7 @@ func (x *ElectLeadersRequest) String() string {
 func (*ElectLeadersRequest) ProtoMessage() {}
 
 func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[18]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1259,7 @@ func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersRequest.ProtoReflect.Descriptor instead.
 func (*ElectLeadersRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ElectLeadersRequest) GetType() ElectionType {
@@ -1190,7 +1286,7 @@ type TopicPartitions struct {
 
 func (x *TopicPartitions) Reset() {
 	*x = TopicPartitions{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[19]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1202,7 +1298,7 @@ func (x *TopicPartitions) String() string {
 func (*TopicPartitions) ProtoMessage() {}
 
 func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[19]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1215,7 +1311,7 @@ func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
 func (*TopicPartitions) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TopicPartitions) GetTopic() string {
@@ -1241,7 +1337,7 @@ type ElectLeadersResponse struct {
 
 func (x *ElectLeadersResponse) Reset() {
 	*x = ElectLeadersResponse{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[20]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1349,7 @@ func (x *ElectLeadersResponse) String() string {
 func (*ElectLeadersResponse) ProtoMessage() {}
 
 func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[20]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1362,7 @@ func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersResponse.ProtoReflect.Descriptor instead.
 func (*ElectLeadersResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ElectLeadersResponse) GetResults() []*PartitionResult {
@@ -1288,7 +1384,7 @@ type PartitionResult struct {
 
 func (x *PartitionResult) Reset() {
 	*x = PartitionResult{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[21]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1396,7 @@ func (x *PartitionResult) String() string {
 func (*PartitionResult) ProtoMessage() {}
 
 func (x *PartitionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[21]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1409,7 @@ func (x *PartitionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionResult.ProtoReflect.Descriptor instead.
 func (*PartitionResult) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PartitionResult) GetTopic() string {
@@ -1353,7 +1449,7 @@ type AlterPartitionReassignmentsRequest struct {
 
 func (x *AlterPartitionReassignmentsRequest) Reset() {
 	*x = AlterPartitionReassignmentsRequest{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[22]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1461,7 @@ func (x *AlterPartitionReassignmentsRequest) String() string {
 func (*AlterPartitionReassignmentsRequest) ProtoMessage() {}
 
 func (x *AlterPartitionReassignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[22]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1378,7 +1474,7 @@ func (x *AlterPartitionReassignmentsRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use AlterPartitionReassignmentsRequest.ProtoReflect.Descriptor instead.
 func (*AlterPartitionReassignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AlterPartitionReassignmentsRequest) GetPartitions() []*ReassignablePartition {
@@ -1400,7 +1496,7 @@ type ReassignablePartition struct {
 
 func (x *ReassignablePartition) Reset() {
 	*x = ReassignablePartition{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[23]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1412,7 +1508,7 @@ func (x *ReassignablePartition) String() string {
 func (*ReassignablePartition) ProtoMessage() {}
 
 func (x *ReassignablePartition) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[23]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1425,7 +1521,7 @@ func (x *ReassignablePartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReassignablePartition.ProtoReflect.Descriptor instead.
 func (*ReassignablePartition) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReassignablePartition) GetTopic() string {
@@ -1458,7 +1554,7 @@ type AlterPartitionReassignmentsResponse struct {
 
 func (x *AlterPartitionReassignmentsResponse) Reset() {
 	*x = AlterPartitionReassignmentsResponse{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[24]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1566,7 @@ func (x *AlterPartitionReassignmentsResponse) String() string {
 func (*AlterPartitionReassignmentsResponse) ProtoMessage() {}
 
 func (x *AlterPartitionReassignmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[24]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1579,7 @@ func (x *AlterPartitionReassignmentsResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use AlterPartitionReassignmentsResponse.ProtoReflect.Descriptor instead.
 func (*AlterPartitionReassignmentsResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AlterPartitionReassignmentsResponse) GetResults() []*PartitionResult {
@@ -1504,7 +1600,7 @@ type DescribeTopicPartitionsRequest struct {
 
 func (x *DescribeTopicPartitionsRequest) Reset() {
 	*x = DescribeTopicPartitionsRequest{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[25]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1612,7 @@ func (x *DescribeTopicPartitionsRequest) String() string {
 func (*DescribeTopicPartitionsRequest) ProtoMessage() {}
 
 func (x *DescribeTopicPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[25]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1625,7 @@ func (x *DescribeTopicPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeTopicPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DescribeTopicPartitionsRequest) GetTopics() []*DescribeTopicPartitionsTopic {
@@ -1564,7 +1660,7 @@ type DescribeTopicPartitionsTopic struct {
 
 func (x *DescribeTopicPartitionsTopic) Reset() {
 	*x = DescribeTopicPartitionsTopic{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[26]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1576,7 +1672,7 @@ func (x *DescribeTopicPartitionsTopic) String() string {
 func (*DescribeTopicPartitionsTopic) ProtoMessage() {}
 
 func (x *DescribeTopicPartitionsTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[26]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1589,7 +1685,7 @@ func (x *DescribeTopicPartitionsTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicPartitionsTopic.ProtoReflect.Descriptor instead.
 func (*DescribeTopicPartitionsTopic) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DescribeTopicPartitionsTopic) GetName() string {
@@ -1618,7 +1714,7 @@ type DescribeTopicPartitionsResponse struct {
 
 func (x *DescribeTopicPartitionsResponse) Reset() {
 	*x = DescribeTopicPartitionsResponse{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[27]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1726,7 @@ func (x *DescribeTopicPartitionsResponse) String() string {
 func (*DescribeTopicPartitionsResponse) ProtoMessage() {}
 
 func (x *DescribeTopicPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[27]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1739,7 @@ func (x *DescribeTopicPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeTopicPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DescribeTopicPartitionsResponse) GetError() ErrorCode {
@@ -1687,7 +1783,7 @@ type DescribeTopicPartitionsTopicResult struct {
 
 func (x *DescribeTopicPartitionsTopicResult) Reset() {
 	*x = DescribeTopicPartitionsTopicResult{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[28]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1699,7 +1795,7 @@ func (x *DescribeTopicPartitionsTopicResult) String() string {
 func (*DescribeTopicPartitionsTopicResult) ProtoMessage() {}
 
 func (x *DescribeTopicPartitionsTopicResult) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[28]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1712,7 +1808,7 @@ func (x *DescribeTopicPartitionsTopicResult) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use DescribeTopicPartitionsTopicResult.ProtoReflect.Descriptor instead.
 func (*DescribeTopicPartitionsTopicResult) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DescribeTopicPartitionsTopicResult) GetError() ErrorCode {
@@ -1767,7 +1863,7 @@ type DescribeTopicPartitionsPartition struct {
 
 func (x *DescribeTopicPartitionsPartition) Reset() {
 	*x = DescribeTopicPartitionsPartition{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[29]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +1875,7 @@ func (x *DescribeTopicPartitionsPartition) String() string {
 func (*DescribeTopicPartitionsPartition) ProtoMessage() {}
 
 func (x *DescribeTopicPartitionsPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[29]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +1888,7 @@ func (x *DescribeTopicPartitionsPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicPartitionsPartition.ProtoReflect.Descriptor instead.
 func (*DescribeTopicPartitionsPartition) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DescribeTopicPartitionsPartition) GetError() ErrorCode {
@@ -1926,7 +2022,12 @@ const file_twinlog_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x122\n" +
 	"\abrokers\x18\x02 \x03(\v2\x18.twinlog.v1.BrokerRecordR\abrokers\x12'\n" +
-	"\x0fmetadata_offset\x18\x03 \x01(\x03R\x0emetadataOffset\"\x80\x01\n" +
+	"\x0fmetadata_offset\x18\x03 \x01(\x03R\x0emetadataOffset\"6\n" +
+	"\x17UnregisterBrokerRequest\x12\x1b\n" +
+	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\"l\n" +
+	"\x18UnregisterBrokerResponse\x12+\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\x80\x01\n" +
 	"\x13ElectLeadersRequest\x12,\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x18.twinlog.v1.ElectionTypeR\x04type\x12;\n" +
 	"\n" +
@@ -2001,13 +2102,14 @@ const file_twinlog_v1_admin_proto_rawDesc = "" +
 	"\fElectionType\x12\x1d\n" +
 	"\x19ELECTION_TYPE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ELECTION_TYPE_PREFERRED\x10\x01\x12\x19\n" +
-	"\x15ELECTION_TYPE_UNCLEAN\x10\x022\xfa\x05\n" +
+	"\x15ELECTION_TYPE_UNCLEAN\x10\x022\xd9\x06\n" +
 	"\fAdminService\x12Q\n" +
 	"\fCreateTopics\x12\x1f.twinlog.v1.CreateTopicsRequest\x1a .twinlog.v1.CreateTopicsResponse\x12Q\n" +
 	"\fDeleteTopics\x12\x1f.twinlog.v1.DeleteTopicsRequest\x1a .twinlog.v1.DeleteTopicsResponse\x12Z\n" +
 	"\x0fDescribeConfigs\x12\".twinlog.v1.DescribeConfigsRequest\x1a#.twinlog.v1.DescribeConfigsResponse\x12Q\n" +
 	"\fAlterConfigs\x12\x1f.twinlog.v1.AlterConfigsRequest\x1a .twinlog.v1.AlterConfigsResponse\x12N\n" +
-	"\vListBrokers\x12\x1e.twinlog.v1.ListBrokersRequest\x1a\x1f.twinlog.v1.ListBrokersResponse\x12Q\n" +
+	"\vListBrokers\x12\x1e.twinlog.v1.ListBrokersRequest\x1a\x1f.twinlog.v1.ListBrokersResponse\x12]\n" +
+	"\x10UnregisterBroker\x12#.twinlog.v1.UnregisterBrokerRequest\x1a$.twinlog.v1.UnregisterBrokerResponse\x12Q\n" +
 	"\fElectLeaders\x12\x1f.twinlog.v1.ElectLeadersRequest\x1a .twinlog.v1.ElectLeadersResponse\x12~\n" +
 	"\x1bAlterPartitionReassignments\x12..twinlog.v1.AlterPartitionReassignmentsRequest\x1a/.twinlog.v1.AlterPartitionReassignmentsResponse\x12r\n" +
 	"\x17DescribeTopicPartitions\x12*.twinlog.v1.DescribeTopicPartitionsRequest\x1a+.twinlog.v1.DescribeTopicPartitionsResponseB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
@@ -2025,7 +2127,7 @@ func file_twinlog_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_twinlog_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_twinlog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_twinlog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_twinlog_v1_admin_proto_goTypes = []any{
 	(ConfigResourceType)(0),                     // 0: twinlog.v1.ConfigResourceType
 	(ConfigSource)(0),                           // 1: twinlog.v1.ConfigSource
@@ -2048,80 +2150,85 @@ var file_twinlog_v1_admin_proto_goTypes = []any{
 	(*AlterConfigsResult)(nil),                  // 18: twinlog.v1.AlterConfigsResult
 	(*ListBrokersRequest)(nil),                  // 19: twinlog.v1.ListBrokersRequest
 	(*ListBrokersResponse)(nil),                 // 20: twinlog.v1.ListBrokersResponse
-	(*ElectLeadersRequest)(nil),                 // 21: twinlog.v1.ElectLeadersRequest
-	(*TopicPartitions)(nil),                     // 22: twinlog.v1.TopicPartitions
-	(*ElectLeadersResponse)(nil),                // 23: twinlog.v1.ElectLeadersResponse
-	(*PartitionResult)(nil),                     // 24: twinlog.v1.PartitionResult
-	(*AlterPartitionReassignmentsRequest)(nil),  // 25: twinlog.v1.AlterPartitionReassignmentsRequest
-	(*ReassignablePartition)(nil),               // 26: twinlog.v1.ReassignablePartition
-	(*AlterPartitionReassignmentsResponse)(nil), // 27: twinlog.v1.AlterPartitionReassignmentsResponse
-	(*DescribeTopicPartitionsRequest)(nil),      // 28: twinlog.v1.DescribeTopicPartitionsRequest
-	(*DescribeTopicPartitionsTopic)(nil),        // 29: twinlog.v1.DescribeTopicPartitionsTopic
-	(*DescribeTopicPartitionsResponse)(nil),     // 30: twinlog.v1.DescribeTopicPartitionsResponse
-	(*DescribeTopicPartitionsTopicResult)(nil),  // 31: twinlog.v1.DescribeTopicPartitionsTopicResult
-	(*DescribeTopicPartitionsPartition)(nil),    // 32: twinlog.v1.DescribeTopicPartitionsPartition
-	nil,                                         // 33: twinlog.v1.CreatableTopic.ConfigsEntry
-	nil,                                         // 34: twinlog.v1.AlterConfigsResource.SetEntry
-	(ErrorCode)(0),                              // 35: twinlog.v1.ErrorCode
-	(*BrokerRecord)(nil),                        // 36: twinlog.v1.BrokerRecord
-	(*Cursor)(nil),                              // 37: twinlog.v1.Cursor
+	(*UnregisterBrokerRequest)(nil),             // 21: twinlog.v1.UnregisterBrokerRequest
+	(*UnregisterBrokerResponse)(nil),            // 22: twinlog.v1.UnregisterBrokerResponse
+	(*ElectLeadersRequest)(nil),                 // 23: twinlog.v1.ElectLeadersRequest
+	(*TopicPartitions)(nil),                     // 24: twinlog.v1.TopicPartitions
+	(*ElectLeadersResponse)(nil),                // 25: twinlog.v1.ElectLeadersResponse
+	(*PartitionResult)(nil),                     // 26: twinlog.v1.PartitionResult
+	(*AlterPartitionReassignmentsRequest)(nil),  // 27: twinlog.v1.AlterPartitionReassignmentsRequest
+	(*ReassignablePartition)(nil),               // 28: twinlog.v1.ReassignablePartition
+	(*AlterPartitionReassignmentsResponse)(nil), // 29: twinlog.v1.AlterPartitionReassignmentsResponse
+	(*DescribeTopicPartitionsRequest)(nil),      // 30: twinlog.v1.DescribeTopicPartitionsRequest
+	(*DescribeTopicPartitionsTopic)(nil),        // 31: twinlog.v1.DescribeTopicPartitionsTopic
+	(*DescribeTopicPartitionsResponse)(nil),     // 32: twinlog.v1.DescribeTopicPartitionsResponse
+	(*DescribeTopicPartitionsTopicResult)(nil),  // 33: twinlog.v1.DescribeTopicPartitionsTopicResult
+	(*DescribeTopicPartitionsPartition)(nil),    // 34: twinlog.v1.DescribeTopicPartitionsPartition
+	nil,                                         // 35: twinlog.v1.CreatableTopic.ConfigsEntry
+	nil,                                         // 36: twinlog.v1.AlterConfigsResource.SetEntry
+	(ErrorCode)(0),                              // 37: twinlog.v1.ErrorCode
+	(*BrokerRecord)(nil),                        // 38: twinlog.v1.BrokerRecord
+	(*Cursor)(nil),                              // 39: twinlog.v1.Cursor
 }
 var file_twinlog_v1_admin_proto_depIdxs = []int32{
 	4,  // 0: twinlog.v1.CreateTopicsRequest.topics:type_name -> twinlog.v1.CreatableTopic
-	33, // 1: twinlog.v1.CreatableTopic.configs:type_name -> twinlog.v1.CreatableTopic.ConfigsEntry
+	35, // 1: twinlog.v1.CreatableTopic.configs:type_name -> twinlog.v1.CreatableTopic.ConfigsEntry
 	5,  // 2: twinlog.v1.CreatableTopic.assignments:type_name -> twinlog.v1.ReplicaAssignment
 	7,  // 3: twinlog.v1.CreateTopicsResponse.topics:type_name -> twinlog.v1.TopicResult
-	35, // 4: twinlog.v1.TopicResult.error:type_name -> twinlog.v1.ErrorCode
+	37, // 4: twinlog.v1.TopicResult.error:type_name -> twinlog.v1.ErrorCode
 	7,  // 5: twinlog.v1.DeleteTopicsResponse.topics:type_name -> twinlog.v1.TopicResult
 	0,  // 6: twinlog.v1.ConfigResource.type:type_name -> twinlog.v1.ConfigResourceType
 	10, // 7: twinlog.v1.DescribeConfigsRequest.resources:type_name -> twinlog.v1.ConfigResource
 	13, // 8: twinlog.v1.DescribeConfigsResponse.results:type_name -> twinlog.v1.DescribeConfigsResult
 	10, // 9: twinlog.v1.DescribeConfigsResult.resource:type_name -> twinlog.v1.ConfigResource
-	35, // 10: twinlog.v1.DescribeConfigsResult.error:type_name -> twinlog.v1.ErrorCode
+	37, // 10: twinlog.v1.DescribeConfigsResult.error:type_name -> twinlog.v1.ErrorCode
 	14, // 11: twinlog.v1.DescribeConfigsResult.entries:type_name -> twinlog.v1.ConfigEntry
 	1,  // 12: twinlog.v1.ConfigEntry.source:type_name -> twinlog.v1.ConfigSource
 	16, // 13: twinlog.v1.AlterConfigsRequest.resources:type_name -> twinlog.v1.AlterConfigsResource
 	10, // 14: twinlog.v1.AlterConfigsResource.resource:type_name -> twinlog.v1.ConfigResource
-	34, // 15: twinlog.v1.AlterConfigsResource.set:type_name -> twinlog.v1.AlterConfigsResource.SetEntry
+	36, // 15: twinlog.v1.AlterConfigsResource.set:type_name -> twinlog.v1.AlterConfigsResource.SetEntry
 	18, // 16: twinlog.v1.AlterConfigsResponse.results:type_name -> twinlog.v1.AlterConfigsResult
 	10, // 17: twinlog.v1.AlterConfigsResult.resource:type_name -> twinlog.v1.ConfigResource
-	35, // 18: twinlog.v1.AlterConfigsResult.error:type_name -> twinlog.v1.ErrorCode
-	36, // 19: twinlog.v1.ListBrokersResponse.brokers:type_name -> twinlog.v1.BrokerRecord
-	2,  // 20: twinlog.v1.ElectLeadersRequest.type:type_name -> twinlog.v1.ElectionType
-	22, // 21: twinlog.v1.ElectLeadersRequest.partitions:type_name -> twinlog.v1.TopicPartitions
-	24, // 22: twinlog.v1.ElectLeadersResponse.results:type_name -> twinlog.v1.PartitionResult
-	35, // 23: twinlog.v1.PartitionResult.error:type_name -> twinlog.v1.ErrorCode
-	26, // 24: twinlog.v1.AlterPartitionReassignmentsRequest.partitions:type_name -> twinlog.v1.ReassignablePartition
-	24, // 25: twinlog.v1.AlterPartitionReassignmentsResponse.results:type_name -> twinlog.v1.PartitionResult
-	29, // 26: twinlog.v1.DescribeTopicPartitionsRequest.topics:type_name -> twinlog.v1.DescribeTopicPartitionsTopic
-	37, // 27: twinlog.v1.DescribeTopicPartitionsRequest.cursor:type_name -> twinlog.v1.Cursor
-	35, // 28: twinlog.v1.DescribeTopicPartitionsResponse.error:type_name -> twinlog.v1.ErrorCode
-	31, // 29: twinlog.v1.DescribeTopicPartitionsResponse.topics:type_name -> twinlog.v1.DescribeTopicPartitionsTopicResult
-	37, // 30: twinlog.v1.DescribeTopicPartitionsResponse.next_cursor:type_name -> twinlog.v1.Cursor
-	35, // 31: twinlog.v1.DescribeTopicPartitionsTopicResult.error:type_name -> twinlog.v1.ErrorCode
-	32, // 32: twinlog.v1.DescribeTopicPartitionsTopicResult.partitions:type_name -> twinlog.v1.DescribeTopicPartitionsPartition
-	35, // 33: twinlog.v1.DescribeTopicPartitionsPartition.error:type_name -> twinlog.v1.ErrorCode
-	3,  // 34: twinlog.v1.AdminService.CreateTopics:input_type -> twinlog.v1.CreateTopicsRequest
-	8,  // 35: twinlog.v1.AdminService.DeleteTopics:input_type -> twinlog.v1.DeleteTopicsRequest
-	11, // 36: twinlog.v1.AdminService.DescribeConfigs:input_type -> twinlog.v1.DescribeConfigsRequest
-	15, // 37: twinlog.v1.AdminService.AlterConfigs:input_type -> twinlog.v1.AlterConfigsRequest
-	19, // 38: twinlog.v1.AdminService.ListBrokers:input_type -> twinlog.v1.ListBrokersRequest
-	21, // 39: twinlog.v1.AdminService.ElectLeaders:input_type -> twinlog.v1.ElectLeadersRequest
-	25, // 40: twinlog.v1.AdminService.AlterPartitionReassignments:input_type -> twinlog.v1.AlterPartitionReassignmentsRequest
-	28, // 41: twinlog.v1.AdminService.DescribeTopicPartitions:input_type -> twinlog.v1.DescribeTopicPartitionsRequest
-	6,  // 42: twinlog.v1.AdminService.CreateTopics:output_type -> twinlog.v1.CreateTopicsResponse
-	9,  // 43: twinlog.v1.AdminService.DeleteTopics:output_type -> twinlog.v1.DeleteTopicsResponse
-	12, // 44: twinlog.v1.AdminService.DescribeConfigs:output_type -> twinlog.v1.DescribeConfigsResponse
-	17, // 45: twinlog.v1.AdminService.AlterConfigs:output_type -> twinlog.v1.AlterConfigsResponse
-	20, // 46: twinlog.v1.AdminService.ListBrokers:output_type -> twinlog.v1.ListBrokersResponse
-	23, // 47: twinlog.v1.AdminService.ElectLeaders:output_type -> twinlog.v1.ElectLeadersResponse
-	27, // 48: twinlog.v1.AdminService.AlterPartitionReassignments:output_type -> twinlog.v1.AlterPartitionReassignmentsResponse
-	30, // 49: twinlog.v1.AdminService.DescribeTopicPartitions:output_type -> twinlog.v1.DescribeTopicPartitionsResponse
-	42, // [42:50] is the sub-list for method output_type
-	34, // [34:42] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	37, // 18: twinlog.v1.AlterConfigsResult.error:type_name -> twinlog.v1.ErrorCode
+	38, // 19: twinlog.v1.ListBrokersResponse.brokers:type_name -> twinlog.v1.BrokerRecord
+	37, // 20: twinlog.v1.UnregisterBrokerResponse.error:type_name -> twinlog.v1.ErrorCode
+	2,  // 21: twinlog.v1.ElectLeadersRequest.type:type_name -> twinlog.v1.ElectionType
+	24, // 22: twinlog.v1.ElectLeadersRequest.partitions:type_name -> twinlog.v1.TopicPartitions
+	26, // 23: twinlog.v1.ElectLeadersResponse.results:type_name -> twinlog.v1.PartitionResult
+	37, // 24: twinlog.v1.PartitionResult.error:type_name -> twinlog.v1.ErrorCode
+	28, // 25: twinlog.v1.AlterPartitionReassignmentsRequest.partitions:type_name -> twinlog.v1.ReassignablePartition
+	26, // 26: twinlog.v1.AlterPartitionReassignmentsResponse.results:type_name -> twinlog.v1.PartitionResult
+	31, // 27: twinlog.v1.DescribeTopicPartitionsRequest.topics:type_name -> twinlog.v1.DescribeTopicPartitionsTopic
+	39, // 28: twinlog.v1.DescribeTopicPartitionsRequest.cursor:type_name -> twinlog.v1.Cursor
+	37, // 29: twinlog.v1.DescribeTopicPartitionsResponse.error:type_name -> twinlog.v1.ErrorCode
+	33, // 30: twinlog.v1.DescribeTopicPartitionsResponse.topics:type_name -> twinlog.v1.DescribeTopicPartitionsTopicResult
+	39, // 31: twinlog.v1.DescribeTopicPartitionsResponse.next_cursor:type_name -> twinlog.v1.Cursor
+	37, // 32: twinlog.v1.DescribeTopicPartitionsTopicResult.error:type_name -> twinlog.v1.ErrorCode
+	34, // 33: twinlog.v1.DescribeTopicPartitionsTopicResult.partitions:type_name -> twinlog.v1.DescribeTopicPartitionsPartition
+	37, // 34: twinlog.v1.DescribeTopicPartitionsPartition.error:type_name -> twinlog.v1.ErrorCode
+	3,  // 35: twinlog.v1.AdminService.CreateTopics:input_type -> twinlog.v1.CreateTopicsRequest
+	8,  // 36: twinlog.v1.AdminService.DeleteTopics:input_type -> twinlog.v1.DeleteTopicsRequest
+	11, // 37: twinlog.v1.AdminService.DescribeConfigs:input_type -> twinlog.v1.DescribeConfigsRequest
+	15, // 38: twinlog.v1.AdminService.AlterConfigs:input_type -> twinlog.v1.AlterConfigsRequest
+	19, // 39: twinlog.v1.AdminService.ListBrokers:input_type -> twinlog.v1.ListBrokersRequest
+	21, // 40: twinlog.v1.AdminService.UnregisterBroker:input_type -> twinlog.v1.UnregisterBrokerRequest
+	23, // 41: twinlog.v1.AdminService.ElectLeaders:input_type -> twinlog.v1.ElectLeadersRequest
+	27, // 42: twinlog.v1.AdminService.AlterPartitionReassignments:input_type -> twinlog.v1.AlterPartitionReassignmentsRequest
+	30, // 43: twinlog.v1.AdminService.DescribeTopicPartitions:input_type -> twinlog.v1.DescribeTopicPartitionsRequest
+	6,  // 44: twinlog.v1.AdminService.CreateTopics:output_type -> twinlog.v1.CreateTopicsResponse
+	9,  // 45: twinlog.v1.AdminService.DeleteTopics:output_type -> twinlog.v1.DeleteTopicsResponse
+	12, // 46: twinlog.v1.AdminService.DescribeConfigs:output_type -> twinlog.v1.DescribeConfigsResponse
+	17, // 47: twinlog.v1.AdminService.AlterConfigs:output_type -> twinlog.v1.AlterConfigsResponse
+	20, // 48: twinlog.v1.AdminService.ListBrokers:output_type -> twinlog.v1.ListBrokersResponse
+	22, // 49: twinlog.v1.AdminService.UnregisterBroker:output_type -> twinlog.v1.UnregisterBrokerResponse
+	25, // 50: twinlog.v1.AdminService.ElectLeaders:output_type -> twinlog.v1.ElectLeadersResponse
+	29, // 51: twinlog.v1.AdminService.AlterPartitionReassignments:output_type -> twinlog.v1.AlterPartitionReassignmentsResponse
+	32, // 52: twinlog.v1.AdminService.DescribeTopicPartitions:output_type -> twinlog.v1.DescribeTopicPartitionsResponse
+	44, // [44:53] is the sub-list for method output_type
+	35, // [35:44] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_admin_proto_init() }
@@ -2137,7 +2244,7 @@ func file_twinlog_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_twinlog_v1_admin_proto_rawDesc), len(file_twinlog_v1_admin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

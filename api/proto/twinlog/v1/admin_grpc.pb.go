@@ -24,6 +24,7 @@ const (
 	AdminService_DescribeConfigs_FullMethodName             = "/twinlog.v1.AdminService/DescribeConfigs"
 	AdminService_AlterConfigs_FullMethodName                = "/twinlog.v1.AdminService/AlterConfigs"
 	AdminService_ListBrokers_FullMethodName                 = "/twinlog.v1.AdminService/ListBrokers"
+	AdminService_UnregisterBroker_FullMethodName            = "/twinlog.v1.AdminService/UnregisterBroker"
 	AdminService_ElectLeaders_FullMethodName                = "/twinlog.v1.AdminService/ElectLeaders"
 	AdminService_AlterPartitionReassignments_FullMethodName = "/twinlog.v1.AdminService/AlterPartitionReassignments"
 	AdminService_DescribeTopicPartitions_FullMethodName     = "/twinlog.v1.AdminService/DescribeTopicPartitions"
@@ -42,6 +43,9 @@ type AdminServiceClient interface {
 	DescribeConfigs(ctx context.Context, in *DescribeConfigsRequest, opts ...grpc.CallOption) (*DescribeConfigsResponse, error)
 	AlterConfigs(ctx context.Context, in *AlterConfigsRequest, opts ...grpc.CallOption) (*AlterConfigsResponse, error)
 	ListBrokers(ctx context.Context, in *ListBrokersRequest, opts ...grpc.CallOption) (*ListBrokersResponse, error)
+	// UnregisterBroker removes a broker that is gone for good (Kafka's
+	// UnregisterBroker, KIP-500): refused while it is not fenced.
+	UnregisterBroker(ctx context.Context, in *UnregisterBrokerRequest, opts ...grpc.CallOption) (*UnregisterBrokerResponse, error)
 	ElectLeaders(ctx context.Context, in *ElectLeadersRequest, opts ...grpc.CallOption) (*ElectLeadersResponse, error)
 	AlterPartitionReassignments(ctx context.Context, in *AlterPartitionReassignmentsRequest, opts ...grpc.CallOption) (*AlterPartitionReassignmentsResponse, error)
 	DescribeTopicPartitions(ctx context.Context, in *DescribeTopicPartitionsRequest, opts ...grpc.CallOption) (*DescribeTopicPartitionsResponse, error)
@@ -105,6 +109,16 @@ func (c *adminServiceClient) ListBrokers(ctx context.Context, in *ListBrokersReq
 	return out, nil
 }
 
+func (c *adminServiceClient) UnregisterBroker(ctx context.Context, in *UnregisterBrokerRequest, opts ...grpc.CallOption) (*UnregisterBrokerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UnregisterBrokerResponse)
+	err := c.cc.Invoke(ctx, AdminService_UnregisterBroker_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminServiceClient) ElectLeaders(ctx context.Context, in *ElectLeadersRequest, opts ...grpc.CallOption) (*ElectLeadersResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ElectLeadersResponse)
@@ -148,6 +162,9 @@ type AdminServiceServer interface {
 	DescribeConfigs(context.Context, *DescribeConfigsRequest) (*DescribeConfigsResponse, error)
 	AlterConfigs(context.Context, *AlterConfigsRequest) (*AlterConfigsResponse, error)
 	ListBrokers(context.Context, *ListBrokersRequest) (*ListBrokersResponse, error)
+	// UnregisterBroker removes a broker that is gone for good (Kafka's
+	// UnregisterBroker, KIP-500): refused while it is not fenced.
+	UnregisterBroker(context.Context, *UnregisterBrokerRequest) (*UnregisterBrokerResponse, error)
 	ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	AlterPartitionReassignments(context.Context, *AlterPartitionReassignmentsRequest) (*AlterPartitionReassignmentsResponse, error)
 	DescribeTopicPartitions(context.Context, *DescribeTopicPartitionsRequest) (*DescribeTopicPartitionsResponse, error)
@@ -175,6 +192,9 @@ func (UnimplementedAdminServiceServer) AlterConfigs(context.Context, *AlterConfi
 }
 func (UnimplementedAdminServiceServer) ListBrokers(context.Context, *ListBrokersRequest) (*ListBrokersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListBrokers not implemented")
+}
+func (UnimplementedAdminServiceServer) UnregisterBroker(context.Context, *UnregisterBrokerRequest) (*UnregisterBrokerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UnregisterBroker not implemented")
 }
 func (UnimplementedAdminServiceServer) ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ElectLeaders not implemented")
@@ -296,6 +316,24 @@ func _AdminService_ListBrokers_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_UnregisterBroker_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnregisterBrokerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).UnregisterBroker(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_UnregisterBroker_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).UnregisterBroker(ctx, req.(*UnregisterBrokerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdminService_ElectLeaders_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ElectLeadersRequest)
 	if err := dec(in); err != nil {
@@ -376,6 +414,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListBrokers",
 			Handler:    _AdminService_ListBrokers_Handler,
+		},
+		{
+			MethodName: "UnregisterBroker",
+			Handler:    _AdminService_UnregisterBroker_Handler,
 		},
 		{
 			MethodName: "ElectLeaders",

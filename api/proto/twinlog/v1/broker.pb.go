@@ -514,7 +514,13 @@ type FetchPartition struct {
 	// the follower has since truncated), and, with STALE_BROKER_EPOCH, one from
 	// an older broker epoch. 0 (absent) is refused with INVALID_REQUEST.
 	// Ignored for CONSUMER and MIRROR fetches. Extends SPEC §4.3.
-	FetchSeq      int64 `protobuf:"varint,7,opt,name=fetch_seq,json=fetchSeq,proto3" json:"fetch_seq,omitempty"`
+	FetchSeq int64 `protobuf:"varint,7,opt,name=fetch_seq,json=fetchSeq,proto3" json:"fetch_seq,omitempty"`
+	// topic_id, on a MIRROR fetch, is the topic id the requester's mirror topic
+	// took from the source; a source whose local topic has another id answers
+	// INCONSISTENT_TOPIC_ID (a topic deleted and re-created since the
+	// requester's Metadata must not make it truncate). Empty: not checked.
+	// Ignored for FOLLOWER and CONSUMER fetches. Extends SPEC §6.3.
+	TopicId       string `protobuf:"bytes,8,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -596,6 +602,13 @@ func (x *FetchPartition) GetFetchSeq() int64 {
 		return x.FetchSeq
 	}
 	return 0
+}
+
+func (x *FetchPartition) GetTopicId() string {
+	if x != nil {
+		return x.TopicId
+	}
+	return ""
 }
 
 type FetchResponse struct {
@@ -1692,6 +1705,123 @@ func (x *MetadataPartition) GetIsr() []int32 {
 	return nil
 }
 
+type AppendInternalRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// broker_id and broker_epoch are the writing broker's registration: the
+	// leader answers STALE_BROKER_EPOCH unless its metadata shows exactly this
+	// registration (retriable: the writer's registration may be newer than
+	// the leader's metadata).
+	BrokerId    int32 `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	BrokerEpoch int64 `protobuf:"varint,2,opt,name=broker_epoch,json=brokerEpoch,proto3" json:"broker_epoch,omitempty"`
+	TimeoutMs   int32 `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// partition names an internal topic's partition (else INVALID_TOPIC).
+	Partition     *ProducePartitionData `protobuf:"bytes,4,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendInternalRequest) Reset() {
+	*x = AppendInternalRequest{}
+	mi := &file_twinlog_v1_broker_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendInternalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendInternalRequest) ProtoMessage() {}
+
+func (x *AppendInternalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_broker_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendInternalRequest.ProtoReflect.Descriptor instead.
+func (*AppendInternalRequest) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *AppendInternalRequest) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+func (x *AppendInternalRequest) GetBrokerEpoch() int64 {
+	if x != nil {
+		return x.BrokerEpoch
+	}
+	return 0
+}
+
+func (x *AppendInternalRequest) GetTimeoutMs() int32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *AppendInternalRequest) GetPartition() *ProducePartitionData {
+	if x != nil {
+		return x.Partition
+	}
+	return nil
+}
+
+type AppendInternalResponse struct {
+	state         protoimpl.MessageState    `protogen:"open.v1"`
+	Partition     *ProducePartitionResponse `protobuf:"bytes,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppendInternalResponse) Reset() {
+	*x = AppendInternalResponse{}
+	mi := &file_twinlog_v1_broker_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppendInternalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppendInternalResponse) ProtoMessage() {}
+
+func (x *AppendInternalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_broker_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppendInternalResponse.ProtoReflect.Descriptor instead.
+func (*AppendInternalResponse) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *AppendInternalResponse) GetPartition() *ProducePartitionResponse {
+	if x != nil {
+		return x.Partition
+	}
+	return nil
+}
+
 type GetReplicaLogInfoRequest struct {
 	state         protoimpl.MessageState    `protogen:"open.v1"`
 	BrokerEpoch   int64                     `protobuf:"varint,1,opt,name=broker_epoch,json=brokerEpoch,proto3" json:"broker_epoch,omitempty"`
@@ -1702,7 +1832,7 @@ type GetReplicaLogInfoRequest struct {
 
 func (x *GetReplicaLogInfoRequest) Reset() {
 	*x = GetReplicaLogInfoRequest{}
-	mi := &file_twinlog_v1_broker_proto_msgTypes[23]
+	mi := &file_twinlog_v1_broker_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1714,7 +1844,7 @@ func (x *GetReplicaLogInfoRequest) String() string {
 func (*GetReplicaLogInfoRequest) ProtoMessage() {}
 
 func (x *GetReplicaLogInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_broker_proto_msgTypes[23]
+	mi := &file_twinlog_v1_broker_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1727,7 +1857,7 @@ func (x *GetReplicaLogInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReplicaLogInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetReplicaLogInfoRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{23}
+	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetReplicaLogInfoRequest) GetBrokerEpoch() int64 {
@@ -1755,7 +1885,7 @@ type GetReplicaLogInfoTopic struct {
 
 func (x *GetReplicaLogInfoTopic) Reset() {
 	*x = GetReplicaLogInfoTopic{}
-	mi := &file_twinlog_v1_broker_proto_msgTypes[24]
+	mi := &file_twinlog_v1_broker_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1767,7 +1897,7 @@ func (x *GetReplicaLogInfoTopic) String() string {
 func (*GetReplicaLogInfoTopic) ProtoMessage() {}
 
 func (x *GetReplicaLogInfoTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_broker_proto_msgTypes[24]
+	mi := &file_twinlog_v1_broker_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1780,7 +1910,7 @@ func (x *GetReplicaLogInfoTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReplicaLogInfoTopic.ProtoReflect.Descriptor instead.
 func (*GetReplicaLogInfoTopic) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{24}
+	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetReplicaLogInfoTopic) GetTopic() string {
@@ -1814,7 +1944,7 @@ type GetReplicaLogInfoResponse struct {
 
 func (x *GetReplicaLogInfoResponse) Reset() {
 	*x = GetReplicaLogInfoResponse{}
-	mi := &file_twinlog_v1_broker_proto_msgTypes[25]
+	mi := &file_twinlog_v1_broker_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +1956,7 @@ func (x *GetReplicaLogInfoResponse) String() string {
 func (*GetReplicaLogInfoResponse) ProtoMessage() {}
 
 func (x *GetReplicaLogInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_broker_proto_msgTypes[25]
+	mi := &file_twinlog_v1_broker_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +1969,7 @@ func (x *GetReplicaLogInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReplicaLogInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetReplicaLogInfoResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{25}
+	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetReplicaLogInfoResponse) GetBrokerEpoch() int64 {
@@ -1866,7 +1996,7 @@ type GetReplicaLogInfoTopicResponse struct {
 
 func (x *GetReplicaLogInfoTopicResponse) Reset() {
 	*x = GetReplicaLogInfoTopicResponse{}
-	mi := &file_twinlog_v1_broker_proto_msgTypes[26]
+	mi := &file_twinlog_v1_broker_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1878,7 +2008,7 @@ func (x *GetReplicaLogInfoTopicResponse) String() string {
 func (*GetReplicaLogInfoTopicResponse) ProtoMessage() {}
 
 func (x *GetReplicaLogInfoTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_broker_proto_msgTypes[26]
+	mi := &file_twinlog_v1_broker_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1891,7 +2021,7 @@ func (x *GetReplicaLogInfoTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReplicaLogInfoTopicResponse.ProtoReflect.Descriptor instead.
 func (*GetReplicaLogInfoTopicResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{26}
+	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetReplicaLogInfoTopicResponse) GetTopic() string {
@@ -1920,7 +2050,7 @@ type ReplicaLogInfo struct {
 
 func (x *ReplicaLogInfo) Reset() {
 	*x = ReplicaLogInfo{}
-	mi := &file_twinlog_v1_broker_proto_msgTypes[27]
+	mi := &file_twinlog_v1_broker_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +2062,7 @@ func (x *ReplicaLogInfo) String() string {
 func (*ReplicaLogInfo) ProtoMessage() {}
 
 func (x *ReplicaLogInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_broker_proto_msgTypes[27]
+	mi := &file_twinlog_v1_broker_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +2075,7 @@ func (x *ReplicaLogInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaLogInfo.ProtoReflect.Descriptor instead.
 func (*ReplicaLogInfo) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{27}
+	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReplicaLogInfo) GetPartition() int32 {
@@ -2018,7 +2148,7 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"\n" +
 	"partitions\x18\a \x03(\v2\x1a.twinlog.v1.FetchPartitionR\n" +
 	"partitions\x120\n" +
-	"\x14requester_cluster_id\x18\b \x01(\tR\x12requesterClusterId\"\x94\x02\n" +
+	"\x14requester_cluster_id\x18\b \x01(\tR\x12requesterClusterId\"\xaf\x02\n" +
 	"\x0eFetchPartition\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12!\n" +
@@ -2026,7 +2156,8 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"\x14current_leader_epoch\x18\x04 \x01(\x05R\x12currentLeaderEpoch\x12,\n" +
 	"\x12last_fetched_epoch\x18\x05 \x01(\x05R\x10lastFetchedEpoch\x12.\n" +
 	"\x13partition_max_bytes\x18\x06 \x01(\x05R\x11partitionMaxBytes\x12\x1b\n" +
-	"\tfetch_seq\x18\a \x01(\x03R\bfetchSeq\"S\n" +
+	"\tfetch_seq\x18\a \x01(\x03R\bfetchSeq\x12\x19\n" +
+	"\btopic_id\x18\b \x01(\tR\atopicId\"S\n" +
 	"\rFetchResponse\x12B\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\".twinlog.v1.FetchPartitionResponseR\n" +
@@ -2121,7 +2252,15 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"\tleader_id\x18\x03 \x01(\x05R\bleaderId\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12\x1a\n" +
 	"\breplicas\x18\x05 \x03(\x05R\breplicas\x12\x10\n" +
-	"\x03isr\x18\x06 \x03(\x05R\x03isr\"y\n" +
+	"\x03isr\x18\x06 \x03(\x05R\x03isr\"\xb6\x01\n" +
+	"\x15AppendInternalRequest\x12\x1b\n" +
+	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12!\n" +
+	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x03 \x01(\x05R\ttimeoutMs\x12>\n" +
+	"\tpartition\x18\x04 \x01(\v2 .twinlog.v1.ProducePartitionDataR\tpartition\"\\\n" +
+	"\x16AppendInternalResponse\x12B\n" +
+	"\tpartition\x18\x01 \x01(\v2$.twinlog.v1.ProducePartitionResponseR\tpartition\"y\n" +
 	"\x18GetReplicaLogInfoRequest\x12!\n" +
 	"\fbroker_epoch\x18\x01 \x01(\x03R\vbrokerEpoch\x12:\n" +
 	"\x06topics\x18\x02 \x03(\v2\".twinlog.v1.GetReplicaLogInfoTopicR\x06topics\"i\n" +
@@ -2162,9 +2301,10 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"\x05Fetch\x12\x18.twinlog.v1.FetchRequest\x1a\x19.twinlog.v1.FetchResponse\x12N\n" +
 	"\vListOffsets\x12\x1e.twinlog.v1.ListOffsetsRequest\x1a\x1f.twinlog.v1.ListOffsetsResponse\x12i\n" +
 	"\x14OffsetForLeaderEpoch\x12'.twinlog.v1.OffsetForLeaderEpochRequest\x1a(.twinlog.v1.OffsetForLeaderEpochResponse\x12E\n" +
-	"\bMetadata\x12\x1b.twinlog.v1.MetadataRequest\x1a\x1c.twinlog.v1.MetadataResponse2v\n" +
+	"\bMetadata\x12\x1b.twinlog.v1.MetadataRequest\x1a\x1c.twinlog.v1.MetadataResponse2\xcf\x01\n" +
 	"\x12ReplicationService\x12`\n" +
-	"\x11GetReplicaLogInfo\x12$.twinlog.v1.GetReplicaLogInfoRequest\x1a%.twinlog.v1.GetReplicaLogInfoResponseB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
+	"\x11GetReplicaLogInfo\x12$.twinlog.v1.GetReplicaLogInfoRequest\x1a%.twinlog.v1.GetReplicaLogInfoResponse\x12W\n" +
+	"\x0eAppendInternal\x12!.twinlog.v1.AppendInternalRequest\x1a\".twinlog.v1.AppendInternalResponseB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
 
 var (
 	file_twinlog_v1_broker_proto_rawDescOnce sync.Once
@@ -2179,7 +2319,7 @@ func file_twinlog_v1_broker_proto_rawDescGZIP() []byte {
 }
 
 var file_twinlog_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_twinlog_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_twinlog_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_twinlog_v1_broker_proto_goTypes = []any{
 	(FetcherType)(0),                              // 0: twinlog.v1.FetcherType
 	(OffsetSpec)(0),                               // 1: twinlog.v1.OffsetSpec
@@ -2206,60 +2346,66 @@ var file_twinlog_v1_broker_proto_goTypes = []any{
 	(*MetadataBroker)(nil),                        // 22: twinlog.v1.MetadataBroker
 	(*MetadataTopic)(nil),                         // 23: twinlog.v1.MetadataTopic
 	(*MetadataPartition)(nil),                     // 24: twinlog.v1.MetadataPartition
-	(*GetReplicaLogInfoRequest)(nil),              // 25: twinlog.v1.GetReplicaLogInfoRequest
-	(*GetReplicaLogInfoTopic)(nil),                // 26: twinlog.v1.GetReplicaLogInfoTopic
-	(*GetReplicaLogInfoResponse)(nil),             // 27: twinlog.v1.GetReplicaLogInfoResponse
-	(*GetReplicaLogInfoTopicResponse)(nil),        // 28: twinlog.v1.GetReplicaLogInfoTopicResponse
-	(*ReplicaLogInfo)(nil),                        // 29: twinlog.v1.ReplicaLogInfo
-	(ErrorCode)(0),                                // 30: twinlog.v1.ErrorCode
-	(*EpochEndOffset)(nil),                        // 31: twinlog.v1.EpochEndOffset
-	(MirrorState)(0),                              // 32: twinlog.v1.MirrorState
+	(*AppendInternalRequest)(nil),                 // 25: twinlog.v1.AppendInternalRequest
+	(*AppendInternalResponse)(nil),                // 26: twinlog.v1.AppendInternalResponse
+	(*GetReplicaLogInfoRequest)(nil),              // 27: twinlog.v1.GetReplicaLogInfoRequest
+	(*GetReplicaLogInfoTopic)(nil),                // 28: twinlog.v1.GetReplicaLogInfoTopic
+	(*GetReplicaLogInfoResponse)(nil),             // 29: twinlog.v1.GetReplicaLogInfoResponse
+	(*GetReplicaLogInfoTopicResponse)(nil),        // 30: twinlog.v1.GetReplicaLogInfoTopicResponse
+	(*ReplicaLogInfo)(nil),                        // 31: twinlog.v1.ReplicaLogInfo
+	(ErrorCode)(0),                                // 32: twinlog.v1.ErrorCode
+	(*EpochEndOffset)(nil),                        // 33: twinlog.v1.EpochEndOffset
+	(MirrorState)(0),                              // 34: twinlog.v1.MirrorState
 }
 var file_twinlog_v1_broker_proto_depIdxs = []int32{
 	3,  // 0: twinlog.v1.ProduceRequest.partitions:type_name -> twinlog.v1.ProducePartitionData
 	5,  // 1: twinlog.v1.ProduceResponse.partitions:type_name -> twinlog.v1.ProducePartitionResponse
-	30, // 2: twinlog.v1.ProducePartitionResponse.error:type_name -> twinlog.v1.ErrorCode
+	32, // 2: twinlog.v1.ProducePartitionResponse.error:type_name -> twinlog.v1.ErrorCode
 	0,  // 3: twinlog.v1.FetchRequest.fetcher_type:type_name -> twinlog.v1.FetcherType
 	7,  // 4: twinlog.v1.FetchRequest.partitions:type_name -> twinlog.v1.FetchPartition
 	9,  // 5: twinlog.v1.FetchResponse.partitions:type_name -> twinlog.v1.FetchPartitionResponse
-	30, // 6: twinlog.v1.FetchPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
-	31, // 7: twinlog.v1.FetchPartitionResponse.diverging_epoch:type_name -> twinlog.v1.EpochEndOffset
+	32, // 6: twinlog.v1.FetchPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
+	33, // 7: twinlog.v1.FetchPartitionResponse.diverging_epoch:type_name -> twinlog.v1.EpochEndOffset
 	11, // 8: twinlog.v1.ListOffsetsRequest.topics:type_name -> twinlog.v1.ListOffsetsTopic
 	12, // 9: twinlog.v1.ListOffsetsTopic.partitions:type_name -> twinlog.v1.ListOffsetsPartition
 	1,  // 10: twinlog.v1.ListOffsetsPartition.spec:type_name -> twinlog.v1.OffsetSpec
 	14, // 11: twinlog.v1.ListOffsetsResponse.topics:type_name -> twinlog.v1.ListOffsetsTopicResponse
 	15, // 12: twinlog.v1.ListOffsetsTopicResponse.partitions:type_name -> twinlog.v1.ListOffsetsPartitionResponse
-	30, // 13: twinlog.v1.ListOffsetsPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
+	32, // 13: twinlog.v1.ListOffsetsPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
 	17, // 14: twinlog.v1.OffsetForLeaderEpochRequest.partitions:type_name -> twinlog.v1.OffsetForLeaderEpochPartition
 	19, // 15: twinlog.v1.OffsetForLeaderEpochResponse.partitions:type_name -> twinlog.v1.OffsetForLeaderEpochPartitionResponse
-	30, // 16: twinlog.v1.OffsetForLeaderEpochPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
+	32, // 16: twinlog.v1.OffsetForLeaderEpochPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
 	22, // 17: twinlog.v1.MetadataResponse.brokers:type_name -> twinlog.v1.MetadataBroker
 	23, // 18: twinlog.v1.MetadataResponse.topics:type_name -> twinlog.v1.MetadataTopic
-	30, // 19: twinlog.v1.MetadataTopic.error:type_name -> twinlog.v1.ErrorCode
-	32, // 20: twinlog.v1.MetadataTopic.mirror_state:type_name -> twinlog.v1.MirrorState
+	32, // 19: twinlog.v1.MetadataTopic.error:type_name -> twinlog.v1.ErrorCode
+	34, // 20: twinlog.v1.MetadataTopic.mirror_state:type_name -> twinlog.v1.MirrorState
 	24, // 21: twinlog.v1.MetadataTopic.partitions:type_name -> twinlog.v1.MetadataPartition
-	30, // 22: twinlog.v1.MetadataPartition.error:type_name -> twinlog.v1.ErrorCode
-	26, // 23: twinlog.v1.GetReplicaLogInfoRequest.topics:type_name -> twinlog.v1.GetReplicaLogInfoTopic
-	28, // 24: twinlog.v1.GetReplicaLogInfoResponse.topics:type_name -> twinlog.v1.GetReplicaLogInfoTopicResponse
-	29, // 25: twinlog.v1.GetReplicaLogInfoTopicResponse.partitions:type_name -> twinlog.v1.ReplicaLogInfo
-	30, // 26: twinlog.v1.ReplicaLogInfo.error:type_name -> twinlog.v1.ErrorCode
-	2,  // 27: twinlog.v1.ProduceService.Produce:input_type -> twinlog.v1.ProduceRequest
-	6,  // 28: twinlog.v1.FetchService.Fetch:input_type -> twinlog.v1.FetchRequest
-	10, // 29: twinlog.v1.FetchService.ListOffsets:input_type -> twinlog.v1.ListOffsetsRequest
-	16, // 30: twinlog.v1.FetchService.OffsetForLeaderEpoch:input_type -> twinlog.v1.OffsetForLeaderEpochRequest
-	20, // 31: twinlog.v1.FetchService.Metadata:input_type -> twinlog.v1.MetadataRequest
-	25, // 32: twinlog.v1.ReplicationService.GetReplicaLogInfo:input_type -> twinlog.v1.GetReplicaLogInfoRequest
-	4,  // 33: twinlog.v1.ProduceService.Produce:output_type -> twinlog.v1.ProduceResponse
-	8,  // 34: twinlog.v1.FetchService.Fetch:output_type -> twinlog.v1.FetchResponse
-	13, // 35: twinlog.v1.FetchService.ListOffsets:output_type -> twinlog.v1.ListOffsetsResponse
-	18, // 36: twinlog.v1.FetchService.OffsetForLeaderEpoch:output_type -> twinlog.v1.OffsetForLeaderEpochResponse
-	21, // 37: twinlog.v1.FetchService.Metadata:output_type -> twinlog.v1.MetadataResponse
-	27, // 38: twinlog.v1.ReplicationService.GetReplicaLogInfo:output_type -> twinlog.v1.GetReplicaLogInfoResponse
-	33, // [33:39] is the sub-list for method output_type
-	27, // [27:33] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	32, // 22: twinlog.v1.MetadataPartition.error:type_name -> twinlog.v1.ErrorCode
+	3,  // 23: twinlog.v1.AppendInternalRequest.partition:type_name -> twinlog.v1.ProducePartitionData
+	5,  // 24: twinlog.v1.AppendInternalResponse.partition:type_name -> twinlog.v1.ProducePartitionResponse
+	28, // 25: twinlog.v1.GetReplicaLogInfoRequest.topics:type_name -> twinlog.v1.GetReplicaLogInfoTopic
+	30, // 26: twinlog.v1.GetReplicaLogInfoResponse.topics:type_name -> twinlog.v1.GetReplicaLogInfoTopicResponse
+	31, // 27: twinlog.v1.GetReplicaLogInfoTopicResponse.partitions:type_name -> twinlog.v1.ReplicaLogInfo
+	32, // 28: twinlog.v1.ReplicaLogInfo.error:type_name -> twinlog.v1.ErrorCode
+	2,  // 29: twinlog.v1.ProduceService.Produce:input_type -> twinlog.v1.ProduceRequest
+	6,  // 30: twinlog.v1.FetchService.Fetch:input_type -> twinlog.v1.FetchRequest
+	10, // 31: twinlog.v1.FetchService.ListOffsets:input_type -> twinlog.v1.ListOffsetsRequest
+	16, // 32: twinlog.v1.FetchService.OffsetForLeaderEpoch:input_type -> twinlog.v1.OffsetForLeaderEpochRequest
+	20, // 33: twinlog.v1.FetchService.Metadata:input_type -> twinlog.v1.MetadataRequest
+	27, // 34: twinlog.v1.ReplicationService.GetReplicaLogInfo:input_type -> twinlog.v1.GetReplicaLogInfoRequest
+	25, // 35: twinlog.v1.ReplicationService.AppendInternal:input_type -> twinlog.v1.AppendInternalRequest
+	4,  // 36: twinlog.v1.ProduceService.Produce:output_type -> twinlog.v1.ProduceResponse
+	8,  // 37: twinlog.v1.FetchService.Fetch:output_type -> twinlog.v1.FetchResponse
+	13, // 38: twinlog.v1.FetchService.ListOffsets:output_type -> twinlog.v1.ListOffsetsResponse
+	18, // 39: twinlog.v1.FetchService.OffsetForLeaderEpoch:output_type -> twinlog.v1.OffsetForLeaderEpochResponse
+	21, // 40: twinlog.v1.FetchService.Metadata:output_type -> twinlog.v1.MetadataResponse
+	29, // 41: twinlog.v1.ReplicationService.GetReplicaLogInfo:output_type -> twinlog.v1.GetReplicaLogInfoResponse
+	26, // 42: twinlog.v1.ReplicationService.AppendInternal:output_type -> twinlog.v1.AppendInternalResponse
+	36, // [36:43] is the sub-list for method output_type
+	29, // [29:36] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_broker_proto_init() }
@@ -2275,7 +2421,7 @@ func file_twinlog_v1_broker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_twinlog_v1_broker_proto_rawDesc), len(file_twinlog_v1_broker_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -346,15 +346,22 @@ var FetchService_ServiceDesc = grpc.ServiceDesc{
 
 const (
 	ReplicationService_GetReplicaLogInfo_FullMethodName = "/twinlog.v1.ReplicationService/GetReplicaLogInfo"
+	ReplicationService_AppendInternal_FullMethodName    = "/twinlog.v1.ReplicationService/AppendInternal"
 )
 
 // ReplicationServiceClient is the client API for ReplicationService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// ReplicationService is what the controller asks of brokers (SPEC §3.5).
+// ReplicationService is what the controller asks of brokers (SPEC §3.5)
+// and what brokers ask of each other.
 type ReplicationServiceClient interface {
 	GetReplicaLogInfo(ctx context.Context, in *GetReplicaLogInfoRequest, opts ...grpc.CallOption) (*GetReplicaLogInfoResponse, error)
+	// AppendInternal appends a broker's own records to an internal topic
+	// (__mirror_state, SPEC §6.4) on the partition's leader, with acks=all.
+	// ProduceService.Produce refuses internal topics (INVALID_TOPIC): clients
+	// never write them (issue 13).
+	AppendInternal(ctx context.Context, in *AppendInternalRequest, opts ...grpc.CallOption) (*AppendInternalResponse, error)
 }
 
 type replicationServiceClient struct {
@@ -375,13 +382,29 @@ func (c *replicationServiceClient) GetReplicaLogInfo(ctx context.Context, in *Ge
 	return out, nil
 }
 
+func (c *replicationServiceClient) AppendInternal(ctx context.Context, in *AppendInternalRequest, opts ...grpc.CallOption) (*AppendInternalResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AppendInternalResponse)
+	err := c.cc.Invoke(ctx, ReplicationService_AppendInternal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ReplicationServiceServer is the server API for ReplicationService service.
 // All implementations must embed UnimplementedReplicationServiceServer
 // for forward compatibility.
 //
-// ReplicationService is what the controller asks of brokers (SPEC §3.5).
+// ReplicationService is what the controller asks of brokers (SPEC §3.5)
+// and what brokers ask of each other.
 type ReplicationServiceServer interface {
 	GetReplicaLogInfo(context.Context, *GetReplicaLogInfoRequest) (*GetReplicaLogInfoResponse, error)
+	// AppendInternal appends a broker's own records to an internal topic
+	// (__mirror_state, SPEC §6.4) on the partition's leader, with acks=all.
+	// ProduceService.Produce refuses internal topics (INVALID_TOPIC): clients
+	// never write them (issue 13).
+	AppendInternal(context.Context, *AppendInternalRequest) (*AppendInternalResponse, error)
 	mustEmbedUnimplementedReplicationServiceServer()
 }
 
@@ -394,6 +417,9 @@ type UnimplementedReplicationServiceServer struct{}
 
 func (UnimplementedReplicationServiceServer) GetReplicaLogInfo(context.Context, *GetReplicaLogInfoRequest) (*GetReplicaLogInfoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetReplicaLogInfo not implemented")
+}
+func (UnimplementedReplicationServiceServer) AppendInternal(context.Context, *AppendInternalRequest) (*AppendInternalResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AppendInternal not implemented")
 }
 func (UnimplementedReplicationServiceServer) mustEmbedUnimplementedReplicationServiceServer() {}
 func (UnimplementedReplicationServiceServer) testEmbeddedByValue()                            {}
@@ -434,6 +460,24 @@ func _ReplicationService_GetReplicaLogInfo_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ReplicationService_AppendInternal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AppendInternalRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ReplicationServiceServer).AppendInternal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ReplicationService_AppendInternal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ReplicationServiceServer).AppendInternal(ctx, req.(*AppendInternalRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ReplicationService_ServiceDesc is the grpc.ServiceDesc for ReplicationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -444,6 +488,10 @@ var ReplicationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetReplicaLogInfo",
 			Handler:    _ReplicationService_GetReplicaLogInfo_Handler,
+		},
+		{
+			MethodName: "AppendInternal",
+			Handler:    _ReplicationService_AppendInternal_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -73,6 +73,18 @@ const (
 	// leader epoch (FetchPartition.fetch_seq); Kafka's name for its fetch
 	// session epoch check. Retriable: the follower sends its next fetch.
 	ErrorCode_ERROR_CODE_INVALID_FETCH_SESSION_EPOCH ErrorCode = 42
+	// RegisterBroker of an id whose registration has a live session (not
+	// fenced, last heartbeat within broker.session.timeout.ms) from another
+	// incarnation (Kafka's DUPLICATE_BROKER_REGISTRATION). Retriable: the
+	// registration succeeds once the old session expires.
+	ErrorCode_ERROR_CODE_DUPLICATE_BROKER_REGISTRATION ErrorCode = 43
+	// UnregisterBroker of an id that is not registered (Kafka's
+	// BROKER_ID_NOT_REGISTERED).
+	ErrorCode_ERROR_CODE_BROKER_ID_NOT_REGISTERED ErrorCode = 44
+	// A produced record's timestamp is outside the broker's
+	// log.message.timestamp.before.max.ms / after.max.ms window around its
+	// clock (Kafka's INVALID_TIMESTAMP). Not retriable.
+	ErrorCode_ERROR_CODE_INVALID_TIMESTAMP ErrorCode = 45
 )
 
 // Enum value maps for ErrorCode.
@@ -121,6 +133,9 @@ var (
 		40: "ERROR_CODE_INVALID_MIRROR_STATE",
 		41: "ERROR_CODE_INVALID_RECORD",
 		42: "ERROR_CODE_INVALID_FETCH_SESSION_EPOCH",
+		43: "ERROR_CODE_DUPLICATE_BROKER_REGISTRATION",
+		44: "ERROR_CODE_BROKER_ID_NOT_REGISTERED",
+		45: "ERROR_CODE_INVALID_TIMESTAMP",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_NONE":                             0,
@@ -166,6 +181,9 @@ var (
 		"ERROR_CODE_INVALID_MIRROR_STATE":             40,
 		"ERROR_CODE_INVALID_RECORD":                   41,
 		"ERROR_CODE_INVALID_FETCH_SESSION_EPOCH":      42,
+		"ERROR_CODE_DUPLICATE_BROKER_REGISTRATION":    43,
+		"ERROR_CODE_BROKER_ID_NOT_REGISTERED":         44,
+		"ERROR_CODE_INVALID_TIMESTAMP":                45,
 	}
 )
 
@@ -492,7 +510,7 @@ const file_twinlog_v1_common_proto_rawDesc = "" +
 	"\x06Cursor\x12\x1d\n" +
 	"\n" +
 	"topic_name\x18\x01 \x01(\tR\ttopicName\x12'\n" +
-	"\x0fpartition_index\x18\x02 \x01(\x05R\x0epartitionIndex*\xc1\f\n" +
+	"\x0fpartition_index\x18\x02 \x01(\x05R\x0epartitionIndex*\xba\r\n" +
 	"\tErrorCode\x12\x13\n" +
 	"\x0fERROR_CODE_NONE\x10\x00\x12#\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\x01\x12%\n" +
@@ -537,7 +555,10 @@ const file_twinlog_v1_common_proto_rawDesc = "" +
 	" ERROR_CODE_MIRROR_ALREADY_EXISTS\x10'\x12#\n" +
 	"\x1fERROR_CODE_INVALID_MIRROR_STATE\x10(\x12\x1d\n" +
 	"\x19ERROR_CODE_INVALID_RECORD\x10)\x12*\n" +
-	"&ERROR_CODE_INVALID_FETCH_SESSION_EPOCH\x10**\x87\x01\n" +
+	"&ERROR_CODE_INVALID_FETCH_SESSION_EPOCH\x10*\x12,\n" +
+	"(ERROR_CODE_DUPLICATE_BROKER_REGISTRATION\x10+\x12'\n" +
+	"#ERROR_CODE_BROKER_ID_NOT_REGISTERED\x10,\x12 \n" +
+	"\x1cERROR_CODE_INVALID_TIMESTAMP\x10-*\x87\x01\n" +
 	"\x13LeaderRecoveryState\x12%\n" +
 	"!LEADER_RECOVERY_STATE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fLEADER_RECOVERY_STATE_RECOVERED\x10\x01\x12$\n" +
