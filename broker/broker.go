@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"strconv"
 	"sync"
@@ -43,7 +44,10 @@ type Broker struct {
 
 	dirs   []*storage.LogDir
 	prevEp twinlog.BrokerEpoch // from the clean-shutdown files (SPEC §2.5)
-	incarn string
+	// offline are the partitions whose log failed to open at start
+	// (storage.ErrLogOffline); fixed for the life of the process.
+	offline map[twinlog.TopicPartition]error
+	incarn  string
 
 	grpc   *grpc.Server
 	health *health.Server
@@ -133,6 +137,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	opts.Logger = b.log
 	opts.Clock = b.now
 	var clean []storage.CleanShutdown
+	b.offline = map[twinlog.TopicPartition]error{}
 	for _, path := range cfg.LogDirs {
 		d, err := storage.OpenLogDir(b.fs, path, opts)
 		if err != nil {
@@ -143,15 +148,30 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		}
 		b.dirs = append(b.dirs, d)
 		clean = append(clean, d.CleanShutdown())
+		for tp, err := range d.Offline() {
+			b.offline[tp] = err
+			b.log.Error("partition offline: its log failed to open; repair or remove the partition dir, then restart",
+				"topic", tp.Topic, "partition", tp.Partition, "dir", path, "err", err)
+		}
 	}
 	b.prevEp = storage.PreviousBrokerEpoch(clean)
+	if len(b.offline) > 0 {
+		// Not every log is intact: register as an unclean restart (SPEC
+		// §2.5, as with a dir offline), so the controller takes this broker
+		// out of every ISR and ELR. The healthy partitions rejoin by
+		// catching up; the offline ones cannot, so no election picks them.
+		b.prevEp = -1
+	}
+	if so, ok := b.obs.(StorageObserver); ok {
+		so.ObserveOfflinePartitions(len(b.offline))
+	}
 
 	b.codec = codec.NewServer(BufferPool)
 	sopts := append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(releaseProduce(b.codec), recoverUnary(b.log)),
 		grpc.ChainStreamInterceptor(recoverStream(b.log)),
-		grpc.MaxRecvMsgSize(64 << 20),
-		grpc.MaxSendMsgSize(64 << 20),
+		grpc.MaxRecvMsgSize(MaxMessageBytes),
+		grpc.MaxSendMsgSize(MaxMessageBytes),
 		experimental.BufferPool(BufferPool),
 		// Record bytes without protobuf copies: produce requests alias a
 		// pooled receive buffer (released by releaseProduce), fetch
@@ -187,7 +207,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 func defaultDial(addr string) (*grpc.ClientConn, error) {
 	return grpc.NewClient("passthrough:///"+addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
 		experimental.WithBufferPool(BufferPool),
 		grpc.WithWriteBufferSize(transportBufferSize),
 		grpc.WithReadBufferSize(transportBufferSize),
@@ -198,6 +218,25 @@ func defaultDial(addr string) (*grpc.ClientConn, error) {
 			BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second,
 		}, MinConnectTimeout: time.Second}))
 }
+
+// StorageObserver is an optional Observer extension for log storage
+// health; metrics.Broker implements it.
+type StorageObserver interface {
+	// ObserveOfflinePartitions reports how many partitions' logs failed to
+	// open at start and are offline (twinlog_broker_offline_partitions).
+	ObserveOfflinePartitions(n int)
+}
+
+// OfflinePartitions returns the partitions whose log failed to open at
+// start, each with its error (naming the file). They are not hosted: the
+// broker answers for them as for any partition it does not hold, and never
+// creates an empty log in their place.
+func (b *Broker) OfflinePartitions() map[twinlog.TopicPartition]error {
+	return maps.Clone(b.offline)
+}
+
+// offlineErr is the open error of tp if its log is offline, else nil.
+func (b *Broker) offlineErr(tp twinlog.TopicPartition) error { return b.offline[tp] }
 
 // ID is the broker id.
 func (b *Broker) ID() twinlog.BrokerID { return b.cfg.ID }

@@ -26,6 +26,22 @@ const (
 	FlushEveryBatch
 )
 
+const (
+	// MaxMessageBytes is the gRPC message limit of the broker's server
+	// (both directions) and of its clients to peers.
+	MaxMessageBytes = 64 << 20
+	// DefaultFetchMaxBytes is Kafka's fetch.max.bytes default (55 MiB).
+	DefaultFetchMaxBytes = 55 << 20
+	// MaxFetchWait caps a Fetch's max_wait_ms (besides the request's
+	// deadline): a long poll holds the request's resources that long.
+	MaxFetchWait = 30 * time.Second
+	// minFetchResponseHeadroom is the least room Validate leaves under
+	// MaxMessageBytes for a fetch response's per-partition fields beyond
+	// FetchMaxBytes + one batch: about 10,000 partitions' worth
+	// (fetchPartitionOverhead each, plus the topic name).
+	minFetchResponseHeadroom = 1 << 20
+)
+
 // Config configures a Broker. Durations are wall-clock; the replica state
 // machines see milliseconds.
 type Config struct {
@@ -71,6 +87,22 @@ type Config struct {
 	// acks=1 and followers behind, 16 MiB per partition kept ~600 MB of
 	// read and receive buffers live in a 3-broker twinbench process.
 	ReplicaFetchPartitionMaxBytes int
+	// FetchMaxBytes is fetch.max.bytes: the record bytes one Fetch response
+	// carries at most, whatever the request's max_bytes or partition max
+	// bytes ask (0 or more: clamped), default DefaultFetchMaxBytes
+	// (Kafka's 55 MiB). A response may pass it by one batch (the first
+	// batch of a partition is always whole, Kafka semantics), so
+	// FetchMaxBytes + Log.MaxBatchBytes must leave room under
+	// MaxMessageBytes for the per-partition fields (Validate).
+	FetchMaxBytes int
+	// LogMessageTimestampBeforeMax and LogMessageTimestampAfterMax are
+	// log.message.timestamp.before.max.ms / after.max.ms (Kafka 3.6+): a
+	// produced record's timestamp may be at most this much before / after
+	// the broker's clock, else INVALID_TIMESTAMP. Broker-wide (no topic
+	// override yet). Before: zero is Kafka's default, unbounded; after:
+	// zero is the default, 1h.
+	LogMessageTimestampBeforeMax time.Duration
+	LogMessageTimestampAfterMax  time.Duration
 	// RPCTimeout bounds controller and peer RPCs, default 5s.
 	RPCTimeout time.Duration
 	// ControlledShutdownTimeout bounds waiting for the controller to grant a
@@ -109,11 +141,15 @@ func (c Config) withDefaults() Config {
 	def(&c.RPCTimeout, 5*time.Second)
 	def(&c.ControlledShutdownTimeout, 10*time.Second)
 	def(&c.DefaultProduceTimeout, 30*time.Second)
+	def(&c.LogMessageTimestampAfterMax, time.Hour)
 	if c.ReplicaFetchMaxBytes <= 0 {
 		c.ReplicaFetchMaxBytes = 10 << 20
 	}
 	if c.ReplicaFetchPartitionMaxBytes <= 0 {
 		c.ReplicaFetchPartitionMaxBytes = 1 << 20
+	}
+	if c.FetchMaxBytes <= 0 {
+		c.FetchMaxBytes = DefaultFetchMaxBytes
 	}
 	if c.MaxRequestPartitionSizeLimit <= 0 {
 		c.MaxRequestPartitionSizeLimit = 1000
@@ -136,11 +172,16 @@ func (c Config) Validate() error {
 	if len(c.LogDirs) == 0 {
 		errs = append(errs, errors.New("broker: at least one log dir is required"))
 	}
-	if c.ReplicaLagTimeMax < 0 || c.HeartbeatInterval < 0 || c.TickInterval < 0 || c.RPCTimeout < 0 {
+	if c.ReplicaLagTimeMax < 0 || c.HeartbeatInterval < 0 || c.TickInterval < 0 || c.RPCTimeout < 0 ||
+		c.LogMessageTimestampBeforeMax < 0 || c.LogMessageTimestampAfterMax < 0 {
 		errs = append(errs, errors.New("broker: durations must not be negative"))
 	}
 	if err := c.Log.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("broker: log options: %w", err))
+	}
+	if d := c.withDefaults(); d.FetchMaxBytes > MaxMessageBytes-d.Log.MaxBatchBytes-minFetchResponseHeadroom {
+		errs = append(errs, fmt.Errorf("broker: fetch.max.bytes %d plus one batch (%d) must leave %d bytes under the %d-byte message limit",
+			d.FetchMaxBytes, d.Log.MaxBatchBytes, minFetchResponseHeadroom, MaxMessageBytes))
 	}
 	return errors.Join(errs...)
 }

@@ -24,10 +24,10 @@ func (b *Broker) Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResp
 func (b *Broker) fetch(ctx context.Context, req *pb.FetchRequest, alloc func(int) []byte) (*pb.FetchResponse, error) {
 	start := time.Now()
 	defer func() { b.obs.ObserveRequest("fetch", time.Since(start)) }()
-	if err := validateFetch(req); err != nil {
+	if err := validateFetch(req, b.cfg.FetchMaxBytes, b.cfg.Log.MaxBatchBytes); err != nil {
 		return nil, err
 	}
-	wait := time.Duration(max(req.GetMaxWaitMs(), 0)) * time.Millisecond
+	wait := min(time.Duration(max(req.GetMaxWaitMs(), 0))*time.Millisecond, MaxFetchWait)
 	if dl, ok := ctx.Deadline(); ok {
 		wait = min(wait, time.Until(dl)-5*time.Millisecond)
 	}
@@ -60,7 +60,9 @@ func (b *Broker) fetch(ctx context.Context, req *pb.FetchRequest, alloc func(int
 			}()
 		}
 		resp, bytes, stop := b.fetchOnce(req, parts, waits, alloc)
-		if stop || bytes >= int(max(req.GetMinBytes(), 1)) || wait <= 0 {
+		// minBytes above what one response may carry waits no longer
+		// than for a full response.
+		if stop || bytes >= min(int(max(req.GetMinBytes(), 1)), fetchBudget(req.GetMaxBytes(), b.cfg.FetchMaxBytes)) || wait <= 0 {
 			b.obs.ObserveBytesOut(bytes)
 			return resp, nil
 		}
@@ -83,7 +85,20 @@ func (b *Broker) fetch(ctx context.Context, req *pb.FetchRequest, alloc func(int
 	}
 }
 
-func validateFetch(req *pb.FetchRequest) error {
+// fetchPartitionOverhead bounds the encoded size of one
+// FetchPartitionResponse without its topic name and records (every field
+// at its largest, TestFetchPartitionOverhead), and of its share of the
+// response's framing.
+const fetchPartitionOverhead = 128
+
+// validateFetch refuses a malformed Fetch (INVALID_REQUEST), before any
+// partition is looked at. fetchMaxBytes and maxBatchBytes are
+// Config.FetchMaxBytes and Config.Log.MaxBatchBytes: the
+// per-partition fields of the answer must fit beside that many record
+// bytes and one more batch (Config.Validate leaves room for them) under
+// the transport's message limit, so a request for more partitions than fit
+// is refused instead of answered with a message the transport drops.
+func validateFetch(req *pb.FetchRequest, fetchMaxBytes, maxBatchBytes int) error {
 	switch req.GetFetcherType() {
 	case pb.FetcherType_FETCHER_TYPE_FOLLOWER:
 		if req.GetReplicaId() < 0 {
@@ -99,12 +114,37 @@ func validateFetch(req *pb.FetchRequest) error {
 	if req.GetMaxWaitMs() < 0 || req.GetMinBytes() < 0 || req.GetMaxBytes() < 0 {
 		return invalidf("negative maxWaitMs, minBytes or maxBytes")
 	}
+	if req.GetMaxBytes() > 0 && req.GetMinBytes() > req.GetMaxBytes() {
+		return invalidf("minBytes %d above maxBytes %d", req.GetMinBytes(), req.GetMaxBytes())
+	}
+	room := MaxMessageBytes - fetchMaxBytes - maxBatchBytes
+	seen := make(map[twinlog.TopicPartition]struct{}, len(req.GetPartitions()))
 	for _, fp := range req.GetPartitions() {
 		if fp.GetPartitionMaxBytes() < 0 {
 			return invalidf("negative partition max bytes")
 		}
+		tp := twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()}
+		if _, dup := seen[tp]; dup {
+			// One answer per partition: a duplicate would be read twice
+			// into one response, and a FOLLOWER's second copy is a stale
+			// fetch of the same seq.
+			return invalidf("partition %s-%d twice in one fetch", tp.Topic, tp.Partition)
+		}
+		seen[tp] = struct{}{}
+		if room -= len(tp.Topic) + fetchPartitionOverhead; room < 0 {
+			return invalidf("fetch of %d partitions: the answer could exceed the %d-byte message limit", len(req.GetPartitions()), MaxMessageBytes)
+		}
 	}
 	return nil
+}
+
+// fetchBudget is the record bytes one response may carry: the request's
+// maxBytes (0: no wish) clamped to fetch.max.bytes.
+func fetchBudget(maxBytes int32, fetchMaxBytes int) int {
+	if maxBytes <= 0 {
+		return fetchMaxBytes
+	}
+	return min(int(maxBytes), fetchMaxBytes)
 }
 
 // fetchOnce evaluates every partition once. stop reports an answer that must
@@ -113,10 +153,7 @@ func validateFetch(req *pb.FetchRequest) error {
 // only growth beyond it wakes the long poll.
 func (b *Broker) fetchOnce(req *pb.FetchRequest, parts []*partition, waits []*fetchWaiter, alloc func(int) []byte) (*pb.FetchResponse, int, bool) {
 	resp := &pb.FetchResponse{Partitions: make([]*pb.FetchPartitionResponse, len(parts))}
-	budget := int(req.GetMaxBytes())
-	if budget <= 0 {
-		budget = 64 << 20
-	}
+	budget := fetchBudget(req.GetMaxBytes(), b.cfg.FetchMaxBytes)
 	total, stop := 0, false
 	now := b.nowMs()
 	for i, fp := range req.GetPartitions() {
@@ -130,6 +167,11 @@ func (b *Broker) fetchOnce(req *pb.FetchRequest, parts []*partition, waits []*fe
 			if !known {
 				out.Error = pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
 			}
+			stop = true
+			continue
+		}
+		if code := mirrorFetchTopicCheck(req, fp, p); code != pb.ErrorCode_ERROR_CODE_NONE {
+			out.Error = code
 			stop = true
 			continue
 		}

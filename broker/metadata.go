@@ -111,7 +111,9 @@ func (b *Broker) reconcile() {
 	}
 	wanted := map[twinlog.TopicPartition]want{}
 	brokers := map[twinlog.BrokerID]twinlog.BrokerEpoch{}
+	registered := map[twinlog.BrokerID]twinlog.BrokerEpoch{} // acceptable or not: follower fetches need it
 	for _, br := range b.image.Brokers() {
+		registered[twinlog.BrokerID(br.GetBrokerId())] = twinlog.BrokerEpoch(br.GetBrokerEpoch())
 		if b.image.Acceptable(br.GetBrokerId()) {
 			brokers[twinlog.BrokerID(br.GetBrokerId())] = twinlog.BrokerEpoch(br.GetBrokerEpoch())
 		}
@@ -169,6 +171,7 @@ func (b *Broker) reconcile() {
 			RecoveryState:  w.rec.GetRecoveryState(),
 			MinISR:         w.minISR,
 			Brokers:        brokers,
+			Registered:     registered,
 		}
 		for _, t := range w.rec.GetTruncationPoints() {
 			st.TruncationPoints = append(st.TruncationPoints, replica.TruncationPoint{
@@ -205,6 +208,9 @@ func toIDs(in []int32) []twinlog.BrokerID {
 // openPartition opens (or creates) the log of tp and its replica. A dir
 // holding another topic id is deleted first (SPEC §2.1).
 func (b *Broker) openPartition(tp twinlog.TopicPartition, topicID string) (*partition, error) {
+	if err := b.offlineErr(tp); err != nil {
+		return nil, err // not an empty log in another dir either
+	}
 	var dir *storage.LogDir
 	var l *storage.Log
 	for _, d := range b.dirs {

@@ -840,7 +840,7 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
 		req := plan.MirrorFetchRequest(pl.LeaderEpoch, cache, p.r.LogEndOffset())
 		p.mu.Unlock()
 		resp, err := r.src.Fetch(ctx, pl.Addr, source.FetchRequest{
-			RequesterClusterID: b.clusterID(), TopicPartition: r.tp,
+			RequesterClusterID: b.clusterID(), TopicPartition: r.tp, TopicID: r.topicID,
 			FetchOffset: req.FetchOffset, CurrentLeaderEpoch: req.CurrentLeaderEpoch, LastFetchedEpoch: req.LastFetchedEpoch,
 			MaxWait: b.cfg.ReplicaFetchMaxWait, MaxBytes: int32(b.cfg.ReplicaFetchMaxBytes),
 		})
@@ -874,7 +874,7 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
-		next, stop, corrupt := r.appendFetched(session, resp.GetRecords(), req.FetchOffset, twinlog.Offset(resp.GetLogStartOffset()))
+		next, stop, corrupt := r.appendFetched(session, resp.GetRecords(), req.FetchOffset, req.CurrentLeaderEpoch, twinlog.Offset(resp.GetLogStartOffset()))
 		if stop {
 			return
 		}
@@ -900,11 +900,12 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
 // (SPEC §6.2b–d); it returns the event the session must end with instead of
 // Fetched (nil none): FetchNeedsBump for the epoch a bump must reach first,
 // or FetchForeignEpoch when the first batch's epoch is below the latest
-// cached one (§6.8). srcLogStart is the source's log start. stop reports that the session must end (the log moved under it, or the
-// partition is gone); corrupt, that the response failed its checks (a CRC
-// or a batch straddling the LEO: CORRUPT_MESSAGE, §6.3) and nothing was
-// appended.
-func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset, srcLogStart twinlog.Offset) (next plan.Event, stop bool, corrupt error) {
+// cached one (§6.8). srcLE is the source LE the fetch was made in,
+// srcLogStart the source's log start. stop reports that the session must
+// end (the log moved under it, or the partition is gone); corrupt, that the
+// response failed its checks (a CRC, a batch straddling the LEO, or an epoch
+// above srcLE: CORRUPT_MESSAGE, §6.3) and nothing was appended.
+func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset twinlog.Offset, srcLE twinlog.Epoch, srcLogStart twinlog.Offset) (next plan.Event, stop bool, corrupt error) {
 	b, p := r.b, r.p
 	if len(recs) == 0 {
 		return nil, false, nil
@@ -937,7 +938,10 @@ func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset, s
 	for i, bv := range bs {
 		epochs[i] = bv.LeaderEpoch()
 	}
-	n, need, foreign := plan.FetchedBatches(epochs, p.r.LeaderEpoch(), p.r.LatestEpoch())
+	n, need, foreign, err := plan.FetchedBatches(epochs, p.r.LeaderEpoch(), p.r.LatestEpoch(), srcLE)
+	if err != nil {
+		return nil, false, err
+	}
 	if foreign {
 		r.log.Warn("mirror fetch: source batch epoch below the latest cached epoch", "offset", bs[0].BaseOffset(), "epoch", epochs[0], "latest", p.r.LatestEpoch())
 		return plan.FetchForeignEpoch{Session: session, Epoch: epochs[0], BaseOffset: bs[0].BaseOffset(), SourceLogStartOffset: srcLogStart}, false, nil

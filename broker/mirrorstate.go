@@ -275,7 +275,15 @@ func (b *Broker) readState(ctx context.Context, tp twinlog.TopicPartition, from 
 	if err != nil {
 		return nil, -1, err
 	}
+	// A peer's answer is input: one partition, the one asked for, or an
+	// error (never an index panic in the runner).
+	if n := len(resp.GetPartitions()); n != 1 {
+		return nil, -1, fmt.Errorf("%w: fetch answered %d partitions", errStateNotReady, n)
+	}
 	pr := resp.GetPartitions()[0]
+	if pr.GetTopic() != tp.Topic || pr.GetPartition() != tp.Partition {
+		return nil, -1, fmt.Errorf("%w: fetch of %s-%d answered %s-%d", errStateNotReady, tp.Topic, tp.Partition, pr.GetTopic(), pr.GetPartition())
+	}
 	if pr.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 		return nil, -1, fmt.Errorf("%w: %v", errStateNotReady, pr.GetError())
 	}
@@ -368,21 +376,27 @@ func (b *Broker) writeMirrorState(ctx context.Context, topic string, key []byte,
 	}
 	rctx, cancel := context.WithTimeout(ctx, b.cfg.RPCTimeout)
 	defer cancel()
-	resp, err := pb.NewProduceServiceClient(c).Produce(rctx, &pb.ProduceRequest{
-		Acks: -1, TimeoutMs: int32((b.cfg.RPCTimeout - 100*time.Millisecond).Milliseconds()),
-		Partitions: []*pb.ProducePartitionData{{Topic: tp.Topic, Partition: tp.Partition, Records: batch}},
+	// AppendInternal, not Produce: Produce refuses internal topics.
+	resp, err := pb.NewReplicationServiceClient(c).AppendInternal(rctx, &pb.AppendInternalRequest{
+		BrokerId: int32(b.cfg.ID), BrokerEpoch: b.epoch.Load(),
+		TimeoutMs: int32((b.cfg.RPCTimeout - 100*time.Millisecond).Milliseconds()),
+		Partition: &pb.ProducePartitionData{Topic: tp.Topic, Partition: tp.Partition, Records: batch},
 	})
 	if err != nil {
 		return err
 	}
-	if e := resp.GetPartitions()[0].GetError(); e != pb.ErrorCode_ERROR_CODE_NONE {
+	if resp.GetPartition() == nil {
+		return fmt.Errorf("%w: append answered no partition", errStateNotReady)
+	}
+	if e := resp.GetPartition().GetError(); e != pb.ErrorCode_ERROR_CODE_NONE {
 		return fmt.Errorf("%w: %v", errStateNotReady, e)
 	}
 	return nil
 }
 
 // GetLastMirroredEpochs answers the other cluster's LMLE query (SPEC §6.4)
-// with plan.AnswerLastMirroredEpoch.
+// with plan.AnswerLastMirroredEpoch: a topic or partition this cluster does
+// not have, or has under another topic id, is an error, never −1.
 func (b *Broker) GetLastMirroredEpochs(ctx context.Context, req *pb.GetLastMirroredEpochsRequest) (*pb.GetLastMirroredEpochsResponse, error) {
 	resp := &pb.GetLastMirroredEpochsResponse{}
 	view := plan.SourceView{}
@@ -391,7 +405,7 @@ func (b *Broker) GetLastMirroredEpochs(ctx context.Context, req *pb.GetLastMirro
 	b.metaMu.Lock()
 	mirror := ""
 	if t := b.image.Topic(req.GetTopic()); t != nil {
-		view.LocalTopicID = t.GetTopicId()
+		view.LocalTopicID, view.PartitionCount = t.GetTopicId(), t.GetPartitionCount()
 		mirror = t.GetMirrorName()
 		if mirror != "" {
 			view.InMirror = true
@@ -418,6 +432,7 @@ func (b *Broker) GetLastMirroredEpochs(ctx context.Context, req *pb.GetLastMirro
 	}
 	for _, part := range req.GetPartitions() {
 		v := view
+		v.Partition = part
 		if has && view.CaughtUp {
 			b.mstate.mu.Lock()
 			sv := b.mstate.views[sp]
@@ -433,6 +448,19 @@ func (b *Broker) GetLastMirroredEpochs(ctx context.Context, req *pb.GetLastMirro
 		resp.Partitions = append(resp.Partitions, &pb.LastMirroredEpoch{Partition: part, Error: code, Lmle: int32(lmle)})
 	}
 	return resp, nil
+}
+
+// mirrorFetchTopicCheck is the source side's topic-id check of a
+// Fetch{MIRROR} partition (plan.MirrorFetchTopicID): a requester whose
+// mirror topic has another id than this broker's partition (the topic was
+// deleted and re-created since the requester's Metadata) gets
+// INCONSISTENT_TOPIC_ID instead of an OFFSET_OUT_OF_RANGE or DivergingEpoch
+// computed from another topic's log. Other fetches are not checked.
+func mirrorFetchTopicCheck(req *pb.FetchRequest, fp *pb.FetchPartition, p *partition) pb.ErrorCode {
+	if req.GetFetcherType() != pb.FetcherType_FETCHER_TYPE_MIRROR {
+		return pb.ErrorCode_ERROR_CODE_NONE
+	}
+	return plan.MirrorFetchTopicID(fp.GetTopicId(), p.topicID)
 }
 
 type mirrorSourceServer struct {

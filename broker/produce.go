@@ -2,17 +2,68 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/storage"
 )
 
 // Produce appends each partition's batches on its leader (SPEC §4.1) and
-// waits for the per-partition results acks asks for.
+// waits for the per-partition results acks asks for. Internal topics are
+// refused (INVALID_TOPIC, Kafka's answer to a produce to an internal
+// topic): only brokers write them, through AppendInternal.
 func (b *Broker) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+	return b.produce(ctx, req, false)
+}
+
+// AppendInternal is a broker's own acks=all append to an internal topic
+// (writeMirrorState). The writer must be registered with exactly the
+// broker epoch it sends, in this broker's metadata, and the topic must be
+// internal, so the path is no way around Produce's refusal.
+func (b *Broker) AppendInternal(ctx context.Context, req *pb.AppendInternalRequest) (*pb.AppendInternalResponse, error) {
+	pd := req.GetPartition()
+	if pd == nil {
+		return nil, invalidf("append internal without a partition")
+	}
+	b.metaMu.Lock()
+	reg := b.image.Broker(req.GetBrokerId())
+	b.metaMu.Unlock()
+	if reg == nil || reg.GetBrokerEpoch() != req.GetBrokerEpoch() {
+		return &pb.AppendInternalResponse{Partition: &pb.ProducePartitionResponse{
+			Topic: pd.GetTopic(), Partition: pd.GetPartition(), BaseOffset: -1, LeaderId: -1,
+			Error:        pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH,
+			ErrorMessage: fmt.Sprintf("broker %d epoch %d is not a registration in this broker's metadata", req.GetBrokerId(), req.GetBrokerEpoch()),
+		}}, nil
+	}
+	resp, err := b.produce(ctx, &pb.ProduceRequest{Acks: int32(replica.AcksAll), TimeoutMs: req.GetTimeoutMs(),
+		Partitions: []*pb.ProducePartitionData{pd}}, true)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.AppendInternalResponse{Partition: resp.GetPartitions()[0]}, nil // produce answers each partition asked
+}
+
+// internalTopic reports a topic only brokers write: one the metadata marks
+// internal, or any name reserved for internal topics (which clients cannot
+// create) in case the metadata does not know it yet.
+func (b *Broker) internalTopic(topic string) bool {
+	if metastate.IsReservedTopicName(topic) {
+		return true
+	}
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	return b.image.Topic(topic).GetInternal()
+}
+
+// produce is Produce; internal says whether the request is a broker's own
+// (AppendInternal), which must name internal topics only, where a client's
+// must name none.
+func (b *Broker) produce(ctx context.Context, req *pb.ProduceRequest, internal bool) (*pb.ProduceResponse, error) {
 	start := time.Now()
 	defer func() { b.obs.ObserveRequest("produce", time.Since(start)) }()
 	acks := replica.Acks(req.GetAcks())
@@ -43,6 +94,14 @@ func (b *Broker) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.Produ
 	for i, pd := range req.GetPartitions() {
 		out := &pb.ProducePartitionResponse{Topic: pd.GetTopic(), Partition: pd.GetPartition(), BaseOffset: -1, LeaderId: -1}
 		resp.Partitions[i] = out
+		if b.internalTopic(pd.GetTopic()) != internal {
+			out.Error = pb.ErrorCode_ERROR_CODE_INVALID_TOPIC
+			out.ErrorMessage = fmt.Sprintf("topic %q is internal: only brokers write it", pd.GetTopic())
+			if internal {
+				out.ErrorMessage = fmt.Sprintf("topic %q is not internal", pd.GetTopic())
+			}
+			continue
+		}
 		ch, p := b.producePartition(pd, acks, timeout, out)
 		if ch != nil {
 			waits = append(waits, pending{i, ch, p})
@@ -139,15 +198,23 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 	return ch, p
 }
 
-// validateBatches checks the producer's batches (SPEC §2.2) and returns the
-// number of offsets they take.
+// validateBatches checks the producer's batches (SPEC §2.2, and
+// storage.ValidateProducerBatches: dense offsets, a true maxTimestamp →
+// else INVALID_RECORD) and their record timestamps against
+// log.message.timestamp.{before,after}.max.ms (INVALID_TIMESTAMP), and
+// returns the number of offsets they take.
 func (b *Broker) validateBatches(records []byte) (storage.Validated, int, pb.ErrorCode) {
 	if len(records) == 0 {
 		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
 	}
-	v, err := storage.ValidateBatches(records)
-	if err != nil {
+	v, ts, err := storage.ValidateProducerBatches(records)
+	switch {
+	case errors.Is(err, storage.ErrInvalidProducerBatch):
+		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_INVALID_RECORD
+	case err != nil:
 		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+	case !timestampsAllowed(ts, b.nowMs(), b.cfg.LogMessageTimestampBeforeMax, b.cfg.LogMessageTimestampAfterMax):
+		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_INVALID_TIMESTAMP
 	}
 	n := 0
 	for _, bv := range v.Batches() {
@@ -160,4 +227,16 @@ func (b *Broker) validateBatches(records []byte) (storage.Validated, int, pb.Err
 		}
 	}
 	return v, n, pb.ErrorCode_ERROR_CODE_NONE
+}
+
+// timestampsAllowed applies log.message.timestamp.before.max.ms (0:
+// unbounded, Kafka's default) and after.max.ms to the records' timestamp
+// range at broker time nowMs. The bounds are computed on the clock side
+// (a Duration is under 2^63 ns, so nowMs ± it cannot overflow), never as
+// nowMs − timestamp, which overflows for extreme timestamps.
+func timestampsAllowed(ts storage.TimestampRange, nowMs int64, before, after time.Duration) bool {
+	if before > 0 && ts.Min < nowMs-before.Milliseconds() {
+		return false
+	}
+	return ts.Max <= nowMs+after.Milliseconds()
 }

@@ -59,6 +59,11 @@ type replicationServer struct {
 	b *Broker
 }
 
+func (s replicationServer) AppendInternal(ctx context.Context, req *pb.AppendInternalRequest) (*pb.AppendInternalResponse, error) {
+	resp, err := s.b.AppendInternal(ctx, req)
+	return resp, toStatus(err)
+}
+
 func (s replicationServer) GetReplicaLogInfo(ctx context.Context, req *pb.GetReplicaLogInfoRequest) (*pb.GetReplicaLogInfoResponse, error) {
 	resp, err := s.b.GetReplicaLogInfo(ctx, req)
 	return resp, toStatus(err)

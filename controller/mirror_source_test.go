@@ -67,7 +67,8 @@ func srcTopic(name, id string, parts int) *twinlogv1.MetadataTopic {
 // (read with DescribeConfigs through a source broker); the source's
 // defaults, min.insync.replicas and the unclean election settings are not
 // copied. With the source's configs unreadable the topic is refused (not
-// created without them) and a later Start creates it.
+// created without them) and so is the mirror (all or nothing); a later
+// CreateMirror creates both.
 func TestCreateMirrorCopiesSourceConfigs(t *testing.T) {
 	nw := newNet()
 	h := startController(t, t.TempDir(), newClock(), nw)
@@ -101,26 +102,43 @@ func TestCreateMirrorCopiesSourceConfigs(t *testing.T) {
 
 	fs.down.Store(true)
 	cm, err := h.mirror.CreateMirror(t.Context(), &twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"src:9092"}, Topics: []string{"s"}})
-	if err != nil || cm.GetError() != ecNone || len(cm.GetTopics()) != 1 ||
+	if err != nil || cm.GetError() != twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE || len(cm.GetTopics()) != 1 ||
 		cm.GetTopics()[0].GetError() != twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE {
 		t.Fatalf("CreateMirror with the source's configs unreadable = %v, %v", cm, err)
 	}
 	if tr := topicRec("s"); tr != nil {
 		t.Fatalf("topic created without the source's configs: %v", tr)
 	}
+	h.c.mu.RLock()
+	half := h.c.state.Mirror("m")
+	h.c.mu.RUnlock()
+	if half != nil {
+		t.Fatalf("refused CreateMirror left a mirror behind: %v", half)
+	}
 
 	fs.down.Store(false)
-	st, err := h.mirror.StartMirrorTopics(t.Context(), &twinlogv1.StartMirrorTopicsRequest{Mirror: "m", Topics: []string{"s", "d", "gone"}})
-	if err != nil || len(st.GetTopics()) != 3 {
-		t.Fatalf("StartMirrorTopics = %v, %v", st, err)
+	// "gone" was deleted between Metadata and DescribeConfigs: the source
+	// no longer has it, and the whole CreateMirror is refused.
+	cm, err = h.mirror.CreateMirror(t.Context(), &twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"src:9092"}, Topics: []string{"s", "d", "gone"}})
+	if err != nil || cm.GetError() != twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION ||
+		cm.GetTopics()[2].GetError() != twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION {
+		t.Fatalf("CreateMirror with a topic the source lost = %v, %v", cm, err)
 	}
-	for _, r := range st.GetTopics()[:2] {
+	if tr := topicRec("s"); tr != nil {
+		t.Fatalf("refused CreateMirror created a topic: %v", tr)
+	}
+	cm, err = h.mirror.CreateMirror(t.Context(), &twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"src:9092"}, Topics: []string{"s", "d"}})
+	if err != nil || cm.GetError() != ecNone {
+		t.Fatalf("CreateMirror = %v, %v", cm, err)
+	}
+	for _, r := range cm.GetTopics() {
 		if r.GetError() != ecNone {
-			t.Fatalf("StartMirrorTopics %s: %v %s", r.GetTopic(), r.GetError(), r.GetErrorMessage())
+			t.Fatalf("CreateMirror %s: %v %s", r.GetTopic(), r.GetError(), r.GetErrorMessage())
 		}
 	}
-	if r := st.GetTopics()[2]; r.GetError() != twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION {
-		t.Fatalf("StartMirrorTopics of a topic the source lost: %v", r)
+	st, err := h.mirror.StartMirrorTopics(t.Context(), &twinlogv1.StartMirrorTopicsRequest{Mirror: "m", Topics: []string{"gone"}})
+	if err != nil || len(st.GetTopics()) != 1 || st.GetTopics()[0].GetError() != twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION {
+		t.Fatalf("StartMirrorTopics of a topic the source lost = %v, %v", st, err)
 	}
 	s := topicRec("s")
 	if s.GetTopicId() != "sid" || s.GetPartitionCount() != 2 || s.GetMirrorName() != "m" {

@@ -389,25 +389,40 @@ func (s mirrorServer) ResumeMirrorTopics(ctx context.Context, req *twinlogv1.Res
 // the listed topics: Metadata gives the name, topic id, partition count and
 // replication factor, DescribeConfigs (which the broker forwards to the
 // source's controller) the topic's own settings (source TOPIC entries; which
-// of them are copied is metastate.MirroredTopicConfigs). First complete
-// answer wins, bounded by RecoveryRPCTimeout. It returns "" and nil if no
-// Metadata answers; topics the source does not know are left out (metastate
-// then needs them locally). If Metadata answers but no broker can describe
-// the configs, the topics carry ConfigsErr (metastate refuses to create them
-// without their configs).
+// of them are copied is metastate.MirroredTopicConfigs). A topic the source
+// says it does not have is described as Missing (metastate refuses it with
+// UNKNOWN_TOPIC_OR_PARTITION); one it could not describe is left out
+// (metastate refuses it with BROKER_NOT_AVAILABLE rather than start it
+// unchecked). The first answer that describes every topic wins; an answer
+// with topics missing is kept while the other addresses are asked (a broker
+// may not have seen a topic just created). Bounded by RecoveryRPCTimeout. It
+// returns "" and nil if no Metadata answers. If Metadata answers but no
+// broker can describe the configs, the topics carry ConfigsErr (metastate
+// refuses to create them without their configs).
 func (c *Controller) resolveSource(ctx context.Context, bootstrap, topics []string) (string, map[string]metastate.SourceTopic) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RecoveryRPCTimeout)
 	defer cancel()
 	var (
-		partialID string
-		partial   map[string]metastate.SourceTopic
+		bestID, partialID string
+		best, partial     map[string]metastate.SourceTopic
 	)
+	missing := func(sources map[string]metastate.SourceTopic) int {
+		n := 0
+		for _, st := range sources {
+			if st.Missing {
+				n++
+			}
+		}
+		return n
+	}
 	for _, addr := range bootstrap {
 		id, sources, err := c.describeSource(ctx, addr, topics)
 		switch {
-		case err == nil:
+		case err == nil && missing(sources) == 0:
 			return id, sources
-		case sources != nil && partial == nil:
+		case err == nil && (best == nil || missing(sources) < missing(best)):
+			bestID, best = id, sources
+		case err != nil && sources != nil && partial == nil:
 			partialID, partial = id, sources
 		}
 		c.log.Debug("resolve mirror source", "addr", addr, "err", err)
@@ -415,11 +430,14 @@ func (c *Controller) resolveSource(ctx context.Context, bootstrap, topics []stri
 			break
 		}
 	}
-	if partial != nil {
+	switch {
+	case best != nil:
+		return bestID, best
+	case partial != nil:
 		c.log.Warn("mirror source topic configs unreadable; topics to create are refused", "bootstrap", bootstrap)
 		return partialID, partial
 	}
-	c.log.Warn("mirror source unresolved; brokers will learn its cluster id from the source", "bootstrap", bootstrap)
+	c.log.Warn("mirror source unresolved; its topics are refused until it answers", "bootstrap", bootstrap)
 	return "", nil
 }
 
@@ -446,9 +464,15 @@ func (c *Controller) describeSource(ctx context.Context, addr string, topics []s
 	sources := map[string]metastate.SourceTopic{}
 	var res []*twinlogv1.ConfigResource
 	for _, t := range md.GetTopics() {
-		if t.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE || t.GetTopicId() == "" || len(t.GetPartitions()) == 0 ||
-			(len(topics) > 0 && !slices.Contains(topics, t.GetName())) {
+		if len(topics) > 0 && !slices.Contains(topics, t.GetName()) {
 			continue
+		}
+		if t.GetError() == twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION {
+			sources[t.GetName()] = metastate.SourceTopic{Name: t.GetName(), Missing: true}
+			continue
+		}
+		if t.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE || t.GetTopicId() == "" || len(t.GetPartitions()) == 0 {
+			continue // not described: refused as unreachable, not guessed
 		}
 		sources[t.GetName()] = metastate.SourceTopic{Name: t.GetName(), TopicID: t.GetTopicId(),
 			Partitions: int32(len(t.GetPartitions())), ReplicationFactor: int32(len(t.GetPartitions()[0].GetReplicas()))}
@@ -461,8 +485,10 @@ func (c *Controller) describeSource(ctx context.Context, addr string, topics []s
 	dc, err := twinlogv1.NewAdminServiceClient(conn).DescribeConfigs(ctx, &twinlogv1.DescribeConfigsRequest{Resources: res})
 	if err != nil {
 		for n, st := range sources {
-			st.ConfigsErr = "DescribeConfigs: " + status.Convert(err).Message()
-			sources[n] = st
+			if !st.Missing {
+				st.ConfigsErr = "DescribeConfigs: " + status.Convert(err).Message()
+				sources[n] = st
+			}
 		}
 		return md.GetClusterId(), sources, err
 	}
@@ -470,7 +496,7 @@ func (c *Controller) describeSource(ctx context.Context, addr string, topics []s
 	for _, r := range dc.GetResults() {
 		name := r.GetResource().GetName()
 		st, ok := sources[name]
-		if !ok {
+		if !ok || st.Missing {
 			continue
 		}
 		described[name] = true
@@ -486,15 +512,14 @@ func (c *Controller) describeSource(ctx context.Context, addr string, topics []s
 			}
 		case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION:
 			// Deleted since Metadata answered: the source no longer has it.
-			delete(sources, name)
-			continue
+			st = metastate.SourceTopic{Name: name, Missing: true}
 		default:
 			st.ConfigsErr = fmt.Sprintf("DescribeConfigs: %v %s", r.GetError(), r.GetErrorMessage())
 		}
 		sources[name] = st
 	}
 	for n, st := range sources {
-		if !described[n] {
+		if !described[n] && !st.Missing {
 			st.ConfigsErr = "DescribeConfigs: no answer for the topic"
 			sources[n] = st
 		}

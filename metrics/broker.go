@@ -22,9 +22,13 @@ type Broker struct {
 	bytesOut        prometheus.Counter
 	isrShrinks      prometheus.Counter
 	isrExpands      prometheus.Counter
+	offline         prometheus.Gauge
 }
 
-var _ broker.Observer = (*Broker)(nil)
+var (
+	_ broker.Observer        = (*Broker)(nil)
+	_ broker.StorageObserver = (*Broker)(nil)
+)
 
 // NewBroker registers the broker collectors on reg. The leader-side ISR
 // gauge is twinlog_leader_isr_size so a registry shared with the controller
@@ -66,12 +70,15 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 		isrExpands: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "twinlog_isr_expands_total", Help: "ISR expansions proposed by this broker as leader.",
 		}),
+		offline: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "twinlog_broker_offline_partitions", Help: "Partitions whose log failed to open at start (corrupt below the recovery point, bad checkpoint, I/O error); offline until repaired.",
+		}),
 	}
 	for _, r := range []string{"divergence", "lmle", "out_of_range"} {
 		b.truncations.WithLabelValues(r)
 	}
 	for _, col := range []prometheus.Collector{b.hw, b.leo, b.isrSize, b.underReplicated, b.underMinISR,
-		b.truncations, b.requests, b.bytesIn, b.bytesOut, b.isrShrinks, b.isrExpands} {
+		b.truncations, b.requests, b.bytesIn, b.bytesOut, b.isrShrinks, b.isrExpands, b.offline} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -132,3 +139,6 @@ func (b *Broker) ObserveISRChange(expand bool) {
 	}
 	b.isrShrinks.Inc()
 }
+
+// ObserveOfflinePartitions implements broker.StorageObserver.
+func (b *Broker) ObserveOfflinePartitions(n int) { b.offline.Set(float64(n)) }

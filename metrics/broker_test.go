@@ -55,6 +55,7 @@ func TestBrokerObserver(t *testing.T) {
 	b.ObserveBytesOut(50)
 	b.ObserveISRChange(false)
 	b.ObserveISRChange(true)
+	b.ObserveOfflinePartitions(2)
 	got := gathered(t, reg)
 	for k, v := range map[string]float64{
 		"twinlog_partition_high_watermark,partition=0,topic=t":   7,
@@ -70,6 +71,7 @@ func TestBrokerObserver(t *testing.T) {
 		"twinlog_bytes_out_total":                                50,
 		"twinlog_isr_shrinks_total":                              1,
 		"twinlog_isr_expands_total":                              1,
+		"twinlog_broker_offline_partitions":                      2,
 	} {
 		if g, ok := got[k]; !ok || g != v {
 			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)

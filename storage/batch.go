@@ -2,9 +2,11 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"iter"
+	"math"
 
 	"github.com/twinlog/twinlog"
 )
@@ -185,7 +187,11 @@ func batchSize(buf []byte) int64 { return int64(int32(be.Uint32(buf[offBatchLeng
 // within bounds, offset deltas strictly increasing from >= 0 with the last
 // equal to lastOffsetDelta, recordCount records exactly filling the batch.
 // Errors are *CorruptError with Position 0.
-func (b BatchView) Validate() error {
+func (b BatchView) Validate() error { return b.validate(nil) }
+
+// validate is Validate; with ts non-nil it also sets ts to the batch's
+// smallest and largest record timestamps, in the same walk.
+func (b BatchView) validate(ts *TimestampRange) error {
 	if len(b) < BatchHeaderSize {
 		return corruptf(0, "batch of %d bytes is shorter than the %d-byte header", len(b), BatchHeaderSize)
 	}
@@ -215,11 +221,17 @@ func (b BatchView) Validate() error {
 		return corruptf(0, "record count %d cannot fit in %d bytes", n, len(b)-BatchHeaderSize)
 	}
 	var prev int64 = -1
+	if ts != nil {
+		*ts = TimestampRange{Min: math.MaxInt64, Max: math.MinInt64}
+	}
 	err := b.eachRecord(func(r *Record, delta int64) error {
 		if delta <= prev {
 			return corruptf(0, "offset delta %d after %d", delta, prev)
 		}
 		prev = delta
+		if ts != nil {
+			ts.Min, ts.Max = min(ts.Min, r.Timestamp), max(ts.Max, r.Timestamp)
+		}
 		return nil
 	}, false)
 	if err != nil {
@@ -425,6 +437,58 @@ func ValidateBatches(buf []byte) (Validated, error) {
 		rest = next
 	}
 	return Validated{views: out}, nil
+}
+
+// ErrInvalidProducerBatch: a batch that is well-formed but not one a
+// producer may send (ValidateProducerBatches).
+var ErrInvalidProducerBatch = errors.New("storage: invalid producer batch")
+
+// TimestampRange is the smallest and largest record timestamp of some
+// batches.
+type TimestampRange struct{ Min, Max int64 }
+
+// ValidateProducerBatches is ValidateBatches plus the rules for a client's
+// batches (issue 13), which replicated and mirrored batches need not meet
+// (a compacted source may leave offset gaps): dense offset deltas
+// 0..recordCount−1, i.e. lastOffsetDelta = recordCount−1, so a producer
+// cannot make the leader assign offsets no record holds; and maxTimestamp
+// equal to the largest record timestamp (batches are CreateTime: the
+// header's value is what timestamp lookups trust). Those errors wrap
+// ErrInvalidProducerBatch; malformed batches are *CorruptError as in
+// ValidateBatches. It returns the timestamp range over all records, for
+// the broker's log.message.timestamp.*.max.ms bounds. One walk per batch.
+func ValidateProducerBatches(buf []byte) (Validated, TimestampRange, error) {
+	all := TimestampRange{Min: math.MaxInt64, Max: math.MinInt64}
+	var out []BatchView
+	var pos int64
+	for len(buf[pos:]) > 0 {
+		rest := buf[pos:]
+		if len(rest) < logOverhead {
+			return Validated{}, all, withFile(corruptf(0, "%d bytes cannot hold a batch length", len(rest)), "", pos)
+		}
+		size := batchSize(rest)
+		if size < BatchHeaderSize || size > int64(len(rest)) {
+			return Validated{}, all, withFile(corruptf(0, "batch length %d with %d bytes available", size, len(rest)), "", pos)
+		}
+		b := BatchView(rest[:size:size])
+		var ts TimestampRange
+		if err := b.validate(&ts); err != nil {
+			return Validated{}, all, withFile(err, "", pos)
+		}
+		if int64(b.LastOffsetDelta()) != int64(b.RecordCount())-1 {
+			return Validated{}, all, fmt.Errorf("%w: batch at byte %d: lastOffsetDelta %d with %d records (offsets must be dense)",
+				ErrInvalidProducerBatch, pos, b.LastOffsetDelta(), b.RecordCount())
+		}
+		if b.MaxTimestamp() != ts.Max {
+			return Validated{}, all, fmt.Errorf("%w: batch at byte %d: maxTimestamp %d, largest record timestamp %d",
+				ErrInvalidProducerBatch, pos, b.MaxTimestamp(), ts.Max)
+		}
+		all.Min, all.Max = min(all.Min, ts.Min), max(all.Max, ts.Max)
+		// As ValidateBatches: views keep the whole buffer's capacity.
+		out = append(out, BatchView(buf[pos:pos+size]))
+		pos += size
+	}
+	return Validated{views: out}, all, nil
 }
 
 // Batches are the validated batches, in order.

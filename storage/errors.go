@@ -27,6 +27,11 @@ var (
 	ErrBadCheckpoint = errors.New("storage: bad checkpoint")
 	// ErrInvalidEpoch: an append whose epoch is below the latest cached one.
 	ErrInvalidEpoch = errors.New("storage: invalid leader epoch")
+	// ErrLogOffline: the partition's log failed to open (corruption below
+	// its recovery point, a bad leader-epoch-checkpoint, an I/O error); it
+	// stays offline, untouched, until an operator repairs or removes it and
+	// restarts the broker.
+	ErrLogOffline = errors.New("storage: partition log offline")
 )
 
 // CorruptError locates a corrupt batch. It unwraps to ErrCorrupt.

@@ -261,7 +261,7 @@ func TestIndexLookup(t *testing.T) {
 		{10_000, int64(s.index[len(s.index)-1].pos)},
 	}
 	for _, tt := range tests {
-		if got := s.lookup(tt.o); got != tt.want {
+		if got, _ := s.lookup(tt.o); got != tt.want {
 			t.Errorf("lookup(%d) = %d, want %d", tt.o, got, tt.want)
 		}
 	}

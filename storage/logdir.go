@@ -24,6 +24,12 @@ type LogDir struct {
 
 	mu   sync.Mutex
 	logs map[twinlog.TopicPartition]*Log
+	// offline are the partition dirs whose log failed to open. They are
+	// never opened, created or deleted behind the operator's back, and
+	// their checkpoint entries are carried over, so a later start still
+	// knows their recovery points (a dropped one would let recovery cut
+	// durable data as a torn tail).
+	offline map[twinlog.TopicPartition]offlineLog
 
 	// ckMu serialises checkpoint writes (the periodic Checkpoint and the
 	// recovery-point rewrite after a truncation), each snapshot taken under
@@ -48,12 +54,14 @@ func ParsePartitionDir(name string) (twinlog.TopicPartition, bool) {
 // checkpoints and opens every partition dir: with CleanShutdown set when the
 // file was valid, otherwise recovering from each log's recovery point. opts
 // is the template for every Log (its CleanShutdown, RecoveryPoint and
-// HighWatermark are set per log).
+// HighWatermark are set per log). A partition whose log fails to open does
+// not fail the dir: it is left as it is on disk and listed by Offline.
 func OpenLogDir(fsys FS, path string, opts Options) (*LogDir, error) {
 	if err := fsys.MkdirAll(path, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir %s: %w", path, err)
 	}
-	d := &LogDir{fs: fsys, path: path, opts: opts, logs: map[twinlog.TopicPartition]*Log{}}
+	d := &LogDir{fs: fsys, path: path, opts: opts, logs: map[twinlog.TopicPartition]*Log{},
+		offline: map[twinlog.TopicPartition]offlineLog{}}
 	d.clean = TakeCleanShutdown(fsys, path)
 	rps, err := ReadOffsetCheckpoint(fsys, filepath.Join(path, RecoveryPointCheckpointFile))
 	if err != nil {
@@ -63,6 +71,9 @@ func OpenLogDir(fsys FS, path string, opts Options) (*LogDir, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Read only to carry offline partitions' entries over; nothing else
+	// needs it at start, so a bad file costs those entries, not the dir.
+	lss, _ := ReadOffsetCheckpoint(fsys, filepath.Join(path, LogStartCheckpointFile))
 	names, err := fsys.List(path)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", path, err)
@@ -80,9 +91,21 @@ func OpenLogDir(fsys FS, path string, opts Options) (*LogDir, error) {
 		o.RecoveryPoint = rps[tp]
 		o.HighWatermark = hws[tp]
 		l, err := Open(fsys, filepath.Join(path, n), o)
+		if err == nil {
+			// A damaged partition.metadata must not read as "another topic
+			// id", which deletes the dir (SPEC §2.1): the partition is offline.
+			if _, _, err = l.ReadPartitionMetadata(); err != nil {
+				l.Close()
+			}
+		}
 		if err != nil {
-			d.closeAll()
-			return nil, fmt.Errorf("open log %v: %w", tp, err)
+			// One bad partition takes only itself offline (Kafka takes the
+			// whole dir; the metadata here does not place replicas in
+			// dirs, so a dir offline would stop all of the broker's).
+			ls, hasLS := lss[tp]
+			d.offline[tp] = offlineLog{err: fmt.Errorf("%w: open log %v: %v", ErrLogOffline, tp, err),
+				rp: rps[tp], hw: hws[tp], ls: ls, hasLS: hasLS}
+			continue
 		}
 		l.onRecoveryPointLowered = d.checkpointRecoveryPoints
 		d.logs[tp] = l
@@ -90,8 +113,28 @@ func OpenLogDir(fsys FS, path string, opts Options) (*LogDir, error) {
 	return d, nil
 }
 
+// offlineLog is a partition whose log failed to open, with the checkpoint
+// entries it had.
+type offlineLog struct {
+	err        error // wraps ErrLogOffline and the cause
+	rp, hw, ls twinlog.Offset
+	hasLS      bool
+}
+
 // Path is the log dir path.
 func (d *LogDir) Path() string { return d.path }
+
+// Offline returns the partitions whose log failed to open, each with an
+// error that wraps ErrLogOffline and the cause (naming the file).
+func (d *LogDir) Offline() map[twinlog.TopicPartition]error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[twinlog.TopicPartition]error, len(d.offline))
+	for tp, o := range d.offline {
+		out[tp] = o.err
+	}
+	return out
+}
 
 // CleanShutdown is what OpenLogDir found in the clean-shutdown file; feed
 // the values of all dirs to PreviousBrokerEpoch.
@@ -123,6 +166,11 @@ func (d *LogDir) GetOrCreate(tp twinlog.TopicPartition) (*Log, error) {
 	if l, ok := d.logs[tp]; ok {
 		return l, nil
 	}
+	if off, ok := d.offline[tp]; ok {
+		// An empty log in its place would look like a replica that lost
+		// everything and let it catch up over the records still on disk.
+		return nil, off.err
+	}
 	o := d.opts
 	o.CleanShutdown, o.RecoveryPoint, o.HighWatermark = false, 0, 0
 	l, err := Open(d.fs, filepath.Join(d.path, tp.String()), o)
@@ -140,6 +188,7 @@ func (d *LogDir) Delete(tp twinlog.TopicPartition) error {
 	d.mu.Lock()
 	l, ok := d.logs[tp]
 	delete(d.logs, tp)
+	delete(d.offline, tp) // the replica left: its damaged copy goes too
 	d.mu.Unlock()
 	if !ok {
 		err := d.fs.RemoveAll(filepath.Join(d.path, tp.String()))
@@ -167,6 +216,14 @@ func (d *LogDir) Checkpoint() error {
 		}
 		l.mu.RUnlock()
 	}
+	d.mu.Lock()
+	for tp, o := range d.offline {
+		hw[tp], rp[tp] = o.hw, o.rp
+		if o.hasLS {
+			ls[tp] = o.ls
+		}
+	}
+	d.mu.Unlock()
 	for _, c := range []struct {
 		name string
 		m    map[twinlog.TopicPartition]twinlog.Offset
@@ -193,6 +250,11 @@ func (d *LogDir) checkpointRecoveryPoints() error {
 		}
 		l.mu.RUnlock()
 	}
+	d.mu.Lock()
+	for tp, o := range d.offline {
+		rp[tp] = o.rp
+	}
+	d.mu.Unlock()
 	return WriteOffsetCheckpoint(d.fs, filepath.Join(d.path, RecoveryPointCheckpointFile), rp)
 }
 
@@ -218,10 +280,4 @@ func (d *LogDir) Close(brokerEpoch twinlog.BrokerEpoch) error {
 		return err
 	}
 	return WriteCleanShutdown(d.fs, d.path, brokerEpoch)
-}
-
-func (d *LogDir) closeAll() {
-	for _, l := range d.logs {
-		l.Close()
-	}
 }

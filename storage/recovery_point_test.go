@@ -10,8 +10,8 @@ import (
 // recovery point rewrites the dir's recovery-point checkpoint before it
 // returns (Kafka LogManager.truncateTo). Otherwise the checkpoint keeps the
 // old value, and a crash after unsynced appends that roll a segment leaves a
-// segment ending below it followed by a later one: OpenLogDir fails with
-// ErrCorrupt (the simulator's seed 669).
+// segment ending below it followed by a later one: the partition fails to
+// open with ErrCorrupt and goes offline (the simulator's seed 669).
 func TestTruncateCheckpointsRecoveryPoint(t *testing.T) {
 	for _, full := range []bool{false, true} {
 		name := "TruncateTo"

@@ -145,10 +145,10 @@ func (s *segment) findRecent(o twinlog.Offset) (pos int64, last twinlog.Offset, 
 }
 
 // lookup returns the position of the last indexed batch with base <= o
-// (0 if none).
-func (s *segment) lookup(o twinlog.Offset) int64 {
+// and that batch's base offset (0 and the segment base if none).
+func (s *segment) lookup(o twinlog.Offset) (int64, twinlog.Offset) {
 	if o < s.base {
-		return 0
+		return 0, s.base
 	}
 	rel := o - s.base
 	i, _ := slices.BinarySearchFunc(s.index, rel, func(e indexEntry, t twinlog.Offset) int {
@@ -158,9 +158,9 @@ func (s *segment) lookup(o twinlog.Offset) int64 {
 		return 1
 	})
 	if i == 0 {
-		return 0
+		return 0, s.base
 	}
-	return int64(s.index[i-1].pos)
+	return int64(s.index[i-1].pos), s.base + twinlog.Offset(s.index[i-1].rel)
 }
 
 // readHeader reads the fixed header of the batch at pos. It returns
@@ -187,9 +187,18 @@ func (s *segment) find(o twinlog.Offset) (int64, error) {
 		return pos, nil
 	}
 	var hdr [BatchHeaderSize]byte
-	pos := s.lookup(o)
+	pos, indexed := s.lookup(o)
 	for pos < s.size {
 		b, err := s.readHeader(pos, s.size, hdr[:])
+		if indexed >= 0 && pos > 0 && (err != nil || b.Magic() != Magic || b.BaseOffset() != indexed) {
+			// An index file loaded at start-up is checked only at its last
+			// entry (reading every entry would cost a read per 4 KiB of log
+			// on a clean start); an entry that does not point at the batch it
+			// names is damage, and the walk from the segment start is right.
+			pos, indexed = 0, -1
+			continue
+		}
+		indexed = -1
 		if err != nil {
 			return 0, withFile(corruptf(0, "bad batch header: %v", err), s.logPath(), pos)
 		}

@@ -174,11 +174,23 @@ func (r *Replica) HandleFollowerFetch(f FetchRequest, nowMs int64) FetchDecision
 // shell's long poll evaluates one request again, and a NONE answer only
 // lets the follower append, so the fetch still describes a prefix of its
 // log. The record is per LE: a fetch of an older LE is fenced at step 2.
+//
+// The broker epoch must be exactly the follower's registered one in this
+// leader's metadata (registeredEpochOf), as issue 13 asks: anyone can put a
+// replica id and a guessed epoch on the wire, and an accepted fetch moves
+// the follower's LEO and with it the HW. An older epoch is a previous
+// incarnation. A newer one is either forged or a registration this leader's
+// metadata does not show yet; either way the leader cannot vouch for it, and
+// the answer is the same retriable STALE_BROKER_EPOCH: the follower's
+// machine ignores the error, and its shell fetches again (broker/fetcher.go
+// after a short wait or a metadata change), passing once this leader's
+// image has the registration. A broker with no registration in the image
+// gets it too.
 func (r *Replica) fenceFollowerFetch(f FetchRequest, fs *follower) ErrorCode {
 	if f.Seq <= 0 {
 		return errInvalidRequest
 	}
-	if reg, ok := r.brokers[f.ReplicaID]; ok && f.BrokerEpoch < reg {
+	if reg, ok := r.registeredEpochOf(f.ReplicaID); !ok || f.BrokerEpoch != reg {
 		return errStaleBrokerEpoch
 	}
 	last := fs.lastFetch
@@ -304,6 +316,16 @@ func (r *Replica) proposeISR(isr []twinlog.BrokerID, rec pb.LeaderRecoveryState,
 	}
 	r.rd.AlterPartition = &AlterPartitionProposal{Seq: r.alterSeq, Request: req}
 	r.event(EventISRChange, "propose %v (%s, seq %d)", isr, why, r.alterSeq)
+}
+
+// registeredEpochOf is id's registered broker epoch in the applied
+// metadata, acceptable or not (PartitionState.Registered, then Brokers).
+func (r *Replica) registeredEpochOf(id twinlog.BrokerID) (twinlog.BrokerEpoch, bool) {
+	if e, ok := r.registered[id]; ok {
+		return e, true
+	}
+	e, ok := r.brokers[id]
+	return e, ok
 }
 
 func (r *Replica) brokerEpochOf(id twinlog.BrokerID) twinlog.BrokerEpoch {

@@ -53,17 +53,19 @@ type Replica struct {
 	alignedEpoch      twinlog.Epoch
 
 	// Applied metadata.
-	role      Role
-	leader    twinlog.BrokerID
-	le        twinlog.Epoch
-	pe        twinlog.PartitionEpoch
-	replicas  []twinlog.BrokerID
-	isr       []twinlog.BrokerID // committed
-	recovery  pb.LeaderRecoveryState
-	minISR    int
-	brokers   map[twinlog.BrokerID]twinlog.BrokerEpoch
-	truncPts  []TruncationPoint
-	haveState bool
+	role     Role
+	leader   twinlog.BrokerID
+	le       twinlog.Epoch
+	pe       twinlog.PartitionEpoch
+	replicas []twinlog.BrokerID
+	isr      []twinlog.BrokerID // committed
+	recovery pb.LeaderRecoveryState
+	minISR   int
+	brokers  map[twinlog.BrokerID]twinlog.BrokerEpoch
+	// registered: PartitionState.Registered (see registeredEpochOf).
+	registered map[twinlog.BrokerID]twinlog.BrokerEpoch
+	truncPts   []TruncationPoint
+	haveState  bool
 	// adding: this replica was in AddingReplicas in the last applied state
 	// (false after New); see discardLogIfAddedBack.
 	adding bool
@@ -220,6 +222,7 @@ func (r *Replica) maximalISR() []twinlog.BrokerID {
 func (r *Replica) ApplyPartitionState(st PartitionState, nowMs int64) {
 	r.minISR = st.MinISR
 	r.brokers = st.Brokers
+	r.registered = st.Registered
 	r.truncPts = slices.Clone(st.TruncationPoints)
 
 	newer := !r.haveState || st.LeaderEpoch > r.le || (st.LeaderEpoch == r.le && st.PartitionEpoch > r.pe)

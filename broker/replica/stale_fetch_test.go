@@ -136,9 +136,13 @@ func TestStaleFollowerFetchFenced(t *testing.T) {
 		}, errStaleFetch},
 		{"older broker epoch than the last fetch", func(t *testing.T, p *staleFetchPair, first FetchRequest) FetchRequest {
 			// The follower re-registered (broker epoch 31) and fetched
-			// with it; the leader has not seen the registration in
-			// metadata yet. The stale fetch carries a larger Seq (a
+			// with it once the leader's metadata showed the registration
+			// (before that the leader refuses 31 too: only the registered
+			// epoch is served). The stale fetch carries a larger Seq (a
 			// restarted process numbers from its own clock).
+			p.brokers = map[twinlog.BrokerID]twinlog.BrokerEpoch{1: 10, 3: 31}
+			p.leader.ApplyPartitionState(p.state(), 0)
+			p.leader.Advance()
 			p.wireEpoch = 31
 			if d := p.fetch(); d.Error != errNone {
 				t.Fatalf("fetch with broker epoch 31: %v", d.Error)

@@ -145,6 +145,13 @@ type PartitionState struct {
 	// Brokers maps every acceptable broker (SPEC §1.2) to its registered
 	// broker epoch. A broker missing here is not acceptable.
 	Brokers map[twinlog.BrokerID]twinlog.BrokerEpoch
+	// Registered maps every registered broker, acceptable or not (fenced,
+	// in controlled shutdown, with an offline log dir), to its registered
+	// broker epoch: a FOLLOWER fetch is served only with exactly this epoch
+	// (fenceFollowerFetch). A broker missing here is looked up in Brokers
+	// (a subset of the registrations), so callers that know only acceptable
+	// brokers may leave it nil.
+	Registered map[twinlog.BrokerID]twinlog.BrokerEpoch
 	// TruncationPoints are the partition's recorded truncations (§6.2f).
 	TruncationPoints []TruncationPoint
 	// AddingReplicas, ELR and LastKnownELR are the partition record's

@@ -48,14 +48,23 @@ type SourceTopic struct {
 	// created without them; an existing topic is unaffected. Retrying
 	// StartMirrorTopics reads them again.
 	ConfigsErr string
+	// Missing says the source answered and has no such topic (its Metadata
+	// said UNKNOWN_TOPIC_OR_PARTITION): the topic is refused with that code.
+	// Only Name is set then.
+	Missing bool
 }
 
 // CreateMirror defines a mirror (SPEC §6.1) with the source cluster id the
-// shell resolved (required: BROKER_NOT_AVAILABLE without it), creates the __mirror_state topic at the first mirror
-// (SPEC §6.4) and starts the listed topics. sources describes the listed
-// topics as the source has them (from its Metadata, keyed by name); a topic
-// missing from sources (source unreachable) must exist locally. See
-// StartMirrorTopics for what a source description does.
+// shell resolved (required: BROKER_NOT_AVAILABLE without it), creates the
+// __mirror_state topic at the first mirror (SPEC §6.4) and starts the listed
+// topics. sources describes the listed topics as the source has them (from
+// its Metadata, keyed by name); see StartMirrorTopics for what a description
+// does and for why a topic without one is refused.
+//
+// It is all or nothing: if any listed topic is refused, the response's error
+// is the first refused topic's (each topic's result says why) and nothing is
+// written — no mirror, no topic, no __mirror_state — so a mistyped topic or
+// source leaves nothing half-created behind (issue 13).
 func (s *State) CreateMirror(req *twinlogv1.CreateMirrorRequest, sourceClusterID string, sources map[string]SourceTopic) (*twinlogv1.MetadataDelta, *twinlogv1.CreateMirrorResponse) {
 	resp := &twinlogv1.CreateMirrorResponse{}
 	t := s.view()
@@ -85,7 +94,20 @@ func (s *State) CreateMirror(req *twinlogv1.CreateMirrorRequest, sourceClusterID
 		return nil, resp
 	}
 	t.putMirror(&twinlogv1.MirrorRecord{Name: req.GetName(), SourceBootstrap: slices.Clone(req.GetSourceBootstrap()), SourceClusterId: sourceClusterID})
-	resp.Topics = t.mirrorOp(req.GetName(), req.GetTopics(), MirrorStart, nil, sources)
+	resp.Topics = t.mirrorOp(req.GetName(), req.GetTopics(), MirrorStart, nil, sources, true)
+	for _, r := range resp.Topics {
+		if r.GetError() == ecNone {
+			continue
+		}
+		resp.Error = r.GetError()
+		resp.ErrorMessage = fmt.Sprintf("mirror %q not created: topic %q: %s", req.GetName(), r.GetTopic(), r.GetErrorMessage())
+		for _, ok := range resp.Topics {
+			if ok.GetError() == ecNone {
+				ok.ErrorMessage = "not started: the mirror was not created (another topic was refused)"
+			}
+		}
+		return nil, resp
+	}
 	return t.delta(), resp
 }
 
@@ -150,15 +172,17 @@ func (s *State) DeleteMirror(req *twinlogv1.DeleteMirrorRequest) (*twinlogv1.Met
 // desired state, generation + 1; Pause only from MIRRORING; Resume only from
 // PAUSED; Stop from anything but STOPPED; any other transition is
 // INVALID_REQUEST (SPEC §6.5). A non-empty sourceBootstrap re-points the
-// mirror (failback). Start here needs the topics locally; StartMirrorTopics
-// also creates them from the source.
+// mirror (failback). Start here has no source description, so it only
+// restarts topics that are already members of the mirror; a topic joins a
+// mirror through CreateMirror or StartMirrorTopics, which check it against
+// the source.
 //
 // Stop is only the desired-state change. waitForCatchUp (SPEC §6.7 step 1)
 // has no field in the MirrorTopicRecord: the controller shell waits for the
 // lag that destination leaders report in heartbeats to reach 0 before it
 // calls this (REQUEST_TIMED_OUT with nothing written otherwise).
 func (s *State) SetMirrorTopicsDesiredState(mirror string, topics []string, op MirrorOp, sourceBootstrap []string) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
-	return s.mirrorTopicsOp(mirror, topics, op, sourceBootstrap, nil)
+	return s.mirrorTopicsOp(mirror, topics, op, sourceBootstrap, nil, false)
 }
 
 // StartMirrorTopics is Start with the source's description of the topics
@@ -166,13 +190,18 @@ func (s *State) SetMirrorTopicsDesiredState(mirror string, topics []string, op M
 // source's name, topic id, partition count, replication factor and
 // mirrored configs (MirroredTopicConfigs; read-only: it belongs to the
 // mirror, once_mirrored set); an existing topic with another topic id gets
-// INCONSISTENT_TOPIC_ID; partitions the source added are added. A topic
-// missing from sources must exist locally.
+// INCONSISTENT_TOPIC_ID (a local topic of its own, or one mirrored from a
+// source topic since re-created: mirroring over it would erase it); partitions
+// the source added are added. A topic the source does not have (Missing) is
+// UNKNOWN_TOPIC_OR_PARTITION. A topic missing from sources (the source could
+// not be asked) is BROKER_NOT_AVAILABLE, retriable: starting it blind would
+// mirror over whatever the local topic holds. Refused topics change nothing;
+// the others start.
 func (s *State) StartMirrorTopics(mirror string, topics []string, sourceBootstrap []string, sources map[string]SourceTopic) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
-	return s.mirrorTopicsOp(mirror, topics, MirrorStart, sourceBootstrap, sources)
+	return s.mirrorTopicsOp(mirror, topics, MirrorStart, sourceBootstrap, sources, true)
 }
 
-func (s *State) mirrorTopicsOp(mirror string, topics []string, op MirrorOp, sourceBootstrap []string, sources map[string]SourceTopic) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
+func (s *State) mirrorTopicsOp(mirror string, topics []string, op MirrorOp, sourceBootstrap []string, sources map[string]SourceTopic, described bool) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
 	t := s.view()
 	if t.mirror(mirror) == nil {
 		var out []*twinlogv1.MirrorTopicResult
@@ -181,7 +210,12 @@ func (s *State) mirrorTopicsOp(mirror string, topics []string, op MirrorOp, sour
 		}
 		return nil, out
 	}
-	out := t.mirrorOp(mirror, topics, op, sourceBootstrap, sources)
+	out := t.mirrorOp(mirror, topics, op, sourceBootstrap, sources, described)
+	if len(out) > 0 && !slices.ContainsFunc(out, func(r *twinlogv1.MirrorTopicResult) bool { return r.GetError() == ecNone }) {
+		// Every topic refused: not even a re-pointed source bootstrap is
+		// written.
+		return nil, out
+	}
 	return t.delta(), out
 }
 
@@ -208,7 +242,7 @@ func (t *txn) mirrorTopicFromSource(mirror string, st SourceTopic) (twinlogv1.Er
 		}
 		if st.ConfigsErr != "" {
 			return twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE,
-				fmt.Sprintf("cannot read the source topic's configs (%s); retry with StartMirrorTopics", st.ConfigsErr)
+				fmt.Sprintf("cannot read the source topic's configs (%s); retry when the source's controller answers", st.ConfigsErr)
 		}
 		rf := int(st.ReplicationFactor)
 		if rf <= 0 {
@@ -236,8 +270,14 @@ func (t *txn) mirrorTopicFromSource(mirror string, st SourceTopic) (twinlogv1.Er
 	if tr.GetTopicId() != st.TopicID {
 		// A never-mirrored local topic is a different topic; a once-mirrored
 		// one with another id was mirrored from a topic since re-created.
+		// Mirroring over either would truncate it to the source's log.
+		what := "a local topic, not a copy of the source's"
+		if tr.GetOnceMirrored() {
+			what = "mirrored from an earlier topic of that name (re-created on the source since)"
+		}
 		return twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID,
-			fmt.Sprintf("local topic id %s differs from the source's %s", tr.GetTopicId(), st.TopicID)
+			fmt.Sprintf("topic %q exists here with topic id %s, the source's has %s: it is %s; refusing to mirror over it",
+				name, tr.GetTopicId(), st.TopicID, what)
 	}
 	if cur := tr.GetPartitionCount(); st.Partitions > cur {
 		// New source partitions are added (SPEC §6.1), placed like the
@@ -257,7 +297,10 @@ func (t *txn) mirrorTopicFromSource(mirror string, st SourceTopic) (twinlogv1.Er
 	return ecNone, ""
 }
 
-func (t *txn) mirrorOp(mirror string, topics []string, op MirrorOp, bootstrap []string, sources map[string]SourceTopic) []*twinlogv1.MirrorTopicResult {
+// mirrorOp applies op to topics of mirror in t. described: a Start must
+// have the source's description of each topic (sources) and checks the topic
+// against it; otherwise a Start restarts members of the mirror only.
+func (t *txn) mirrorOp(mirror string, topics []string, op MirrorOp, bootstrap []string, sources map[string]SourceTopic, described bool) []*twinlogv1.MirrorTopicResult {
 	m := proto.Clone(t.mirror(mirror)).(*twinlogv1.MirrorRecord)
 	if len(bootstrap) > 0 {
 		m.SourceBootstrap = slices.Clone(bootstrap)
@@ -271,17 +314,29 @@ func (t *txn) mirrorOp(mirror string, topics []string, op MirrorOp, bootstrap []
 		res := &twinlogv1.MirrorTopicResult{Topic: name}
 		out = append(out, res)
 		fail := func(ec twinlogv1.ErrorCode, msg string) { res.Error, res.ErrorMessage = ec, msg }
-		if st, ok := sources[name]; ok && op == MirrorStart {
-			if cur := t.topic(name); byName[name].GetDesiredState() == mirrorPaused ||
-				(cur != nil && (cur.GetInternal() || (cur.GetMirrorName() != "" && cur.GetMirrorName() != mirror))) {
-				// Refused below, before anything is created or extended.
-			} else {
-				st.Name = name
-				if ec, msg := t.mirrorTopicFromSource(mirror, st); ec != ecNone {
-					fail(ec, msg)
-					continue
-				}
+		if cur := t.topic(name); op != MirrorStart || byName[name].GetDesiredState() == mirrorPaused ||
+			(cur != nil && (cur.GetInternal() || (cur.GetMirrorName() != "" && cur.GetMirrorName() != mirror))) {
+			// Not a start, or refused below before anything is created or
+			// extended.
+		} else if described {
+			st, ok := sources[name]
+			switch {
+			case !ok:
+				fail(twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE,
+					fmt.Sprintf("the source did not describe topic %q (unreachable?): it is not started unchecked; retry when the source answers", name))
+				continue
+			case st.Missing:
+				fail(ecUnknown, fmt.Sprintf("the source has no topic %q", name))
+				continue
 			}
+			st.Name = name
+			if ec, msg := t.mirrorTopicFromSource(mirror, st); ec != ecNone {
+				fail(ec, msg)
+				continue
+			}
+		} else if byName[name] == nil {
+			fail(ecInvalid, fmt.Sprintf("topic %q is not a topic of mirror %q: StartMirrorTopics adds it after checking it against the source", name, mirror))
+			continue
 		}
 		tr := t.topic(name)
 		if tr == nil {

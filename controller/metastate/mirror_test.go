@@ -9,9 +9,10 @@ import (
 
 func TestMirrorDesiredStates(t *testing.T) {
 	h := seeded(t, ids(1, 2, 3), nil, nil, part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 0, 0))
-	d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: []string{"t", "nope"}}, "A", nil)
+	d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: []string{"t"}}, "A",
+		map[string]SourceTopic{"t": {TopicID: "tid", Partitions: 1}})
 	h.apply(d, false)
-	if resp.GetError() != ecNone || resp.GetTopics()[0].GetError() != ecNone || resp.GetTopics()[1].GetError() != ecUnknown {
+	if resp.GetError() != ecNone || resp.GetTopics()[0].GetError() != ecNone {
 		t.Fatal(resp)
 	}
 	st := h.s.Topic(mirrorStateTopic)
@@ -172,10 +173,10 @@ func TestCreateMirrorFromSourceAndStateTopic(t *testing.T) {
 		h.register(b, false)
 		h.unfence(b)
 	}
-	d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: []string{"s", "gone"}},
+	d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: []string{"s"}},
 		"A", map[string]SourceTopic{"s": {Name: "s", TopicID: "sid", Partitions: 2}})
 	h.apply(d, false)
-	if resp.GetError() != ecNone || resp.GetTopics()[0].GetError() != ecNone || resp.GetTopics()[1].GetError() != ecUnknown {
+	if resp.GetError() != ecNone || resp.GetTopics()[0].GetError() != ecNone {
 		t.Fatal(resp)
 	}
 	st := h.s.Topic(mirrorStateTopic)
@@ -202,11 +203,18 @@ func TestMirrorWrongStateIsInvalidRequest(t *testing.T) {
 	h := seeded(t, ids(1, 2, 3), nil, nil, part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 0, 0))
 	d, _ := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}}, "A", nil)
 	h.apply(d, false)
+	d, res := h.s.StartMirrorTopics("m", []string{"t"}, nil, map[string]SourceTopic{"t": {TopicID: "tid", Partitions: 1}})
+	h.apply(d, false)
+	if res[0].GetError() != ecNone {
+		t.Fatal(res[0])
+	}
+	d, _ = h.s.SetMirrorTopicsDesiredState("m", []string{"t"}, MirrorStop, nil)
+	h.apply(d, false)
 	for _, tc := range []struct {
 		op   MirrorOp
 		want twinlogv1.ErrorCode
 	}{
-		{MirrorPause, ecInvalid}, // new
+		{MirrorPause, ecInvalid}, // STOPPED
 		{MirrorResume, ecInvalid},
 		{MirrorStop, ecInvalid},
 		{MirrorStart, ecNone},
@@ -241,5 +249,93 @@ func TestMirroredTopicConfigs(t *testing.T) {
 		if d, _ := LookupConfig(k); d.Mirrored {
 			t.Fatalf("%s is copied to mirror topics; it must stay local", k)
 		}
+	}
+}
+
+// A mirror never starts over a local topic that is not the source's: a
+// topic the source lacks is UNKNOWN_TOPIC_OR_PARTITION, one it could not
+// describe BROKER_NOT_AVAILABLE (retriable), a local topic with another id
+// INCONSISTENT_TOPIC_ID. CreateMirror is all or nothing: with any topic
+// refused there is no mirror, no topic change and no __mirror_state; a
+// Start without a source description only restarts members (issue 13: a
+// mistyped `mirrors create` emptied the local topic "orders").
+func TestMirrorRefusesWhatWouldDestroyData(t *testing.T) {
+	tid := SourceTopic{TopicID: "tid", Partitions: 1}
+	for _, tc := range []struct {
+		name    string
+		topics  []string
+		sources map[string]SourceTopic
+		want    twinlogv1.ErrorCode
+	}{
+		{"source lacks the topic, local topic exists", []string{"t"},
+			map[string]SourceTopic{"t": {Missing: true}}, ecUnknown},
+		{"source lacks the topic, none here", []string{"x"},
+			map[string]SourceTopic{"x": {Missing: true}}, ecUnknown},
+		{"source unreachable", []string{"t"}, nil, twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE},
+		{"topic not described", []string{"t", "s"}, map[string]SourceTopic{"s": {TopicID: "sid", Partitions: 1}},
+			twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE},
+		{"never-mirrored local topic, other id", []string{"t"},
+			map[string]SourceTopic{"t": {TopicID: "other", Partitions: 1}}, twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID},
+		{"one good, one missing: all or nothing", []string{"s", "gone"},
+			map[string]SourceTopic{"s": {TopicID: "sid", Partitions: 2}, "gone": {Missing: true}}, ecUnknown},
+		{"same id (failback) is fine", []string{"t"}, map[string]SourceTopic{"t": tid}, ecNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := seeded(t, ids(1, 2, 3), nil, nil, part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 0, 0))
+			before := h.s.Snapshot()
+			d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: tc.topics}, "A", tc.sources)
+			if resp.GetError() != tc.want {
+				t.Fatalf("CreateMirror = %v, want %v", resp, tc.want)
+			}
+			if tc.want == ecNone {
+				if d == nil || resp.GetTopics()[0].GetError() != ecNone {
+					t.Fatalf("CreateMirror = %v, %v", d, resp)
+				}
+				return
+			}
+			if d != nil {
+				t.Fatalf("refused CreateMirror wrote %v", d)
+			}
+			if resp.GetErrorMessage() == "" || len(resp.GetTopics()) != len(tc.topics) {
+				t.Fatalf("refusal without per-topic results: %v", resp)
+			}
+			if h.s.Mirror("m") != nil || h.s.Topic(mirrorStateTopic) != nil || h.s.Topic("s") != nil || h.s.Topic("x") != nil {
+				t.Fatal("refused CreateMirror left a mirror, __mirror_state or a topic behind")
+			}
+			if tr := h.s.Topic("t"); tr.GetMirrorName() != "" || tr.GetOnceMirrored() || tr.GetTopicId() != "tid" {
+				t.Fatalf("local topic changed: %v", tr)
+			}
+			if got := h.s.Snapshot(); len(got.GetTopics()) != len(before.GetTopics()) || len(got.GetMirrors()) != 0 {
+				t.Fatalf("state changed: %v", got)
+			}
+
+			// The same through StartMirrorTopics on an existing mirror:
+			// the refused topic changes nothing.
+			d, _ = h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}}, "A", nil)
+			h.apply(d, false)
+			d, res := h.s.StartMirrorTopics("m", tc.topics, []string{"elsewhere:1"}, tc.sources)
+			if len(tc.topics) == 1 && d != nil {
+				t.Fatalf("StartMirrorTopics with its only topic refused wrote %v", d)
+			}
+			var refused bool
+			for _, r := range res {
+				refused = refused || r.GetError() == tc.want
+			}
+			if !refused {
+				t.Fatalf("StartMirrorTopics = %v, want a %v", res, tc.want)
+			}
+			h.apply(d, false)
+			if tr := h.s.Topic("t"); tr.GetMirrorName() != "" || tr.GetOnceMirrored() {
+				t.Fatalf("local topic joined the mirror: %v", tr)
+			}
+			if h.s.Topic("x") != nil || h.s.Topic("gone") != nil {
+				t.Fatal("topic the source lacks was created")
+			}
+			// Start without a description restarts members only.
+			_, res = h.s.SetMirrorTopicsDesiredState("m", []string{"t"}, MirrorStart, nil)
+			if res[0].GetError() != ecInvalid {
+				t.Fatalf("blind Start of a non-member = %v", res[0])
+			}
+		})
 	}
 }

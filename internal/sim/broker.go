@@ -92,6 +92,12 @@ func (b *simBroker) start() {
 		s.fail("storage open", "broker %d: open log dir: %v", b.id, err)
 		return
 	}
+	// The simulated disk only loses unsynced writes: a log that fails to
+	// open (the real broker takes it offline and goes on) is a storage bug.
+	if off := d.Offline(); len(off) > 0 {
+		s.fail("storage open", "broker %d: logs offline: %v", b.id, off)
+		return
+	}
 	b.dir = d
 	b.prevEpoch = storage.PreviousBrokerEpoch([]storage.CleanShutdown{d.CleanShutdown()})
 	b.up = true
@@ -302,7 +308,9 @@ func (b *simBroker) reconcile() {
 		return
 	}
 	brokers := map[twinlog.BrokerID]twinlog.BrokerEpoch{}
+	registered := map[twinlog.BrokerID]twinlog.BrokerEpoch{} // acceptable or not: follower fetches need it
 	for _, br := range b.image.Brokers() {
+		registered[twinlog.BrokerID(br.GetBrokerId())] = twinlog.BrokerEpoch(br.GetBrokerEpoch())
 		if b.image.Acceptable(br.GetBrokerId()) {
 			brokers[twinlog.BrokerID(br.GetBrokerId())] = twinlog.BrokerEpoch(br.GetBrokerEpoch())
 		}
@@ -335,6 +343,7 @@ func (b *simBroker) reconcile() {
 				RecoveryState:  pr.GetRecoveryState(),
 				MinISR:         m,
 				Brokers:        brokers,
+				Registered:     registered,
 			}
 			for _, tpt := range pr.GetTruncationPoints() {
 				st.TruncationPoints = append(st.TruncationPoints, replica.TruncationPoint{

@@ -136,8 +136,12 @@ func TestKnownBugStaleRecoveryPoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	app(20, 2) // unsynced; rolls two segments
-	if _, err := storage.OpenLogDir(fs.CrashClone(), "/data", opts); err != nil {
+	d2, err := storage.OpenLogDir(fs.CrashClone(), "/data", opts)
+	if err != nil {
 		t.Fatalf("reopen after crash: %v", err)
+	}
+	if off := d2.Offline(); len(off) > 0 {
+		t.Fatalf("reopen after crash: %v", off)
 	}
 }
 

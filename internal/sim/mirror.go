@@ -1197,7 +1197,7 @@ func (s *Sim) pickBrokerW(w *world) *simBroker {
 // partition's leader, caught up (sometimes not yet: a retriable error).
 func (w *world) answerLMLE(src *Sim, requester, topicID string, tp twinlog.TopicPartition) (twinlog.Epoch, pb.ErrorCode) {
 	st := src.ctl.state
-	v := plan.SourceView{HasStateTopic: st.Topic("__mirror_state") != nil, StateLeader: true, CaughtUp: true}
+	v := plan.SourceView{HasStateTopic: st.Topic("__mirror_state") != nil, StateLeader: true, CaughtUp: true, Partition: tp.Partition}
 	if w.faultsOn {
 		v.StateLeader = w.rng.Float64() >= 0.05
 		v.CaughtUp = w.rng.Float64() >= 0.05
@@ -1205,7 +1205,7 @@ func (w *world) answerLMLE(src *Sim, requester, topicID string, tp twinlog.Topic
 	t := st.Topic(tp.Topic)
 	tbl := w.tables[src]
 	if t != nil {
-		v.LocalTopicID = t.GetTopicId()
+		v.LocalTopicID, v.PartitionCount = t.GetTopicId(), t.GetPartitionCount()
 		if name := t.GetMirrorName(); name != "" {
 			v.InMirror = true
 			if m := st.Mirror(name); m != nil {
@@ -1481,7 +1481,7 @@ func (r *mirrorRunner) onFetchResponse(session uint64, req replica.FetchRequest,
 		return
 	}
 	r.backoff = 0
-	next, stop := r.appendFetched(session, recs, req.FetchOffset, resp.LogStartOffset, resp.HighWatermark, served, src)
+	next, stop := r.appendFetched(session, recs, req.FetchOffset, req.CurrentLeaderEpoch, resp.LogStartOffset, resp.HighWatermark, served, src)
 	if stop {
 		r.fetching = false
 		return
@@ -1503,7 +1503,7 @@ func (r *mirrorRunner) onFetchResponse(session uint64, req replica.FetchRequest,
 }
 
 // appendFetched is mirrorRunner.appendFetched plus the §8.15 checks.
-func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset, srcLogStart, srcHW twinlog.Offset, served map[int64]shadowRec, src *Sim) (plan.Event, bool) {
+func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset twinlog.Offset, srcLE twinlog.Epoch, srcLogStart, srcHW twinlog.Offset, served map[int64]shadowRec, src *Sim) (plan.Event, bool) {
 	s, p, w := r.s, r.p, r.w
 	if len(recs) == 0 {
 		return nil, false
@@ -1532,7 +1532,12 @@ func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset, s
 	for i, bv := range bs {
 		epochs[i] = bv.LeaderEpoch()
 	}
-	n, need, foreign := plan.FetchedBatches(epochs, p.r.LeaderEpoch(), p.r.LatestEpoch())
+	n, need, foreign, err := plan.FetchedBatches(epochs, p.r.LeaderEpoch(), p.r.LatestEpoch(), srcLE)
+	if err != nil {
+		s.tracef("mirror %s broker %d: %v", p.key, p.b.id, err)
+		r.post(plan.FetchError{Session: r.session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: err.Error()})
+		return nil, false
+	}
 	if foreign {
 		s.tracef("mirror %s broker %d: batch at %d has epoch %d below cached epoch %d (§6.8): foreign epoch", p.key, p.b.id, bs[0].BaseOffset(), epochs[0], p.r.LatestEpoch())
 		return plan.FetchForeignEpoch{Session: session, Epoch: epochs[0], BaseOffset: bs[0].BaseOffset(), SourceLogStartOffset: srcLogStart}, false

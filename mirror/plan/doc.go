@@ -30,6 +30,25 @@
 //     records (BecameLeader.TruncationPoints);
 //   - every __mirror_state write carries stateEpoch = the current LE (§6.4).
 //
+// The source going away: a source that no longer has the topic (deleted),
+// has it under another topic id (re-created), or lacks the partition
+// answers UNKNOWN_TOPIC_OR_PARTITION or INCONSISTENT_TOPIC_ID (Metadata,
+// Fetch{MIRROR} with the topic id, and GetLastMirroredEpochs: never lmle −1,
+// which would truncate everything). Both are Fatal: the run goes FAILED
+// with a lastError that says so (FatalReason), keeping every record,
+// read-only. The FAILED retries are kept: each fails again in PREPARING,
+// before any bump or truncation, so a retry can neither lose records nor
+// raise the LE, and a source that only seemed to lack the topic (a broker
+// whose metadata lagged) is picked up again. The operator's way out is Stop (writable, every record kept;
+// from FAILED it records the existing LMLE, SPEC §6.7) or deleting the
+// mirror after that.
+//
+// Source batches are checked too (FetchedBatches): an epoch above the
+// source LE the fetch was made in, or MaxEpoch, cannot come from that
+// leader; the answer is CORRUPT_MESSAGE (repeated → FAILED) rather than a
+// bump to whatever the batch header says.
+//
 // The source-side rules (GetLastMirroredEpochs answers, the __mirror_state
-// reader) live here too because both clusters must agree on them.
+// reader, the Fetch{MIRROR} topic-id check) live here too because both
+// clusters must agree on them.
 package plan

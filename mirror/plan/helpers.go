@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/twinlog/twinlog"
@@ -278,31 +280,51 @@ func AppendablePrefix(batchEpochs []twinlog.Epoch, le twinlog.Epoch) (n int, nee
 }
 
 // FetchedBatches is AppendablePrefix for a leader whose latest cached
-// epoch is latest: the source's log is epoch-monotone, so a batch whose
-// epoch is below latest, or below an earlier batch's of the answer, is not
-// appendable (storage refuses an append whose epochs go back, and the
-// broker then takes the partition offline). If the FIRST batch is such a
-// batch, foreign is true and nothing may be appended: the source's
-// DivergingEpoch check passed on an epoch number it does not share with
-// this log, which happens when a tainted replica was elected uncleanly
-// (SPEC §6.8) and the same epoch denotes different records in the two
-// clusters (simulator seed 432: B's epoch 2 at [0, 12), A's epoch 2 from
-// 20 on, so fetch(12, last 2) passed and A answered an epoch-0 batch at
-// 12). The shell then posts FetchForeignEpoch. A later batch going back
-// only ends the prefix: the next fetch starts at it and is foreign.
-func FetchedBatches(batchEpochs []twinlog.Epoch, le, latest twinlog.Epoch) (n int, needBump twinlog.Epoch, foreign bool) {
+// epoch is latest, for a response to a fetch made with currentLeaderEpoch
+// sourceLE (the source leader's LE as known from Metadata, −1 unknown).
+//
+// A batch whose epoch exceeds sourceLE cannot come from the source leader
+// that answered: it checked that LE, and a leader's LE is at least every
+// epoch in its log (§6.2d). Nor may an epoch be MaxEpoch, which leaves no
+// room for the bump after it. Such an answer is refused whole (err,
+// CORRUPT_MESSAGE for the run: repeated, the run FAILS), so a source cannot
+// push this partition's LE wherever a batch header says, which the forged
+// BumpLeaderEpoch it would cause must not do either.
+//
+// The source's log is epoch-monotone, so a batch whose epoch is below
+// latest, or below an earlier batch's of the answer, is not appendable
+// (storage refuses an append whose epochs go back, and the broker then
+// takes the partition offline). If the FIRST batch is such a batch,
+// foreign is true and nothing may be appended: the source's DivergingEpoch
+// check passed on an epoch number it does not share with this log, which
+// happens when a tainted replica was elected uncleanly (SPEC §6.8) and the
+// same epoch denotes different records in the two clusters (simulator seed
+// 432: B's epoch 2 at [0, 12), A's epoch 2 from 20 on, so fetch(12, last 2)
+// passed and A answered an epoch-0 batch at 12). The shell then posts
+// FetchForeignEpoch. A later batch going back only ends the prefix: the
+// next fetch starts at it and is foreign.
+func FetchedBatches(batchEpochs []twinlog.Epoch, le, latest, sourceLE twinlog.Epoch) (n int, needBump twinlog.Epoch, foreign bool, err error) {
+	for _, e := range batchEpochs {
+		if e >= MaxEpoch || (sourceLE >= 0 && e > sourceLE) {
+			return 0, twinlog.NoEpoch, false, fmt.Errorf("mirror: source batch epoch %d above the source leader epoch %d", e, sourceLE)
+		}
+	}
 	floor := max(latest, 0)
 	for i, e := range batchEpochs {
 		switch {
 		case e < floor:
-			return i, twinlog.NoEpoch, i == 0
+			return i, twinlog.NoEpoch, i == 0, nil
 		case e > le:
-			return i, e, false
+			return i, e, false, nil
 		}
 		floor = e
 	}
-	return len(batchEpochs), twinlog.NoEpoch, false
+	return len(batchEpochs), twinlog.NoEpoch, false, nil
 }
+
+// MaxEpoch is the largest leader epoch; nothing may reach it through a
+// mirror, since every mirror bump asks for one more.
+const MaxEpoch twinlog.Epoch = math.MaxInt32
 
 // ForeignEpochTruncation is the truncation after FetchForeignEpoch: the
 // source's batch at base has epoch e below the latest epoch of this log
@@ -363,4 +385,21 @@ func Fatal(code twinlogv1.ErrorCode) bool {
 		return true
 	}
 	return false
+}
+
+// FatalReason explains a Fatal source error for the run's lastError
+// (`mirrors describe`): what happened at the source, that the partition's
+// records are kept, and what the operator may do. "" for other codes.
+func FatalReason(code twinlogv1.ErrorCode) string {
+	switch code {
+	case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION:
+		return "source topic or partition gone (deleted?): records kept, partition read-only; " +
+			"stop the mirror topic to make it writable, or re-create the mirror"
+	case twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID:
+		return "source topic re-created (another topic id): records kept, partition read-only; " +
+			"stop the mirror topic to make it writable"
+	case twinlogv1.ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED:
+		return "not authorized at the source: records kept, partition read-only"
+	}
+	return ""
 }

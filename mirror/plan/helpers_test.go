@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -243,16 +244,24 @@ type zeroRand struct{}
 
 func (zeroRand) IntN(int) int { return 0 }
 
-// TestAnswerLastMirroredEpoch: the source-side rule of SPEC §6.4.
+// TestAnswerLastMirroredEpoch: the source-side rule of SPEC §6.4, except
+// that a topic or partition the source does not have, or has under another
+// topic id, is an error fatal to the requester's run and never −1 ("truncate
+// everything"): a topic deleted or re-created on the source must not erase
+// its mirror (issue 13, docs/spec-deviations.md).
 func TestAnswerLastMirroredEpoch(t *testing.T) {
 	rec := &twinlogv1.MirrorLmleRecord{Lmle: 3, SourceClusterId: "B"}
-	ok := plan.SourceView{HasStateTopic: true, StateLeader: true, CaughtUp: true, LocalTopicID: "t1", Record: rec}
+	ok := plan.SourceView{HasStateTopic: true, StateLeader: true, CaughtUp: true, LocalTopicID: "t1", PartitionCount: 2, Partition: 1, Record: rec}
 	with := func(f func(*plan.SourceView)) plan.SourceView { v := ok; f(&v); return v }
+	noState := plan.SourceView{LocalTopicID: "t1", PartitionCount: 1}
+	withNoState := func(f func(*plan.SourceView)) plan.SourceView { v := noState; f(&v); return v }
 	const (
-		none      = twinlogv1.ErrorCode_ERROR_CODE_NONE
-		notLeader = twinlogv1.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
-		loading   = twinlogv1.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS
-		invalid   = twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_SOURCE
+		none         = twinlogv1.ErrorCode_ERROR_CODE_NONE
+		notLeader    = twinlogv1.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+		loading      = twinlogv1.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS
+		invalid      = twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_SOURCE
+		unknown      = twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+		inconsistent = twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID
 	)
 	tests := []struct {
 		name      string
@@ -263,12 +272,19 @@ func TestAnswerLastMirroredEpoch(t *testing.T) {
 		code      twinlogv1.ErrorCode
 	}{
 		{"record", "B", "t1", ok, 3, none},
-		{"no __mirror_state: any broker answers -1", "B", "t1", plan.SourceView{}, -1, none},
+		{"no __mirror_state: any broker answers -1", "B", "t1", noState, -1, none},
 		{"no record", "B", "t1", with(func(v *plan.SourceView) { v.Record = nil }), -1, none},
 		{"other source cluster", "C", "t1", ok, -1, none},
-		{"other topic id", "B", "t2", ok, -1, none},
-		{"topic unknown locally", "B", "t1", with(func(v *plan.SourceView) { v.LocalTopicID = "" }), -1, none},
+		{"other topic id", "B", "t2", ok, -1, inconsistent},
+		{"requester without topic id", "B", "", ok, -1, inconsistent},
+		{"topic unknown locally", "B", "t1", with(func(v *plan.SourceView) { v.LocalTopicID = "" }), -1, unknown},
+		{"partition unknown locally", "B", "t1", with(func(v *plan.SourceView) { v.Partition = 2 }), -1, unknown},
+		{"negative partition", "B", "t1", with(func(v *plan.SourceView) { v.Partition = -1 }), -1, unknown},
+		{"no __mirror_state, topic unknown", "B", "t1", plan.SourceView{}, -1, unknown},
+		{"no __mirror_state, partition unknown", "B", "t1", withNoState(func(v *plan.SourceView) { v.Partition = 1 }), -1, unknown},
+		{"no __mirror_state, other topic id", "B", "t2", noState, -1, inconsistent},
 		{"not the state leader", "B", "t1", with(func(v *plan.SourceView) { v.StateLeader = false }), -1, notLeader},
+		{"not the state leader, topic unknown", "B", "t1", with(func(v *plan.SourceView) { v.StateLeader, v.LocalTopicID = false, "" }), -1, notLeader},
 		{"not caught up", "B", "t1", with(func(v *plan.SourceView) { v.CaughtUp = false }), -1, loading},
 		{"mirror MIRRORING", "B", "t1", with(func(v *plan.SourceView) {
 			v.InMirror, v.DesiredState, v.RunState = true, plan.Mirroring, plan.Mirroring
@@ -331,25 +347,59 @@ func en(e twinlog.Epoch, o twinlog.Offset) E { return E{Epoch: e, StartOffset: o
 // TestFetchedBatches: a mirror leader appends fetched batches while their
 // epochs neither exceed LE (§6.2d) nor go below its latest cached epoch or
 // an earlier batch's (SPEC §6.8, simulator seed 432); a first batch below
-// the latest cached epoch is foreign, and nothing is appended.
+// the latest cached epoch is foreign, and nothing is appended. An answer
+// holding an epoch above the source LE the fetch was made in (or MaxEpoch)
+// is refused whole: no source batch header may push the LE past what the
+// source leader itself runs in (issue 13).
 func TestFetchedBatches(t *testing.T) {
 	for _, tc := range []struct {
-		epochs      []twinlog.Epoch
-		le, latest  twinlog.Epoch
-		n           int
-		need        twinlog.Epoch
-		wantForeign bool
+		epochs          []twinlog.Epoch
+		le, latest, src twinlog.Epoch
+		n               int
+		need            twinlog.Epoch
+		wantForeign     bool
+		wantErr         bool
 	}{
-		{[]twinlog.Epoch{1, 1, 7, 7}, 3, -1, 2, 7, false},
-		{[]twinlog.Epoch{1, 3}, 3, 1, 2, -1, false},
-		{[]twinlog.Epoch{0, 0, 2}, 7, 2, 0, -1, true}, // seed 432
-		{[]twinlog.Epoch{2, 3, 2}, 7, 2, 2, -1, false},
-		{[]twinlog.Epoch{2, 9}, 7, 2, 1, 9, false},
-		{nil, 7, 2, 0, -1, false},
+		{[]twinlog.Epoch{1, 1, 7, 7}, 3, -1, 7, 2, 7, false, false},
+		{[]twinlog.Epoch{1, 3}, 3, 1, 3, 2, -1, false, false},
+		{[]twinlog.Epoch{0, 0, 2}, 7, 2, 5, 0, -1, true, false}, // seed 432
+		{[]twinlog.Epoch{2, 3, 2}, 7, 2, 3, 2, -1, false, false},
+		{[]twinlog.Epoch{2, 9}, 7, 2, 9, 1, 9, false, false},
+		{[]twinlog.Epoch{2, 9}, 7, 2, -1, 1, 9, false, false}, // source LE unknown: unchecked
+		{nil, 7, 2, 0, 0, -1, false, false},
+		// Absurd epochs: nothing appended, no bump asked for.
+		{[]twinlog.Epoch{2, 10}, 7, 2, 9, 0, -1, false, true},
+		{[]twinlog.Epoch{1, math.MaxInt32}, 3, 1, 4, 0, -1, false, true},
+		{[]twinlog.Epoch{math.MaxInt32}, 3, 1, math.MaxInt32, 0, -1, false, true},
+		{[]twinlog.Epoch{math.MaxInt32}, 3, 1, -1, 0, -1, false, true},
 	} {
-		n, need, foreign := plan.FetchedBatches(tc.epochs, tc.le, tc.latest)
-		if n != tc.n || need != tc.need || foreign != tc.wantForeign {
-			t.Errorf("FetchedBatches(%v, LE %d, latest %d) = %d, %d, %t; want %d, %d, %t", tc.epochs, tc.le, tc.latest, n, need, foreign, tc.n, tc.need, tc.wantForeign)
+		n, need, foreign, err := plan.FetchedBatches(tc.epochs, tc.le, tc.latest, tc.src)
+		if n != tc.n || need != tc.need || foreign != tc.wantForeign || (err != nil) != tc.wantErr {
+			t.Errorf("FetchedBatches(%v, LE %d, latest %d, source LE %d) = %d, %d, %t, %v; want %d, %d, %t, error %t",
+				tc.epochs, tc.le, tc.latest, tc.src, n, need, foreign, err, tc.n, tc.need, tc.wantForeign, tc.wantErr)
+		}
+	}
+}
+
+// TestMirrorFetchTopicID: the source refuses a Fetch{MIRROR} naming another
+// topic id (a topic re-created between the requester's Metadata and its
+// fetch) with INCONSISTENT_TOPIC_ID, which is fatal to the run; an empty id
+// is not checked.
+func TestMirrorFetchTopicID(t *testing.T) {
+	for _, tc := range []struct {
+		requested, local string
+		want             twinlogv1.ErrorCode
+	}{
+		{"t1", "t1", twinlogv1.ErrorCode_ERROR_CODE_NONE},
+		{"", "t1", twinlogv1.ErrorCode_ERROR_CODE_NONE},
+		{"t1", "t2", twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID},
+	} {
+		got := plan.MirrorFetchTopicID(tc.requested, tc.local)
+		if got != tc.want {
+			t.Errorf("MirrorFetchTopicID(%q, %q) = %v, want %v", tc.requested, tc.local, got, tc.want)
+		}
+		if got != twinlogv1.ErrorCode_ERROR_CODE_NONE && !plan.Fatal(got) {
+			t.Errorf("%v is not fatal to the run", got)
 		}
 	}
 }

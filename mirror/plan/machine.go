@@ -683,7 +683,7 @@ func (m *Machine) onLMLE(ev LMLEAnswer) {
 		m.run.LastError = ""
 		m.beginTruncating(ev.LMLE)
 	case Fatal(ev.Error):
-		m.fail("get last mirrored epochs: " + ev.Error.String())
+		m.fail("get last mirrored epochs: " + ev.Error.String() + ": " + FatalReason(ev.Error))
 	default:
 		m.run.LastError = "get last mirrored epochs: " + ev.Error.String()
 		m.step = stepQueryBackoff
@@ -922,7 +922,7 @@ func (m *Machine) onFetch(ev Event) {
 		}
 		switch {
 		case Fatal(ev.Error):
-			m.fail(msg)
+			m.fail(msg + ": " + FatalReason(ev.Error))
 		case ev.Error == twinlogv1.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE:
 			m.corrupt++
 			m.run.LastError = msg

@@ -380,7 +380,7 @@ func (c *cluster) ack(seq uint64) plan.Event {
 func (c *cluster) sourceView() plan.SourceView {
 	v := plan.SourceView{
 		HasStateTopic: c.runs.Len() > 0 || c.lmles.Len() > 0,
-		StateLeader:   true, CaughtUp: true, LocalTopicID: topicID,
+		StateLeader:   true, CaughtUp: true, LocalTopicID: topicID, PartitionCount: 1,
 		InMirror:     c.desired.State != plan.NotStarted,
 		DesiredState: c.desired.State,
 		Record:       c.lmleRecord(),
@@ -444,7 +444,10 @@ func (c *cluster) serve(s *cluster, req plan.FetchRequest) plan.Event {
 	for i, r := range batch {
 		eps[i] = r.ep
 	}
-	n, need, foreign := plan.FetchedBatches(eps, c.le, c.log.cache.Latest())
+	n, need, foreign, err := plan.FetchedBatches(eps, c.le, c.log.cache.Latest(), req.CurrentLeaderEpoch)
+	if err != nil {
+		return plan.FetchError{Session: sess, Error: twinlogv1.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: err.Error()}
+	}
 	if foreign {
 		return plan.FetchForeignEpoch{Session: sess, Epoch: eps[0], BaseOffset: batch[0].off, SourceLogStartOffset: s.log.start}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/mirror/plan"
 )
 
 // StateTopic is the internal topic holding LMLE and run records (SPEC §6.4).
@@ -164,6 +165,9 @@ func (c *Client) Leader(ctx context.Context, tp twinlog.TopicPartition, refresh 
 type FetchRequest struct {
 	RequesterClusterID string
 	TopicPartition     twinlog.TopicPartition
+	// TopicID is the requester's topic id; the source refuses the fetch
+	// with INCONSISTENT_TOPIC_ID if its topic has another (re-created).
+	TopicID            string
 	FetchOffset        twinlog.Offset
 	CurrentLeaderEpoch twinlog.Epoch
 	LastFetchedEpoch   twinlog.Epoch
@@ -185,7 +189,7 @@ func (c *Client) Fetch(ctx context.Context, addr string, r FetchRequest) (*pb.Fe
 		MaxWaitMs: int32(r.MaxWait.Milliseconds()), MinBytes: 1, MaxBytes: r.MaxBytes,
 		RequesterClusterId: r.RequesterClusterID,
 		Partitions: []*pb.FetchPartition{{
-			Topic: r.TopicPartition.Topic, Partition: r.TopicPartition.Partition,
+			Topic: r.TopicPartition.Topic, Partition: r.TopicPartition.Partition, TopicId: r.TopicID,
 			FetchOffset: int64(r.FetchOffset), CurrentLeaderEpoch: int32(r.CurrentLeaderEpoch),
 			LastFetchedEpoch: int32(r.LastFetchedEpoch), PartitionMaxBytes: r.MaxBytes,
 		}},
@@ -201,12 +205,26 @@ func (c *Client) Fetch(ctx context.Context, addr string, r FetchRequest) (*pb.Fe
 
 // LastMirroredEpoch asks the source for tp's LMLE (SPEC §6.4): the leader of
 // the topic's __mirror_state partition, or any broker when the source has no
-// __mirror_state. It returns the lmle or a protocol error code.
+// __mirror_state. It returns the lmle or a protocol error code:
+// UNKNOWN_TOPIC_OR_PARTITION or INCONSISTENT_TOPIC_ID, without asking, when
+// the source's Metadata no longer shows the partition under topicID.
 func (c *Client) LastMirroredEpoch(ctx context.Context, requesterClusterID, topicID string, tp twinlog.TopicPartition) (twinlog.Epoch, pb.ErrorCode, error) {
 	if err := c.Refresh(ctx, tp.Topic); err != nil {
 		return twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_NONE, err
 	}
 	c.mu.Lock()
+	// The source's Metadata must still show the topic, with the mirror
+	// topic's id: the answering broker's view alone may be stale, and a
+	// lost topic must never be answered −1 ("truncate everything").
+	t := c.topics[tp.Topic]
+	srcID, srcParts := "", int32(0)
+	if t != nil && t.GetError() == pb.ErrorCode_ERROR_CODE_NONE {
+		srcID, srcParts = t.GetTopicId(), int32(len(t.GetPartitions()))
+	}
+	if code := plan.SourceTopicCheck(srcID, srcParts, tp.Partition, topicID); code != pb.ErrorCode_ERROR_CODE_NONE {
+		c.mu.Unlock()
+		return twinlog.NoEpoch, code, nil
+	}
 	var addr string
 	st := c.topics[StateTopic]
 	if st == nil || st.GetError() != pb.ErrorCode_ERROR_CODE_NONE || len(st.GetPartitions()) == 0 {
