@@ -53,6 +53,11 @@ func newRootCmd() *cobra.Command {
 				fmt.Fprintln(os.Stderr, err)
 				return err
 			}
+			// A typo in a variable name would otherwise go unnoticed:
+			// the key keeps its file or default value.
+			if unknown := config.UnknownBrokerEnv(os.Environ()); len(unknown) > 0 {
+				log.Warn("ignoring TWINLOG_ environment variables that name no brokerd config key", "vars", unknown)
+			}
 			cfg, err := config.LoadBroker(configFile, cmd.Flags())
 			if err == nil {
 				err = cfg.Validate()

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 )
 
 // EnvPrefix prefixes every environment override.
@@ -80,13 +79,13 @@ type ControllerConfig struct {
 	MaxRequestPartitionSizeLimit      int32         // max.request.partition.size.limit
 }
 
-// field is one config key: its default (in input syntax) and how to store a
-// raw value from viper into the struct.
+// field is one config key: its default (in input syntax) and how to parse
+// a value as written (file, env, flag or default) into the struct.
 type field struct {
 	key   string
 	def   string
 	usage string
-	set   func(raw any) error
+	set   func(v value) error
 }
 
 func brokerFields(c *BrokerConfig) []field {
@@ -199,52 +198,13 @@ func LoadController(file string, fs *pflag.FlagSet) (ControllerConfig, error) {
 	return c, err
 }
 
-func load(file string, fs *pflag.FlagSet, fields []field) error {
-	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
-	v.SetEnvPrefix(EnvPrefix)
-	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
-	v.AutomaticEnv()
-	if file != "" {
-		v.SetConfigFile(file)
-		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
-			return fmt.Errorf("config: read %s: %w", file, err)
-		}
-		known := map[string]bool{}
-		for _, f := range fields {
-			known[f.key] = true
-		}
-		for _, k := range v.AllKeys() {
-			if !known[k] {
-				return fmt.Errorf("config: %s: unknown key %q (known keys: see --help)", file, k)
-			}
-		}
-	}
-	var errs []error
-	for _, f := range fields {
-		v.SetDefault(f.key, f.def)
-		if fs != nil {
-			if fl := fs.Lookup(f.key); fl != nil {
-				if err := v.BindPFlag(f.key, fl); err != nil {
-					return err
-				}
-			}
-		}
-		raw := v.Get(f.key)
-		if err := f.set(raw); err != nil {
-			errs = append(errs, fmt.Errorf("config: %s = %v: %w", f.key, raw, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 func (c *BrokerConfig) withDefaults() {
 	if c.ListenAddress == "" && len(c.Listeners) > 0 {
-		l := c.Listeners[0]
-		if _, rest, ok := strings.Cut(l, "://"); ok {
-			l = rest
+		// A listener Validate refuses leaves the default in place; the
+		// error names the listener, not a derived address.
+		if addr, err := listenerAddr(c.Listeners[0]); err == nil {
+			c.ListenAddress = addr
 		}
-		c.ListenAddress = l
 	}
 	if c.ListenAddress == "" {
 		c.ListenAddress = "127.0.0.1:9091"
@@ -268,20 +228,19 @@ func (c BrokerConfig) Validate() error {
 	checkAddr(&errs, "advertised.address", c.AdvertisedAddress, false)
 	checkAddr(&errs, "controller.address", c.ControllerAddress, false)
 	checkAddr(&errs, "metrics.address", c.MetricsAddress, true)
+	checkListeners(&errs, c.Listeners, c.ListenAddress)
 	if len(c.Log.Dirs) == 0 {
 		bad("log.dirs", "[]", "needs at least one directory")
 	}
 	if c.Log.SegmentBytes < 1024 {
 		bad("log.segment.bytes", c.Log.SegmentBytes, "must be ≥ 1024")
 	}
-	if c.Log.RollInterval <= 0 {
-		bad("log.roll.ms", c.Log.RollInterval.Milliseconds(), "must be > 0")
+	checkFloor(&errs, "log.roll.ms", c.Log.RollInterval)
+	if c.Log.RetentionBytes < -1 || c.Log.RetentionBytes == 0 {
+		bad("log.retention.bytes", c.Log.RetentionBytes, retentionRule)
 	}
-	if c.Log.RetentionBytes < -1 {
-		bad("log.retention.bytes", c.Log.RetentionBytes, "must be -1 (unlimited) or ≥ 0")
-	}
-	if c.Log.Retention < -time.Millisecond {
-		bad("log.retention.ms", c.Log.Retention.Milliseconds(), "must be -1 (unlimited) or ≥ 0")
+	if c.Log.Retention < -time.Millisecond || (c.Log.Retention >= 0 && c.Log.Retention < time.Millisecond) {
+		bad("log.retention.ms", c.Log.Retention.Milliseconds(), retentionRule)
 	}
 	if c.Log.FlushIntervalMessages < 1 {
 		bad("log.flush.interval.messages", c.Log.FlushIntervalMessages, "must be ≥ 1")
@@ -289,9 +248,7 @@ func (c BrokerConfig) Validate() error {
 	if c.Log.FlushInterval < 0 {
 		bad("log.flush.interval.ms", c.Log.FlushInterval.Milliseconds(), "must be ≥ 0 (0: only when replication requires)")
 	}
-	if c.ReplicaLagTimeMax <= 0 {
-		bad("replica.lag.time.max.ms", c.ReplicaLagTimeMax.Milliseconds(), "must be > 0")
-	}
+	checkFloor(&errs, "replica.lag.time.max.ms", c.ReplicaLagTimeMax)
 	if c.MaxRequestPartitionSizeLimit < 1 {
 		bad("max.request.partition.size.limit", c.MaxRequestPartitionSizeLimit, "must be ≥ 1")
 	}
@@ -304,12 +261,8 @@ func (c BrokerConfig) Validate() error {
 	case c.GCPercent < -1 || c.GCPercent == 0:
 		bad("runtime.gc.percent", c.GCPercent, "must be ≥ 1, or -1 with runtime.memory.limit.bytes")
 	}
-	if c.Mirror.PendingTimeout <= 0 {
-		bad("mirror.pending.timeout.ms", c.Mirror.PendingTimeout.Milliseconds(), "must be > 0")
-	}
-	if c.Mirror.FailedRetryInitialBackoff <= 0 {
-		bad("mirror.failed.retry.initial.backoff.ms", c.Mirror.FailedRetryInitialBackoff.Milliseconds(), "must be > 0")
-	}
+	checkFloor(&errs, "mirror.pending.timeout.ms", c.Mirror.PendingTimeout)
+	checkFloor(&errs, "mirror.failed.retry.initial.backoff.ms", c.Mirror.FailedRetryInitialBackoff)
 	if c.Mirror.FailedRetryMaxBackoff < c.Mirror.FailedRetryInitialBackoff {
 		bad("mirror.failed.retry.max.backoff.ms", c.Mirror.FailedRetryMaxBackoff.Milliseconds(), "must be ≥ mirror.failed.retry.initial.backoff.ms")
 	}
@@ -340,9 +293,7 @@ func (c ControllerConfig) Validate() error {
 	if !slices.Contains(UncleanRecoveryStrategies, c.UncleanRecoveryStrategy) {
 		bad("unclean.recovery.strategy", strconv.Quote(c.UncleanRecoveryStrategy), "allowed values are "+strings.Join(UncleanRecoveryStrategies, ", "))
 	}
-	if c.UncleanRecoveryTimeout <= 0 {
-		bad("unclean.recovery.timeout.ms", c.UncleanRecoveryTimeout.Milliseconds(), "must be > 0")
-	}
+	checkFloor(&errs, "unclean.recovery.timeout.ms", c.UncleanRecoveryTimeout)
 	checkHeartbeat(&errs, c.BrokerHeartbeatInterval, c.BrokerSessionTimeout)
 	if c.MirrorStateTopicReplicationFactor < 1 {
 		bad("mirror.state.topic.replication.factor", c.MirrorStateTopicReplicationFactor, "must be ≥ 1")
@@ -357,9 +308,8 @@ func (c ControllerConfig) Validate() error {
 }
 
 func checkHeartbeat(errs *[]error, hb, session time.Duration) {
-	if hb <= 0 {
-		*errs = append(*errs, fmt.Errorf("config: broker.heartbeat.interval.ms = %d: must be > 0", hb.Milliseconds()))
-	}
+	checkFloor(errs, "broker.heartbeat.interval.ms", hb)
+	checkFloor(errs, "broker.session.timeout.ms", session)
 	if session <= hb {
 		*errs = append(*errs, fmt.Errorf("config: broker.session.timeout.ms = %d: must be > broker.heartbeat.interval.ms (%d)", session.Milliseconds(), hb.Milliseconds()))
 	}
@@ -367,6 +317,10 @@ func checkHeartbeat(errs *[]error, hb, session time.Duration) {
 
 func checkAddr(errs *[]error, key, addr string, optional bool) {
 	if addr == "" && optional {
+		return
+	}
+	if scheme, _, ok := strings.Cut(addr, "://"); ok {
+		*errs = append(*errs, fmt.Errorf("config: %s = %q: want host:port without a scheme (%s://); schemes belong in listeners", key, addr, scheme))
 		return
 	}
 	host, port, err := net.SplitHostPort(addr)

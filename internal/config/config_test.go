@@ -158,7 +158,7 @@ func TestLoadErrors(t *testing.T) {
 		name, file, env, envVal, want string
 	}{
 		{"unknown key", "brokerid: 1\n", "", "", `unknown key "brokerid"`},
-		{"not an int", "", "TWINLOG_LOG_SEGMENT_BYTES", "big", "log.segment.bytes = big: want an integer"},
+		{"not an int", "", "TWINLOG_LOG_SEGMENT_BYTES", "big", "log.segment.bytes = big: want a decimal integer"},
 		{"not ms", "log.roll.ms: soon\n", "", "", "log.roll.ms = soon: want an integer number of milliseconds"},
 		{"out of range", "broker.id: 9999999999\n", "", "", "broker.id = 9999999999: out of range"},
 	}

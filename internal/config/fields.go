@@ -1,70 +1,192 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/spf13/cast"
 )
+
+// value is one setting as the operator wrote it, before it is parsed: the
+// text of a scalar, or the items of a YAML sequence. YAML scalars keep their
+// source text (see parseYAML), so `010` reaches the parsers as "010" and not
+// as the octal 8 a YAML 1.1 resolver makes of it.
+type value struct {
+	text   string
+	items  []string // a YAML sequence's items, when isList
+	isList bool
+	null   bool   // YAML null: `key:` or `key: ~`
+	source string // where it came from: default, file NAME, env NAME, flag --NAME
+}
+
+// String renders v for an error message: the text as written (quoted when
+// empty or padded), a list in brackets.
+func (v value) String() string {
+	switch {
+	case v.isList:
+		return "[" + strings.Join(v.items, ", ") + "]"
+	case v.null:
+		return "null"
+	case v.text == "" || strings.TrimSpace(v.text) != v.text || strings.ContainsAny(v.text, "\n\r\t"):
+		return strconv.Quote(v.text)
+	}
+	return v.text
+}
+
+// scalar returns v's trimmed text, or an error if v is not one value.
+func (v value) scalar() (string, error) {
+	switch {
+	case v.isList:
+		return "", errors.New("want a single value, not a list")
+	case v.null:
+		return "", errors.New("empty value")
+	}
+	return strings.TrimSpace(v.text), nil
+}
+
+// errNotDecimal explains why s is not accepted as an integer. The rule is
+// one for every integer key, from every source: an optional '-', then
+// decimal digits without leading zeros. Go's and YAML's base prefixes
+// (0x, 0o, 0b, a bare leading 0 for octal), digit separators, '+', floats
+// and booleans are refused rather than converted, because each has been
+// read differently by some reader of the same file (cast.ToInt made "010"
+// 8 and "true" 1, and truncated "1.9").
+func errNotDecimal(s string) error {
+	digits := strings.TrimPrefix(s, "-")
+	switch {
+	case s == "":
+		return errors.New("empty value: want a decimal integer")
+	case strings.EqualFold(s, "true") || strings.EqualFold(s, "false"):
+		return errors.New("want a decimal integer, not a boolean")
+	case len(digits) > 1 && digits[0] == '0':
+		return errors.New("want a decimal integer without leading zeros or a 0x/0o/0b prefix (write it in plain decimal)")
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil && strings.ContainsAny(s, ".eE") {
+		return errors.New("want a whole decimal integer, not a fraction or exponent")
+	}
+	return errors.New("want a decimal integer")
+}
+
+// parseDecimal parses s strictly (see errNotDecimal) and checks lo ≤ n ≤ hi.
+func parseDecimal(s string, lo, hi int64) (int64, error) {
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || (len(digits) > 1 && digits[0] == '0') || strings.TrimLeft(digits, "0123456789") != "" {
+		return 0, errNotDecimal(s)
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("out of range: want %d to %d", lo, hi)
+	}
+	return n, nil
+}
 
 type integer interface{ ~int | ~int32 | ~int64 }
 
+// intRange is the range T holds: int32's or int64's (int is 64-bit on
+// every platform twinlog builds for; a 32-bit int gets int32's).
+func intRange[T integer]() (lo, hi int64) {
+	hi = math.MaxInt64
+	if int64(T(hi)) != hi {
+		return math.MinInt32, math.MaxInt32
+	}
+	return math.MinInt64, math.MaxInt64
+}
+
+// parseInt parses s as a config integer of type T: decimal only, optional
+// leading '-', in T's range. Per-key minimums are Validate's.
+func parseInt[T integer](s string) (T, error) {
+	lo, hi := intRange[T]()
+	n, err := parseDecimal(strings.TrimSpace(s), lo, hi)
+	return T(n), err
+}
+
+// maxMillis is the largest count of milliseconds a time.Duration holds
+// (about 292 years); beyond it n*time.Millisecond would wrap.
+const maxMillis = math.MaxInt64 / int64(time.Millisecond)
+
+// parseMillis parses s as a .ms key: a decimal integer (parseInt's rule)
+// of milliseconds that fits a time.Duration. -1 stays -1ms, Kafka's
+// "unlimited" where the key allows it.
+func parseMillis(s string) (time.Duration, error) {
+	n, err := parseDecimal(strings.TrimSpace(s), math.MinInt64, math.MaxInt64)
+	if err != nil {
+		return 0, err
+	}
+	if n > maxMillis || n < -maxMillis {
+		return 0, fmt.Errorf("out of range: at most %d ms (about 292 years) in absolute value, or the duration would overflow", maxMillis)
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+// parseBool accepts exactly true or false, in any case (Kafka's rule,
+// metastate.parseBool's too); 1, yes, on and t are refused.
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, errors.New("allowed values are true, false")
+}
+
 func intField[T integer](key, def, usage string, dst *T) field {
-	return field{key: key, def: def, usage: usage, set: func(raw any) error {
-		if s, ok := raw.(string); ok {
-			raw = strings.TrimSpace(s)
-		}
-		n, err := cast.ToInt64E(raw)
+	return field{key: key, def: def, usage: usage, set: func(v value) error {
+		s, err := v.scalar()
 		if err != nil {
-			return fmt.Errorf("want an integer")
+			return fmt.Errorf("%w: want a decimal integer", err)
 		}
-		if int64(T(n)) != n {
-			return fmt.Errorf("out of range")
+		n, err := parseInt[T](s)
+		if err != nil {
+			return err
 		}
-		*dst = T(n)
+		*dst = n
 		return nil
 	}}
 }
 
 // msField reads milliseconds into a time.Duration; -1 stays -1ms ("unlimited").
 func msField(key, def, usage string, dst *time.Duration) field {
-	var ms int64
-	inner := intField(key, def, usage, &ms)
-	return field{key: key, def: def, usage: usage, set: func(raw any) error {
-		if err := inner.set(raw); err != nil {
-			return fmt.Errorf("want an integer number of milliseconds")
+	return field{key: key, def: def, usage: usage, set: func(v value) error {
+		s, err := v.scalar()
+		if err != nil {
+			return fmt.Errorf("%w: want an integer number of milliseconds", err)
 		}
-		*dst = time.Duration(ms) * time.Millisecond
+		d, err := parseMillis(s)
+		if err != nil {
+			return fmt.Errorf("want an integer number of milliseconds: %w", err)
+		}
+		*dst = d
 		return nil
 	}}
 }
 
 func strField(key, def, usage string, dst *string) field {
-	return field{key: key, def: def, usage: usage, set: func(raw any) error {
-		s, err := cast.ToStringE(raw)
-		if err != nil {
-			return fmt.Errorf("want a string")
+	return field{key: key, def: def, usage: usage, set: func(v value) error {
+		if v.null {
+			*dst = ""
+			return nil
 		}
-		*dst = strings.TrimSpace(s)
+		s, err := v.scalar()
+		if err != nil {
+			return fmt.Errorf("%w: want a string", err)
+		}
+		*dst = s
 		return nil
 	}}
 }
 
 func boolField(key, def, usage string, dst *bool) field {
-	return field{key: key, def: def, usage: usage, set: func(raw any) error {
-		if s, ok := raw.(string); ok {
-			b, err := strconv.ParseBool(strings.TrimSpace(s))
-			if err != nil {
-				return fmt.Errorf("allowed values are true, false")
-			}
-			*dst = b
-			return nil
-		}
-		b, err := cast.ToBoolE(raw)
+	return field{key: key, def: def, usage: usage, set: func(v value) error {
+		s, err := v.scalar()
 		if err != nil {
-			return fmt.Errorf("allowed values are true, false")
+			return fmt.Errorf("%w: allowed values are true, false", err)
+		}
+		b, err := parseBool(s)
+		if err != nil {
+			return err
 		}
 		*dst = b
 		return nil
@@ -73,15 +195,10 @@ func boolField(key, def, usage string, dst *bool) field {
 
 // listField accepts a YAML sequence or a comma-separated string.
 func listField(key, def, usage string, dst *[]string) field {
-	return field{key: key, def: def, usage: usage, set: func(raw any) error {
-		var items []string
-		if s, ok := raw.(string); ok {
-			items = strings.Split(s, ",")
-		} else {
-			var err error
-			if items, err = cast.ToStringSliceE(raw); err != nil {
-				return fmt.Errorf("want a list or a comma-separated string")
-			}
+	return field{key: key, def: def, usage: usage, set: func(v value) error {
+		items := v.items
+		if !v.isList && !v.null {
+			items = strings.Split(v.text, ",")
 		}
 		var out []string
 		for _, it := range items {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
@@ -42,8 +44,14 @@ type fakeAdmin struct {
 	// stoppingPolls is how many DescribeMirrors answers still show them
 	// STOPPING before they turn STOPPED; -1 keeps them STOPPING forever.
 	stoppingPolls int
-	stopErrs      map[string]twinlogv1.ErrorCode // topic → per-topic stop error
+	topicErrs     map[string]twinlogv1.ErrorCode // topic → per-topic error of every mirror op
 	stopReqs      []*twinlogv1.StopMirrorTopicsRequest
+	// mirrorOps records Create/Start/Pause/Resume requests as
+	// "op mirror topic,topic".
+	mirrorOps []string
+	// dropResults makes every mirror op answer no per-topic results (a
+	// server that did nothing).
+	dropResults   bool
 	describeCalls int
 	// onDescribeMirrors, if set, runs at the start of each DescribeMirrors.
 	onDescribeMirrors func()
@@ -188,17 +196,32 @@ func (f *fakeAdmin) DescribeMirrors(_ context.Context, req *twinlogv1.DescribeMi
 		f.onDescribeMirrors()
 	}
 	f.describeCalls++
-	switch {
-	case f.stoppingPolls == 0:
-		for _, m := range f.mirrors {
-			for _, p := range m.GetPartitions() {
-				if p.GetState() == twinlogv1.MirrorState_MIRROR_STATE_STOPPING {
-					p.State = twinlogv1.MirrorState_MIRROR_STATE_STOPPED
-				}
+	var stopping []*twinlogv1.MirrorPartitionStatus
+	for _, m := range f.mirrors {
+		for _, p := range m.GetPartitions() {
+			if p.GetState() == twinlogv1.MirrorState_MIRROR_STATE_STOPPING {
+				stopping = append(stopping, p)
 			}
+		}
+	}
+	// Only answers that show a STOPPING partition count against
+	// stoppingPolls (a describe before the stop, to list the mirror's
+	// topics, does not).
+	switch {
+	case len(stopping) == 0:
+	case f.stoppingPolls == 0:
+		for _, p := range stopping {
+			p.State = twinlogv1.MirrorState_MIRROR_STATE_STOPPED
 		}
 	case f.stoppingPolls > 0:
 		f.stoppingPolls--
+	}
+	// As the controller: an unknown name fails the whole call with
+	// NotFound.
+	for _, n := range req.GetNames() {
+		if f.mirror(n) == nil {
+			return nil, status.Errorf(codes.NotFound, "unknown mirror %q", n)
+		}
 	}
 	resp := &twinlogv1.DescribeMirrorsResponse{}
 	for _, m := range f.mirrors {
@@ -211,44 +234,104 @@ func (f *fakeAdmin) DescribeMirrors(_ context.Context, req *twinlogv1.DescribeMi
 	return resp, nil
 }
 
-// StopMirrorTopics records the request and moves the topics' partitions to
-// STOPPING; DescribeMirrors later reports them STOPPED (see stoppingPolls).
-func (f *fakeAdmin) StopMirrorTopics(_ context.Context, req *twinlogv1.StopMirrorTopicsRequest) (*twinlogv1.StopMirrorTopicsResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.stopReqs = append(f.stopReqs, req)
-	var m *twinlogv1.MirrorDescription
-	for _, x := range f.mirrors {
-		if x.GetName() == req.GetMirror() {
-			m = x
+func (f *fakeAdmin) mirror(name string) *twinlogv1.MirrorDescription {
+	for _, m := range f.mirrors {
+		if m.GetName() == name {
+			return m
 		}
 	}
-	topics := req.GetTopics()
-	if m == nil {
-		return &twinlogv1.StopMirrorTopicsResponse{Topics: []*twinlogv1.MirrorTopicResult{{Error: twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MIRROR}}}, nil
-	}
-	if len(topics) == 0 {
-		for _, p := range m.GetPartitions() {
-			if !slices.Contains(topics, p.GetTopic()) {
-				topics = append(topics, p.GetTopic())
-			}
-		}
-	}
-	resp := &twinlogv1.StopMirrorTopicsResponse{}
+	return nil
+}
+
+// mirrorOp answers a Start/Stop/Pause/Resume as the controller does
+// (metastate.mirrorTopicsOp): one result per named topic and none for an
+// empty list; an unknown mirror gets UNKNOWN_MIRROR per named topic; a topic
+// the mirror does not have gets UNKNOWN_TOPIC_OR_PARTITION; topicErrs
+// injects per-topic failures. apply changes the state of a topic's
+// partitions that succeeded. Callers hold f.mu.
+func (f *fakeAdmin) mirrorOp(mirror string, topics []string, apply func(*twinlogv1.MirrorPartitionStatus)) []*twinlogv1.MirrorTopicResult {
+	m := f.mirror(mirror)
+	var out []*twinlogv1.MirrorTopicResult
 	for _, t := range topics {
-		r := &twinlogv1.MirrorTopicResult{Topic: t, Error: f.stopErrs[t]}
-		if r.Error == twinlogv1.ErrorCode_ERROR_CODE_NONE {
+		r := &twinlogv1.MirrorTopicResult{Topic: t, Error: f.topicErrs[t]}
+		switch {
+		case m == nil:
+			r.Error = twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MIRROR
+		case r.Error == twinlogv1.ErrorCode_ERROR_CODE_NONE:
 			r.Error = twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
 			for _, p := range m.GetPartitions() {
 				if p.GetTopic() == t {
-					p.DesiredState, p.State = twinlogv1.MirrorState_MIRROR_STATE_STOPPED, twinlogv1.MirrorState_MIRROR_STATE_STOPPING
+					apply(p)
 					r.Error = twinlogv1.ErrorCode_ERROR_CODE_NONE
 				}
 			}
 		}
-		resp.Topics = append(resp.Topics, r)
+		if r.Error != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+			r.ErrorMessage = "fake says no to " + t
+		}
+		out = append(out, r)
 	}
-	return resp, nil
+	if f.dropResults {
+		return nil
+	}
+	return out
+}
+
+func setMirrorState(s twinlogv1.MirrorState) func(*twinlogv1.MirrorPartitionStatus) {
+	return func(p *twinlogv1.MirrorPartitionStatus) { p.State, p.DesiredState = s, s }
+}
+
+func (f *fakeAdmin) PauseMirrorTopics(_ context.Context, req *twinlogv1.PauseMirrorTopicsRequest) (*twinlogv1.PauseMirrorTopicsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mirrorOps = append(f.mirrorOps, "pause "+req.GetMirror()+" "+strings.Join(req.GetTopics(), ","))
+	return &twinlogv1.PauseMirrorTopicsResponse{Topics: f.mirrorOp(req.GetMirror(), req.GetTopics(), setMirrorState(twinlogv1.MirrorState_MIRROR_STATE_PAUSED))}, nil
+}
+
+func (f *fakeAdmin) ResumeMirrorTopics(_ context.Context, req *twinlogv1.ResumeMirrorTopicsRequest) (*twinlogv1.ResumeMirrorTopicsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mirrorOps = append(f.mirrorOps, "resume "+req.GetMirror()+" "+strings.Join(req.GetTopics(), ","))
+	return &twinlogv1.ResumeMirrorTopicsResponse{Topics: f.mirrorOp(req.GetMirror(), req.GetTopics(), setMirrorState(twinlogv1.MirrorState_MIRROR_STATE_MIRRORING))}, nil
+}
+
+func (f *fakeAdmin) StartMirrorTopics(_ context.Context, req *twinlogv1.StartMirrorTopicsRequest) (*twinlogv1.StartMirrorTopicsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mirrorOps = append(f.mirrorOps, "start "+req.GetMirror()+" "+strings.Join(req.GetTopics(), ","))
+	return &twinlogv1.StartMirrorTopicsResponse{Topics: f.mirrorOp(req.GetMirror(), req.GetTopics(), setMirrorState(twinlogv1.MirrorState_MIRROR_STATE_MIRRORING))}, nil
+}
+
+// CreateMirror defines the mirror with one MIRRORING partition per topic
+// that did not fail (as the controller did when this fake was written: the
+// mirror exists even if some topics failed).
+func (f *fakeAdmin) CreateMirror(_ context.Context, req *twinlogv1.CreateMirrorRequest) (*twinlogv1.CreateMirrorResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mirrorOps = append(f.mirrorOps, "create "+req.GetName()+" "+strings.Join(req.GetTopics(), ","))
+	if f.mirror(req.GetName()) != nil {
+		return &twinlogv1.CreateMirrorResponse{Error: twinlogv1.ErrorCode_ERROR_CODE_MIRROR_ALREADY_EXISTS, ErrorMessage: "mirror exists"}, nil
+	}
+	m := &twinlogv1.MirrorDescription{Name: req.GetName(), SourceBootstrap: req.GetSourceBootstrap(), SourceClusterId: "cluster-a"}
+	for _, t := range req.GetTopics() {
+		if f.topicErrs[t] == twinlogv1.ErrorCode_ERROR_CODE_NONE {
+			m.Partitions = append(m.Partitions, &twinlogv1.MirrorPartitionStatus{Mirror: req.GetName(), Topic: t})
+		}
+	}
+	f.mirrors = append(f.mirrors, m)
+	return &twinlogv1.CreateMirrorResponse{Topics: f.mirrorOp(req.GetName(), req.GetTopics(), setMirrorState(twinlogv1.MirrorState_MIRROR_STATE_MIRRORING))}, nil
+}
+
+// StopMirrorTopics records the request and moves the topics' partitions to
+// STOPPING; DescribeMirrors later reports them STOPPED (see stoppingPolls).
+// Like the controller it acts only on the topics it is given.
+func (f *fakeAdmin) StopMirrorTopics(_ context.Context, req *twinlogv1.StopMirrorTopicsRequest) (*twinlogv1.StopMirrorTopicsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopReqs = append(f.stopReqs, req)
+	return &twinlogv1.StopMirrorTopicsResponse{Topics: f.mirrorOp(req.GetMirror(), req.GetTopics(), func(p *twinlogv1.MirrorPartitionStatus) {
+		p.DesiredState, p.State = twinlogv1.MirrorState_MIRROR_STATE_STOPPED, twinlogv1.MirrorState_MIRROR_STATE_STOPPING
+	})}, nil
 }
 
 // AlterPartitionReassignments records the request and accepts every

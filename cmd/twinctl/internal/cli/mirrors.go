@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 )
@@ -37,8 +40,13 @@ func splitList(s []string) []string {
 	return out
 }
 
-// renderMirrorTopicResults prints per-topic results and fails if any failed.
-func (a *app) renderMirrorTopicResults(mirror string, rs []*twinlogv1.MirrorTopicResult, okWord string) error {
+// renderMirrorTopicResults prints per-topic results and fails if any failed
+// or if the answer leaves out a requested topic: a server that answers
+// nothing for a topic has not done anything to it, and exit 0 would say it
+// had. okWord "" prints no line for the topics that succeeded (mirrors
+// create, where a partly failed request created nothing the operator asked
+// for as a whole).
+func (a *app) renderMirrorTopicResults(mirror string, requested []string, rs []*twinlogv1.MirrorTopicResult, okWord string) error {
 	type row struct {
 		Topic   string `json:"topic"`
 		Error   string `json:"error,omitempty"`
@@ -50,6 +58,7 @@ func (a *app) renderMirrorTopicResults(mirror string, rs []*twinlogv1.MirrorTopi
 		rows = append(rows, row{r.GetTopic(), errString(r.GetError()), r.GetErrorMessage()})
 		errs = append(errs, mirrorErr(r.GetError(), mirror, r.GetTopic(), r.GetErrorMessage()))
 	}
+	errs = append(errs, missingMirrorResults(mirror, requested, answeredTopics(rs)))
 	p := a.printer()
 	if p.json {
 		if err := p.emitJSON(map[string]any{"mirror": mirror, "topics": rows}); err != nil {
@@ -57,12 +66,103 @@ func (a *app) renderMirrorTopicResults(mirror string, rs []*twinlogv1.MirrorTopi
 		}
 		return errors.Join(errs...)
 	}
-	for _, r := range rows {
-		if r.Error == "" {
-			fmt.Fprintf(p.w, "mirror %s topic %s: %s\n", mirror, r.Topic, okWord)
+	if okWord != "" {
+		for _, r := range rows {
+			if r.Error == "" {
+				fmt.Fprintf(p.w, "mirror %s topic %s: %s\n", mirror, r.Topic, okWord)
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// missingMirrorResults names the requested topics the server gave no
+// result for, or says that it answered nothing at all.
+func missingMirrorResults(mirror string, requested []string, answered map[string]bool) error {
+	if len(requested) > 0 && len(answered) == 0 {
+		return fmt.Errorf("mirror %s: the controller answered no topic results; nothing is known to have changed (see `twinctl mirrors describe %s`)", mirror, mirror)
+	}
+	var missing []string
+	for _, t := range requested {
+		if !answered[t] {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("mirror %s: no result for topic(s) %s (see `twinctl mirrors describe %s`)", mirror, strings.Join(missing, ", "), mirror)
+	}
+	return nil
+}
+
+// answeredTopics is the set of topics that have a result.
+func answeredTopics(rs []*twinlogv1.MirrorTopicResult) map[string]bool {
+	m := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		m[r.GetTopic()] = true
+	}
+	return m
+}
+
+// mirrorResultsFailed reports whether any per-topic result carries an error.
+func mirrorResultsFailed(rs []*twinlogv1.MirrorTopicResult) bool {
+	for _, r := range rs {
+		if r.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+			return true
+		}
+	}
+	return false
+}
+
+// mirrorTopicsOrAll returns topics if any are given, else every topic of
+// the mirror as DescribeMirrors reports it, in first-seen order. The help of
+// stop, pause, resume and start promises "all topics of the mirror when
+// none given"; the controller acts only on the topics a request names (an
+// empty list changes nothing and answers no results), so the CLI names them.
+// An unknown mirror is UNKNOWN_MIRROR, and a mirror without topics is an
+// error rather than a successful no-op.
+func mirrorTopicsOrAll(ctx context.Context, client twinlogv1.MirrorServiceClient, addr, mirror string, topics []string) ([]string, error) {
+	if len(topics) > 0 {
+		return topics, nil
+	}
+	resp, err := client.DescribeMirrors(ctx, &twinlogv1.DescribeMirrorsRequest{Names: []string{mirror}})
+	if err != nil {
+		return nil, describeMirrorsError(err, addr, []string{mirror})
+	}
+	var found bool
+	var all []string
+	for _, m := range resp.GetMirrors() {
+		if m.GetName() != mirror {
+			continue
+		}
+		found = true
+		for _, p := range m.GetPartitions() {
+			if !slices.Contains(all, p.GetTopic()) {
+				all = append(all, p.GetTopic())
+			}
+		}
+	}
+	if !found {
+		return nil, protoErr(twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MIRROR, "mirror "+mirror, "", "")
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("mirror %s has no topics to act on: name them explicitly (see `twinctl mirrors describe %s`)", mirror, mirror)
+	}
+	return all, nil
+}
+
+// describeMirrorsError turns a DescribeMirrors failure into an operator
+// message. The controller answers a request naming an unknown mirror with
+// gRPC NotFound (not a body error code); that is UNKNOWN_MIRROR here, so
+// every mirror command reports an unknown name alike.
+func describeMirrorsError(err error, addr string, names []string) error {
+	if st, ok := status.FromError(err); ok && st.Code() == codes.NotFound {
+		msg := ""
+		if len(names) != 1 {
+			msg = st.Message() // says which of the names
+		}
+		return protoErr(twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MIRROR, "mirror "+strings.Join(names, ", "), msg, "")
+	}
+	return rpcError(err, addr, "describe mirrors")
 }
 
 func mirrorErr(c twinlogv1.ErrorCode, mirror, topic, msg string) error {
@@ -98,7 +198,13 @@ func (a *app) mirrorsCreate() *cobra.Command {
 			if err := mirrorErr(resp.GetError(), args[0], "", resp.GetErrorMessage()); err != nil {
 				return err
 			}
-			return a.renderMirrorTopicResults(args[0], resp.GetTopics(), "created")
+			// A create with any failed topic is reported as failed as a
+			// whole: no "created" line, a non-zero exit.
+			if mirrorResultsFailed(resp.GetTopics()) {
+				err := a.renderMirrorTopicResults(args[0], args[1:], resp.GetTopics(), "")
+				return fmt.Errorf("%w\nmirror %s was not created as asked: check `twinctl mirrors describe %s` for what exists", err, args[0], args[0])
+			}
+			return a.renderMirrorTopicResults(args[0], args[1:], resp.GetTopics(), "created")
 		},
 	}
 	c.Flags().StringSliceVar(&source, "source", nil, "source cluster bootstrap addresses (comma-separated or repeated)")
@@ -149,21 +255,25 @@ func (a *app) mirrorsAction(verb, short string) *cobra.Command {
 			}
 			ctx, cancel := a.rpcCtx(cmd.Context())
 			defer cancel()
+			topics, err := mirrorTopicsOrAll(ctx, client, a.bootstrap, args[0], args[1:])
+			if err != nil {
+				return err
+			}
 			var rs []*twinlogv1.MirrorTopicResult
 			if verb == "pause" {
-				resp, err := client.PauseMirrorTopics(ctx, &twinlogv1.PauseMirrorTopicsRequest{Mirror: args[0], Topics: args[1:]})
+				resp, err := client.PauseMirrorTopics(ctx, &twinlogv1.PauseMirrorTopicsRequest{Mirror: args[0], Topics: topics})
 				if err != nil {
 					return rpcError(err, a.bootstrap, "pause mirror")
 				}
 				rs = resp.GetTopics()
 			} else {
-				resp, err := client.ResumeMirrorTopics(ctx, &twinlogv1.ResumeMirrorTopicsRequest{Mirror: args[0], Topics: args[1:]})
+				resp, err := client.ResumeMirrorTopics(ctx, &twinlogv1.ResumeMirrorTopicsRequest{Mirror: args[0], Topics: topics})
 				if err != nil {
 					return rpcError(err, a.bootstrap, "resume mirror")
 				}
 				rs = resp.GetTopics()
 			}
-			return a.renderMirrorTopicResults(args[0], rs, verb+"d")
+			return a.renderMirrorTopicResults(args[0], topics, rs, verb+"d")
 		},
 	}
 }
@@ -175,7 +285,7 @@ func (a *app) mirrorsStop() *cobra.Command {
 	)
 	c := &cobra.Command{
 		Use:   "stop NAME [TOPIC...]",
-		Short: "Stop mirroring and make the topics writable here (failover, SPEC §6.7)",
+		Short: "Stop mirroring and make the topics writable here (failover, SPEC §6.7); all topics of the mirror when none given",
 		Long: `Stop records the last mirrored leader epoch and makes the topics writable on
 this cluster. With --wait-for-catch-up it first waits for lag 0 and fails with
 REQUEST_TIMED_OUT (changing nothing) if that takes longer than --wait-timeout.
@@ -193,7 +303,11 @@ Stop works from FAILED too, for disaster recovery when the source is gone.`,
 			// deadline covers that plus the usual --timeout.
 			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout+waitTimeout)
 			defer cancel()
-			req := &twinlogv1.StopMirrorTopicsRequest{Mirror: args[0], Topics: args[1:], WaitForCatchUp: wait}
+			topics, err := mirrorTopicsOrAll(ctx, client, a.bootstrap, args[0], args[1:])
+			if err != nil {
+				return err
+			}
+			req := &twinlogv1.StopMirrorTopicsRequest{Mirror: args[0], Topics: topics, WaitForCatchUp: wait}
 			if wait {
 				req.TimeoutMs = int32(waitTimeout / time.Millisecond)
 			}
@@ -201,25 +315,23 @@ Stop works from FAILED too, for disaster recovery when the source is gone.`,
 			if err != nil {
 				return rpcError(err, a.bootstrap, "stop mirror")
 			}
-			for _, r := range resp.GetTopics() {
-				if r.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE {
-					// Some topics failed: the others' stop is recorded but
-					// not yet applied; do not call them writable.
-					return a.renderMirrorTopicResults(args[0], resp.GetTopics(), "stop recorded (partitions turn writable shortly)")
-				}
+			if mirrorResultsFailed(resp.GetTopics()) || missingMirrorResults(args[0], topics, answeredTopics(resp.GetTopics())) != nil {
+				// Some topics failed: the others' stop is recorded but
+				// not yet applied; do not call them writable.
+				return a.renderMirrorTopicResults(args[0], topics, resp.GetTopics(), "stop recorded (partitions turn writable shortly)")
 			}
 			// The controller records the desired state; each partition's
 			// leader then bumps its epoch, records the LMLE and only then
 			// accepts produce (SPEC §6.7). Report "writable" when it is.
 			if noWait {
-				return a.renderMirrorTopicResults(args[0], resp.GetTopics(), "stop recorded (partitions turn writable shortly)")
+				return a.renderMirrorTopicResults(args[0], topics, resp.GetTopics(), "stop recorded (partitions turn writable shortly)")
 			}
 			wctx, wcancel := context.WithTimeout(cmd.Context(), stoppedTimeout)
 			defer wcancel()
-			if err := waitStopped(wctx, client, args[0], args[1:]); err != nil {
+			if err := waitStopped(wctx, client, args[0], topics); err != nil {
 				return fmt.Errorf("mirror %s: stop recorded, but %w (see `twinctl mirrors describe %s`)", args[0], err, args[0])
 			}
-			return a.renderMirrorTopicResults(args[0], resp.GetTopics(), "stopped (writable)")
+			return a.renderMirrorTopicResults(args[0], topics, resp.GetTopics(), "stopped (writable)")
 		},
 	}
 	c.Flags().BoolVar(&wait, "wait-for-catch-up", false, "wait until the mirror has no lag before stopping")
@@ -247,11 +359,15 @@ epoch and then follow (SPEC §6.6).`,
 			}
 			ctx, cancel := a.rpcCtx(cmd.Context())
 			defer cancel()
-			resp, err := client.StartMirrorTopics(ctx, &twinlogv1.StartMirrorTopicsRequest{Mirror: args[0], Topics: args[1:], SourceBootstrap: splitList(source)})
+			topics, err := mirrorTopicsOrAll(ctx, client, a.bootstrap, args[0], args[1:])
+			if err != nil {
+				return err
+			}
+			resp, err := client.StartMirrorTopics(ctx, &twinlogv1.StartMirrorTopicsRequest{Mirror: args[0], Topics: topics, SourceBootstrap: splitList(source)})
 			if err != nil {
 				return rpcError(err, a.bootstrap, "start mirror")
 			}
-			return a.renderMirrorTopicResults(args[0], resp.GetTopics(), "started")
+			return a.renderMirrorTopicResults(args[0], topics, resp.GetTopics(), "started")
 		},
 	}
 	c.Flags().StringSliceVar(&source, "source", nil, "new source bootstrap addresses (reverse direction / fail back)")
@@ -363,7 +479,7 @@ func (a *app) mirrorsDescribe() *cobra.Command {
 			defer cancel()
 			resp, err := client.DescribeMirrors(ctx, &twinlogv1.DescribeMirrorsRequest{Names: args})
 			if err != nil {
-				return rpcError(err, a.bootstrap, "describe mirrors")
+				return describeMirrorsError(err, a.bootstrap, args)
 			}
 			views := mirrorViews(resp.GetMirrors())
 			if err := renderMirrors(a.printer(), views); err != nil {

@@ -90,12 +90,15 @@ func TestMirrorsStopWaitsUntilStopped(t *testing.T) {
 		wantPolls int
 	}{
 		{
+			// No topics named: the CLI lists the mirror's topics first
+			// (one more DescribeMirrors) and names them in the request,
+			// because the controller acts only on the topics it is given.
 			name:      "all topics",
 			args:      []string{"mirrors", "stop", "m"},
 			polls:     3,
 			wantOut:   "mirror m topic orders: stopped (writable)\nmirror m topic payments: stopped (writable)\n",
-			wantStop:  &twinlogv1.StopMirrorTopicsRequest{Mirror: "m"},
-			wantPolls: 4,
+			wantStop:  &twinlogv1.StopMirrorTopicsRequest{Mirror: "m", Topics: []string{"orders", "payments"}},
+			wantPolls: 5,
 		},
 		{
 			name:      "one topic while another keeps mirroring",
@@ -158,8 +161,10 @@ func TestMirrorsStopNoWait(t *testing.T) {
 	if diff := cmp.Diff(want, r.stdout); diff != "" {
 		t.Errorf("stdout (-want +got):\n%s", diff)
 	}
-	if r.describes != 0 || len(r.stopReqs) != 1 {
-		t.Errorf("DescribeMirrors calls = %d, StopMirrorTopics calls = %d; want 0 and 1", r.describes, len(r.stopReqs))
+	// One DescribeMirrors lists the mirror's topics (none were named); none
+	// polls.
+	if r.describes != 1 || len(r.stopReqs) != 1 {
+		t.Errorf("DescribeMirrors calls = %d, StopMirrorTopics calls = %d; want 1 and 1", r.describes, len(r.stopReqs))
 	}
 }
 
@@ -198,7 +203,7 @@ func TestMirrorsStopTimeout(t *testing.T) {
 // the command fails.
 func TestMirrorsStopPartialFailure(t *testing.T) {
 	f := stopFake(1)
-	f.stopErrs = map[string]twinlogv1.ErrorCode{"payments": twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_STATE}
+	f.topicErrs = map[string]twinlogv1.ErrorCode{"payments": twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_STATE}
 	r := runStop(t, f, "mirrors", "stop", "m")
 	if r.code != ExitError {
 		t.Errorf("exit %d, want %d (ExitError)", r.code, ExitError)
@@ -237,8 +242,9 @@ func TestMirrorsStopJSON(t *testing.T) {
 		args      []string
 		wantPolls int
 	}{
-		{"wait", []string{"--json", "mirrors", "stop", "m"}, 2},
-		{"no wait", []string{"--json", "mirrors", "stop", "m", "--no-wait"}, 0},
+		// One DescribeMirrors lists the mirror's topics, then the polls.
+		{"wait", []string{"--json", "mirrors", "stop", "m"}, 3},
+		{"no wait", []string{"--json", "mirrors", "stop", "m", "--no-wait"}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -212,7 +212,11 @@ func (a *app) topicsCreate() *cobra.Command {
 			if err != nil {
 				return rpcError(err, a.bootstrap, "create topic")
 			}
-			return a.renderTopicResults(resp.GetTopics(), "created")
+			verb := "created"
+			if validate {
+				verb = "would create" // validate_only changes nothing
+			}
+			return a.renderTopicResults(resp.GetTopics(), verb)
 		},
 	}
 	f := c.Flags()
