@@ -112,7 +112,7 @@ printf 'o1\no2\no3\n' | $T --bootstrap $BRK_B produce --topic orders >/dev/null
 wait_for "3 records in B's orders" 20 test "$(records $BRK_B orders 0)" = 3
 out=$($T --bootstrap $CTL_B mirrors create oops --source $BRK_A orders 2>&1)
 rc=$?
-if [ $rc -ne 0 ] && grep -q UNKNOWN_TOPIC_OR_PARTITION <<<"$out"; then
+if [ $rc -ne 0 ] && grep -qiE "UNKNOWN_TOPIC_OR_PARTITION|unknown topic or partition" <<<"$out"; then
   pass "1: mirrors create of a topic A lacks is refused (exit $rc: $(head -1 <<<"$out"))"
 else
   fail "1: mirrors create of a topic A lacks: exit $rc, output: $out"

@@ -16,6 +16,7 @@ package brokertest
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
@@ -62,6 +63,9 @@ type Options struct {
 	Network *Network
 	// LogLevel of the test logger, default Warn.
 	LogLevel slog.Level
+	// LogOutput receives the daemons' logs instead of t.Log (a fuzz target
+	// may not log through its F).
+	LogOutput io.Writer
 	// Configure adjusts each broker's Config before New.
 	Configure func(*broker.Config)
 	// Observer for every broker (nil: none).
@@ -126,10 +130,14 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 		opts.Network = NewNetwork()
 	}
 	var closed atomic.Bool
+	var logOut io.Writer = testWriter{t, &closed}
+	if opts.LogOutput != nil {
+		logOut = opts.LogOutput
+	}
 	c := &Cluster{
 		logClosed: &closed,
 		T:         t, Name: opts.Cluster, Net: opts.Network, opts: opts,
-		log:     slog.New(slog.NewTextHandler(testWriter{t, &closed}, &slog.HandlerOptions{Level: opts.LogLevel})).With("cluster", opts.Cluster),
+		log:     slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: opts.LogLevel})).With("cluster", opts.Cluster),
 		nodes:   map[twinlog.BrokerID]*node{},
 		changed: make(chan struct{}),
 	}
