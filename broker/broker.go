@@ -167,9 +167,16 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	}
 
 	b.codec = codec.NewServer(BufferPool)
-	sopts := append([]grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(releaseProduce(b.codec), recoverUnary(b.log)),
-		grpc.ChainStreamInterceptor(recoverStream(b.log)),
+	// releaseProduce first, outside rpcopt's interceptors (panic recovery,
+	// the MaxHandlerTime deadline), so the buffer goes back whatever they
+	// and the handler do. rpcopt.MaxHandlerTime (6 min) is above every
+	// wait a handler makes on purpose: a fetch long-poll (MaxFetchWait), an
+	// acks=all produce (timeout_ms, default DefaultProduceTimeout; one
+	// asking for more than MaxHandlerTime ends in DeadlineExceeded there)
+	// and a GetLastMirroredEpochs read of __mirror_state (RPCTimeout per
+	// round trip).
+	sopts := append([]grpc.ServerOption{grpc.ChainUnaryInterceptor(releaseProduce(b.codec))}, rpcopt.ServerOptions(b.log)...)
+	sopts = append(sopts,
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		experimental.BufferPool(BufferPool),
@@ -189,9 +196,8 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		grpc.ReadBufferSize(transportBufferSize),
 		grpc.InitialWindowSize(streamWindowSize),
 		grpc.InitialConnWindowSize(connWindowSize),
-		rpcopt.ServerKeepalive(),
-	}, deps.ServerOptions...)
-	b.grpc = grpc.NewServer(sopts...)
+	)
+	b.grpc = grpc.NewServer(append(sopts, deps.ServerOptions...)...)
 	b.health = health.NewServer()
 	b.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	healthpb.RegisterHealthServer(b.grpc, b.health)
@@ -237,6 +243,33 @@ func (b *Broker) OfflinePartitions() map[twinlog.TopicPartition]error {
 
 // offlineErr is the open error of tp if its log is offline, else nil.
 func (b *Broker) offlineErr(tp twinlog.TopicPartition) error { return b.offline[tp] }
+
+// notHosted is the answer of Produce, Fetch, ListOffsets and
+// OffsetForLeaderEpoch for a partition this broker does not host, with the
+// leader hint to return:
+//   - UNKNOWN_TOPIC_OR_PARTITION: the metadata does not know the partition;
+//   - KAFKA_STORAGE_ERROR: the metadata names this broker the leader and
+//     its log here is offline (OfflinePartitions). Kafka's answer for a
+//     replica on an offline log dir; "not the leader" would be false, and
+//     a client following the metadata would come straight back;
+//   - NOT_LEADER_OR_FOLLOWER with the live leader (−1 if none) otherwise,
+//     an offline log here included: Kafka answers KAFKA_STORAGE_ERROR then
+//     too, but the hint sends the client to the broker that can serve it
+//     without a metadata round trip (docs/spec-deviations.md).
+func (b *Broker) notHosted(tp twinlog.TopicPartition) (pb.ErrorCode, int32) {
+	b.metaMu.Lock()
+	pr := b.image.Partition(tp.Topic, tp.Partition)
+	leads := pr != nil && pr.GetLeader() == int32(b.cfg.ID)
+	b.metaMu.Unlock()
+	if leads && b.offlineErr(tp) != nil {
+		return pb.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR, -1
+	}
+	leader, known := b.leaderHint(tp)
+	if !known {
+		return pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, leader
+	}
+	return pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, leader
+}
 
 // ID is the broker id.
 func (b *Broker) ID() twinlog.BrokerID { return b.cfg.ID }

@@ -100,7 +100,8 @@ type Config struct {
 	// produced record's timestamp may be at most this much before / after
 	// the broker's clock, else INVALID_TIMESTAMP. Broker-wide (no topic
 	// override yet). Before: zero is Kafka's default, unbounded; after:
-	// zero is the default, 1h.
+	// zero is the default, 1h (Kafka 4.0's), and math.MaxInt64 (what
+	// Kafka's Long.MAX_VALUE maps to) is unbounded.
 	LogMessageTimestampBeforeMax time.Duration
 	LogMessageTimestampAfterMax  time.Duration
 	// RPCTimeout bounds controller and peer RPCs, default 5s.

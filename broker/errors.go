@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"runtime/debug"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -81,31 +79,5 @@ func releaseProduce(c *codec.Server) grpc.UnaryServerInterceptor {
 			defer c.Release(r)
 		}
 		return handler(ctx, req)
-	}
-}
-
-// recoverUnary turns a handler panic into codes.Internal (logged with the
-// stack): a handler bug must not take the broker down.
-func recoverUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				log.Error("handler panic", "method", info.FullMethod, "panic", r, "stack", string(debug.Stack()))
-				resp, err = nil, status.Errorf(codes.Internal, "internal error in %s", info.FullMethod)
-			}
-		}()
-		return handler(ctx, req)
-	}
-}
-
-func recoverStream(log *slog.Logger) grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				log.Error("stream handler panic", "method", info.FullMethod, "panic", r, "stack", string(debug.Stack()))
-				err = status.Errorf(codes.Internal, "internal error in %s", info.FullMethod)
-			}
-		}()
-		return handler(srv, ss)
 	}
 }

@@ -161,12 +161,7 @@ func (b *Broker) fetchOnce(req *pb.FetchRequest, parts []*partition, waits []*fe
 		resp.Partitions[i] = out
 		p := parts[i]
 		if p == nil {
-			leader, known := b.leaderHint(twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()})
-			out.LeaderId = leader
-			out.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
-			if !known {
-				out.Error = pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
-			}
+			out.Error, out.LeaderId = b.notHosted(twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()})
 			stop = true
 			continue
 		}
@@ -272,10 +267,7 @@ func (b *Broker) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*
 			tp := twinlog.TopicPartition{Topic: t.GetName(), Partition: lp.GetIndex()}
 			p := b.partition(tp)
 			if p == nil {
-				out.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
-				if _, known := b.leaderHint(tp); !known {
-					out.Error = pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
-				}
+				out.Error, _ = b.notHosted(tp)
 				continue
 			}
 			p.mu.Lock()
@@ -325,10 +317,7 @@ func (b *Broker) OffsetForLeaderEpoch(ctx context.Context, req *pb.OffsetForLead
 		tp := twinlog.TopicPartition{Topic: q.GetTopic(), Partition: q.GetPartition()}
 		p := b.partition(tp)
 		if p == nil {
-			out.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
-			if _, known := b.leaderHint(tp); !known {
-				out.Error = pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
-			}
+			out.Error, _ = b.notHosted(tp)
 			continue
 		}
 		p.mu.Lock()

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -155,7 +156,12 @@ func (b *Broker) reconcile() {
 		if p == nil {
 			var err error
 			if p, err = b.openPartition(tp, w.rec.GetTopicId()); err != nil {
-				b.log.Error("open partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+				if b.offlineErr(tp) == nil {
+					// An offline log was logged with its file at start and
+					// stays offline until a restart: not again at every
+					// metadata change.
+					b.log.Error("open partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+				}
 				continue
 			}
 		}
@@ -222,9 +228,15 @@ func (b *Broker) openPartition(tp twinlog.TopicPartition, topicID string) (*part
 	aligned := storage.NoAlignedEpoch
 	if l != nil {
 		md, ok, err := l.ReadPartitionMetadata()
-		if err != nil || !ok || md.TopicID != topicID {
+		if err != nil {
+			// An unreadable partition.metadata says nothing about whose
+			// records these are: keep them (SPEC §2.1 deletes a dir only
+			// for another topic id) and leave the partition unopened.
+			return nil, fmt.Errorf("read partition.metadata of %s-%d: %w", tp.Topic, tp.Partition, err)
+		}
+		if !ok || md.TopicID != topicID {
 			b.log.Info("partition dir holds another topic id; deleting", "topic", tp.Topic, "partition", tp.Partition,
-				"found", md.TopicID, "want", topicID, "err", err)
+				"found", md.TopicID, "want", topicID)
 			if err := dir.Delete(tp); err != nil {
 				return nil, err
 			}

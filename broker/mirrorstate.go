@@ -45,38 +45,70 @@ type stateView struct {
 	run  plan.StateTable[plan.RunKey, *pb.MirrorRunRecord]
 }
 
-func (v *stateView) apply(r storage.Record) {
-	parts := bytes.Split(r.Key, []byte{0})
+// decodeStateKey parses a __mirror_state key written by lmleStateKey or
+// runStateKey; exactly one result is non-nil when err is nil, and it
+// encodes back to key byte for byte (FuzzMirrorStateRecord). Any other key
+// is an error: a reader ignores its record.
+func decodeStateKey(key []byte) (*plan.LmleKey, *plan.RunKey, error) {
+	parts := bytes.Split(key, []byte{0})
 	switch {
 	case len(parts) == 3 && string(parts[0]) == "l":
-		p, err := strconv.Atoi(string(parts[2]))
+		p, err := statePartition(parts[2])
 		if err != nil {
-			return
+			return nil, nil, err
 		}
-		k := plan.LmleKey{TopicID: string(parts[1]), Partition: int32(p)}
+		return &plan.LmleKey{TopicID: string(parts[1]), Partition: p}, nil, nil
+	case len(parts) == 4 && string(parts[0]) == "r":
+		p, err := statePartition(parts[3])
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, &plan.RunKey{Mirror: string(parts[1]), TopicID: string(parts[2]), Partition: p}, nil
+	}
+	return nil, nil, fmt.Errorf("broker: __mirror_state key %q is neither an LMLE nor a run key", key)
+}
+
+// statePartition parses the partition of a __mirror_state key: the
+// canonical decimal strconv.Itoa writes, 0 to MaxInt32. Atoi and an int32
+// cast used to read "+0", "00", "4294967296" and "-4294967296" all as
+// partition 0, so a record (or tombstone) under such a key replaced (or
+// removed) partition 0's.
+func statePartition(s []byte) (int32, error) {
+	p, err := strconv.ParseInt(string(s), 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != string(s) {
+		return 0, fmt.Errorf("broker: __mirror_state key partition %q is not a canonical partition number", s)
+	}
+	return int32(p), nil
+}
+
+// apply applies one __mirror_state record. A record it cannot read (a key
+// decodeStateKey refuses, a value that is not the key's record) changes
+// nothing and is returned as an error for the caller to report.
+func (v *stateView) apply(r storage.Record) error {
+	lk, rk, err := decodeStateKey(r.Key)
+	if err != nil {
+		return err
+	}
+	if lk != nil {
 		var rec *pb.MirrorLmleRecord
 		if len(r.Value) > 0 {
 			rec = &pb.MirrorLmleRecord{}
-			if proto.Unmarshal(r.Value, rec) != nil {
-				return
+			if err := proto.Unmarshal(r.Value, rec); err != nil {
+				return fmt.Errorf("broker: __mirror_state LMLE record %q: %w", r.Key, err)
 			}
 		}
-		v.lmle.Apply(k, rec)
-	case len(parts) == 4 && string(parts[0]) == "r":
-		p, err := strconv.Atoi(string(parts[3]))
-		if err != nil {
-			return
-		}
-		k := plan.RunKey{Mirror: string(parts[1]), TopicID: string(parts[2]), Partition: int32(p)}
-		var rec *pb.MirrorRunRecord
-		if len(r.Value) > 0 {
-			rec = &pb.MirrorRunRecord{}
-			if proto.Unmarshal(r.Value, rec) != nil {
-				return
-			}
-		}
-		v.run.Apply(k, rec)
+		v.lmle.Apply(*lk, rec)
+		return nil
 	}
+	var rec *pb.MirrorRunRecord
+	if len(r.Value) > 0 {
+		rec = &pb.MirrorRunRecord{}
+		if err := proto.Unmarshal(r.Value, rec); err != nil {
+			return fmt.Errorf("broker: __mirror_state run record %q: %w", r.Key, err)
+		}
+	}
+	v.run.Apply(*rk, rec)
+	return nil
 }
 
 // mirrorStateStore caches what this broker read of __mirror_state.
@@ -217,7 +249,11 @@ func (b *Broker) syncMirrorState(ctx context.Context, sp int32) error {
 		if b.mstate.views[sp] == v && v.next == from {
 			for _, r := range recs {
 				if r.Offset >= v.next {
-					v.apply(r)
+					if err := v.apply(r); err != nil {
+						// Only brokers write the topic (AppendInternal);
+						// a record none of them writes is skipped, loudly.
+						b.log.Warn("skipping unreadable __mirror_state record", "partition", sp, "offset", r.Offset, "err", err)
+					}
 					v.next = r.Offset + 1
 				}
 			}

@@ -144,12 +144,7 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 	}
 	p := b.partition(tp)
 	if p == nil {
-		leader, known := b.leaderHint(tp)
-		out.LeaderId = leader
-		out.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
-		if !known {
-			out.Error = pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
-		}
+		out.Error, out.LeaderId = b.notHosted(tp)
 		return nil, nil
 	}
 	records := pd.GetRecords()

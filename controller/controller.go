@@ -61,7 +61,7 @@ type Config struct {
 	// (at least one delta is always sent): a follower far behind pages
 	// through the log by from_offset instead of asking for a response
 	// larger than its transport accepts. Default 16 MiB, a quarter of the
-	// brokers' 64 MiB message limit.
+	// brokers' 64 MiB message limit (controllerd: metadata.fetch.max.bytes).
 	MaxFetchBytes int
 	// CompactEveryDeltas triggers a snapshot after this many new deltas.
 	CompactEveryDeltas int

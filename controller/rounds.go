@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -29,7 +30,7 @@ func (c *Controller) startRoundLocked(r metastate.Round) {
 			addrs[i] = net.JoinHostPort(br.GetHost(), strconv.Itoa(int(br.GetPort())))
 		}
 	}
-	remaining := time.Duration(r.DeadlineMs-c.nowMs()) * time.Millisecond
+	remaining := untilMs(r.DeadlineMs, c.nowMs())
 	c.log.Info("unclean recovery round started", "round", r.ID, "topic", r.Topic, "partition", r.Partition,
 		"strategy", r.Strategy, "candidates", r.Candidates)
 	c.wg.Add(1)
@@ -42,6 +43,29 @@ func (c *Controller) startRoundLocked(r metastate.Round) {
 		}
 		c.completeRound(r, answers)
 	}()
+}
+
+// untilMs is the time from nowMs to deadlineMs, saturated instead of
+// wrapped: a round whose deadline is far away (a huge
+// unclean.recovery.timeout.ms saturates it at MaxInt64) has (practically)
+// unlimited time, where (deadline - now) * time.Millisecond would wrap to a
+// negative or tiny duration.
+func untilMs(deadlineMs, nowMs int64) time.Duration {
+	const maxMs = math.MaxInt64 / int64(time.Millisecond)
+	switch {
+	case nowMs < 0 && deadlineMs > math.MaxInt64+nowMs:
+		return math.MaxInt64
+	case nowMs > 0 && deadlineMs < math.MinInt64+nowMs:
+		return math.MinInt64
+	}
+	d := deadlineMs - nowMs
+	switch {
+	case d > maxMs:
+		return math.MaxInt64
+	case d < -maxMs:
+		return math.MinInt64
+	}
+	return time.Duration(d) * time.Millisecond
 }
 
 // askCandidates sends GetReplicaLogInfo to every candidate in parallel and

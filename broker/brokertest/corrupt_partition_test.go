@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
@@ -91,6 +92,14 @@ func TestCorruptPartitionOffline(t *testing.T) {
 		t.Fatal("the corrupt segment was changed or replaced")
 	}
 	bad.produce(t, ctx, c, "bad", 3, "b-after") // the other replicas still serve it
+	// A client asking the broker with the offline copy is sent to the
+	// leader (Broker.notHosted).
+	if leader, _, _, _, ok := c.PartitionInfo("bad", 0); !ok || leader == victim {
+		t.Fatalf("bad-0 led by %d", leader)
+	} else if pr, err := c.ProduceTo(ctx, victim, "bad", 0, -1, time.Second, []byte("x")); err != nil ||
+		pr.GetError() != pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER || pr.GetLeaderId() != int32(leader) {
+		t.Fatalf("produce of bad-0 to the broker with the offline copy: %v %v, want NOT_LEADER_OR_FOLLOWER with leader %d", pr, err, leader)
+	}
 
 	// Only the restarted broker left: it leads the healthy partition and
 	// serves every acked record of it.
@@ -106,7 +115,9 @@ func TestCorruptPartitionOffline(t *testing.T) {
 	good.produce(t, ctx, c, "good", 3, "g-after")
 	good.check(t, ctx, c, "good")
 	_, le, _, _, _ := c.PartitionInfo("bad", 0)
-	if _, _, code, err := c.ReadFrom(ctx, victim, "bad", 0, le, 0, 0); err != nil || code == pb.ErrorCode_ERROR_CODE_NONE {
-		t.Fatalf("fetch of the offline partition from the broker: %v %v", code, err)
+	// Leaderless: the controller does not elect the replica it knows is
+	// not intact, so the broker does not lead it and says so.
+	if _, _, code, err := c.ReadFrom(ctx, victim, "bad", 0, le, 0, 0); err != nil || code != pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER {
+		t.Fatalf("fetch of the offline partition from the broker: %v %v, want NOT_LEADER_OR_FOLLOWER", code, err)
 	}
 }

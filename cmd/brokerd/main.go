@@ -62,6 +62,11 @@ func newRootCmd() *cobra.Command {
 			if err == nil {
 				err = cfg.Validate()
 			}
+			if err == nil {
+				// The rules that are the broker's (fetch.max.bytes under
+				// the transport limit), before anything starts.
+				err = brokerConfig(cfg).Validate()
+			}
 			if err != nil {
 				log.Error("invalid configuration", "err", err)
 				return err
@@ -98,11 +103,20 @@ func brokerConfig(cfg config.BrokerConfig) broker.Config {
 		ReplicaLagTimeMax:            cfg.ReplicaLagTimeMax,
 		HeartbeatInterval:            cfg.BrokerHeartbeatInterval,
 		MaxRequestPartitionSizeLimit: int(cfg.MaxRequestPartitionSizeLimit),
+		FetchMaxBytes:                cfg.FetchMaxBytes,
+		LogMessageTimestampBeforeMax: cfg.LogMessageTimestampBeforeMax,
+		LogMessageTimestampAfterMax:  cfg.LogMessageTimestampAfterMax,
 		Log: storage.Options{
 			SegmentMaxBytes: cfg.Log.SegmentBytes,
 			SegmentMaxAge:   max(cfg.Log.RollInterval, 0),
 			FlushInterval:   max(cfg.Log.FlushInterval, 0),
 		},
+	}
+	if cfg.LogMessageTimestampBeforeMax == config.NoTimestampBound {
+		// broker.Config's "no bound" is zero (a bound of ~292 years would
+		// still refuse timestamps near MinInt64). After keeps
+		// NoTimestampBound: its zero means the 1h default.
+		bc.LogMessageTimestampBeforeMax = 0
 	}
 	if cfg.Log.RetentionBytes > 0 {
 		bc.Log.RetentionBytes = cfg.Log.RetentionBytes

@@ -91,23 +91,7 @@ func run(ctx context.Context, cfg config.ControllerConfig, log *slog.Logger) err
 	if err != nil {
 		return err
 	}
-	ctl, err := controller.New(controller.Config{
-		DataDir:                      cfg.DataDir,
-		ClusterID:                    cfg.ClusterID,
-		ListenAddr:                   cfg.ListenAddress,
-		MaxRequestPartitionSizeLimit: int(cfg.MaxRequestPartitionSizeLimit),
-		ClusterConfigs: map[string]string{
-			"min.insync.replicas":                   strconv.Itoa(cfg.MinInsyncReplicas),
-			"eligible.leader.replicas.enabled":      strconv.FormatBool(cfg.EligibleLeaderReplicasEnabled),
-			"unclean.recovery.strategy":             cfg.UncleanRecoveryStrategy,
-			"unclean.leader.election.enable":        strconv.FormatBool(cfg.UncleanLeaderElectionEnable),
-			"unclean.recovery.timeout.ms":           ms(cfg.UncleanRecoveryTimeout),
-			"broker.session.timeout.ms":             ms(cfg.BrokerSessionTimeout),
-			"broker.heartbeat.interval.ms":          ms(cfg.BrokerHeartbeatInterval),
-			"mirror.state.topic.replication.factor": strconv.Itoa(cfg.MirrorStateTopicReplicationFactor),
-			"mirror.state.topic.num.partitions":     strconv.Itoa(cfg.MirrorStateTopicNumPartitions),
-		},
-	}, controller.Deps{Logger: log, Observer: obs})
+	ctl, err := controller.New(controllerConfig(cfg), controller.Deps{Logger: log, Observer: obs})
 	if err != nil {
 		return err
 	}
@@ -128,6 +112,31 @@ func run(ctx context.Context, cfg config.ControllerConfig, log *slog.Logger) err
 		log.Info("metrics serving", "addr", cfg.MetricsAddress)
 	}
 	return ctl.Run(ctx)
+}
+
+// controllerConfig maps controllerd's keys to controller.Config: the
+// limits, and the cluster configs written at the first start.
+func controllerConfig(cfg config.ControllerConfig) controller.Config {
+	return controller.Config{
+		DataDir:                             cfg.DataDir,
+		ClusterID:                           cfg.ClusterID,
+		ListenAddr:                          cfg.ListenAddress,
+		MaxRequestPartitionSizeLimit:        int(cfg.MaxRequestPartitionSizeLimit),
+		CreateTopicsMaxPartitionsPerRequest: cfg.CreateTopicsMaxPartitionsPerRequest,
+		MaxClusterPartitions:                cfg.MaxClusterPartitions,
+		MaxFetchBytes:                       cfg.MetadataFetchMaxBytes,
+		ClusterConfigs: map[string]string{
+			"min.insync.replicas":                   strconv.Itoa(cfg.MinInsyncReplicas),
+			"eligible.leader.replicas.enabled":      strconv.FormatBool(cfg.EligibleLeaderReplicasEnabled),
+			"unclean.recovery.strategy":             cfg.UncleanRecoveryStrategy,
+			"unclean.leader.election.enable":        strconv.FormatBool(cfg.UncleanLeaderElectionEnable),
+			"unclean.recovery.timeout.ms":           ms(cfg.UncleanRecoveryTimeout),
+			"broker.session.timeout.ms":             ms(cfg.BrokerSessionTimeout),
+			"broker.heartbeat.interval.ms":          ms(cfg.BrokerHeartbeatInterval),
+			"mirror.state.topic.replication.factor": strconv.Itoa(cfg.MirrorStateTopicReplicationFactor),
+			"mirror.state.topic.num.partitions":     strconv.Itoa(cfg.MirrorStateTopicNumPartitions),
+		},
+	}
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/internal/configdef"
 )
 
 // ValidateTopicName applies Kafka's rules: non-empty, at most 249
@@ -77,8 +78,12 @@ func (t *txn) placement(partitions, rf int) ([][]int32, error) {
 // createTopic adds a topic and its partitions to the txn: ISR = R, leader
 // the first acceptable replica, LE = PE = 0.
 func (t *txn) createTopic(name, id string, assign [][]int32, configs map[string]string, internal bool) {
+	configs = maps.Clone(configs)
+	for k, v := range configs {
+		configs[k] = configdef.Canonical(k, v)
+	}
 	t.putTopic(&twinlogv1.TopicRecord{Name: name, TopicId: id, PartitionCount: int32(len(assign)),
-		Configs: maps.Clone(configs), Internal: internal})
+		Configs: configs, Internal: internal})
 	for i, r := range assign {
 		t.addPartition(name, id, int32(i), r)
 	}
@@ -353,7 +358,7 @@ func (t *txn) alterConfig(r *twinlogv1.AlterConfigsResource) (twinlogv1.ErrorCod
 		if configDefs[k].Static {
 			return invalid, fmt.Errorf("config %q is static", k)
 		}
-		next[k] = v
+		next[k] = configdef.Canonical(k, v)
 	}
 	for _, k := range r.GetDelete() {
 		d, ok := configDefs[k]
@@ -361,6 +366,10 @@ func (t *txn) alterConfig(r *twinlogv1.AlterConfigsResource) (twinlogv1.ErrorCod
 			return invalid, fmt.Errorf("unknown config %q for this resource", k)
 		}
 		delete(next, k)
+	}
+	touched := func(k string) bool { _, set := r.GetSet()[k]; return set || slices.Contains(r.GetDelete(), k) }
+	if err := checkOrders(next, touched); err != nil {
+		return invalid, err
 	}
 	if scope == ScopeTopic {
 		tr := cloneT(t.topic(r.GetResource().GetName()))

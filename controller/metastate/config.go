@@ -6,10 +6,9 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/internal/configdef"
 )
 
 // Config keys of SPEC §1.3.
@@ -61,70 +60,40 @@ type ConfigDef struct {
 	// mirror creates its local topic (see MirroredTopicConfigs); the others
 	// stay local to each cluster.
 	Mirrored bool
-	validate func(string) error
 }
 
-func intMin(lo int64) func(string) error {
-	return func(v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("not an integer: %q", v)
-		}
-		if n < lo {
-			return fmt.Errorf("must be >= %d, got %d", lo, n)
-		}
-		return nil
-	}
-}
-
-func isBool(v string) error {
-	if _, ok := parseBool(v); !ok {
-		return fmt.Errorf("not a boolean: %q", v)
-	}
-	return nil
-}
-
-// parseBool accepts "true"/"false" case-insensitively, as Kafka does.
+// parseBool reads a stored boolean by configdef's rule ("true"/"false" in
+// any case, as Kafka).
 func parseBool(v string) (bool, bool) {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "true":
-		return true, true
-	case "false":
-		return false, true
-	}
-	return false, false
-}
-
-func isStrategy(v string) error {
-	switch v {
-	case StrategyNone, StrategyBalanced, StrategyAggressive:
-		return nil
-	}
-	return fmt.Errorf("must be one of none, balanced, aggressive, got %q", v)
+	b, err := configdef.ParseBool(v)
+	return b, err == nil
 }
 
 // configDefs is the table of SPEC §1.3. Unknown keys are rejected.
 var configDefs = map[string]ConfigDef{
-	KeyMinInsyncReplicas:         {Scopes: ScopeTopic | ScopeCluster, Default: "1", validate: intMin(1)},
-	KeyEligibleLeaderReplicas:    {Scopes: ScopeCluster, Default: "true", validate: isBool},
-	KeyUncleanRecoveryStrategy:   {Scopes: ScopeTopic | ScopeCluster, Default: StrategyBalanced, validate: isStrategy},
-	KeyUncleanLeaderElection:     {Scopes: ScopeTopic | ScopeCluster, Default: "false", validate: isBool},
-	KeyUncleanRecoveryTimeoutMs:  {Scopes: ScopeCluster, Default: "300000", validate: intMin(1)},
-	KeyReplicaLagTimeMaxMs:       {Scopes: ScopeBroker, Default: "30000", validate: intMin(1)},
-	KeyBrokerSessionTimeoutMs:    {Scopes: ScopeCluster, Default: "9000", validate: intMin(1)},
-	KeyBrokerHeartbeatIntervalMs: {Scopes: ScopeCluster, Default: "2000", validate: intMin(1)},
-	KeyMaxRequestPartitionLimit:  {Scopes: ScopeBroker, Default: "1000", validate: intMin(1)},
-	KeyMirrorSupportUnclean:      {Scopes: ScopeTopic, Default: "false", Mirrored: true, validate: isBool},
-	KeyMirrorPendingTimeoutMs:    {Scopes: ScopeBroker, Default: "300000", validate: intMin(1)},
-	KeyMirrorRetryInitialBackoff: {Scopes: ScopeBroker, Default: "100", validate: intMin(0)},
-	KeyMirrorRetryMaxBackoff:     {Scopes: ScopeBroker, Default: "300000", validate: intMin(0)},
-	KeyMirrorRetryMaxAttempts:    {Scopes: ScopeBroker, Default: "20", validate: intMin(0)},
-	KeyMirrorStateReplication:    {Scopes: ScopeCluster, Default: "3", Static: true, validate: intMin(1)},
-	KeyMirrorStateNumPartitions:  {Scopes: ScopeCluster, Default: "1", Static: true, validate: intMin(1)},
+	KeyMinInsyncReplicas:         {Scopes: ScopeTopic | ScopeCluster, Default: "1"},
+	KeyEligibleLeaderReplicas:    {Scopes: ScopeCluster, Default: "true"},
+	KeyUncleanRecoveryStrategy:   {Scopes: ScopeTopic | ScopeCluster, Default: StrategyBalanced},
+	KeyUncleanLeaderElection:     {Scopes: ScopeTopic | ScopeCluster, Default: "false"},
+	KeyUncleanRecoveryTimeoutMs:  {Scopes: ScopeCluster, Default: "300000"},
+	KeyReplicaLagTimeMaxMs:       {Scopes: ScopeBroker, Default: "30000"},
+	KeyBrokerSessionTimeoutMs:    {Scopes: ScopeCluster, Default: "9000"},
+	KeyBrokerHeartbeatIntervalMs: {Scopes: ScopeCluster, Default: "2000"},
+	KeyMaxRequestPartitionLimit:  {Scopes: ScopeBroker, Default: "1000"},
+	KeyMirrorSupportUnclean:      {Scopes: ScopeTopic, Default: "false", Mirrored: true},
+	KeyMirrorPendingTimeoutMs:    {Scopes: ScopeBroker, Default: "300000"},
+	KeyMirrorRetryInitialBackoff: {Scopes: ScopeBroker, Default: "100"},
+	KeyMirrorRetryMaxBackoff:     {Scopes: ScopeBroker, Default: "300000"},
+	KeyMirrorRetryMaxAttempts:    {Scopes: ScopeBroker, Default: "20"},
+	KeyMirrorStateReplication:    {Scopes: ScopeCluster, Default: "3", Static: true},
+	KeyMirrorStateNumPartitions:  {Scopes: ScopeCluster, Default: "1", Static: true},
 }
 
 func init() {
 	for k, d := range configDefs {
+		// How a value is written and its bounds are configdef's, shared
+		// with the daemons' start-up config.
+		configdef.MustLookup(k)
 		if d.Mirrored && (d.Scopes&ScopeTopic == 0 || d.Static) {
 			panic(fmt.Sprintf("metastate: mirrored config %q must be a dynamic topic config", k))
 		}
@@ -171,7 +140,8 @@ func LookupConfig(key string) (ConfigDef, bool) {
 }
 
 // ValidateConfig checks that key is known, settable at scope and that value
-// parses (SPEC §1.3).
+// is written and bounded as internal/configdef says (SPEC §1.3): the same
+// rule, floor and ceiling a daemon applies to the key at start.
 func ValidateConfig(scope Scope, key, value string) error {
 	d, ok := configDefs[key]
 	if !ok {
@@ -180,8 +150,34 @@ func ValidateConfig(scope Scope, key, value string) error {
 	if d.Scopes&scope == 0 {
 		return fmt.Errorf("config %q cannot be set on this resource", key)
 	}
-	if err := d.validate(value); err != nil {
-		return fmt.Errorf("config %q: %v", key, err)
+	if err := configdef.Check(key, value); err != nil {
+		return fmt.Errorf("config %q = %q: %v", key, value, err)
+	}
+	return nil
+}
+
+// checkOrders applies configdef's rules between keys (a session longer than
+// the heartbeat interval, ...) to the configs next that a change of the keys
+// in touched would leave. Only rules with a touched key are checked: a
+// stored pair that breaks a rule (written before the rule existed) does not
+// block changes of unrelated keys. Values absent from next are the
+// defaults.
+func checkOrders(next map[string]string, touched func(key string) bool) error {
+	for _, o := range configdef.Orders {
+		lo, lok := configDefs[o.Lower]
+		up, uok := configDefs[o.Upper]
+		if !lok || !uok || !(touched(o.Lower) || touched(o.Upper)) {
+			continue
+		}
+		get := func(k string, d ConfigDef) int64 {
+			if v, ok := next[k]; ok {
+				return atoi(v, atoi(d.Default, 0))
+			}
+			return atoi(d.Default, 0)
+		}
+		if err := o.Check(get(o.Lower, lo), get(o.Upper, up)); err != nil {
+			return fmt.Errorf("config %q = %d: %v", o.Upper, get(o.Upper, up), err)
+		}
 	}
 	return nil
 }
@@ -216,11 +212,14 @@ func (s *State) InitialClusterConfigs(cfg map[string]string) (*twinlogv1.Metadat
 			errs = append(errs, err)
 			continue
 		}
-		if configDefs[k].Default != v {
+		if v = configdef.Canonical(k, v); configDefs[k].Default != v {
 			out[k] = v
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("metastate: initial cluster configs: %w", err)
+	}
+	if err := checkOrders(out, func(k string) bool { _, ok := cfg[k]; return ok }); err != nil {
 		return nil, fmt.Errorf("metastate: initial cluster configs: %w", err)
 	}
 	if len(out) == 0 {

@@ -20,8 +20,25 @@ func (t *txn) selectPartitions(sel []*twinlogv1.TopicPartitions) ([]*twinlogv1.P
 	}
 	var ps []*twinlogv1.PartitionRecord
 	var errs []*twinlogv1.PartitionResult
+	// A partition named twice is refused once, as Kafka's ElectLeaders
+	// does, and not elected: a second election of the same partition in
+	// one request would start from the record the first one replaced.
+	seen := map[tpKey]int{}
 	for _, tp := range sel {
 		for _, i := range tp.GetPartitions() {
+			seen[tpKey{tp.GetTopic(), i}]++
+		}
+	}
+	for _, tp := range sel {
+		for _, i := range tp.GetPartitions() {
+			switch n := seen[tpKey{tp.GetTopic(), i}]; {
+			case n < 0:
+				continue // already answered
+			case n > 1:
+				seen[tpKey{tp.GetTopic(), i}] = -1
+				errs = append(errs, &twinlogv1.PartitionResult{Topic: tp.GetTopic(), Partition: i, Error: ecInvalid, ErrorMessage: "duplicate partition in the request"})
+				continue
+			}
 			if p := t.partition(tp.GetTopic(), i); p != nil {
 				ps = append(ps, p)
 			} else {
@@ -90,6 +107,7 @@ func (s *State) ElectLeaders(req *twinlogv1.ElectLeadersRequest, nowMs int64) (*
 func (s *State) AlterPartitionReassignments(req *twinlogv1.AlterPartitionReassignmentsRequest) (*twinlogv1.MetadataDelta, *twinlogv1.AlterPartitionReassignmentsResponse) {
 	t := s.view()
 	resp := &twinlogv1.AlterPartitionReassignmentsResponse{}
+	registered := len(t.brokerIDs()) // no change below registers or removes one
 	for _, rp := range req.GetPartitions() {
 		r := &twinlogv1.PartitionResult{Topic: rp.GetTopic(), Partition: rp.GetPartition()}
 		resp.Results = append(resp.Results, r)
@@ -98,7 +116,7 @@ func (s *State) AlterPartitionReassignments(req *twinlogv1.AlterPartitionReassig
 			r.Error, r.ErrorMessage = ecUnknown, "unknown partition"
 			continue
 		}
-		ec, err := t.reassign(p, rp.GetReplicas())
+		ec, err := t.reassign(p, rp.GetReplicas(), registered)
 		if err != nil {
 			r.Error, r.ErrorMessage = ec, err.Error()
 		}
@@ -106,7 +124,7 @@ func (s *State) AlterPartitionReassignments(req *twinlogv1.AlterPartitionReassig
 	return t.delta(), resp
 }
 
-func (t *txn) reassign(p *twinlogv1.PartitionRecord, target []int32) (twinlogv1.ErrorCode, error) {
+func (t *txn) reassign(p *twinlogv1.PartitionRecord, target []int32, registered int) (twinlogv1.ErrorCode, error) {
 	R := p.GetReplicas()
 	orig := minus(R, p.GetAddingReplicas())
 	inProgress := len(p.GetAddingReplicas())+len(p.GetRemovingReplicas()) > 0
@@ -127,6 +145,13 @@ func (t *txn) reassign(p *twinlogv1.PartitionRecord, target []int32) (twinlogv1.
 		o.setISR, o.isr = true, isr
 		t.change(p, o)
 		return ecNone, nil
+	}
+	// Bounded before anything looks at the list: a target of a million ids
+	// must cost no more than a short one (the controller's lock is held).
+	// Without duplicates every id must be a registered broker, so a longer
+	// list is refused whatever it holds.
+	if len(target) > registered {
+		return twinlogv1.ErrorCode_ERROR_CODE_INVALID_REPLICA_ASSIGNMENT, fmt.Errorf("%d target replicas but %d brokers are registered", len(target), registered)
 	}
 	if hasDuplicates(target) {
 		return twinlogv1.ErrorCode_ERROR_CODE_INVALID_REPLICA_ASSIGNMENT, fmt.Errorf("duplicate replicas")

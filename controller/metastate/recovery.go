@@ -2,6 +2,7 @@ package metastate
 
 import (
 	"maps"
+	"math"
 	"slices"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
@@ -129,12 +130,26 @@ func (t *txn) stillTriggered(p *twinlogv1.PartitionRecord, r *Round) bool {
 	return false
 }
 
+// addSat is a + b, saturated at the int64 range instead of wrapping: an
+// image written before configdef capped unclean.recovery.timeout.ms may
+// hold a timeout near MaxInt64, and a wrapped deadline lies in the past, so
+// the round would end at once instead of (practically) never.
+func addSat(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
+}
+
 func (s *State) newRound(t *txn, p *twinlogv1.PartitionRecord, strategy string, cands []int32, nowMs int64) *Round {
 	s.nextRoundID++
 	r := &Round{
 		ID: s.nextRoundID, Topic: p.GetTopic(), TopicID: p.GetTopicId(), Partition: p.GetPartition(),
 		Strategy: strategy, Candidates: cands,
-		DeadlineMs: nowMs + atoi(t.clusterConfigValue(KeyUncleanRecoveryTimeoutMs), 300000),
+		DeadlineMs: addSat(nowMs, atoi(t.clusterConfigValue(KeyUncleanRecoveryTimeoutMs), 300000)),
 		lke:        slices.Clone(p.GetLastKnownElr()), lkl: p.GetLastKnownLeader(),
 	}
 	for _, b := range cands {

@@ -58,11 +58,25 @@ func subset(a, b []int32) bool {
 	return true
 }
 
+// hasDuplicates is linear in len(a): a request's list (a reassignment
+// target, an assignment) may be long, and a quadratic scan of a million ids
+// would hold the controller's lock for minutes. Short lists (replica sets)
+// skip the map.
 func hasDuplicates(a []int32) bool {
-	for i, x := range a {
-		if slices.Contains(a[i+1:], x) {
+	if len(a) <= 16 {
+		for i, x := range a {
+			if slices.Contains(a[i+1:], x) {
+				return true
+			}
+		}
+		return false
+	}
+	seen := make(map[int32]struct{}, len(a))
+	for _, x := range a {
+		if _, dup := seen[x]; dup {
 			return true
 		}
+		seen[x] = struct{}{}
 	}
 	return false
 }

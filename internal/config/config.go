@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/twinlog/twinlog/internal/configdef"
 )
 
 // EnvPrefix prefixes every environment override.
@@ -56,6 +58,13 @@ type BrokerConfig struct {
 	BrokerHeartbeatInterval      time.Duration // broker.heartbeat.interval.ms
 	BrokerSessionTimeout         time.Duration // broker.session.timeout.ms (for sanity checks only)
 
+	FetchMaxBytes int // fetch.max.bytes: record bytes of one Fetch response
+	// log.message.timestamp.{before,after}.max.ms: how far a produced
+	// record's timestamp may lie before / after the broker's clock;
+	// NoTimestampBound when set to Kafka's "no bound" (Long.MAX_VALUE).
+	LogMessageTimestampBeforeMax time.Duration
+	LogMessageTimestampAfterMax  time.Duration
+
 	GCPercent        int   // runtime.gc.percent (GOGC, which wins when set)
 	MemoryLimitBytes int64 // runtime.memory.limit.bytes (GOMEMLIMIT, which wins when set; 0: none)
 }
@@ -77,6 +86,10 @@ type ControllerConfig struct {
 	MirrorStateTopicReplicationFactor int           // mirror.state.topic.replication.factor (static)
 	MirrorStateTopicNumPartitions     int           // mirror.state.topic.num.partitions (static)
 	MaxRequestPartitionSizeLimit      int32         // max.request.partition.size.limit
+
+	CreateTopicsMaxPartitionsPerRequest int // create.topics.max.partitions.per.request
+	MaxClusterPartitions                int // cluster.max.partitions
+	MetadataFetchMaxBytes               int // metadata.fetch.max.bytes
 }
 
 // field is one config key: its default (in input syntax) and how to parse
@@ -112,6 +125,9 @@ func brokerFields(c *BrokerConfig) []field {
 		intField("mirror.failed.retry.max.attempts", "20", "automatic FAILED retries", &c.Mirror.FailedRetryMaxAttempts),
 		msField("broker.heartbeat.interval.ms", "2000", "heartbeat period (SPEC §3.2)", &c.BrokerHeartbeatInterval),
 		msField("broker.session.timeout.ms", "9000", "controller's fencing timeout, used to check the heartbeat interval", &c.BrokerSessionTimeout),
+		intField("fetch.max.bytes", "57671680", "record bytes one Fetch response carries at most, whatever the request asks (Kafka's 55 MiB; at most about 62 MiB, under the 64 MiB message limit)", &c.FetchMaxBytes),
+		timestampBoundField("log.message.timestamp.before.max.ms", kafkaLongMax, "how far before the broker's clock a produced record's timestamp may be (9223372036854775807: no bound)", &c.LogMessageTimestampBeforeMax),
+		timestampBoundField("log.message.timestamp.after.max.ms", "3600000", "how far after the broker's clock a produced record's timestamp may be (9223372036854775807: no bound)", &c.LogMessageTimestampAfterMax),
 		intField("runtime.gc.percent", strconv.Itoa(DefaultBrokerGCPercent), "Go GC target: heap growth % between collections (the GOGC variable wins; -1: only at runtime.memory.limit.bytes)", &c.GCPercent),
 		intField("runtime.memory.limit.bytes", "0", "Go soft memory limit (the GOMEMLIMIT variable wins; 0: none)", &c.MemoryLimitBytes),
 	}
@@ -143,6 +159,9 @@ func controllerFields(c *ControllerConfig) []field {
 		intField("mirror.state.topic.replication.factor", "3", "__mirror_state RF (static)", &c.MirrorStateTopicReplicationFactor),
 		intField("mirror.state.topic.num.partitions", "1", "__mirror_state partitions (static)", &c.MirrorStateTopicNumPartitions),
 		intField("max.request.partition.size.limit", "1000", "DescribeTopicPartitions page limit (SPEC §5)", &c.MaxRequestPartitionSizeLimit),
+		intField(configdef.KeyCreateTopicsMaxPartitionsPerRequest, "10000", "partitions one CreateTopics request may create", &c.CreateTopicsMaxPartitionsPerRequest),
+		intField(configdef.KeyClusterMaxPartitions, "100000", "partitions the cluster may hold (CreateTopics refuses more)", &c.MaxClusterPartitions),
+		intField(configdef.KeyMetadataFetchMaxBytes, "16777216", "encoded deltas of one FetchMetadata response (brokers page through larger backlogs)", &c.MetadataFetchMaxBytes),
 	}
 }
 
@@ -263,13 +282,20 @@ func (c BrokerConfig) Validate() error {
 	}
 	checkFloor(&errs, "mirror.pending.timeout.ms", c.Mirror.PendingTimeout)
 	checkFloor(&errs, "mirror.failed.retry.initial.backoff.ms", c.Mirror.FailedRetryInitialBackoff)
-	if c.Mirror.FailedRetryMaxBackoff < c.Mirror.FailedRetryInitialBackoff {
-		bad("mirror.failed.retry.max.backoff.ms", c.Mirror.FailedRetryMaxBackoff.Milliseconds(), "must be ≥ mirror.failed.retry.initial.backoff.ms")
-	}
+	checkOrder(&errs, configdef.KeyMirrorFailedRetryInitialBackoffMs, c.Mirror.FailedRetryInitialBackoff.Milliseconds(),
+		configdef.KeyMirrorFailedRetryMaxBackoffMs, c.Mirror.FailedRetryMaxBackoff.Milliseconds())
 	if c.Mirror.FailedRetryMaxAttempts < 0 {
 		bad("mirror.failed.retry.max.attempts", c.Mirror.FailedRetryMaxAttempts, "must be ≥ 0")
 	}
 	checkHeartbeat(&errs, c.BrokerHeartbeatInterval, c.BrokerSessionTimeout)
+	// The upper bound (the answer must fit the transport's message limit
+	// with one more batch) is broker.Config.Validate's, which brokerd runs
+	// next.
+	if c.FetchMaxBytes < 1024 {
+		bad("fetch.max.bytes", c.FetchMaxBytes, "must be ≥ 1024 (Kafka's minimum)")
+	}
+	checkTimestampBound(&errs, "log.message.timestamp.before.max.ms", c.LogMessageTimestampBeforeMax)
+	checkTimestampBound(&errs, "log.message.timestamp.after.max.ms", c.LogMessageTimestampAfterMax)
 	return errors.Join(errs...)
 }
 
@@ -287,32 +313,28 @@ func (c ControllerConfig) Validate() error {
 	if c.DataDir == "" {
 		bad("data.dir", `""`, "must name the directory for the bbolt file")
 	}
-	if c.MinInsyncReplicas < 1 {
-		bad("min.insync.replicas", c.MinInsyncReplicas, "must be ≥ 1")
-	}
+	checkRange(&errs, "min.insync.replicas", int64(c.MinInsyncReplicas))
 	if !slices.Contains(UncleanRecoveryStrategies, c.UncleanRecoveryStrategy) {
 		bad("unclean.recovery.strategy", strconv.Quote(c.UncleanRecoveryStrategy), "allowed values are "+strings.Join(UncleanRecoveryStrategies, ", "))
 	}
 	checkFloor(&errs, "unclean.recovery.timeout.ms", c.UncleanRecoveryTimeout)
 	checkHeartbeat(&errs, c.BrokerHeartbeatInterval, c.BrokerSessionTimeout)
-	if c.MirrorStateTopicReplicationFactor < 1 {
-		bad("mirror.state.topic.replication.factor", c.MirrorStateTopicReplicationFactor, "must be ≥ 1")
-	}
-	if c.MirrorStateTopicNumPartitions < 1 {
-		bad("mirror.state.topic.num.partitions", c.MirrorStateTopicNumPartitions, "must be ≥ 1")
-	}
-	if c.MaxRequestPartitionSizeLimit < 1 {
-		bad("max.request.partition.size.limit", c.MaxRequestPartitionSizeLimit, "must be ≥ 1")
-	}
+	// The same bounds AlterConfigs applies at run time (configdef).
+	checkRange(&errs, "mirror.state.topic.replication.factor", int64(c.MirrorStateTopicReplicationFactor))
+	checkRange(&errs, "mirror.state.topic.num.partitions", int64(c.MirrorStateTopicNumPartitions))
+	checkRange(&errs, "max.request.partition.size.limit", int64(c.MaxRequestPartitionSizeLimit))
+	checkRange(&errs, configdef.KeyCreateTopicsMaxPartitionsPerRequest, int64(c.CreateTopicsMaxPartitionsPerRequest))
+	checkRange(&errs, configdef.KeyClusterMaxPartitions, int64(c.MaxClusterPartitions))
+	checkOrder(&errs, configdef.KeyCreateTopicsMaxPartitionsPerRequest, int64(c.CreateTopicsMaxPartitionsPerRequest),
+		configdef.KeyClusterMaxPartitions, int64(c.MaxClusterPartitions))
+	checkRange(&errs, configdef.KeyMetadataFetchMaxBytes, int64(c.MetadataFetchMaxBytes))
 	return errors.Join(errs...)
 }
 
 func checkHeartbeat(errs *[]error, hb, session time.Duration) {
 	checkFloor(errs, "broker.heartbeat.interval.ms", hb)
 	checkFloor(errs, "broker.session.timeout.ms", session)
-	if session <= hb {
-		*errs = append(*errs, fmt.Errorf("config: broker.session.timeout.ms = %d: must be > broker.heartbeat.interval.ms (%d)", session.Milliseconds(), hb.Milliseconds()))
-	}
+	checkOrder(errs, configdef.KeyBrokerHeartbeatIntervalMs, hb.Milliseconds(), configdef.KeyBrokerSessionTimeoutMs, session.Milliseconds())
 }
 
 func checkAddr(errs *[]error, key, addr string, optional bool) {

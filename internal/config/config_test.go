@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+
+	"github.com/twinlog/twinlog/controller/metastate"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -27,6 +29,10 @@ func TestDefaultsFollowSpec(t *testing.T) {
 		MinInsyncReplicas: 1, EligibleLeaderReplicasEnabled: true, UncleanRecoveryStrategy: "balanced",
 		UncleanRecoveryTimeout: 300 * time.Second, BrokerSessionTimeout: 9 * time.Second, BrokerHeartbeatInterval: 2 * time.Second,
 		MirrorStateTopicReplicationFactor: 3, MirrorStateTopicNumPartitions: 1, MaxRequestPartitionSizeLimit: 1000,
+		// The controller's own defaults (controller.Config, metastate).
+		CreateTopicsMaxPartitionsPerRequest: metastate.DefaultMaxCreatePartitionsPerRequest,
+		MaxClusterPartitions:                metastate.DefaultMaxClusterPartitions,
+		MetadataFetchMaxBytes:               16 << 20,
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("controller defaults (-want +got):\n%s", diff)
@@ -143,6 +149,12 @@ func rawString(c ControllerConfig, key string) string {
 		return strconvI(int64(c.MirrorStateTopicNumPartitions))
 	case "max.request.partition.size.limit":
 		return strconvI(int64(c.MaxRequestPartitionSizeLimit))
+	case "create.topics.max.partitions.per.request":
+		return strconvI(int64(c.CreateTopicsMaxPartitionsPerRequest))
+	case "cluster.max.partitions":
+		return strconvI(int64(c.MaxClusterPartitions))
+	case "metadata.fetch.max.bytes":
+		return strconvI(int64(c.MetadataFetchMaxBytes))
 	}
 	return "?" + key
 }

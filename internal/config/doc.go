@@ -25,8 +25,10 @@
 // warned about at start (UnknownBrokerEnv, UnknownControllerEnv).
 //
 // Validate reports every bad key at once, each error naming the key, the
-// value and the rule. The minimums of the duration keys (validate.go
-// floors) are:
+// value and the rule. The parse rule, the floors and ceilings and the rules
+// between keys live in one table, internal/configdef, which AlterConfigs
+// applies at run time too (`twinctl configs set` cannot set what a daemon
+// would refuse at start). The floors of the duration keys are:
 //
 //	broker.heartbeat.interval.ms             ≥ 100
 //	broker.session.timeout.ms                ≥ 1000 and > broker.heartbeat.interval.ms
@@ -35,8 +37,20 @@
 //	mirror.pending.timeout.ms                ≥ 1000
 //	mirror.failed.retry.initial.backoff.ms   ≥ 10 (and max.backoff ≥ initial)
 //	unclean.recovery.timeout.ms              ≥ 1000
+//
+// and of the controller's limits:
+//
+//	create.topics.max.partitions.per.request 1 to 1000000 (default 10000), ≤ cluster.max.partitions
+//	cluster.max.partitions                   1 to 10000000 (default 100000)
+//	metadata.fetch.max.bytes                 65536 to 33554432 (default 16777216)
+//	mirror.state.topic.num.partitions        1 to 1000
 //	log.retention.ms, log.retention.bytes    -1 (unlimited) or ≥ 1; 0 is refused
 //	                                         (Kafka deletes at once, storage would keep all)
+//	log.message.timestamp.{before,after}.max.ms
+//	                                         ≥ 1, or 9223372036854775807 (Kafka's Long.MAX_VALUE)
+//	                                         for no bound; 0 is refused
+//	fetch.max.bytes                          ≥ 1024; brokerd checks the upper bound
+//	                                         (broker.Config.Validate: under the message limit)
 //
 // listeners takes one entry, host:port or PLAINTEXT://host:port; any other
 // scheme (SSL, SASL_*, named listeners) is not implemented and refused, as

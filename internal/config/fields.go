@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/twinlog/twinlog/internal/configdef"
 )
 
 // value is one setting as the operator wrote it, before it is parsed: the
@@ -46,40 +48,12 @@ func (v value) scalar() (string, error) {
 	return strings.TrimSpace(v.text), nil
 }
 
-// errNotDecimal explains why s is not accepted as an integer. The rule is
-// one for every integer key, from every source: an optional '-', then
-// decimal digits without leading zeros. Go's and YAML's base prefixes
-// (0x, 0o, 0b, a bare leading 0 for octal), digit separators, '+', floats
-// and booleans are refused rather than converted, because each has been
-// read differently by some reader of the same file (cast.ToInt made "010"
-// 8 and "true" 1, and truncated "1.9").
-func errNotDecimal(s string) error {
-	digits := strings.TrimPrefix(s, "-")
-	switch {
-	case s == "":
-		return errors.New("empty value: want a decimal integer")
-	case strings.EqualFold(s, "true") || strings.EqualFold(s, "false"):
-		return errors.New("want a decimal integer, not a boolean")
-	case len(digits) > 1 && digits[0] == '0':
-		return errors.New("want a decimal integer without leading zeros or a 0x/0o/0b prefix (write it in plain decimal)")
-	}
-	if _, err := strconv.ParseFloat(s, 64); err == nil && strings.ContainsAny(s, ".eE") {
-		return errors.New("want a whole decimal integer, not a fraction or exponent")
-	}
-	return errors.New("want a decimal integer")
-}
-
-// parseDecimal parses s strictly (see errNotDecimal) and checks lo ≤ n ≤ hi.
+// parseDecimal parses s strictly and checks lo ≤ n ≤ hi: configdef's rule
+// (an optional '-', decimal digits without leading zeros; no 0x/0o/0b,
+// '+', '_', fraction, exponent or boolean), which AlterConfigs applies at
+// run time too.
 func parseDecimal(s string, lo, hi int64) (int64, error) {
-	digits := strings.TrimPrefix(s, "-")
-	if digits == "" || (len(digits) > 1 && digits[0] == '0') || strings.TrimLeft(digits, "0123456789") != "" {
-		return 0, errNotDecimal(s)
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < lo || n > hi {
-		return 0, fmt.Errorf("out of range: want %d to %d", lo, hi)
-	}
-	return n, nil
+	return configdef.ParseDecimal(s, lo, hi)
 }
 
 type integer interface{ ~int | ~int32 | ~int64 }
@@ -104,7 +78,7 @@ func parseInt[T integer](s string) (T, error) {
 
 // maxMillis is the largest count of milliseconds a time.Duration holds
 // (about 292 years); beyond it n*time.Millisecond would wrap.
-const maxMillis = math.MaxInt64 / int64(time.Millisecond)
+const maxMillis = configdef.MaxMillis
 
 // parseMillis parses s as a .ms key: a decimal integer (parseInt's rule)
 // of milliseconds that fits a time.Duration. -1 stays -1ms, Kafka's
@@ -120,17 +94,9 @@ func parseMillis(s string) (time.Duration, error) {
 	return time.Duration(n) * time.Millisecond, nil
 }
 
-// parseBool accepts exactly true or false, in any case (Kafka's rule,
-// metastate.parseBool's too); 1, yes, on and t are refused.
-func parseBool(s string) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, errors.New("allowed values are true, false")
-}
+// parseBool accepts exactly true or false, in any case (configdef's rule,
+// AlterConfigs' too); 1, yes, on and t are refused.
+func parseBool(s string) (bool, error) { return configdef.ParseBool(s) }
 
 func intField[T integer](key, def, usage string, dst *T) field {
 	return field{key: key, def: def, usage: usage, set: func(v value) error {
@@ -161,6 +127,32 @@ func msField(key, def, usage string, dst *time.Duration) field {
 		*dst = d
 		return nil
 	}}
+}
+
+// kafkaLongMax is Java's Long.MAX_VALUE, which Kafka documents as "no
+// bound" for log.message.timestamp.before.max.ms (its default) and
+// after.max.ms (its default before Kafka 4.0): operators copy it from
+// Kafka's configs, so it is accepted as that, not refused as a .ms value
+// that overflows a time.Duration.
+const kafkaLongMax = "9223372036854775807"
+
+// NoTimestampBound is a log.message.timestamp.*.max.ms key set to
+// kafkaLongMax.
+const NoTimestampBound = time.Duration(math.MaxInt64)
+
+// timestampBoundField is msField that also reads kafkaLongMax, exactly, as
+// NoTimestampBound.
+func timestampBoundField(key, def, usage string, dst *time.Duration) field {
+	ms := msField(key, def, usage, dst)
+	set := ms.set
+	ms.set = func(v value) error {
+		if s, err := v.scalar(); err == nil && s == kafkaLongMax {
+			*dst = NoTimestampBound
+			return nil
+		}
+		return set(v)
+	}
+	return ms
 }
 
 func strField(key, def, usage string, dst *string) field {

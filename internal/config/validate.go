@@ -4,36 +4,43 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/twinlog/twinlog/internal/configdef"
 )
 
-// floor is the smallest value a duration key accepts, and why.
-type floor struct {
-	ms  int64
-	why string
-}
-
-// floors are the minimums of the duration keys (doc.go has the table).
-// Each lies far below any sane setting and above the values that make a
-// daemon spin, flood its peers or flap: a session of 1 ms fences every
-// broker at once, a lag limit under the 500 ms follower long-poll shrinks
-// every ISR between two fetches.
-var floors = map[string]floor{
-	"broker.heartbeat.interval.ms":           {100, "a broker heartbeats at most 10 times a second"},
-	"broker.session.timeout.ms":              {1000, "shorter sessions fence brokers on a scheduling hiccup"},
-	"replica.lag.time.max.ms":                {1000, "followers long-poll for up to 500 ms; a shorter limit shrinks the ISR between fetches"},
-	"log.roll.ms":                            {1000, "rolling more often makes a segment file per batch"},
-	"mirror.pending.timeout.ms":              {1000, "a mirror partition needs round trips to both clusters before it leaves PENDING"},
-	"mirror.failed.retry.initial.backoff.ms": {10, "shorter backoffs retry a failed mirror in a busy loop"},
-	"unclean.recovery.timeout.ms":            {1000, "a balanced recovery round waits for replicas to answer"},
-}
-
+// checkFloor checks a duration key against its floor and ceiling in
+// internal/configdef's table (doc.go lists the floors), the table
+// AlterConfigs applies at run time too. A key without a row there is a
+// programming error: add the row.
 func checkFloor(errs *[]error, key string, d time.Duration) {
-	f, ok := floors[key]
-	if !ok {
-		panic("config: no floor for " + key) // a programming error: add the row
+	if err := configdef.MustLookup(key).CheckRange(d.Milliseconds()); err != nil {
+		*errs = append(*errs, fmt.Errorf("config: %s = %d: %w", key, d.Milliseconds(), err))
 	}
-	if d < time.Duration(f.ms)*time.Millisecond {
-		*errs = append(*errs, fmt.Errorf("config: %s = %d: must be ≥ %d (%s)", key, d.Milliseconds(), f.ms, f.why))
+}
+
+// checkRange checks an integer key against its bounds in configdef's
+// table.
+func checkRange(errs *[]error, key string, n int64) {
+	if err := configdef.MustLookup(key).CheckRange(n); err != nil {
+		*errs = append(*errs, fmt.Errorf("config: %s = %d: %w", key, n, err))
+	}
+}
+
+// checkOrder checks configdef's rule between two keys (Orders), reported
+// on the upper key.
+func checkOrder(errs *[]error, lowerKey string, lower int64, upperKey string, upper int64) {
+	if err := configdef.CheckOrder(lowerKey, lower, upperKey, upper); err != nil {
+		*errs = append(*errs, fmt.Errorf("config: %s = %d: %w", upperKey, upper, err))
+	}
+}
+
+// checkTimestampBound checks a log.message.timestamp.*.max.ms key: ≥ 1 ms
+// or NoTimestampBound. Kafka allows 0, but the broker reads a zero bound
+// as its default, and 0 would refuse a record stamped a millisecond off
+// the broker's clock anyway.
+func checkTimestampBound(errs *[]error, key string, d time.Duration) {
+	if d < time.Millisecond {
+		*errs = append(*errs, fmt.Errorf("config: %s = %d: must be ≥ 1, or %s for no bound", key, d.Milliseconds(), kafkaLongMax))
 	}
 }
 

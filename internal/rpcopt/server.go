@@ -15,8 +15,11 @@ import (
 const (
 	// MaxConcurrentStreams bounds the RPCs one client connection may have
 	// in flight (gRPC's default is unlimited): a single client cannot tie
-	// up every handler goroutine.
-	MaxConcurrentStreams = 1000
+	// up every handler goroutine. It is far above what one peer needs: a
+	// destination broker's mirror runners share one connection to each
+	// source broker and each holds one long-poll fetch, so a broker pair
+	// mirroring more partitions than this would queue their fetches.
+	MaxConcurrentStreams = 16384
 	// MaxHandlerTime is the server-side deadline of every unary handler,
 	// applied whatever deadline (or none) the client sent. The longest
 	// legitimate waits are below it: a metadata long-poll (at most 30 s)

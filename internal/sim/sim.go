@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
@@ -349,22 +350,24 @@ func (s *Sim) setupStart() {
 	minISR := 1 + s.rng.IntN(2)
 	unclean := s.chance(0.25)
 	s.tracef("setup: %d brokers, %d partitions, min.insync.replicas %d, unclean.leader.election.enable %t", n, parts, minISR, unclean)
+	// The record is written as it stands, not through AlterConfigs: the
+	// simulator compresses time, and its session (600 ms by default) lies
+	// below the floor an operator may set (internal/configdef). The record
+	// is the one AlterConfigs wrote here before that floor existed, so
+	// every seed runs as it did.
 	s.ctl.do("configs", false, func() *pb.MetadataDelta {
-		d, resp := s.ctl.state.AlterConfigs(&pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
-			Resource: &pb.ConfigResource{Type: pb.ConfigResourceType_CONFIG_RESOURCE_TYPE_CLUSTER},
-			Set: map[string]string{
-				metastate.KeyBrokerSessionTimeoutMs:    strconv.FormatInt(cfg.SessionTimeoutMs, 10),
-				metastate.KeyBrokerHeartbeatIntervalMs: strconv.FormatInt(cfg.HeartbeatMs, 10),
-				metastate.KeyUncleanRecoveryTimeoutMs:  strconv.FormatInt(cfg.UncleanRecoveryTimeoutMs, 10),
-				metastate.KeyMinInsyncReplicas:         strconv.Itoa(minISR),
-				metastate.KeyUncleanLeaderElection:     strconv.FormatBool(unclean),
-			}}}})
-		for _, r := range resp.GetResults() {
-			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-				s.fail("setup", "alter configs: %v", r)
-			}
+		cc := s.ctl.state.ClusterConfigs()
+		if cc == nil {
+			cc = map[string]string{}
 		}
-		return d
+		maps.Copy(cc, map[string]string{
+			metastate.KeyBrokerSessionTimeoutMs:    strconv.FormatInt(cfg.SessionTimeoutMs, 10),
+			metastate.KeyBrokerHeartbeatIntervalMs: strconv.FormatInt(cfg.HeartbeatMs, 10),
+			metastate.KeyUncleanRecoveryTimeoutMs:  strconv.FormatInt(cfg.UncleanRecoveryTimeoutMs, 10),
+			metastate.KeyMinInsyncReplicas:         strconv.Itoa(minISR),
+			metastate.KeyUncleanLeaderElection:     strconv.FormatBool(unclean),
+		})
+		return &pb.MetadataDelta{Offset: s.ctl.state.Offset() + 1, ClusterConfig: &pb.ClusterConfigRecord{Configs: cc}}
 	})
 	for i := 1; i <= n; i++ {
 		b := newBroker(s, int32(i))

@@ -159,6 +159,11 @@ func (a *app) configsSet() *cobra.Command {
 			if p.json {
 				return p.emitJSON(map[string]any{"resource": resourceString(res), "set": set, "deleted": strs(deletes), "validate_only": validate})
 			}
+			if validate {
+				// Nothing changed: the controller only checked the change.
+				fmt.Fprintf(p.w, "would update %s configs (validate only: nothing changed)\n", resourceString(res))
+				return nil
+			}
 			fmt.Fprintf(p.w, "updated %s configs\n", resourceString(res))
 			return nil
 		},
@@ -220,7 +225,48 @@ func (a *app) brokersCommand() *cobra.Command {
 			return renderBrokers(a.printer(), resp.GetClusterId(), resp.GetBrokers())
 		},
 	}
-	return group("brokers", "Inspect brokers", list)
+	return group("brokers", "Inspect and unregister brokers", list, a.brokersUnregister())
+}
+
+// brokersUnregister removes a broker that is gone for good (AdminService
+// UnregisterBroker, Kafka's KIP-500 unregister): the controller refuses a
+// broker that is still live (INVALID_REQUEST: stop it and let its session
+// expire) and an id it does not know (BROKER_ID_NOT_REGISTERED).
+func (a *app) brokersUnregister() *cobra.Command {
+	return &cobra.Command{
+		Use:   "unregister ID",
+		Short: "Remove a broker that is gone for good (it must be stopped and fenced first)",
+		Long: `Removes the broker's registration: it leaves every ISR and ELR and its
+record is deleted. Its id stays in the replica sets until a reassignment
+moves them (twinctl reassign), and the broker may register again later.
+A live broker is refused: stop it and wait broker.session.timeout.ms.`,
+		Example: "  twinctl brokers unregister 4",
+		Args:    exactArgs(1, "one broker id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 32)
+			if err != nil || id < 0 || strconv.FormatInt(id, 10) != args[0] {
+				return usagef("bad broker id %q: want an integer ≥ 0", args[0])
+			}
+			client, err := a.admin()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.rpcCtx(cmd.Context())
+			defer cancel()
+			resp, err := client.UnregisterBroker(ctx, &twinlogv1.UnregisterBrokerRequest{BrokerId: int32(id)})
+			if err != nil {
+				return rpcError(err, a.bootstrap, "unregister broker")
+			}
+			if err := protoErr(resp.GetError(), fmt.Sprintf("broker %d", id), resp.GetErrorMessage(), ""); err != nil {
+				return err
+			}
+			p := a.printer()
+			if p.json {
+				return p.emitJSON(map[string]any{"broker_id": id, "result": "unregistered"})
+			}
+			return p.table([]string{"ID", "RESULT"}, [][]string{{strconv.FormatInt(id, 10), "unregistered"}})
+		},
+	}
 }
 
 // ---- elect-leaders ----
