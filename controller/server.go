@@ -322,12 +322,17 @@ func (s mirrorServer) StartMirrorTopics(ctx context.Context, req *twinlogv1.Star
 			bootstrap = m.GetSourceBootstrap()
 		}
 	}
+	// The cluster id the addresses answer goes to metastate too: new
+	// addresses must be the mirror's source cluster (a mirror is never
+	// re-pointed at another cluster), and so must the old ones that
+	// describe the topics.
+	var sourceID string
 	var sources map[string]metastate.SourceTopic
-	if len(bootstrap) > 0 && len(req.GetTopics()) > 0 {
-		_, sources = s.c.resolveSource(ctx, bootstrap, req.GetTopics())
+	if len(bootstrap) > 0 && (len(req.GetTopics()) > 0 || len(req.GetSourceBootstrap()) > 0) {
+		sourceID, sources = s.c.resolveSource(ctx, bootstrap, req.GetTopics())
 	}
 	res, err := run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
-		return st.StartMirrorTopics(req.GetMirror(), req.GetTopics(), req.GetSourceBootstrap(), sources)
+		return st.StartMirrorTopics(req.GetMirror(), req.GetTopics(), req.GetSourceBootstrap(), sourceID, sources)
 	})
 	if err != nil {
 		return nil, err

@@ -94,7 +94,7 @@ func (s *State) CreateMirror(req *twinlogv1.CreateMirrorRequest, sourceClusterID
 		return nil, resp
 	}
 	t.putMirror(&twinlogv1.MirrorRecord{Name: req.GetName(), SourceBootstrap: slices.Clone(req.GetSourceBootstrap()), SourceClusterId: sourceClusterID})
-	resp.Topics = t.mirrorOp(req.GetName(), req.GetTopics(), MirrorStart, nil, sources, true)
+	resp.Topics = t.mirrorOp(req.GetName(), req.GetTopics(), MirrorStart, nil, sourceClusterID, sources, true)
 	for _, r := range resp.Topics {
 		if r.GetError() == ecNone {
 			continue
@@ -171,18 +171,22 @@ func (s *State) DeleteMirror(req *twinlogv1.DeleteMirrorRequest) (*twinlogv1.Met
 // mirror (SPEC §6.5): Start from new, STOPPED or a (retried) MIRRORING
 // desired state, generation + 1; Pause only from MIRRORING; Resume only from
 // PAUSED; Stop from anything but STOPPED; any other transition is
-// INVALID_REQUEST (SPEC §6.5). A non-empty sourceBootstrap re-points the
-// mirror (failback). Start here has no source description, so it only
-// restarts topics that are already members of the mirror; a topic joins a
-// mirror through CreateMirror or StartMirrorTopics, which check it against
-// the source.
+// INVALID_REQUEST (SPEC §6.5). Start here has no source description, so it
+// only restarts topics that are already members of the mirror; a topic joins
+// a mirror through CreateMirror or StartMirrorTopics, which check it against
+// the source. It cannot re-point the mirror: that needs the new addresses'
+// cluster id (StartMirrorTopics), so a non-empty sourceBootstrap is
+// INVALID_REQUEST for every topic.
 //
 // Stop is only the desired-state change. waitForCatchUp (SPEC §6.7 step 1)
 // has no field in the MirrorTopicRecord: the controller shell waits for the
 // lag that destination leaders report in heartbeats to reach 0 before it
 // calls this (REQUEST_TIMED_OUT with nothing written otherwise).
 func (s *State) SetMirrorTopicsDesiredState(mirror string, topics []string, op MirrorOp, sourceBootstrap []string) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
-	return s.mirrorTopicsOp(mirror, topics, op, sourceBootstrap, nil, false)
+	if len(sourceBootstrap) > 0 {
+		return nil, refuseAll(topics, ecInvalid, "re-pointing a mirror needs the new addresses' cluster id: use StartMirrorTopics")
+	}
+	return s.mirrorTopicsOp(mirror, topics, op, nil, "", nil, false)
 }
 
 // StartMirrorTopics is Start with the source's description of the topics
@@ -197,20 +201,73 @@ func (s *State) SetMirrorTopicsDesiredState(mirror string, topics []string, op M
 // not be asked) is BROKER_NOT_AVAILABLE, retriable: starting it blind would
 // mirror over whatever the local topic holds. Refused topics change nothing;
 // the others start.
-func (s *State) StartMirrorTopics(mirror string, topics []string, sourceBootstrap []string, sources map[string]SourceTopic) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
-	return s.mirrorTopicsOp(mirror, topics, MirrorStart, sourceBootstrap, sources, true)
+//
+// sourceClusterID is the cluster id the shell resolved from the addresses it
+// described the topics through (the new sourceBootstrap if any, else the
+// mirror's; "" if none answered). A mirror's source cluster never changes:
+// its LMLE records, and the other cluster's LMLE answers, name that cluster
+// (SPEC §6.4), so a mirror silently pointed at another cluster would mirror
+// it under the old one's name. New addresses are taken only if they answer
+// the mirror's source cluster (RepointRefusal); otherwise every topic is
+// refused and nothing changes.
+func (s *State) StartMirrorTopics(mirror string, topics []string, sourceBootstrap []string, sourceClusterID string, sources map[string]SourceTopic) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
+	return s.mirrorTopicsOp(mirror, topics, MirrorStart, sourceBootstrap, sourceClusterID, sources, true)
 }
 
-func (s *State) mirrorTopicsOp(mirror string, topics []string, op MirrorOp, sourceBootstrap []string, sources map[string]SourceTopic, described bool) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
+// RepointRefusal is the rule for the source of mirror m as a Start finds
+// it: bootstrap (new addresses, or none) answered sourceClusterID ("" none
+// answered). It returns an error code and message, or ecNone:
+// INVALID_REQUEST when the addresses answer another cluster than the
+// mirror's source, BROKER_NOT_AVAILABLE when new addresses did not answer
+// (their cluster cannot be checked). A mirror recorded without a cluster id
+// takes the new addresses' (mirrorOp).
+func RepointRefusal(m *twinlogv1.MirrorRecord, bootstrap []string, sourceClusterID string) (twinlogv1.ErrorCode, string) {
+	repoint := len(bootstrap) > 0 && !slices.Equal(bootstrap, m.GetSourceBootstrap())
+	switch {
+	case sourceClusterID != "" && m.GetSourceClusterId() != "" && sourceClusterID != m.GetSourceClusterId():
+		if repoint {
+			return ecInvalid, fmt.Sprintf("the mirror's source is cluster %s; the new addresses %v answer cluster %s: create a new mirror",
+				m.GetSourceClusterId(), bootstrap, sourceClusterID)
+		}
+		return ecInvalid, fmt.Sprintf("the mirror's source is cluster %s; its addresses %v now answer cluster %s: re-point it at cluster %s's addresses, or create a new mirror",
+			m.GetSourceClusterId(), m.GetSourceBootstrap(), sourceClusterID, m.GetSourceClusterId())
+	case repoint && sourceClusterID == "":
+		return twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE,
+			fmt.Sprintf("the new source addresses %v did not answer: cannot check that they are the mirror's source cluster %s; nothing changed, retry when they answer",
+				bootstrap, m.GetSourceClusterId())
+	}
+	return ecNone, ""
+}
+
+func refuseAll(topics []string, ec twinlogv1.ErrorCode, msg string) []*twinlogv1.MirrorTopicResult {
+	var out []*twinlogv1.MirrorTopicResult
+	for _, n := range topics {
+		out = append(out, &twinlogv1.MirrorTopicResult{Topic: n, Error: ec, ErrorMessage: msg})
+	}
+	if len(out) == 0 {
+		// No topic to carry the refusal (a request that only re-points):
+		// one result for the mirror itself, so it is not taken for success.
+		out = append(out, &twinlogv1.MirrorTopicResult{Error: ec, ErrorMessage: msg})
+	}
+	return out
+}
+
+func (s *State) mirrorTopicsOp(mirror string, topics []string, op MirrorOp, sourceBootstrap []string, sourceClusterID string, sources map[string]SourceTopic, described bool) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
 	t := s.view()
-	if t.mirror(mirror) == nil {
+	m := t.mirror(mirror)
+	if m == nil {
 		var out []*twinlogv1.MirrorTopicResult
 		for _, n := range topics {
 			out = append(out, &twinlogv1.MirrorTopicResult{Topic: n, Error: twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MIRROR})
 		}
 		return nil, out
 	}
-	out := t.mirrorOp(mirror, topics, op, sourceBootstrap, sources, described)
+	if op == MirrorStart && described {
+		if ec, msg := RepointRefusal(m, sourceBootstrap, sourceClusterID); ec != ecNone {
+			return nil, refuseAll(topics, ec, msg)
+		}
+	}
+	out := t.mirrorOp(mirror, topics, op, sourceBootstrap, sourceClusterID, sources, described)
 	if len(out) > 0 && !slices.ContainsFunc(out, func(r *twinlogv1.MirrorTopicResult) bool { return r.GetError() == ecNone }) {
 		// Every topic refused: not even a re-pointed source bootstrap is
 		// written.
@@ -300,10 +357,14 @@ func (t *txn) mirrorTopicFromSource(mirror string, st SourceTopic) (twinlogv1.Er
 // mirrorOp applies op to topics of mirror in t. described: a Start must
 // have the source's description of each topic (sources) and checks the topic
 // against it; otherwise a Start restarts members of the mirror only.
-func (t *txn) mirrorOp(mirror string, topics []string, op MirrorOp, bootstrap []string, sources map[string]SourceTopic, described bool) []*twinlogv1.MirrorTopicResult {
+func (t *txn) mirrorOp(mirror string, topics []string, op MirrorOp, bootstrap []string, sourceClusterID string, sources map[string]SourceTopic, described bool) []*twinlogv1.MirrorTopicResult {
 	m := proto.Clone(t.mirror(mirror)).(*twinlogv1.MirrorRecord)
 	if len(bootstrap) > 0 {
+		// Checked by RepointRefusal: the same source cluster.
 		m.SourceBootstrap = slices.Clone(bootstrap)
+		if m.GetSourceClusterId() == "" {
+			m.SourceClusterId = sourceClusterID
+		}
 	}
 	byName := map[string]*twinlogv1.MirrorTopicRecord{}
 	for _, mt := range m.GetTopics() {

@@ -106,7 +106,7 @@ func TestStartMirrorTopicsFromSource(t *testing.T) {
 			if resp.GetError() != ecNone {
 				t.Fatal(resp)
 			}
-			d, res := h.s.StartMirrorTopics("m", []string{tc.src.Name}, nil, map[string]SourceTopic{tc.src.Name: tc.src})
+			d, res := h.s.StartMirrorTopics("m", []string{tc.src.Name}, nil, "A", map[string]SourceTopic{tc.src.Name: tc.src})
 			h.apply(d, false)
 			if res[0].GetError() != tc.want {
 				t.Fatalf("result %v, want %v", res[0], tc.want)
@@ -203,7 +203,7 @@ func TestMirrorWrongStateIsInvalidRequest(t *testing.T) {
 	h := seeded(t, ids(1, 2, 3), nil, nil, part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 0, 0))
 	d, _ := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}}, "A", nil)
 	h.apply(d, false)
-	d, res := h.s.StartMirrorTopics("m", []string{"t"}, nil, map[string]SourceTopic{"t": {TopicID: "tid", Partitions: 1}})
+	d, res := h.s.StartMirrorTopics("m", []string{"t"}, nil, "A", map[string]SourceTopic{"t": {TopicID: "tid", Partitions: 1}})
 	h.apply(d, false)
 	if res[0].GetError() != ecNone {
 		t.Fatal(res[0])
@@ -313,7 +313,11 @@ func TestMirrorRefusesWhatWouldDestroyData(t *testing.T) {
 			// the refused topic changes nothing.
 			d, _ = h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}}, "A", nil)
 			h.apply(d, false)
-			d, res := h.s.StartMirrorTopics("m", tc.topics, []string{"elsewhere:1"}, tc.sources)
+			id := "A" // the re-pointed addresses are cluster A's
+			if tc.sources == nil {
+				id = "" // unreachable
+			}
+			d, res := h.s.StartMirrorTopics("m", tc.topics, []string{"elsewhere:1"}, id, tc.sources)
 			if len(tc.topics) == 1 && d != nil {
 				t.Fatalf("StartMirrorTopics with its only topic refused wrote %v", d)
 			}
@@ -337,5 +341,80 @@ func TestMirrorRefusesWhatWouldDestroyData(t *testing.T) {
 				t.Fatalf("blind Start of a non-member = %v", res[0])
 			}
 		})
+	}
+}
+
+// TestMirrorRepointOtherClusterRefused: StartMirrorTopics with new source
+// addresses re-points the mirror only if they answer the mirror's source
+// cluster; another cluster is INVALID_REQUEST, unreachable new addresses
+// BROKER_NOT_AVAILABLE, and either way nothing changes (issue 13: the LMLE
+// records name the source cluster; before, the addresses were replaced and
+// the old cluster id kept).
+func TestMirrorRepointOtherClusterRefused(t *testing.T) {
+	h := seeded(t, ids(1, 2, 3), nil, nil, part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 0, 0))
+	src := map[string]SourceTopic{"t": {TopicID: "tid", Partitions: 1}}
+	d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: []string{"t"}}, "A", src)
+	h.apply(d, false)
+	if resp.GetError() != ecNone {
+		t.Fatal(resp)
+	}
+	d, _ = h.s.SetMirrorTopicsDesiredState("m", []string{"t"}, MirrorStop, nil)
+	h.apply(d, false)
+	gen := h.s.Mirror("m").GetTopics()[0].GetGeneration()
+
+	unchanged := func(t *testing.T) {
+		t.Helper()
+		m := h.s.Mirror("m")
+		if !slices.Equal(m.GetSourceBootstrap(), []string{"a:1"}) || m.GetSourceClusterId() != "A" ||
+			m.GetTopics()[0].GetDesiredState() != mirrorStopped || m.GetTopics()[0].GetGeneration() != gen {
+			t.Fatalf("mirror changed: %v", m)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		topics    []string
+		bootstrap []string
+		id        string
+		want      twinlogv1.ErrorCode
+		msg       string
+	}{
+		{"another cluster", []string{"t"}, []string{"c:1"}, "C", ecInvalid,
+			"the mirror's source is cluster A; the new addresses [c:1] answer cluster C: create a new mirror"},
+		{"another cluster, no topics", nil, []string{"c:1"}, "C", ecInvalid,
+			"the mirror's source is cluster A; the new addresses [c:1] answer cluster C: create a new mirror"},
+		{"new addresses unreachable", []string{"t"}, []string{"c:1"}, "", twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE, ""},
+		{"old addresses now answer another cluster", []string{"t"}, nil, "C", ecInvalid, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, res := h.s.StartMirrorTopics("m", tc.topics, tc.bootstrap, tc.id, src)
+			if d != nil {
+				t.Fatalf("refused re-point wrote %v", d)
+			}
+			if len(res) != max(1, len(tc.topics)) {
+				t.Fatalf("results %v", res)
+			}
+			for _, r := range res {
+				if r.GetError() != tc.want || r.GetErrorMessage() == "" || (tc.msg != "" && r.GetErrorMessage() != tc.msg) {
+					t.Fatalf("result %v, want %v %q", r, tc.want, tc.msg)
+				}
+			}
+			unchanged(t)
+		})
+	}
+	// Re-pointing through the metadata API without a cluster id is refused.
+	if d, res := h.s.SetMirrorTopicsDesiredState("m", []string{"t"}, MirrorStart, []string{"c:1"}); d != nil || res[0].GetError() != ecInvalid {
+		t.Fatalf("SetMirrorTopicsDesiredState re-point = %v, %v", d, res)
+	}
+	unchanged(t)
+
+	// New addresses of the same cluster: the addresses are updated.
+	d, res := h.s.StartMirrorTopics("m", []string{"t"}, []string{"a:2", "a:3"}, "A", src)
+	if res[0].GetError() != ecNone || d == nil {
+		t.Fatalf("same-cluster re-point = %v", res)
+	}
+	h.apply(d, false)
+	if m := h.s.Mirror("m"); !slices.Equal(m.GetSourceBootstrap(), []string{"a:2", "a:3"}) || m.GetSourceClusterId() != "A" ||
+		m.GetTopics()[0].GetDesiredState() != mirrorMirroring {
+		t.Fatalf("mirror %v", m)
 	}
 }

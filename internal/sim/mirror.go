@@ -1763,7 +1763,7 @@ func (w *world) failback() {
 			}
 			res = resp.GetTopics()
 		} else {
-			d, res = nd.ctl.state.StartMirrorTopics(mirrorName, []string{"t"}, []string{ns.clusterID}, sources)
+			d, res = nd.ctl.state.StartMirrorTopics(mirrorName, []string{"t"}, []string{ns.clusterID}, ns.clusterID, sources)
 		}
 		for _, r := range res {
 			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {

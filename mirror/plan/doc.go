@@ -43,6 +43,24 @@
 // from FAILED it records the existing LMLE, SPEC §6.7) or deleting the
 // mirror after that.
 //
+// Retries do not ratchet epochs (issue 13). A FAILED run's automatic retry
+// redoes PREPARING (so a source that lost the topic fails it again, above),
+// but when its LMLE answer equals the lmleUsed of the run truncation this
+// leadership did (kept), in the same generation, with no truncation and no
+// truncating bump since and the leader still aligned in that truncation's
+// LE, it reuses that truncation (truncationEpoch, T) and goes on to PENDING:
+// no bump, no truncation. Safe because the bump exists to fence followers
+// and record a truncation point, and there is nothing new to fence: since
+// that truncation the leader's log only grew, by records the fetcher copied
+// from S through the fetch protocol's divergence checks (with LMLE −1 they
+// are all S's; with LMLE ≥ 0 every epoch > LMLE in it is S's), and every
+// follower of an LE ≥ truncationEpoch was checked against this log, so none
+// holds a record the leader lacks. A fetch bump (§6.2d) removes nothing and
+// keeps it. Anything else is a cause, and the retry bumps and truncates per
+// SPEC §6.6: another LMLE answer, a divergence or out-of-range truncation,
+// a new leadership (a new leader's run), an operator's Start or Stop
+// (Machine.keptFor).
+//
 // Source batches are checked too (FetchedBatches): an epoch above the
 // source LE the fetch was made in, or MaxEpoch, cannot come from that
 // leader; the answer is CORRUPT_MESSAGE (repeated → FAILED) rather than a

@@ -234,7 +234,21 @@ type Machine struct {
 	// (stepOwedTruncate) carried a run record.
 	leadHasRun bool
 
+	// kept is the run truncation this leadership did that nothing has
+	// undone since (nil: none); an automatic retry reuses it (keptFor).
+	kept *keptTruncation
+
 	ready Ready
+}
+
+// keptTruncation is a run's LMLE truncation (SPEC §6.6 step 2) as a retry of
+// the same generation may reuse it: the LMLE it used, the LE it was done in
+// (the run's truncationEpoch, the leader's aligned_epoch) and T.
+type keptTruncation struct {
+	generation int64
+	lmle       twinlog.Epoch
+	epoch      twinlog.Epoch
+	t          twinlog.Offset
 }
 
 // New returns a machine for a partition this broker does not lead yet.
@@ -390,6 +404,8 @@ func (m *Machine) becomeLeader(ev BecameLeader) {
 	}
 	owed, why, isOwed := m.owedTruncation(ev)
 	m.resetTransient()
+	// A new leadership is a new leader's run: its retries bump (keptFor).
+	m.kept = nil
 	m.leader = true
 	m.le = ev.LeaderEpoch
 	m.aligned = m.log.AlignedEpoch()
@@ -513,6 +529,7 @@ func (m *Machine) loseLeadership() {
 	m.resetTransient()
 	m.writes, m.rewrite = nil, nil
 	m.leader = false
+	m.kept = nil
 	m.writable = false
 }
 
@@ -647,6 +664,8 @@ func (m *Machine) reconcile() {
 // ---- run: PREPARING → TRUNCATING → PENDING → MIRRORING ----
 
 func (m *Machine) beginStart() {
+	// An operator's Start is a fresh run: it bumps and truncates.
+	m.kept = nil
 	m.run = m.freshRun(m.desired.Generation)
 	m.run.State = m.state
 	m.beginRun("start")
@@ -681,6 +700,10 @@ func (m *Machine) onLMLE(ev LMLEAnswer) {
 	switch {
 	case ev.Error == twinlogv1.ErrorCode_ERROR_CODE_NONE:
 		m.run.LastError = ""
+		if k := m.keptFor(ev.LMLE); k != nil {
+			m.reuseTruncation(*k)
+			return
+		}
 		m.beginTruncating(ev.LMLE)
 	case Fatal(ev.Error):
 		m.fail("get last mirrored epochs: " + ev.Error.String() + ": " + FatalReason(ev.Error))
@@ -690,6 +713,50 @@ func (m *Machine) onLMLE(ev LMLEAnswer) {
 		m.nextAtMs = m.nowMs + Backoff(m.rand, m.queries, m.cfg.RetryInitialBackoffMs, m.cfg.RetryMaxBackoffMs)
 		m.queries++
 	}
+}
+
+// keptFor returns the kept run truncation an automatic retry answered lmle
+// reuses instead of bumping and truncating again, or nil. Issue 13: a retry
+// must not ratchet the LE (one bump per retry, up to max.attempts) nor, with
+// LMLE −1, truncate away every record the run copied and copy it again.
+//
+// It is reused only when nothing could make the bump and truncation do
+// anything new:
+//   - the same leadership (kept is dropped on BecameLeader and
+//     LostLeadership: a new leader's run bumps, SPEC §6.5) and the same
+//     generation (an operator's Start drops it too: a Start is a new run);
+//   - no truncation and no truncating bump since (truncate and requestBump
+//     drop it): the log is the run's truncated log plus records appended
+//     by the fetcher, which are S's own records that passed the fetch
+//     protocol's divergence checks (§6.3). A fetch bump (§6.2d: LE ≥ a
+//     batch epoch, no truncation point) keeps it: it removes nothing;
+//   - the same LMLE answer: the truncation to its point is already done, so
+//     redoing it could only cut records copied from S since (epochs > LMLE
+//     on D were all fetched from S after it). Another answer truncates anew;
+//   - the leader is still aligned in the kept LE (aligned_epoch unchanged).
+//
+// Followers need no new fence: every follower fetching in an LE ≥ the
+// kept truncationEpoch was checked against this leader's log (§4.3 step 4)
+// and the leader has removed nothing since, so no follower can hold a record
+// the leader no longer has; the replicas skipped are tainted with the run's
+// (lmleUsed, T) as before.
+func (m *Machine) keptFor(lmle twinlog.Epoch) *keptTruncation {
+	k := m.kept
+	if k == nil || k.generation != m.run.Generation || k.lmle != lmle || m.aligned != k.epoch {
+		return nil
+	}
+	return k
+}
+
+// reuseTruncation goes on from PREPARING with the kept run truncation: the
+// run's lmleUsed, truncationEpoch and T are the kept ones, and it awaits the
+// replicas (PENDING) as after a truncation, with no bump and no truncation.
+func (m *Machine) reuseTruncation(k keptTruncation) {
+	m.setState(Truncating, fmt.Sprintf("lmle %d: retry keeps the run's truncation of LE %d (no bump, no truncation)", k.lmle, k.epoch))
+	m.run.LmleUsed = int32(k.lmle)
+	m.run.TruncationEpoch = int32(k.epoch)
+	m.writeRun(false)
+	m.awaitReplicas(k.t)
 }
 
 func (m *Machine) beginTruncating(lmle twinlog.Epoch) {
@@ -702,6 +769,9 @@ func (m *Machine) beginTruncating(lmle twinlog.Epoch) {
 }
 
 func (m *Machine) requestBump(minLE twinlog.Epoch, truncation twinlog.Offset) {
+	if truncation >= 0 {
+		m.kept = nil // a truncation follows (SPEC §6.2f)
+	}
 	m.await = m.next()
 	m.bump = BumpLeaderEpoch{Seq: m.await, LeaderEpoch: m.le, MinLeaderEpoch: minLE, TruncationOffset: truncation}
 	m.bumpDue = false
@@ -730,6 +800,7 @@ func (m *Machine) onBumpDone() {
 }
 
 func (m *Machine) truncate(t Truncation, why TruncateReason) {
+	m.kept = nil
 	m.await = m.next()
 	if t.Full {
 		m.emit(TruncateFully{Seq: m.await, RestartAt: t.RestartAt, Reason: why})
@@ -754,7 +825,15 @@ func (m *Machine) afterRunTruncation() {
 	te := twinlog.Epoch(m.run.TruncationEpoch)
 	m.aligned = te
 	m.emit(SetAlignedEpoch{Epoch: te})
-	m.t = m.log.LogEndOffset()
+	t := m.log.LogEndOffset()
+	m.kept = &keptTruncation{generation: m.run.Generation, lmle: twinlog.Epoch(m.run.LmleUsed), epoch: te, t: t}
+	m.awaitReplicas(t)
+}
+
+// awaitReplicas records the run's T (SPEC §6.6 step 2) and waits for the
+// replicas to align (step 3).
+func (m *Machine) awaitReplicas(t twinlog.Offset) {
+	m.t = t
 	m.writeRun(false)
 	m.step = stepAwaitReplicas
 	m.timeout = m.nowMs + m.cfg.PendingTimeoutMs
@@ -976,6 +1055,7 @@ func (m *Machine) resume() {
 
 func (m *Machine) beginStopping(why string) {
 	m.resetTransient()
+	m.kept = nil // the stop bump; a Start after it is a new run
 	aligned := Aligned(twinlog.Epoch(m.run.TruncationEpoch), m.aligned)
 	existing := twinlog.NoEpoch
 	if m.lmle != nil {
