@@ -54,8 +54,16 @@ func exercise(path string) error {
 	if _, err := s.ReadDeltas(1, 100); err != nil {
 		return err
 	}
-	_, err = s.Snapshot()
-	return err
+	if _, err := s.Snapshot(); err != nil {
+		return err
+	}
+	// A write rewrites (and frees) pages: bbolt's commit is where a
+	// damaged size or overflow count turns into an allocation.
+	in, err := s.Info()
+	if err != nil {
+		return err
+	}
+	return s.Append(delta(in.NextOffset))
 }
 
 const (
@@ -91,20 +99,31 @@ func TestOpenDamagedLeafPage(t *testing.T) {
 	}
 }
 
-// FuzzOpenCorrupt overwrites bytes of a valid file: opening and reading it
-// must return (an error or data), never panic or crash.
+// FuzzOpenCorrupt overwrites bytes of a valid file: opening, reading and
+// appending to it must return (an error or data), never panic or crash. The
+// high bit of at picks the file: without it, a small one whose buckets are
+// all inline; with it, one whose log bucket is a branch page over leaves.
 func FuzzOpenCorrupt(f *testing.F) {
-	valid := validFile(f)
+	small, tree := validFile(f), bigFile(f, 400)
 	f.Add(uint32(0), []byte{0xff})
 	f.Add(uint32(4096*2+8), []byte{0x40, 0})
 	f.Add(uint32(4096*3+10), []byte{0xff, 0xff, 0xff, 0x7f})
 	f.Add(uint32(4096+24), []byte{1})
+	fp := parsePages(f, tree)
+	if id := fp.buckets["log"]; id != 0 {
+		at := uint32(1<<31) + uint32(int(id)*fp.pageSize)
+		f.Add(at+pageHeaderBytes+8, []byte{byte(id)})   // a child pointing at its parent
+		f.Add(at+10, []byte{0xff, 0xff})                // element count
+		f.Add(at+12, []byte{0xff, 0xff, 0xff, 0x7f})    // overflow
+		f.Add(at+pageHeaderBytes+4, []byte{0xff, 0xff}) // key size
+	}
 	f.Fuzz(func(t *testing.T, at uint32, patch []byte) {
-		b := append([]byte(nil), valid...)
-		if len(b) == 0 {
-			t.Skip()
+		valid := small
+		if at >= 1<<31 {
+			valid = tree
 		}
-		off := int(at % uint32(len(b)))
+		b := append([]byte(nil), valid...)
+		off := int((at &^ (1 << 31)) % uint32(len(b)))
 		copy(b[off:], patch)
 		path := filepath.Join(t.TempDir(), "controller.db")
 		if err := os.WriteFile(path, b, 0o600); err != nil {

@@ -24,6 +24,15 @@
 //
 // Offsets start at 1; offset 0 is the empty image.
 //
+// Damaged files: bbolt trusts its pages, and a damaged one can crash the
+// process outright (a branch page that points at itself is unbounded
+// recursion; a size past its page becomes an allocation of gigabytes at the
+// next commit). So Open first walks the whole file without bbolt
+// (preflight.go: meta, every tree page of every bucket, the freelist) and
+// refuses anything bbolt could not survive with an error wrapping
+// ErrCorrupt that names the file and the page. bbolt panics that remain are
+// recovered into the same error (belt and braces).
+//
 // Concurrency: a Store is safe for concurrent use. Writes serialize inside
 // bbolt; readers run in parallel with a writer. Values read from bbolt are
 // decoded (copied) before the read transaction ends.

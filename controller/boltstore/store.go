@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"runtime/debug"
 	"time"
 
@@ -102,13 +103,37 @@ func nameFile(path string, err error) error {
 	return err
 }
 
+// boltOpen is bolt.Open; a test replaces it to panic after bbolt opened the
+// file.
+var boltOpen = bolt.Open
+
 func openDB(path string, opts Options) (db *bolt.DB, err error) {
+	// bbolt opens, locks and maps the file before it reads a page, and a
+	// panic after that loses the *DB that would close them. Keep the file
+	// so a failed Open at least unlocks and closes it (a retry, or another
+	// controller, can then open the file). The mapping cannot be reached
+	// without the *DB and stays; preflight exists so that no file gets this
+	// far with a page that makes bbolt panic.
+	var file *os.File
+	defer func() {
+		if err != nil && file != nil && db == nil {
+			// If bbolt returned the error itself, it already closed the
+			// file, and both calls are no-ops.
+			unlock(file)
+			_ = file.Close()
+		}
+	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recovered(path, &err)
-	return bolt.Open(path, 0o600, &bolt.Options{
+	return boltOpen(path, 0o600, &bolt.Options{
 		Timeout:      opts.Timeout,
 		NoSync:       opts.NoSync,
 		FreelistType: bolt.FreelistMapType,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			file = f
+			return f, err
+		},
 	})
 }
 
@@ -116,7 +141,7 @@ func openDB(path string, opts Options) (db *bolt.DB, err error) {
 // names it (wrapping ErrCorrupt), never a panic.
 func Open(path string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
-	if err := preflight(path); err != nil {
+	if err := preflight(path, opts.Timeout); err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	db, err := openDB(path, opts)

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package boltstore
+
+func limitChild() {}
