@@ -377,13 +377,20 @@ func (c *Controller) sourceFacts(ctx context.Context, conns *rpcopt.Pool, bootst
 // has moved on or not yet arrived answers an error), and stores the answers
 // through slot.
 func (c *Controller) askHWs(ctx context.Context, conns *rpcopt.Pool, byAddr map[string][]leaderQuery, slot func(leaderQuery) *hwAnswer) {
+	askLeaders(ctx, conns, byAddr, askHW, slot)
+}
+
+// askLeaders sends ask to every leader address at once and stores each
+// partition's answer through slot.
+func askLeaders[T any](ctx context.Context, conns *rpcopt.Pool, byAddr map[string][]leaderQuery,
+	ask func(context.Context, *rpcopt.Pool, string, []leaderQuery) []T, slot func(leaderQuery) *T) {
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
 	)
 	for addr, qs := range byAddr {
 		wg.Go(func() {
-			answers := askHW(ctx, conns, addr, qs)
+			answers := ask(ctx, conns, addr, qs)
 			mu.Lock()
 			defer mu.Unlock()
 			for i, q := range qs {
@@ -450,21 +457,7 @@ func askHW(ctx context.Context, conns *rpcopt.Pool, addr string, qs []leaderQuer
 // each partition's end offset of epoch q.ask with its leader epoch as
 // currentLeaderEpoch, and stores the answers through slot.
 func (c *Controller) askEnds(ctx context.Context, conns *rpcopt.Pool, byAddr map[string][]leaderQuery, slot func(leaderQuery) *epochEnd) {
-	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
-	)
-	for addr, qs := range byAddr {
-		wg.Go(func() {
-			answers := askEnd(ctx, conns, addr, qs)
-			mu.Lock()
-			defer mu.Unlock()
-			for i, q := range qs {
-				*slot(q) = answers[i]
-			}
-		})
-	}
-	wg.Wait()
+	askLeaders(ctx, conns, byAddr, askEnd, slot)
 }
 
 func askEnd(ctx context.Context, conns *rpcopt.Pool, addr string, qs []leaderQuery) []epochEnd {

@@ -25,33 +25,8 @@ func TestMirrorStopCatchUpDivergedLog(t *testing.T) {
 	a, b, _, _ := twoObservedClusters(t, Options{}, Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Second)
 	defer cancel()
-	resp, err := a.Admin().CreateTopics(ctx, &pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{{
-		Name: "t", NumPartitions: 1, ReplicationFactor: 2,
-		Configs:     map[string]string{"unclean.leader.election.enable": "true"},
-		Assignments: []*pb.ReplicaAssignment{{Replicas: []int32{1, 2}}},
-	}}})
-	if err != nil || resp.GetTopics()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-		t.Fatalf("CreateTopics: %v %v", resp, err)
-	}
-	a.WaitFor("t led by a-1 with ISR {1,2}", func() bool {
-		l, _, isr, _, ok := a.PartitionInfo("t", 0)
-		return ok && l == 1 && len(isr) == 2 && a.leaderReady("t", 0)
-	})
-	b.CreateMirror("m", a, "t")
-	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
-
 	// a-2 lags with offset 0 only; a-1 has 0–3; B copies 0–3.
-	writes(ctx, a, "t", "a0")
-	a.WaitFor("a-2 has offset 0", func() bool { return a.LogEndOffset(2, "t", 0) == 1 })
-	a.Cut(1, 2)
-	a.WaitFor("ISR {1}", func() bool {
-		_, _, isr, _, ok := a.PartitionInfo("t", 0)
-		return ok && slices.Equal(isr, []int32{1})
-	})
-	writes(ctx, a, "t", "a1", "a2", "a3")
-	before := "0@0a 1@0a 2@0a 3@0a"
-	waitLog(a, "t", before)
-	waitLog(b, "t", before)
+	before := uncleanSourceSetup(ctx, t, a, b)
 	b.WaitFor("B committed 0–3", func() bool { return highWatermark(ctx, t, b, "t") == 4 })
 
 	bl, _ := b.Leader("t", 0)

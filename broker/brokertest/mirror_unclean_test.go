@@ -18,33 +18,8 @@ func TestMirrorSourceUncleanElection(t *testing.T) {
 	a, b, _, ob := twoObservedClusters(t, Options{}, Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Second)
 	defer cancel()
-	resp, err := a.Admin().CreateTopics(ctx, &pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{{
-		Name: "t", NumPartitions: 1, ReplicationFactor: 2,
-		Configs:     map[string]string{"unclean.leader.election.enable": "true"},
-		Assignments: []*pb.ReplicaAssignment{{Replicas: []int32{1, 2}}},
-	}}})
-	if err != nil || resp.GetTopics()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-		t.Fatalf("CreateTopics: %v %v", resp, err)
-	}
-	a.WaitFor("t led by a-1 with ISR {1,2}", func() bool {
-		l, _, isr, _, ok := a.PartitionInfo("t", 0)
-		return ok && l == 1 && len(isr) == 2 && a.leaderReady("t", 0)
-	})
-	b.CreateMirror("m", a, "t")
-	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
-
 	// 1.1: a2 lags with only offset 0; a1 has 0–3; B copied 0–3.
-	writes(ctx, a, "t", "a0")
-	a.WaitFor("a-2 has offset 0", func() bool { return a.LogEndOffset(2, "t", 0) == 1 })
-	a.Cut(1, 2)
-	a.WaitFor("ISR {1}", func() bool {
-		_, _, isr, _, ok := a.PartitionInfo("t", 0)
-		return ok && slices.Equal(isr, []int32{1})
-	})
-	writes(ctx, a, "t", "a1", "a2", "a3")
-	before := "0@0a 1@0a 2@0a 3@0a"
-	waitLog(a, "t", before)
-	waitLog(b, "t", before)
+	before := uncleanSourceSetup(ctx, t, a, b)
 	_, leB, _, _, _ := b.PartitionInfo("t", 0)
 
 	// 1.2: a1 fails; the unclean round elects a2, which writes.
@@ -70,4 +45,39 @@ func TestMirrorSourceUncleanElection(t *testing.T) {
 		t.Logf("B LE %d -> %d", leB, le)
 	}
 	waitReplicasIdentical(b, "t", after)
+}
+
+// uncleanSourceSetup is SPEC §6.10 1.1: topic t on A with replicas {1, 2}
+// and unclean elections enabled, mirrored by B as "m"; a-2 lags with offset 0
+// only (cut from a-1, out of the ISR) while a-1 writes 0–3, which B copies.
+// It returns that log, "0@0a 1@0a 2@0a 3@0a".
+func uncleanSourceSetup(ctx context.Context, t *testing.T, a, b *Cluster) string {
+	t.Helper()
+	resp, err := a.Admin().CreateTopics(ctx, &pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{{
+		Name: "t", NumPartitions: 1, ReplicationFactor: 2,
+		Configs:     map[string]string{"unclean.leader.election.enable": "true"},
+		Assignments: []*pb.ReplicaAssignment{{Replicas: []int32{1, 2}}},
+	}}})
+	if err != nil || resp.GetTopics()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+		t.Fatalf("CreateTopics: %v %v", resp, err)
+	}
+	a.WaitFor("t led by a-1 with ISR {1,2}", func() bool {
+		l, _, isr, _, ok := a.PartitionInfo("t", 0)
+		return ok && l == 1 && len(isr) == 2 && a.leaderReady("t", 0)
+	})
+	b.CreateMirror("m", a, "t")
+	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
+
+	writes(ctx, a, "t", "a0")
+	a.WaitFor("a-2 has offset 0", func() bool { return a.LogEndOffset(2, "t", 0) == 1 })
+	a.Cut(1, 2)
+	a.WaitFor("ISR {1}", func() bool {
+		_, _, isr, _, ok := a.PartitionInfo("t", 0)
+		return ok && slices.Equal(isr, []int32{1})
+	})
+	writes(ctx, a, "t", "a1", "a2", "a3")
+	before := "0@0a 1@0a 2@0a 3@0a"
+	waitLog(a, "t", before)
+	waitLog(b, "t", before)
+	return before
 }
