@@ -140,3 +140,28 @@ func TestFollowerFetchNewerRegistration(t *testing.T) {
 		t.Fatalf("leader HW %d after the follower's served fetch, want 5", leader.HighWatermark())
 	}
 }
+
+// TestFollowerFetchCarriesRegisteredEpoch: a follower that is registered but
+// not acceptable in its own metadata (fenced right after a restart, say)
+// fetches with its registered epoch, the one the leader requires exactly.
+// It used to send −1 (its epoch among the acceptable brokers), which the
+// leader refuses (two-cluster simulator seed 713802 with 20 s of faults: a
+// replica stayed at LEO 21 through 20 s of healing).
+func TestFollowerFetchCarriesRegisteredEpoch(t *testing.T) {
+	r, err := New(Config{ID: 3, Partition: twinlog.TopicPartition{Topic: "t"}}, LogState{AlignedEpoch: twinlog.NoEpoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ApplyPartitionState(PartitionState{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []twinlog.BrokerID{1, 2, 3},
+		ISR: []twinlog.BrokerID{1, 2}, MinISR: 2,
+		Brokers:    map[twinlog.BrokerID]twinlog.BrokerEpoch{1: 10, 2: 20},
+		Registered: map[twinlog.BrokerID]twinlog.BrokerEpoch{1: 10, 2: 20, 3: 30}}, 0)
+	r.Advance()
+	ft, ok := r.NextFetch()
+	if !ok {
+		t.Fatal("no fetch for a follower")
+	}
+	if ft.Request.BrokerEpoch != 30 {
+		t.Fatalf("fetch carries broker epoch %d, want the registered 30", ft.Request.BrokerEpoch)
+	}
+}

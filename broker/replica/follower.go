@@ -30,7 +30,7 @@ func (r *Replica) fetchTarget(seq int64) (FetchTarget, bool) {
 	}
 	return FetchTarget{Leader: r.leader, Request: FetchRequest{
 		ReplicaID:          r.cfg.ID,
-		BrokerEpoch:        r.brokerEpochOf(r.cfg.ID),
+		BrokerEpoch:        r.ownBrokerEpoch(),
 		FetcherType:        pb.FetcherType_FETCHER_TYPE_FOLLOWER,
 		FetchOffset:        r.leo,
 		CurrentLeaderEpoch: r.le,

@@ -328,6 +328,17 @@ func (r *Replica) registeredEpochOf(id twinlog.BrokerID) (twinlog.BrokerEpoch, b
 	return e, ok
 }
 
+// ownBrokerEpoch is this broker's registered epoch as its follower fetches
+// carry it: the registration, acceptable or not (fenced right after a
+// restart, say), since the leader serves a follower fetch only with exactly
+// that epoch (fenceFollowerFetch); −1 if the metadata has none.
+func (r *Replica) ownBrokerEpoch() twinlog.BrokerEpoch {
+	if e, ok := r.registeredEpochOf(r.cfg.ID); ok {
+		return e
+	}
+	return -1
+}
+
 func (r *Replica) brokerEpochOf(id twinlog.BrokerID) twinlog.BrokerEpoch {
 	if e, ok := r.brokers[id]; ok {
 		return e

@@ -135,3 +135,22 @@ func TestTwoClusterDeterminism(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepSeeds replays the two-cluster seeds that failed a sweep of new
+// seeds with 20 s of faults (make sim TWOFAULTMS=20000), in the sweep's own
+// configuration, which the "two:" regression lines do not use.
+//
+//   - 713802: a follower fetched with its epoch among the acceptable brokers
+//     of its own metadata, −1 while it was not acceptable there, which the
+//     leader refuses since follower fetches need exactly the registered
+//     epoch (issue 13); it never caught up ("liveness: not healed"). Fixed:
+//     replica.ownBrokerEpoch sends the registered epoch.
+func TestSweepSeeds(t *testing.T) {
+	for _, seed := range []uint64{713802} {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+			cfg := twoClusterConfig(seed)
+			cfg.FaultMs = 20_000
+			runConfig(t, cfg)
+		})
+	}
+}
