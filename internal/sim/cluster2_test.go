@@ -145,8 +145,14 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     leader refuses since follower fetches need exactly the registered
 //     epoch (issue 13); it never caught up ("liveness: not healed"). Fixed:
 //     replica.ownBrokerEpoch sends the registered epoch.
+//   - 713766 (§8.13), 728205, 728855, 729357 (liveness: a follower stalled
+//     out of the ISR) and 729424 (§8.9: replicas disagreed below the HW),
+//     with follower fetches of brokers the leader held unacceptable refused
+//     unless they carried the exact registered epoch; they pass on the code
+//     before issue 13 and since the check applies to acceptable brokers
+//     only (replica.fenceFollowerFetch). The mechanism is not understood.
 func TestSweepSeeds(t *testing.T) {
-	for _, seed := range []uint64{713802} {
+	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424} {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			cfg := twoClusterConfig(seed)
 			cfg.FaultMs = 20_000
