@@ -26,7 +26,7 @@ func TestMirrorStopCatchUpDivergedLog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Second)
 	defer cancel()
 	// a-2 lags with offset 0 only; a-1 has 0–3; B copies 0–3.
-	before := uncleanSourceSetup(ctx, t, a, b)
+	before := uncleanSourceSetup(ctx, t, a, b, nil)
 	b.WaitFor("B committed 0–3", func() bool { return highWatermark(ctx, t, b, "t") == 4 })
 
 	bl, _ := b.Leader("t", 0)

@@ -2,7 +2,6 @@ package brokertest
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,35 +27,12 @@ func m5Setup(t *testing.T, ctx context.Context, a, b *Cluster, supportUnclean bo
 	b.CreateTopic("x", 1, 3, nil)
 	a.CreateMirror("x", b, "x")
 	a.WaitMirrorState("x", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
-	cfg := map[string]string{"unclean.leader.election.enable": "true"}
-	if supportUnclean {
-		cfg["mirror.support.unclean.leader.election"] = "true"
-	}
-	resp, err := a.Admin().CreateTopics(ctx, &pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{{
-		Name: "t", NumPartitions: 1, ReplicationFactor: 2, Configs: cfg,
-		Assignments: []*pb.ReplicaAssignment{{Replicas: []int32{1, 2}}},
-	}}})
-	if err != nil || resp.GetTopics()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-		t.Fatalf("CreateTopics: %v %v", resp, err)
-	}
-	a.WaitFor("t led by a-1 with ISR {1,2}", func() bool {
-		l, _, isr, _, ok := a.PartitionInfo("t", 0)
-		return ok && l == 1 && len(isr) == 2 && a.leaderReady("t", 0)
-	})
-	b.CreateMirror("m", a, "t")
-	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
-
 	// 1.1: a2 lags with offset 0 only; a1 and B hold 0-3.
-	writes(ctx, a, "t", "a0")
-	a.WaitFor("a-2 has offset 0", func() bool { return a.LogEndOffset(2, "t", 0) == 1 })
-	a.Cut(1, 2)
-	a.WaitFor("ISR {1}", func() bool {
-		_, _, isr, _, ok := a.PartitionInfo("t", 0)
-		return ok && slices.Equal(isr, []int32{1})
-	})
-	writes(ctx, a, "t", "a1", "a2", "a3")
-	waitLog(a, "t", "0@0a 1@0a 2@0a 3@0a")
-	waitLog(b, "t", "0@0a 1@0a 2@0a 3@0a")
+	var extra map[string]string
+	if supportUnclean {
+		extra = map[string]string{"mirror.support.unclean.leader.election": "true"}
+	}
+	uncleanSourceSetup(ctx, t, a, b, extra)
 
 	// 1.2: B cannot reach A; a1 fails; a2 is elected uncleanly and writes.
 	a.Unreachable(b)

@@ -2,6 +2,7 @@ package brokertest
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func TestMirrorSourceUncleanElection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Second)
 	defer cancel()
 	// 1.1: a2 lags with only offset 0; a1 has 0–3; B copied 0–3.
-	before := uncleanSourceSetup(ctx, t, a, b)
+	before := uncleanSourceSetup(ctx, t, a, b, nil)
 	_, leB, _, _, _ := b.PartitionInfo("t", 0)
 
 	// 1.2: a1 fails; the unclean round elects a2, which writes.
@@ -50,12 +51,13 @@ func TestMirrorSourceUncleanElection(t *testing.T) {
 // uncleanSourceSetup is SPEC §6.10 1.1: topic t on A with replicas {1, 2}
 // and unclean elections enabled, mirrored by B as "m"; a-2 lags with offset 0
 // only (cut from a-1, out of the ISR) while a-1 writes 0–3, which B copies.
-// It returns that log, "0@0a 1@0a 2@0a 3@0a".
-func uncleanSourceSetup(ctx context.Context, t *testing.T, a, b *Cluster) string {
+// extra adds topic configs. It returns that log, "0@0a 1@0a 2@0a 3@0a".
+func uncleanSourceSetup(ctx context.Context, t *testing.T, a, b *Cluster, extra map[string]string) string {
 	t.Helper()
+	cfg := map[string]string{"unclean.leader.election.enable": "true"}
+	maps.Copy(cfg, extra)
 	resp, err := a.Admin().CreateTopics(ctx, &pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{{
-		Name: "t", NumPartitions: 1, ReplicationFactor: 2,
-		Configs:     map[string]string{"unclean.leader.election.enable": "true"},
+		Name: "t", NumPartitions: 1, ReplicationFactor: 2, Configs: cfg,
 		Assignments: []*pb.ReplicaAssignment{{Replicas: []int32{1, 2}}},
 	}}})
 	if err != nil || resp.GetTopics()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
