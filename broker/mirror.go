@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -887,7 +886,7 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
 			}
 			continue
 		}
-		if next != nil { // FetchNeedsBump or FetchForeignEpoch: the machine fixes the log first
+		if next != nil { // FetchNeedsBump, FetchStraddle or FetchForeignEpoch: the machine fixes the log first
 			r.post(next)
 			return
 		}
@@ -899,12 +898,13 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
 // appendFetched checks and appends the batches plan.FetchedBatches allows
 // (SPEC §6.2b–d); it returns the event the session must end with instead of
 // Fetched (nil none): FetchNeedsBump for the epoch a bump must reach first,
-// or FetchForeignEpoch when the first batch's epoch is below the latest
-// cached one (§6.8). srcLE is the source LE the fetch was made in,
-// srcLogStart the source's log start. stop reports that the session must
-// end (the log moved under it, or the partition is gone); corrupt, that the
-// response failed its checks (a CRC, a batch straddling the LEO, or an epoch
-// above srcLE: CORRUPT_MESSAGE, §6.3) and nothing was appended.
+// FetchStraddle when the first batch holds the LEO inside it, or
+// FetchForeignEpoch when its epoch is below the latest cached one (§6.8).
+// srcLE is the source LE the fetch was made in, srcLogStart the source's
+// log start. stop reports that the session must end (the log moved under
+// it, or the partition is gone); corrupt, that the response failed its
+// checks (a CRC, or an epoch above srcLE: CORRUPT_MESSAGE, §6.3) and
+// nothing was appended.
 func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset twinlog.Offset, srcLE twinlog.Epoch, srcLogStart twinlog.Offset) (next plan.Event, stop bool, corrupt error) {
 	b, p := r.b, r.p
 	if len(recs) == 0 {
@@ -924,15 +924,13 @@ func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset tw
 	}
 	leo := p.r.LogEndOffset()
 	// Drop batches wholly below LEO (a source read may start at the batch
-	// holding fetchOffset); one straddling LEO is an error (§6.2b).
+	// holding fetchOffset); one straddling LEO proves the log is no prefix
+	// of the source's (plan.StraddleTruncation).
 	bs := v.Batches()
 	skip := 0
 	for len(bs) > 0 && bs[0].LastOffset() < leo {
 		bs = bs[1:]
 		skip++
-	}
-	if len(bs) > 0 && bs[0].BaseOffset() < leo {
-		return nil, false, errors.New("batch straddles the log end")
 	}
 	epochs := make([]twinlog.Epoch, len(bs))
 	for i, bv := range bs {
@@ -941,6 +939,10 @@ func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset tw
 	n, need, foreign, err := plan.FetchedBatches(epochs, p.r.LeaderEpoch(), p.r.LatestEpoch(), srcLE)
 	if err != nil {
 		return nil, false, err
+	}
+	if len(bs) > 0 && bs[0].BaseOffset() < leo {
+		r.log.Warn("mirror fetch: source batch straddles the log end: the log is no prefix of the source's", "base", bs[0].BaseOffset(), "last", bs[0].LastOffset(), "leo", leo)
+		return plan.FetchStraddle{Session: session, BaseOffset: bs[0].BaseOffset(), LastOffset: bs[0].LastOffset(), SourceLogStartOffset: srcLogStart}, false, nil
 	}
 	if foreign {
 		r.log.Warn("mirror fetch: source batch epoch below the latest cached epoch", "offset", bs[0].BaseOffset(), "epoch", epochs[0], "latest", p.r.LatestEpoch())

@@ -72,13 +72,22 @@ func (r *Replica) HandleFetchResponse(resp FetchResponse, nowMs int64) {
 	// Validate before changing anything: a malformed answer is dropped, never
 	// a panic (the leader is remote input). Epochs never go back in the
 	// leader's log, so neither within one answer (storage would refuse it).
+	// The first batch may hold the LEO inside it (cutStraddled).
 	next, prevEpoch := r.leo, twinlog.NoEpoch
+	straddle := len(resp.Batches) > 0 && resp.Batches[0].BaseOffset < r.leo && resp.Batches[0].LastOffset >= r.leo
+	if straddle {
+		next = resp.Batches[0].BaseOffset
+	}
 	for _, b := range resp.Batches {
 		if b.BaseOffset < next || b.LastOffset < b.BaseOffset || b.Epoch > resp.LeaderEpoch || b.Epoch < max(prevEpoch, 0) {
 			r.event(EventIgnored, "fetch response with bad batch %v at %d", b, next)
 			return
 		}
 		next, prevEpoch = b.LastOffset+1, b.Epoch
+	}
+	if straddle {
+		r.cutStraddled(resp.Batches[0], resp.LogStartOffset)
+		return
 	}
 	if len(resp.Batches) > 0 && resp.Batches[0].Epoch < r.cache.Latest() {
 		r.cutForeignEpochs(resp.Batches[0], resp.LogStartOffset)
@@ -142,6 +151,26 @@ func (r *Replica) cutForeignEpochs(b BatchMeta, leaderLogStart twinlog.Offset) {
 	// The leader's log start is remote input: a valid one is ≤ the offset
 	// it served from.
 	r.restartLog(min(max(leaderLogStart, 0), b.BaseOffset), reason)
+}
+
+// cutStraddled handles a leader's batch b that holds this replica's LEO
+// inside it (b.BaseOffset < LEO ≤ b.LastOffset). Followers copy batches
+// whole and byte for byte and every truncation ends a log at a batch
+// boundary (ConfirmTruncation), so a log that is a prefix of the leader's
+// ends where one of the leader's batches ends: this one is not, though the
+// leader's DivergingEpoch check passed. Within one cluster that never
+// happens (a bug); across clusters the same epoch number can denote each
+// cluster's own records after a tainted replica's unclean election (SPEC
+// §6.8; two-cluster seed 760568: A's epoch 6 from 175 on the leader, B's
+// copied epoch 6 from 70 on the followers, whose fetch(102, last 6) passed
+// and met A's batch [101, 103]). Refusing the answer would leave the
+// follower refetching forever, out of the ISR; as in cutForeignEpochs no
+// epoch proves any part of the log, so it restarts empty at the leader's log
+// start (valid: ≤ b.BaseOffset) and re-copies the leader's log. Nothing
+// else of the answer is taken.
+func (r *Replica) cutStraddled(b BatchMeta, leaderLogStart twinlog.Offset) {
+	r.restartLog(min(max(leaderLogStart, 0), b.BaseOffset),
+		fmt.Sprintf("divergence: leader's batch [%d, %d] holds the log end %d", b.BaseOffset, b.LastOffset, r.leo))
 }
 
 // divergenceTruncationOffset is SPEC §4.4's DivergingEpoch rule.

@@ -17,7 +17,9 @@ import (
 // The follower must never emit such an append: it restarts its log at the
 // leader's log start when it holds records the batch contradicts, trims only
 // an empty epoch at the LEO otherwise, and drops an answer whose own epochs
-// go back. A batch at or above the latest epoch appends as before.
+// go back. A batch at or above the latest epoch appends as before. A batch
+// holding the LEO inside it (seed 760568) proves the log no prefix of the
+// leader's and restarts it too.
 func TestFetchedEpochBelowCache(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -45,6 +47,22 @@ func TestFetchedEpochBelowCache(t *testing.T) {
 		{"epochs going back within the answer: dropped",
 			[]epoch.Entry{{Epoch: 2, StartOffset: 0}},
 			[]BatchMeta{{BaseOffset: 12, LastOffset: 13, Epoch: 3}, {BaseOffset: 14, LastOffset: 14, Epoch: 2}},
+			0, nil, []epoch.Entry{{Epoch: 2, StartOffset: 0}}, 12, 12, 2},
+		{"seed 760568: a batch holding the LEO inside it restarts the log",
+			[]epoch.Entry{{Epoch: 2, StartOffset: 0}},
+			[]BatchMeta{{BaseOffset: 11, LastOffset: 13, Epoch: 2}, {BaseOffset: 14, LastOffset: 14, Epoch: 2}},
+			3, []LogOp{{Kind: OpRestart, Offset: 3}}, nil, 3, 3, twinlog.NoEpoch},
+		{"a straddling batch restarts no higher than its base",
+			[]epoch.Entry{{Epoch: 2, StartOffset: 0}},
+			[]BatchMeta{{BaseOffset: 10, LastOffset: 12, Epoch: 2}},
+			30, []LogOp{{Kind: OpRestart, Offset: 10}}, nil, 10, 10, twinlog.NoEpoch},
+		{"a straddling answer with a bad later batch: dropped",
+			[]epoch.Entry{{Epoch: 2, StartOffset: 0}},
+			[]BatchMeta{{BaseOffset: 11, LastOffset: 13, Epoch: 2}, {BaseOffset: 13, LastOffset: 14, Epoch: 2}},
+			0, nil, []epoch.Entry{{Epoch: 2, StartOffset: 0}}, 12, 12, 2},
+		{"a batch wholly below the LEO: dropped",
+			[]epoch.Entry{{Epoch: 2, StartOffset: 0}},
+			[]BatchMeta{{BaseOffset: 9, LastOffset: 11, Epoch: 2}},
 			0, nil, []epoch.Entry{{Epoch: 2, StartOffset: 0}}, 12, 12, 2},
 		{"epochs at or above the latest append as before",
 			[]epoch.Entry{{Epoch: 2, StartOffset: 0}},

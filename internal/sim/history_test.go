@@ -48,6 +48,32 @@ func TestHistoryOffsetTwoValues(t *testing.T) {
 	}
 }
 
+// TestHistoryExemptTwoValues: under the §6.8 exemption two reads of one
+// offset may show two values (the replicas they came from disagree, §6.10
+// case 2); it is counted, not reported, and only in the exempt partition.
+func TestHistoryExemptTwoValues(t *testing.T) {
+	h := NewHistory()
+	h.Exempt("t-1")
+	h.RecordRead("c", "t-1", 18, "b-131", 9)
+	h.RecordRead("d", "t-1", 18, "a-94", 10)
+	if vs := h.Violations(); len(vs) != 0 {
+		t.Fatalf("violations: %v", vs)
+	}
+	if h.ExemptConflicts != 1 {
+		t.Fatalf("ExemptConflicts = %d, want 1", h.ExemptConflicts)
+	}
+	h.RecordRead("c", "t-0", 18, "b-131", 9)
+	h.RecordRead("d", "t-0", 18, "a-94", 10)
+	if got := kinds(h.Violations()); got != "§8.13 offset with two values" {
+		t.Fatalf("got %q", got)
+	}
+	// A value at two offsets is still reported in the exempt partition.
+	h.RecordRead("e", "t-1", 19, "b-131", 10)
+	if got := kinds(h.Violations()); got != "§8.13 offset with two values, §8.13 value at two offsets" {
+		t.Fatalf("got %q", got)
+	}
+}
+
 func TestHistoryAcksOneNotShown(t *testing.T) {
 	// acks=1 records are not below the HW when acknowledged: losing them
 	// is allowed, so a different value later is no violation.

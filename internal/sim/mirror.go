@@ -500,7 +500,8 @@ func (w *world) onUncleanElection(s *Sim, key string, broker int32) {
 	if tainted && !w.exempt[key] {
 		w.exempt[key] = true
 		w.rep.Exempt++
-		s.tracef("mirror: tainted replica %d of %s elected uncleanly: §8.20/21 suspended (§6.8)", broker, key)
+		s.hist.Exempt(key)
+		s.tracef("mirror: tainted replica %d of %s elected uncleanly: §8.9/13/20/21 suspended (§6.8)", broker, key)
 	}
 }
 
@@ -1486,7 +1487,7 @@ func (r *mirrorRunner) onFetchResponse(session uint64, req replica.FetchRequest,
 		r.fetching = false
 		return
 	}
-	if next != nil { // FetchNeedsBump or FetchForeignEpoch: the machine fixes the log first
+	if next != nil { // FetchNeedsBump, FetchStraddle or FetchForeignEpoch: the machine fixes the log first
 		r.fetching = false
 		r.post(next)
 		return
@@ -1523,11 +1524,6 @@ func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset tw
 	for len(bs) > 0 && bs[0].LastOffset() < leo {
 		bs = bs[1:]
 	}
-	if len(bs) > 0 && bs[0].BaseOffset() < leo {
-		s.tracef("mirror %s broker %d: batch [%d, %d] straddles LEO %d", p.key, p.b.id, bs[0].BaseOffset(), bs[0].LastOffset(), leo)
-		r.post(plan.FetchError{Session: r.session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: "batch straddles the log end"})
-		return nil, false
-	}
 	epochs := make([]twinlog.Epoch, len(bs))
 	for i, bv := range bs {
 		epochs[i] = bv.LeaderEpoch()
@@ -1537,6 +1533,10 @@ func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset tw
 		s.tracef("mirror %s broker %d: %v", p.key, p.b.id, err)
 		r.post(plan.FetchError{Session: r.session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: err.Error()})
 		return nil, false
+	}
+	if len(bs) > 0 && bs[0].BaseOffset() < leo {
+		s.tracef("mirror %s broker %d: batch [%d, %d] straddles LEO %d: no prefix of the source's log", p.key, p.b.id, bs[0].BaseOffset(), bs[0].LastOffset(), leo)
+		return plan.FetchStraddle{Session: session, BaseOffset: bs[0].BaseOffset(), LastOffset: bs[0].LastOffset(), SourceLogStartOffset: srcLogStart}, false
 	}
 	if foreign {
 		s.tracef("mirror %s broker %d: batch at %d has epoch %d below cached epoch %d (§6.8): foreign epoch", p.key, p.b.id, bs[0].BaseOffset(), epochs[0], p.r.LatestEpoch())
@@ -1961,11 +1961,16 @@ func origin(value string) string {
 }
 
 // untainted returns the running replicas of tp in both clusters that no
-// leader or __mirror_state record calls tainted.
+// leader or __mirror_state record calls tainted. A broker outside the
+// controller's replica set is no replica: the log a removed broker still
+// holds is dead (a broker added back restarts it at 0), so it is left out
+// (sweep seed 728689: removed b4 kept epoch-8 records its cluster's
+// failback truncated on every replica).
 func (w *world) untainted(tp twinlog.TopicPartition) []*simPart {
 	var out []*simPart
 	for _, s := range []*Sim{w.a, w.b} {
 		t := s.ctl.state.Topic(tp.Topic)
+		pr := s.ctl.state.Partition(tp.Topic, tp.Partition)
 		tainted := map[int32]bool{}
 		for _, id := range w.tables[s].taints(t.GetTopicId(), tp.Partition) {
 			tainted[id] = true
@@ -1981,7 +1986,7 @@ func (w *world) untainted(tp twinlog.TopicPartition) []*simPart {
 			}
 		}
 		for _, b := range s.brokers {
-			if p := b.parts[tp]; b.up && p != nil && !tainted[b.id] {
+			if p := b.parts[tp]; b.up && p != nil && !tainted[b.id] && slices.Contains(pr.GetReplicas(), b.id) {
 				out = append(out, p)
 			}
 		}

@@ -165,6 +165,17 @@ type FetchForeignEpoch struct {
 	SourceLogStartOffset twinlog.Offset
 }
 
+// FetchStraddle: the first fetched batch, [BaseOffset, LastOffset], holds
+// the leader's LEO inside it (BaseOffset < LEO ≤ LastOffset; see
+// StraddleTruncation); the shell appended nothing and stopped.
+// SourceLogStartOffset is the source's log start from the same response.
+type FetchStraddle struct {
+	Session              uint64
+	BaseOffset           twinlog.Offset
+	LastOffset           twinlog.Offset
+	SourceLogStartOffset twinlog.Offset
+}
+
 // FetchError: the fetch failed. CORRUPT_MESSAGE counts towards
 // Config.MaxCorruptFetches; Fatal errors fail the run; others (not leader,
 // fenced/unknown epoch, INVALID_MIRROR_SOURCE, unreachable) only set
@@ -198,6 +209,7 @@ func (FetchNeedsBump) isEvent()       {}
 func (FetchDiverging) isEvent()       {}
 func (FetchOutOfRange) isEvent()      {}
 func (FetchForeignEpoch) isEvent()    {}
+func (FetchStraddle) isEvent()        {}
 func (FetchError) isEvent()           {}
 func (Tick) isEvent()                 {}
 

@@ -354,6 +354,22 @@ func ForeignEpochTruncation(cache *epoch.Cache, logStart, leo twinlog.Offset, e 
 	return Truncation{Full: true, Offset: logStart, RestartAt: min(max(srcLogStart, 0), max(base, 0))}
 }
 
+// StraddleTruncation is the truncation after FetchStraddle: the source's
+// batch at base holds this log's LEO inside it. Batches are copied whole and
+// byte for byte, and every truncation ends a log at a batch boundary, so a
+// log that is a prefix of the source's ends where one of its batches ends:
+// this one is not, though the source's epoch check passed (the same epoch
+// number denoting each cluster's own records after a tainted replica's
+// unclean election, SPEC §6.8; simulator seed 760568). As after
+// FetchForeignEpoch no epoch proves any part of the log: it truncates fully
+// and restarts at the source's log start, the one offset where both logs
+// provably agree (remote input; a valid one is ≤ base). The full truncation
+// empties the cache, so a source repeating the answer cannot livelock the
+// mirror.
+func StraddleTruncation(logStart, base, srcLogStart twinlog.Offset) Truncation {
+	return Truncation{Full: true, Offset: logStart, RestartAt: min(max(srcLogStart, 0), max(base, 0))}
+}
+
 // Lag is the mirror lag of SPEC §6.3: records = max(0, S.HW − D.LEO);
 // seconds = now − lastCaughtUpMs, the time of the last fetch response that
 // found D.LEO ≥ S.HW (the shell passes the mirroring start if there was none).

@@ -379,7 +379,7 @@ func (m *Machine) step1(ev Event) error {
 		}
 	case FollowerRepaired:
 		m.onRepaired(ev.Replica)
-	case Fetched, FetchNeedsBump, FetchDiverging, FetchOutOfRange, FetchForeignEpoch, FetchError:
+	case Fetched, FetchNeedsBump, FetchDiverging, FetchOutOfRange, FetchForeignEpoch, FetchStraddle, FetchError:
 		m.onFetch(ev)
 	}
 	return nil
@@ -991,6 +991,11 @@ func (m *Machine) onFetch(ev Event) {
 		}
 		t := ForeignEpochTruncation(m.log.EpochCache(), m.log.LogStartOffset(), m.log.LogEndOffset(), ev.Epoch, ev.BaseOffset, ev.SourceLogStartOffset)
 		m.fixLog(t, ReasonDivergence)
+	case FetchStraddle:
+		if ev.Session != m.session {
+			return
+		}
+		m.fixLog(StraddleTruncation(m.log.LogStartOffset(), ev.BaseOffset, ev.SourceLogStartOffset), ReasonDivergence)
 	case FetchError:
 		if ev.Session != m.session {
 			return

@@ -858,6 +858,41 @@ func TestForeignEpochRestartsMirror(t *testing.T) {
 	checkMirrorInvariants(t, b)
 }
 
+// TestStraddleRestartsMirror is two-cluster seed 760568 on the mirror
+// leader: after a tainted replica's unclean election (SPEC §6.8) the
+// source's log is not B's though every epoch check passes, and the source
+// answers a batch that holds B's LEO inside it. Batches are copied whole, so
+// that proves B's log no prefix of the source's: B reports FetchStraddle,
+// truncates fully (a divergence truncation), restarts at the source's log
+// start (clamped to the batch's base) and ends as a copy of the source's log.
+func TestStraddleRestartsMirror(t *testing.T) {
+	if got, want := plan.StraddleTruncation(0, 101, 0), (plan.Truncation{Full: true, Offset: 0, RestartAt: 0}); got != want {
+		t.Fatalf("StraddleTruncation: %+v, want %+v", got, want)
+	}
+	if got, want := plan.StraddleTruncation(4, 101, 200), (plan.Truncation{Full: true, Offset: 4, RestartAt: 101}); got != want {
+		t.Fatalf("StraddleTruncation with a source log start above the base: %+v, want %+v", got, want)
+	}
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.mustProduce(20) // 0–19@0a
+	a.lmles.Apply(a.lmleKey(), &twinlogv1.MirrorLmleRecord{StateEpoch: 1, Lmle: 0, SourceClusterId: b.id})
+	b.mustProduce(12) // 0–11@0b: the same epoch number, other records
+	b.writable = false
+	b.mirrorFrom(1, plan.Config{})
+	b.checkState(plan.Mirroring)
+	if len(b.log.recs) != 12 { // untouched by the no-op LMLE truncation
+		t.Fatalf("B log after the LMLE step: %s", b.log)
+	}
+	b.step(plan.FetchStraddle{Session: b.session, BaseOffset: 10, LastOffset: 13, SourceLogStartOffset: 0})
+	if b.log.LogEndOffset() != 0 || b.log.cache.Len() != 0 || b.truncations[len(b.truncations)-1] != plan.ReasonDivergence {
+		t.Fatalf("after the straddling batch: log %q (LEO %d) cache %v truncations %v", b.log, b.log.LogEndOffset(), b.log.cache.Entries(), b.truncations)
+	}
+	b.step(plan.FetchStraddle{Session: b.session + 1, BaseOffset: 0, LastOffset: 3})
+	b.fetchUntilIdle()
+	b.checkLog(a.log.String())
+	checkMirrorInvariants(t, b)
+}
+
 // TestForeignEpochTrimsEmptyEpoch: when only an epoch without records
 // starts at B's LEO (s = LEO), the foreign batch contradicts no record: B
 // cuts at the LEO, which drops just that cache entry, keeps its records and
