@@ -73,7 +73,20 @@ func CheckTransition(s twinlogv1.MirrorState, op Op) twinlogv1.ErrorCode {
 // resumes a PAUSED run. Refusing it instead would drop it for good: the
 // shell steps each desired-state change once. No run is to be paused or
 // resumed before a start, while stopping, or when stopped (writable).
+//
+// A newer generation's Start (the controller takes Start from desired
+// MIRRORING: a retried or redundant start) reaches the machine in any state
+// too. A going run (PREPARING, TRUNCATING, PENDING, MIRRORING) takes it as
+// satisfied and adopts the generation; STOPPING records it and starts the
+// run once stopped. Only PAUSED refuses it (the controller refuses a Start
+// from desired PAUSED: resume instead).
 func Accepts(s twinlogv1.MirrorState, op Op) bool {
+	if op == OpStart {
+		switch s {
+		case Preparing, Truncating, Pending, Mirroring, Stopping:
+			return true
+		}
+	}
 	if op != OpPause && op != OpResume {
 		return CheckTransition(s, op) == twinlogv1.ErrorCode_ERROR_CODE_NONE
 	}
@@ -569,6 +582,30 @@ func (m *Machine) opStart(ev Start) error {
 	if ev.Generation <= m.run.Generation && m.desired.State == Mirroring {
 		return nil // re-delivery of the current generation
 	}
+	switch m.state {
+	case Preparing, Truncating, Pending, Mirroring:
+		// The run is going: it is the start asked for. It adopts the
+		// generation, recorded in the run record, and carries on. A fresh
+		// run here would bump and truncate to the LMLE again (with −1, the
+		// whole log: every record copied and copied again); left at its
+		// old generation, the run would start over as soon as it failed
+		// and a new leader found the newer desired generation (startWanted),
+		// instead of retrying.
+		m.desired = Desired{State: Mirroring, Generation: ev.Generation, SourceClusterID: ev.SourceClusterID}
+		if ev.Generation > m.run.Generation {
+			if m.kept != nil && m.kept.generation == m.run.Generation {
+				m.kept.generation = ev.Generation
+			}
+			m.run.Generation = ev.Generation
+			m.writeRun(false)
+		}
+		return nil
+	case Stopping:
+		// Started again while stopping: the stop completes (the operator
+		// asked for both, in this order) and reconcile then begins the run.
+		m.desired = Desired{State: Mirroring, Generation: ev.Generation, SourceClusterID: ev.SourceClusterID}
+		return nil
+	}
 	if CheckTransition(m.state, OpStart) != twinlogv1.ErrorCode_ERROR_CODE_NONE {
 		return fmt.Errorf("%w: start from %v", ErrInvalidRequest, m.state)
 	}
@@ -621,6 +658,7 @@ func (m *Machine) opStop(ev Stop) error {
 		return nil
 	}
 	if m.state == Stopping {
+		m.desired.State = Stopped // a Start since (opStart) is undone
 		return nil
 	}
 	if CheckTransition(m.state, OpStop) != twinlogv1.ErrorCode_ERROR_CODE_NONE {

@@ -173,3 +173,88 @@ func TestRetryBumpsWithCause(t *testing.T) {
 		wantBumped(t, b, bumps, truncs)
 	})
 }
+
+// TestRedundantStartAdoptsGeneration: an operator's Start on a topic that is
+// mirroring (the controller takes Start from desired MIRRORING, generation
+// + 1) is satisfied by the going run: no bump, no truncation, the copy and
+// the fetcher stay, and the run record takes the new generation. A later
+// failure then retries with the run's truncation, in this leadership and in
+// a new leader's (which finds desired and run at the same generation), instead
+// of starting a fresh run whose LMLE −1 would truncate the whole copy.
+func TestRedundantStartAdoptsGeneration(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = 3
+	a.mustProduce(4)
+	b.mirrorFrom(1, retryCfg)
+	b.fetchUntilIdle()
+	b.checkLog(a.log.String())
+	le, bumps, truncs := b.le, len(b.bumps), len(b.truncations)
+
+	b.mirrorFrom(2, retryCfg) // mirrors start, again
+	b.checkState(plan.Mirroring)
+	if !b.fetching || b.le != le || len(b.bumps) != bumps || len(b.truncations) != truncs {
+		t.Fatalf("redundant start: fetching %t, LE %d (was %d), bumps %v, truncations %v", b.fetching, b.le, le, b.bumps, b.truncations)
+	}
+	if r := b.runRecord(); r.GetGeneration() != 2 || r.GetState() != plan.Mirroring {
+		t.Fatalf("run record after the redundant start: %v", r)
+	}
+	failAndRetry(t, b)
+	b.checkState(plan.Mirroring)
+	if b.le != le || len(b.truncations) != truncs {
+		t.Fatalf("retry: LE %d (was %d), truncations %v", b.le, le, b.truncations)
+	}
+	b.checkLog(a.log.String())
+
+	// A new leader of the failed run: it retries (its own bump, SPEC §6.5)
+	// but keeps the copy rather than beginning generation 2 afresh.
+	for range 3 {
+		b.step(plan.FetchError{Session: b.session, Error: twinlogv1.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: "crc"})
+	}
+	b.checkState(plan.Failed)
+	b.step(plan.LostLeadership{})
+	b.le++
+	b.becomeLeader()
+	b.tick(b.nowMs + 100)
+	b.fetchUntilIdle()
+	b.checkState(plan.Mirroring)
+	if got := b.runRecord().GetGeneration(); got != 2 {
+		t.Fatalf("new leader's run generation %d, want 2", got)
+	}
+	b.checkLog(a.log.String())
+	checkMirrorInvariants(t, b)
+}
+
+// TestStartWhileStopping: a Start that reaches the machine while it is
+// stopping is not lost: the stop completes (writable, as the operator asked
+// first) and the new run begins; a Stop after it undoes it.
+func TestStartWhileStopping(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = 1
+	a.mustProduce(3)
+	b.mirrorFrom(1, retryCfg)
+	b.fetchUntilIdle()
+	b.holdWrites = true
+	b.stop()
+	b.checkState(plan.Stopping)
+	b.mirrorFrom(2, retryCfg)
+	b.holdWrites = false
+	b.releaseWrites()
+	b.fetchUntilIdle()
+	b.checkState(plan.Mirroring)
+	if r := b.runRecord(); r.GetGeneration() != 2 {
+		t.Fatalf("run record %v, want generation 2", r)
+	}
+
+	b.holdWrites = true
+	b.stop()
+	b.mirrorFrom(3, retryCfg)
+	b.stop()
+	b.holdWrites = false
+	b.releaseWrites()
+	b.checkState(plan.Stopped)
+	if !b.writable {
+		t.Fatal("stopped but not writable")
+	}
+}

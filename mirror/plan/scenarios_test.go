@@ -234,13 +234,18 @@ func TestTransitionLegality(t *testing.T) {
 		}
 	}
 	// The machine takes Pause and Resume in any state of a run, as its
-	// desired state (see plan.Accepts); Start and Stop as the table.
+	// desired state (see plan.Accepts); Start also in a going run (adopting
+	// its generation) and while stopping; Stop as the table.
 	run := []twinlogv1.MirrorState{plan.Preparing, plan.Truncating, plan.Pending, plan.Mirroring, plan.Paused, plan.Failed}
+	going := []twinlogv1.MirrorState{plan.Preparing, plan.Truncating, plan.Pending, plan.Mirroring, plan.Stopping}
 	for _, s := range states {
 		for _, op := range []plan.Op{plan.OpStart, plan.OpPause, plan.OpResume, plan.OpStop} {
 			want := plan.CheckTransition(s, op) == twinlogv1.ErrorCode_ERROR_CODE_NONE
 			if op == plan.OpPause || op == plan.OpResume {
 				want = slices.Contains(run, s)
+			}
+			if op == plan.OpStart && slices.Contains(going, s) {
+				want = true
 			}
 			if got := plan.Accepts(s, op); got != want {
 				t.Errorf("machine accepts %v from %v = %v, want %v", op, s, got, want)
