@@ -62,6 +62,8 @@ func TestFollowerFetchIdentity(t *testing.T) {
 		{"broker epoch + 1", false, identityFetch(3, 31, 5, 1), errStaleBrokerEpoch},
 		{"broker epoch − 1", false, identityFetch(3, 29, 5, 1), errStaleBrokerEpoch},
 		{"broker epoch −1 (none)", false, identityFetch(3, -1, 5, 1), errStaleBrokerEpoch},
+		{"fenced broker, epoch + 1", true, identityFetch(3, 31, 5, 1), errStaleBrokerEpoch},
+		{"fenced broker, epoch −1 (none)", true, identityFetch(3, -1, 5, 1), errStaleBrokerEpoch},
 		{"unregistered replica", false, identityFetch(5, 50, 5, 1), errNotLeader},
 		{"registered broker outside the replica set", false, identityFetch(4, 40, 5, 1), errNotLeader},
 		{"the leader's own id", false, identityFetch(1, 10, 5, 1), errNotLeader},

@@ -175,28 +175,29 @@ func (r *Replica) HandleFollowerFetch(f FetchRequest, nowMs int64) FetchDecision
 // lets the follower append, so the fetch still describes a prefix of its
 // log. The record is per LE: a fetch of an older LE is fenced at step 2.
 //
-// The broker epoch of a broker this leader's metadata holds acceptable must
-// be exactly its registered one, as issue 13 asks: anyone can put a replica
-// id and a guessed epoch on the wire, and an accepted fetch moves the
-// follower's LEO and with it the HW. An older epoch is a previous
-// incarnation. A newer one is either forged or a registration this leader's
-// metadata does not show yet; either way the leader cannot vouch for it, and
-// the answer is the same retriable STALE_BROKER_EPOCH: the follower's
-// machine ignores the error, and its shell fetches again (broker/fetcher.go
-// after a short wait or a metadata change), passing once this leader's
-// image has the registration.
+// The broker epoch must be exactly the one this leader's metadata has
+// registered for the replica, acceptable or not, as issue 13 asks: anyone
+// can put a replica id and a guessed epoch on the wire, and an accepted
+// fetch moves the follower's LEO (and with it the HW), clears its taint
+// (repairTaint) and may propose it for the ISR. An older epoch is a previous
+// incarnation. A newer one, or a broker the metadata does not show, is
+// either forged or a registration this leader's metadata does not show yet;
+// either way the leader cannot vouch for it, and the answer is the same
+// retriable STALE_BROKER_EPOCH: the follower's machine ignores the error,
+// and its shell fetches again (broker/fetcher.go after a short wait or a
+// metadata change), passing once this leader's image has the registration.
 //
-// A broker that is not acceptable here (fenced, in controlled shutdown, an
-// offline log dir, or not yet in this leader's image) is not epoch-checked,
-// as before issue 13: it is outside the ISR, so its fetches cannot move the
-// HW, and refusing them too stalled followers for good in the two-cluster
-// simulator with 20 s of faults (seeds 728205, 728855, 729357) and broke
-// §8.9 in seed 729424 (TestSweepSeeds). Why is open (issue 13's note).
+// Until sweep seed 729424 was understood this check spared brokers the
+// leader held unacceptable (fenced, in controlled shutdown): refusing them
+// broke §8.9 there. The cause was a taint, not the check: a later run's
+// looser taint replaced the earlier one of a replica that had not fetched
+// since (plan.RunTaints), which the relaxed check had hidden by letting the
+// fenced replica repair its taint in between.
 func (r *Replica) fenceFollowerFetch(f FetchRequest, fs *follower) ErrorCode {
 	if f.Seq <= 0 {
 		return errInvalidRequest
 	}
-	if reg, ok := r.brokers[f.ReplicaID]; ok && f.BrokerEpoch != reg {
+	if reg, ok := r.registeredEpochOf(f.ReplicaID); !ok || f.BrokerEpoch != reg {
 		return errStaleBrokerEpoch
 	}
 	last := fs.lastFetch

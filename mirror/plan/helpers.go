@@ -247,6 +247,20 @@ func MergeTaints(existing, added []Taint) []Taint {
 	return out
 }
 
+// RunTaints is what a run entering MIRRORING installs on the replicas it
+// skipped (SPEC §6.6 step 4): (lmleUsed, t), merged with the taint each
+// already carries (existing: the partition's durable taints), as
+// MergeTaints merges the record. A replica an earlier run tainted and that
+// has not fetched since still holds records from that taint's point on that
+// were never copied from S; the later run's looser taint would let its
+// next fetch keep them (sweep seed 729424: replica 3, tainted (7, 35), was
+// answered per a later run's (10, 60) and kept its own epoch-10 records at
+// [35, 60), where the leader had the source's).
+func RunTaints(existing []Taint, skipped []twinlog.BrokerID, lmleUsed twinlog.Epoch, t twinlog.Offset) []Taint {
+	merged := MergeTaints(existing, TaintsFor(skipped, lmleUsed, t))
+	return slices.DeleteFunc(merged, func(t Taint) bool { return !slices.Contains(skipped, t.Replica) })
+}
+
 // WithoutTaint returns taints minus the replica's.
 func WithoutTaint(taints []Taint, r twinlog.BrokerID) []Taint {
 	return slices.DeleteFunc(slices.Clone(taints), func(t Taint) bool { return t.Replica == r })

@@ -203,6 +203,12 @@ func TestTaints(t *testing.T) {
 	if d := cmp.Diff([]plan.Taint{{Replica: 2, Epoch: 1, Offset: 2}}, got); d != "" {
 		t.Fatal(d)
 	}
+	// A run installs its taint merged with the one a skipped replica has,
+	// and only on the replicas it skipped.
+	if d := cmp.Diff([]plan.Taint{{Replica: 2, Epoch: 1, Offset: 6}, {Replica: 3, Epoch: 5, Offset: 6}},
+		plan.RunTaints(existing, skipped, 5, 6)); d != "" {
+		t.Fatalf("run taints (-want +got)\n%s", d)
+	}
 	if d := cmp.Diff([]plan.Taint{{Replica: 4, Epoch: 3, Offset: 2}}, plan.WithoutTaint(existing, 2)); d != "" {
 		t.Fatal(d)
 	}

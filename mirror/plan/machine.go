@@ -904,7 +904,7 @@ func (m *Machine) enterMirroring() {
 	m.skipping = skipped
 	m.await = m.next()
 	m.step = stepAddTaints
-	m.emit(AddTaints{Seq: m.await, Taints: TaintsFor(skipped, twinlog.Epoch(m.run.LmleUsed), m.t)})
+	m.emit(AddTaints{Seq: m.await, Taints: RunTaints(taintsFromProto(m.lmleOrEmpty().Taints), skipped, twinlog.Epoch(m.run.LmleUsed), m.t)})
 }
 
 // onTaintsAdded: the replica installed the run's taints, or refused them

@@ -898,6 +898,38 @@ func TestStraddleRestartsMirror(t *testing.T) {
 	checkMirrorInvariants(t, b)
 }
 
+// TestLaterRunKeepsStricterTaint is sweep seed 729424 on the mirror
+// leader: replica 3 carries a durable taint (0, 1) from an earlier run and
+// has not fetched since, so its records from offset 1 on were never copied
+// from the source. A later run with LMLE 1 (T 4) skips it again; the taint
+// it installs must stay (0, 1): per (1, 4) the replica's next fetch would
+// keep its own records in [1, 4).
+func TestLaterRunKeepsStricterTaint(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = 1
+	a.mustProduce(4)
+	a.lmles.Apply(a.lmleKey(), &twinlogv1.MirrorLmleRecord{StateEpoch: 1, Lmle: 1, SourceClusterId: b.id})
+	b.le = 1
+	b.mustProduce(4)
+	b.lmles.Apply(b.lmleKey(), &twinlogv1.MirrorLmleRecord{StateEpoch: 1, Lmle: -1, SourceClusterId: a.id,
+		Taints: []*twinlogv1.ReplicaTaint{{Replica: 3, Epoch: 0, Offset: 1}}})
+	b.status = plan.ReplicaStatus{Replicas: []twinlog.BrokerID{1, 3}, ISR: []twinlog.BrokerID{1}, MinInsyncReplicas: 1}
+	b.writable = false
+	b.mirrorFrom(1, plan.Config{})
+	b.checkState(plan.Mirroring)
+	if got := b.runRecord().GetLmleUsed(); got != 1 {
+		t.Fatalf("lmleUsed %d, want 1", got)
+	}
+	if tt, ok := b.taints[3]; !ok || tt.Epoch != 0 || tt.Offset != 1 {
+		t.Fatalf("installed taint of replica 3: %+v (%t), want (0, 1)", tt, ok)
+	}
+	got := b.lmleRecord().GetTaints()
+	if len(got) != 1 || got[0].GetEpoch() != 0 || got[0].GetOffset() != 1 {
+		t.Fatalf("durable taints %v, want replica 3 (0, 1)", got)
+	}
+}
+
 // TestForeignEpochTrimsEmptyEpoch: when only an epoch without records
 // starts at B's LEO (s = LEO), the foreign batch contradicts no record: B
 // cuts at the LEO, which drops just that cache entry, keeps its records and
