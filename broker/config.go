@@ -116,12 +116,14 @@ type Config struct {
 	// (SPEC §5), default 1000.
 	MaxRequestPartitionSizeLimit int
 
-	// MirrorPendingTimeout is mirror.pending.timeout.ms (SPEC §1.3); zero
-	// takes the cluster config, else 300s.
+	// MirrorPendingTimeout is mirror.pending.timeout.ms (SPEC §1.3), the
+	// broker's static setting: a value set cluster-wide (AlterConfigs)
+	// overrides it, as Kafka's dynamic cluster default overrides
+	// server.properties; zero takes the cluster's value or default (300s).
 	MirrorPendingTimeout time.Duration
 	// MirrorRetryInitialBackoff, MirrorRetryMaxBackoff and
-	// MirrorRetryMaxAttempts are mirror.failed.retry.* (zero: the cluster
-	// config, else 100ms, 300s, 20).
+	// MirrorRetryMaxAttempts are mirror.failed.retry.*, likewise (zero: the
+	// cluster's value or default, 100ms, 300s, 20).
 	MirrorRetryInitialBackoff time.Duration
 	MirrorRetryMaxBackoff     time.Duration
 	MirrorRetryMaxAttempts    int

@@ -479,15 +479,22 @@ func (r *mirrorRunner) loadTaints(lmle *pb.MirrorLmleRecord) {
 	p.processReadyLocked()
 }
 
-// mirrorConfigMs is the broker's own setting if set, else the cluster
-// config (0: the plan's default).
+// mirrorConfigMs is a broker-scoped mirror setting: the cluster's value if
+// an operator set one (AlterConfigs on the cluster, dynamic), else the
+// broker's own (brokerd's file, static; 0 unset), else the cluster
+// default; 0 if none parses (the plan's default). Kafka's order.
 func (b *Broker) mirrorConfigMs(own int64, key string) int64 {
-	if own > 0 {
+	b.metaMu.Lock()
+	set, isSet := b.image.ClusterConfigSet(key)
+	def := b.image.ClusterConfig(key)
+	b.metaMu.Unlock()
+	v := def
+	switch {
+	case isSet:
+		v = set
+	case own > 0:
 		return own
 	}
-	b.metaMu.Lock()
-	v := b.image.ClusterConfig(key)
-	b.metaMu.Unlock()
 	var n int64
 	if _, err := fmt.Sscan(v, &n); err != nil {
 		return 0

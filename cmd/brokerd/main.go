@@ -106,6 +106,10 @@ func brokerConfig(cfg config.BrokerConfig) broker.Config {
 		FetchMaxBytes:                cfg.FetchMaxBytes,
 		LogMessageTimestampBeforeMax: cfg.LogMessageTimestampBeforeMax,
 		LogMessageTimestampAfterMax:  cfg.LogMessageTimestampAfterMax,
+		MirrorPendingTimeout:         cfg.Mirror.PendingTimeout,
+		MirrorRetryInitialBackoff:    cfg.Mirror.FailedRetryInitialBackoff,
+		MirrorRetryMaxBackoff:        cfg.Mirror.FailedRetryMaxBackoff,
+		MirrorRetryMaxAttempts:       cfg.Mirror.FailedRetryMaxAttempts,
 		Log: storage.Options{
 			SegmentMaxBytes: cfg.Log.SegmentBytes,
 			SegmentMaxAge:   max(cfg.Log.RollInterval, 0),

@@ -43,3 +43,22 @@ func TestFetchMaxBytesAboveTransportLimitRefused(t *testing.T) {
 		t.Fatalf("brokerd with fetch.max.bytes 64 MiB: %v, want a refusal naming the key", err)
 	}
 }
+
+// TestMirrorKeysReachTheBroker: brokerd's mirror.pending.timeout.ms and
+// mirror.failed.retry.* reach broker.Config (they were parsed, validated
+// and then dropped); a value set cluster-wide still overrides them
+// (broker.TestMirrorConfigPrecedence).
+func TestMirrorKeysReachTheBroker(t *testing.T) {
+	cfg := config.DefaultBroker()
+	cfg.BrokerID = 1
+	cfg.Mirror.PendingTimeout = 42 * time.Second
+	cfg.Mirror.FailedRetryInitialBackoff = 250 * time.Millisecond
+	cfg.Mirror.FailedRetryMaxBackoff = 9 * time.Second
+	cfg.Mirror.FailedRetryMaxAttempts = 3
+	bc := brokerConfig(cfg)
+	if bc.MirrorPendingTimeout != 42*time.Second || bc.MirrorRetryInitialBackoff != 250*time.Millisecond ||
+		bc.MirrorRetryMaxBackoff != 9*time.Second || bc.MirrorRetryMaxAttempts != 3 {
+		t.Fatalf("mirror settings %v %v %v %d, want 42s 250ms 9s 3", bc.MirrorPendingTimeout, bc.MirrorRetryInitialBackoff,
+			bc.MirrorRetryMaxBackoff, bc.MirrorRetryMaxAttempts)
+	}
+}

@@ -219,6 +219,16 @@ func (s *State) TopicConfig(topic, key string) string { return s.view().topicCon
 // ClusterConfig returns the effective cluster-level value of key.
 func (s *State) ClusterConfig(key string) string { return s.view().clusterConfigValue(key) }
 
+// ClusterConfigSet returns key's cluster-wide value and true if an operator
+// set it (AlterConfigs on the cluster); "" and false if it has its default.
+// A broker's own setting of a broker-scoped key yields to a set value only
+// (Kafka's order: dynamic cluster default, then the static file, then the
+// built-in default).
+func (s *State) ClusterConfigSet(key string) (string, bool) {
+	v, ok := s.view().clusterConfigs()[key]
+	return v, ok
+}
+
 // ELREnabled reports eligible.leader.replicas.enabled.
 func (s *State) ELREnabled() bool { return s.view().elrEnabled() }
 

@@ -284,8 +284,10 @@ func (c BrokerConfig) Validate() error {
 	checkFloor(&errs, "mirror.failed.retry.initial.backoff.ms", c.Mirror.FailedRetryInitialBackoff)
 	checkOrder(&errs, configdef.KeyMirrorFailedRetryInitialBackoffMs, c.Mirror.FailedRetryInitialBackoff.Milliseconds(),
 		configdef.KeyMirrorFailedRetryMaxBackoffMs, c.Mirror.FailedRetryMaxBackoff.Milliseconds())
-	if c.Mirror.FailedRetryMaxAttempts < 0 {
-		bad("mirror.failed.retry.max.attempts", c.Mirror.FailedRetryMaxAttempts, "must be ≥ 0")
+	if c.Mirror.FailedRetryMaxAttempts < 1 {
+		// broker.Config reads 0 as "unset" (the cluster's value applies).
+		bad("mirror.failed.retry.max.attempts", c.Mirror.FailedRetryMaxAttempts,
+			"must be ≥ 1 here; to turn automatic retries off, set it cluster-wide: twinctl configs set --cluster mirror.failed.retry.max.attempts=0")
 	}
 	checkHeartbeat(&errs, c.BrokerHeartbeatInterval, c.BrokerSessionTimeout)
 	// The upper bound (the answer must fit the transport's message limit
