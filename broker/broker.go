@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,7 +10,9 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,7 +50,10 @@ type Broker struct {
 	// offline are the partitions whose log failed to open at start
 	// (storage.ErrLogOffline); fixed for the life of the process.
 	offline map[twinlog.TopicPartition]error
-	incarn  string
+	// offlineReport is offline as heartbeats report it to the controller
+	// (for ListBrokers, twinctl brokers list); built once, read-only.
+	offlineReport []*pb.OfflinePartition
+	incarn        string
 
 	grpc   *grpc.Server
 	health *health.Server
@@ -165,6 +171,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	if so, ok := b.obs.(StorageObserver); ok {
 		so.ObserveOfflinePartitions(len(b.offline))
 	}
+	b.offlineReport = offlineReport(b.offline)
 
 	b.codec = codec.NewServer(BufferPool)
 	// releaseProduce first, outside rpcopt's interceptors (panic recovery,
@@ -239,6 +246,29 @@ type StorageObserver interface {
 // creates an empty log in their place.
 func (b *Broker) OfflinePartitions() map[twinlog.TopicPartition]error {
 	return maps.Clone(b.offline)
+}
+
+// offlineReasonMaxBytes bounds the reason sent for an offline partition
+// (the controller keeps at most 256 bytes of it): enough for the error and
+// the file it names, small enough for a heartbeat listing many partitions.
+const offlineReasonMaxBytes = 256
+
+// offlineReport lists the offline partitions as heartbeats carry them,
+// sorted, each with its open error, cut to offlineReasonMaxBytes of valid
+// UTF-8 (the error may name a file whose name is not: a proto string must
+// be, or the heartbeat would not marshal).
+func offlineReport(offline map[twinlog.TopicPartition]error) []*pb.OfflinePartition {
+	out := make([]*pb.OfflinePartition, 0, len(offline))
+	for _, tp := range slices.SortedFunc(maps.Keys(offline), func(a, b twinlog.TopicPartition) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	}) {
+		reason := strings.ToValidUTF8(offline[tp].Error(), "?")
+		if len(reason) > offlineReasonMaxBytes {
+			reason = strings.ToValidUTF8(reason[:offlineReasonMaxBytes], "")
+		}
+		out = append(out, &pb.OfflinePartition{Topic: strings.ToValidUTF8(tp.Topic, "?"), Partition: tp.Partition, Reason: reason})
+	}
+	return out
 }
 
 // offlineErr is the open error of tp if its log is offline, else nil.
@@ -576,6 +606,7 @@ func (b *Broker) heartbeat(ctx context.Context) *pb.BrokerHeartbeatResponse {
 	resp, err := ctl.BrokerHeartbeat(rctx, &pb.BrokerHeartbeatRequest{
 		BrokerId: int32(b.cfg.ID), BrokerEpoch: b.epoch.Load(), AppliedOffset: applied,
 		WantShutDown: b.wantShutdown.Load(), MirrorPartitions: b.mirrorStatuses(),
+		OfflinePartitions: b.offlineReport,
 	})
 	if err != nil {
 		b.log.Debug("heartbeat", "err", err)

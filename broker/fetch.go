@@ -341,7 +341,14 @@ func (b *Broker) GetReplicaLogInfo(ctx context.Context, req *pb.GetReplicaLogInf
 		for _, i := range t.GetPartitions() {
 			out := &pb.ReplicaLogInfo{Partition: i, LastWrittenLeaderEpoch: -1, LogEndOffset: -1}
 			tr.Partitions = append(tr.Partitions, out)
-			p := b.partition(twinlog.TopicPartition{Topic: t.GetTopic(), Partition: i})
+			tp := twinlog.TopicPartition{Topic: t.GetTopic(), Partition: i}
+			p := b.partition(tp)
+			if p == nil && b.offlineErr(tp) != nil {
+				// Its log failed to open: the copy exists but cannot be read
+				// (the candidate is no candidate until repaired).
+				out.Error = pb.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR
+				continue
+			}
 			if p == nil || (t.GetTopicId() != "" && p.topicID != t.GetTopicId()) {
 				out.Error = pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
 				continue

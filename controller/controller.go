@@ -57,11 +57,13 @@ type Config struct {
 	MaxFetchWait time.Duration
 	// MaxFetchDeltas caps deltas per FetchMetadata response.
 	MaxFetchDeltas int
-	// MaxFetchBytes caps the encoded deltas of one FetchMetadata response
-	// (at least one delta is always sent): a follower far behind pages
-	// through the log by from_offset instead of asking for a response
-	// larger than its transport accepts. Default 16 MiB, a quarter of the
-	// brokers' 64 MiB message limit (controllerd: metadata.fetch.max.bytes).
+	// MaxFetchBytes caps the encoded size of one FetchMetadata response,
+	// snapshot pages included (at least one delta or snapshot item is
+	// always sent): a follower far behind pages through the log by
+	// from_offset, and through a snapshot by cursor, instead of asking for
+	// a response larger than its transport accepts. Default 16 MiB, a
+	// quarter of the brokers' 64 MiB message limit (controllerd:
+	// metadata.fetch.max.bytes).
 	MaxFetchBytes int
 	// CompactEveryDeltas triggers a snapshot after this many new deltas.
 	CompactEveryDeltas int
@@ -186,6 +188,8 @@ type Controller struct {
 	stats       statsTracker
 	mirrorStats map[int32][]*twinlogv1.MirrorPartitionStatus // by reporting broker
 	mirrorNames map[string]bool                              // mirrors in the image
+	offline     map[int32]offlineReport                      // by reporting broker (server.go Heartbeat)
+	roundRetry  roundBackoff                                 // recovery round retry backoff (rounds.go)
 	compactedAt int64
 	closing     bool // Run is shutting down: long-polls stop waiting
 	rounds      map[uint64]context.CancelFunc

@@ -10,6 +10,13 @@
 // durable, so an acknowledged change survives kill -9; a delta that failed to
 // persist is never applied.
 //
+// FetchMetadata answers are bounded by Config.MaxFetchBytes. A follower
+// whose offset was compacted away gets the stored snapshot in pages, read
+// from the bbolt value in place (boltstore.ReadSnapshotPage), walked with a
+// SnapshotCursor that names the snapshot's offset; a cursor left stale by a
+// newer compaction restarts at the first page of the new snapshot, so a
+// follower never joins pages of two snapshots.
+//
 // Goroutines: Run owns the gRPC server, the ticker that turns wall-clock time
 // into State.Tick (session-timeout fencing, leaderless re-election, recovery
 // round planning), compaction, and one goroutine per unclean recovery round

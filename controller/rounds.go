@@ -2,9 +2,12 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,10 +15,138 @@ import (
 	"github.com/twinlog/twinlog/controller/metastate"
 )
 
+// Bounds of the backoff between the unclean recovery rounds of a partition
+// whose rounds keep failing. Tick plans a round for every leaderless
+// partition that needs one on every tick once the previous round ended, so
+// without a backoff a candidate that answers with an error for as long as
+// its copy is offline (KAFKA_STORAGE_ERROR), or does not answer, is asked
+// once a tick (20 times a second in brokertest) for as long as the
+// partition stays leaderless.
+// The first retry comes two default ticks (250 ms) after a failure; the cap
+// keeps the wait well below unclean.recovery.timeout.ms (default 5 min),
+// and a repair is seen at once anyway: a candidate's re-registration (a
+// restart) resets the backoff.
+const (
+	roundRetryInitialBackoff = 500 * time.Millisecond
+	roundRetryMaxBackoff     = 30 * time.Second
+)
+
+// roundKey names a partition in roundBackoff.
+type roundKey struct {
+	topic     string
+	partition int32
+}
+
+// roundRetry is the backoff of one leaderless partition whose last rounds
+// failed, with what the last failed round saw: a change in any of it (a
+// candidate re-registered or left, the partition record changed) may change
+// the answers, so the next round then asks at once.
+type roundRetry struct {
+	failures       int
+	notBefore      time.Time
+	topicID        string
+	partitionEpoch int32
+	candidates     []int32
+	epochs         []int64
+}
+
+// roundBackoff is the shell's soft state for spacing out failed recovery
+// rounds. It is scheduling only: whether a round elects a leader stays
+// metastate's decision (CompleteRecoveryRound); the shell only delays
+// asking again. Guarded by c.mu.
+type roundBackoff struct {
+	parts   map[roundKey]*roundRetry
+	sweptAt time.Time
+}
+
+// roundRetryBackoff is the wait after the n-th consecutive failed round (n ≥ 1):
+// roundRetryInitialBackoff doubled per failure, capped at
+// roundRetryMaxBackoff.
+func roundRetryBackoff(n int) time.Duration {
+	d := roundRetryInitialBackoff
+	for i := 1; i < n && d < roundRetryMaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, roundRetryMaxBackoff)
+}
+
+// wait returns how long round r must wait before asking its candidates: 0
+// unless the partition's previous round failed recently and nothing the
+// round depends on changed since.
+func (b *roundBackoff) wait(r metastate.Round, p *twinlogv1.PartitionRecord, now time.Time) time.Duration {
+	k := roundKey{r.Topic, r.Partition}
+	rr := b.parts[k]
+	if rr == nil {
+		return 0
+	}
+	if !rr.sameAs(r, p) {
+		delete(b.parts, k)
+		return 0
+	}
+	return max(rr.notBefore.Sub(now), 0)
+}
+
+// sameAs reports whether round r on partition p asks what the failed round
+// behind rr asked: the same topic, partition record and candidates with the
+// same broker epochs.
+func (rr *roundRetry) sameAs(r metastate.Round, p *twinlogv1.PartitionRecord) bool {
+	return rr.topicID == r.TopicID && rr.partitionEpoch == p.GetPartitionEpoch() &&
+		slices.Equal(rr.candidates, r.Candidates) && slices.Equal(rr.epochs, r.CandidateEpochs)
+}
+
+// record notes how a round ended and returns the wait before the
+// partition's next round: none once the partition has a leader (or is
+// gone), else the next step of the backoff. Now and then it also forgets
+// partitions that got a leader without a round.
+func (b *roundBackoff) record(r metastate.Round, st *metastate.State, now time.Time) time.Duration {
+	k := roundKey{r.Topic, r.Partition}
+	if now.Sub(b.sweptAt) >= roundRetryMaxBackoff {
+		b.sweptAt = now
+		for pk, rr := range b.parts {
+			if p := st.Partition(pk.topic, pk.partition); p == nil || p.GetTopicId() != rr.topicID || p.GetLeader() >= 0 {
+				delete(b.parts, pk)
+			}
+		}
+	}
+	p := st.Partition(r.Topic, r.Partition)
+	if p == nil || p.GetTopicId() != r.TopicID || p.GetLeader() >= 0 {
+		delete(b.parts, k)
+		return 0
+	}
+	rr := b.parts[k]
+	if rr == nil || !rr.sameAs(r, p) {
+		rr = &roundRetry{topicID: r.TopicID, partitionEpoch: p.GetPartitionEpoch(),
+			candidates: slices.Clone(r.Candidates), epochs: slices.Clone(r.CandidateEpochs)}
+		if b.parts == nil {
+			b.parts = map[roundKey]*roundRetry{}
+		}
+		b.parts[k] = rr
+	}
+	rr.failures++
+	d := roundRetryBackoff(rr.failures)
+	rr.notBefore = now.Add(d)
+	return d
+}
+
 // startRoundLocked launches one unclean recovery round (SPEC §3.5) as a
 // goroutine. c.mu is held. Rounds started before Run (tests driving Tick
 // without Run) are run with a background context.
+//
+// A round for a partition whose previous round failed less than its
+// backoff ago is not run: it is dropped from the state machine
+// (AbortRounds) and Tick plans it again on a later tick, when it is due.
+// Only rounds Tick would plan again are deferred so (the topic's own
+// strategy); another (an aggressive ElectLeaders round on a balanced topic,
+// which no tick re-plans) runs at once.
 func (c *Controller) startRoundLocked(r metastate.Round) {
+	now := c.now()
+	p := c.state.Partition(r.Topic, r.Partition)
+	if wait := c.roundRetry.wait(r, p, now); wait > 0 && r.Strategy == c.state.UncleanStrategy(r.Topic) {
+		c.state.AbortRounds([]uint64{r.ID})
+		c.log.Debug("unclean recovery round deferred: the last one failed", "topic", r.Topic, "partition", r.Partition,
+			"retry_in", wait.String())
+		return
+	}
 	parent := c.roundCtx
 	if parent == nil {
 		parent = context.Background()
@@ -30,7 +161,7 @@ func (c *Controller) startRoundLocked(r metastate.Round) {
 			addrs[i] = net.JoinHostPort(br.GetHost(), strconv.Itoa(int(br.GetPort())))
 		}
 	}
-	remaining := untilMs(r.DeadlineMs, c.nowMs())
+	remaining := untilMs(r.DeadlineMs, now.UnixMilli())
 	c.log.Info("unclean recovery round started", "round", r.ID, "topic", r.Topic, "partition", r.Partition,
 		"strategy", r.Strategy, "candidates", r.Candidates)
 	c.wg.Add(1)
@@ -154,16 +285,42 @@ func (c *Controller) completeRound(r metastate.Round, answers []metastate.Replic
 	if c.failed != nil {
 		return
 	}
-	d, out := c.state.CompleteRecoveryRound(r.ID, answers, c.nowMs())
+	now := c.now()
+	d, out := c.state.CompleteRecoveryRound(r.ID, answers, now.UnixMilli())
 	if err := c.commitLocked(d); err != nil {
 		c.log.Error("persist recovery round result", "round", r.ID, "err", err)
 		return
 	}
+	retryIn := c.roundRetry.record(r, c.state, now)
 	if out.Applied {
 		c.log.Warn("unclean recovery round elected a leader", "round", r.ID, "topic", r.Topic,
 			"partition", r.Partition, "leader", out.Winner, "answers", len(answers))
-	} else {
-		c.log.Info("unclean recovery round discarded", "round", r.ID, "topic", r.Topic,
-			"partition", r.Partition, "reason", out.Reason, "answers", len(answers))
+		return
 	}
+	attrs := []any{"round", r.ID, "topic", r.Topic, "partition", r.Partition, "reason", out.Reason,
+		"candidates", r.Candidates, "answers", len(answers)}
+	if errs := answerErrors(answers); errs != "" {
+		attrs = append(attrs, "answer_errors", errs)
+	}
+	if retryIn > 0 {
+		attrs = append(attrs, "retry_in", retryIn.String())
+	}
+	c.log.Info("unclean recovery round discarded", attrs...)
+}
+
+// answerErrors lists the candidates that answered with an error, as
+// "broker=CODE" pairs ("" if none): KAFKA_STORAGE_ERROR names a candidate
+// whose copy is offline (twinctl brokers list, OFFLINE).
+func answerErrors(answers []metastate.ReplicaLogAnswer) string {
+	var b strings.Builder
+	for _, a := range answers {
+		if a.Error == twinlogv1.ErrorCode_ERROR_CODE_NONE {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d=%s", a.Broker, strings.TrimPrefix(a.Error.String(), "ERROR_CODE_"))
+	}
+	return b.String()
 }

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
@@ -88,8 +91,9 @@ func (s controllerServer) BrokerHeartbeat(ctx context.Context, req *twinlogv1.Br
 	return s.c.Heartbeat(req)
 }
 
-// Heartbeat handles a broker heartbeat and keeps the mirror partition
-// statuses it reports for DescribeMirrors.
+// Heartbeat handles a broker heartbeat and keeps the runtime state it
+// reports: mirror partition statuses for DescribeMirrors, offline
+// partitions for ListBrokers.
 func (c *Controller) Heartbeat(req *twinlogv1.BrokerHeartbeatRequest) (*twinlogv1.BrokerHeartbeatResponse, error) {
 	now := c.nowMs()
 	c.mu.Lock()
@@ -111,8 +115,63 @@ func (c *Controller) Heartbeat(req *twinlogv1.BrokerHeartbeatRequest) (*twinlogv
 		} else {
 			delete(c.mirrorStats, req.GetBrokerId())
 		}
+		c.keepOfflineLocked(req)
 	}
 	return resp, nil
+}
+
+// Bounds on the offline partitions the controller keeps per broker: an
+// operator needs the count and the first partitions with a short reason;
+// a broken or hostile broker must not make every ListBrokers answer huge.
+const (
+	MaxOfflinePartitionsKept = 1000
+	MaxOfflineReasonBytes    = 256
+)
+
+// offlineReport is a broker's latest report of its offline partitions. It
+// belongs to the registration with brokerEpoch: ListBrokers shows it only
+// while that registration is live (not fenced, not replaced by a
+// re-registration), so a report ends with the broker's session without the
+// controller having to track the session's end.
+type offlineReport struct {
+	brokerEpoch int64
+	count       int32 // as reported, before the bounds
+	partitions  []*twinlogv1.OfflinePartition
+}
+
+// keepOfflineLocked records the offline partitions of an accepted heartbeat
+// (an empty list clears the broker's report): entries with an invalid topic
+// name or partition are dropped, at most MaxOfflinePartitionsKept are kept
+// and reasons are cut to MaxOfflineReasonBytes. c.mu is held.
+func (c *Controller) keepOfflineLocked(req *twinlogv1.BrokerHeartbeatRequest) {
+	ops := req.GetOfflinePartitions()
+	if len(ops) == 0 {
+		delete(c.offline, req.GetBrokerId())
+		return
+	}
+	r := offlineReport{brokerEpoch: req.GetBrokerEpoch(), count: int32(min(len(ops), math.MaxInt32))}
+	for _, op := range ops {
+		if len(r.partitions) == MaxOfflinePartitionsKept {
+			break
+		}
+		if metastate.ValidateTopicName(op.GetTopic()) != nil || op.GetPartition() < 0 {
+			continue
+		}
+		r.partitions = append(r.partitions, &twinlogv1.OfflinePartition{Topic: op.GetTopic(), Partition: op.GetPartition(),
+			Reason: truncateUTF8(op.GetReason(), MaxOfflineReasonBytes)})
+	}
+	if c.offline == nil {
+		c.offline = map[int32]offlineReport{}
+	}
+	c.offline[req.GetBrokerId()] = r
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
 }
 
 func (s controllerServer) AlterPartition(ctx context.Context, req *twinlogv1.AlterPartitionRequest) (*twinlogv1.AlterPartitionResponse, error) {
@@ -134,9 +193,18 @@ func (s controllerServer) FetchMetadata(ctx context.Context, req *twinlogv1.Fetc
 
 // FetchMetadata long-polls the change log (SPEC §3.1): it returns the deltas
 // from req.FromOffset on, waiting up to min(MaxWaitMs, MaxFetchWait, ctx
-// deadline) for the first one; a snapshot plus the deltas after it when
-// FromOffset was compacted away; OFFSET_OUT_OF_RANGE when FromOffset is past
-// the head + 1 (the follower saw changes this controller does not have).
+// deadline) for the first one; a snapshot page when FromOffset was compacted
+// away or req.SnapshotCursor continues one (then the deltas after the
+// snapshot come with its last page); OFFSET_OUT_OF_RANGE when FromOffset is
+// past the head + 1 (the follower saw changes this controller does not
+// have); INVALID_REQUEST for a malformed cursor (snapshotPage).
+//
+// Every response stays within MaxFetchBytes encoded (proto.Size of the whole
+// response) except one that must exceed it to progress: a snapshot page of
+// at most one item (and no deltas), or, without a snapshot, a single delta. A
+// follower far behind thus pages through the snapshot by cursor and through
+// the log by from_offset, and no response outgrows its transport's message
+// limit as cluster.max.partitions grows.
 func (c *Controller) FetchMetadata(ctx context.Context, req *twinlogv1.FetchMetadataRequest) (*twinlogv1.FetchMetadataResponse, error) {
 	from := max(req.GetFromOffset(), 1)
 	maxDeltas := c.cfg.MaxFetchDeltas
@@ -157,6 +225,11 @@ func (c *Controller) FetchMetadata(ctx context.Context, req *twinlogv1.FetchMeta
 		if from > head+1 {
 			resp.Error = twinlogv1.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE
 			return resp, nil
+		}
+		if cur := req.GetSnapshotCursor(); cur != nil {
+			// A follower in the middle of a snapshot is behind by
+			// definition: it gets its next page at once.
+			return c.snapshotPage(resp, cur, maxDeltas)
 		}
 		if from <= head || wait <= 0 || closing {
 			if from > head {
@@ -179,39 +252,122 @@ func (c *Controller) FetchMetadata(ctx context.Context, req *twinlogv1.FetchMeta
 	}
 }
 
+// readLog answers from the change log, or with the first snapshot page when
+// from was compacted away.
 func (c *Controller) readLog(resp *twinlogv1.FetchMetadataResponse, from int64, maxDeltas int) (*twinlogv1.FetchMetadataResponse, error) {
 	deltas, err := c.store.ReadDeltas(from, maxDeltas)
 	if errors.Is(err, boltstore.ErrCompacted) {
-		snap, serr := c.store.Snapshot()
-		if serr != nil {
-			return nil, serr
-		}
-		if snap == nil {
-			return nil, errors.New("controller: log compacted but no snapshot stored")
-		}
-		resp.Snapshot = snap
-		deltas, err = c.store.ReadDeltas(snap.GetOffset()+1, maxDeltas)
+		return c.snapshotPage(resp, nil, maxDeltas)
 	}
 	if err != nil {
 		return nil, err
 	}
-	resp.Deltas = boundDeltas(deltas, c.cfg.MaxFetchBytes-proto.Size(resp.GetSnapshot()))
+	resp.Deltas = boundDeltas(deltas, c.cfg.MaxFetchBytes-proto.Size(resp), true)
 	return resp, nil
 }
 
-// boundDeltas keeps the longest prefix of deltas whose encoded size is at
-// most budget, and always the first delta, so that a follower progresses (a
-// delta is one command's change; the CreateTopics caps bound the largest).
-func boundDeltas(deltas []*twinlogv1.MetadataDelta, budget int) []*twinlogv1.MetadataDelta {
+// errBadCursor stops a snapshot page read whose cursor is malformed; the
+// reason is in the response's error message.
+var errBadCursor = errors.New("controller: bad snapshot cursor")
+
+// snapshotPage fills resp with one page of the stored snapshot: the first
+// page when cur is nil or stale (its offset is older than the stored
+// snapshot's: a compaction replaced the snapshot it paged, and the follower
+// restarts rather than join pages of two snapshots), else the page at
+// cur.Position. Items are added while the whole response stays within
+// MaxFetchBytes, and always at least one. A partial page gets
+// NextSnapshotCursor; the last page gets the deltas after the snapshot,
+// only as many as still fit (the snapshot alone already progresses).
+//
+// A cursor with a negative offset or position, an offset newer than the
+// stored snapshot, a position at or past its end, or any cursor when no
+// snapshot is stored gets INVALID_REQUEST: no snapshot the follower could
+// have been given matches it.
+func (c *Controller) snapshotPage(resp *twinlogv1.FetchMetadataResponse, cur *twinlogv1.SnapshotCursor, maxDeltas int) (*twinlogv1.FetchMetadataResponse, error) {
+	invalid := func(format string, args ...any) (*twinlogv1.FetchMetadataResponse, error) {
+		resp.Error = twinlogv1.ErrorCode_ERROR_CODE_INVALID_REQUEST
+		resp.ErrorMessage = fmt.Sprintf(format, args...)
+		return resp, nil
+	}
+	if cur != nil && (cur.GetOffset() < 0 || cur.GetPosition() < 0) {
+		return invalid("snapshot cursor (offset %d, position %d) is negative", cur.GetOffset(), cur.GetPosition())
+	}
+	var reason string
+	envelope := 0
+	start := func(offset, items int64) (int64, error) {
+		pos := int64(0)
+		switch {
+		case cur == nil || cur.GetOffset() < offset:
+		case cur.GetOffset() > offset:
+			reason = fmt.Sprintf("snapshot cursor names offset %d, newer than the stored snapshot at %d", cur.GetOffset(), offset)
+			return 0, errBadCursor
+		case cur.GetPosition() >= items:
+			reason = fmt.Sprintf("snapshot cursor position %d is past the end of snapshot %d (%d items)", cur.GetPosition(), offset, items)
+			return 0, errBadCursor
+		default:
+			pos = cur.GetPosition()
+		}
+		// The response around the snapshot, with the largest cursor this
+		// snapshot can need: the page is sized before it is known whether
+		// it is the last one.
+		resp.SnapshotPosition = pos
+		resp.NextSnapshotCursor = &twinlogv1.SnapshotCursor{Offset: offset, Position: items}
+		envelope = proto.Size(resp) + protowire.SizeTag(snapshotField)
+		return pos, nil
+	}
+	fits := func(size int) bool { return envelope+protowire.SizeBytes(size) <= c.cfg.MaxFetchBytes }
+	page, err := c.store.ReadSnapshotPage(start, fits)
+	switch {
+	case errors.Is(err, errBadCursor):
+		return invalid("%s", reason)
+	case err != nil:
+		return nil, err
+	case page == nil && cur != nil:
+		return invalid("snapshot cursor at offset %d but no snapshot is stored", cur.GetOffset())
+	case page == nil:
+		return nil, errors.New("controller: log compacted but no snapshot stored")
+	}
+	resp.Snapshot = page.Snapshot
+	if page.Next < page.Items {
+		resp.NextSnapshotCursor.Position = page.Next
+		return resp, nil
+	}
+	resp.NextSnapshotCursor = nil
+	deltas, err := c.store.ReadDeltas(page.Snapshot.GetOffset()+1, maxDeltas)
+	if err != nil {
+		// A compaction since the page was read dropped deltas right
+		// after this snapshot: the follower applies the snapshot alone
+		// and its next fetch gets the deltas or the newer snapshot.
+		if errors.Is(err, boltstore.ErrCompacted) {
+			return resp, nil
+		}
+		return nil, err
+	}
+	resp.Deltas = boundDeltas(deltas, c.cfg.MaxFetchBytes-proto.Size(resp), false)
+	return resp, nil
+}
+
+// snapshotField is FetchMetadataResponse.snapshot's field number, for the
+// size of the page's tag and length around it.
+var snapshotField = (&twinlogv1.FetchMetadataResponse{}).ProtoReflect().Descriptor().Fields().ByName("snapshot").Number()
+
+// boundDeltas keeps the longest prefix of deltas whose encoded size as
+// fields of the response is at most budget. With atLeastOne it keeps the
+// first delta regardless, so that a follower progresses (a delta is one
+// command's change; the CreateTopics caps bound the largest).
+func boundDeltas(deltas []*twinlogv1.MetadataDelta, budget int, atLeastOne bool) []*twinlogv1.MetadataDelta {
 	n := 0
 	for i, d := range deltas {
-		n += proto.Size(d)
-		if n > budget && i > 0 {
+		n += protowire.SizeTag(deltasField) + protowire.SizeBytes(proto.Size(d))
+		if n > budget && (i > 0 || !atLeastOne) {
 			return deltas[:i]
 		}
 	}
 	return deltas
 }
+
+// deltasField is FetchMetadataResponse.deltas's field number.
+var deltasField = (&twinlogv1.FetchMetadataResponse{}).ProtoReflect().Descriptor().Fields().ByName("deltas").Number()
 
 type adminServer struct {
 	twinlogv1.UnimplementedAdminServiceServer
@@ -245,6 +401,15 @@ func (s adminServer) ListBrokers(ctx context.Context, req *twinlogv1.ListBrokers
 		resp := &twinlogv1.ListBrokersResponse{ClusterId: st.ClusterID(), MetadataOffset: st.Offset()}
 		for _, b := range st.Brokers() {
 			resp.Brokers = append(resp.Brokers, proto.Clone(b).(*twinlogv1.BrokerRecord))
+			r, ok := s.c.offline[b.GetBrokerId()]
+			if !ok || r.brokerEpoch != b.GetBrokerEpoch() || b.GetFenced() {
+				continue // none reported, or by a session that has ended
+			}
+			bo := &twinlogv1.BrokerOfflinePartitions{BrokerId: b.GetBrokerId(), Count: r.count}
+			for _, p := range r.partitions {
+				bo.Partitions = append(bo.Partitions, proto.CloneOf(p))
+			}
+			resp.OfflinePartitions = append(resp.OfflinePartitions, bo)
 		}
 		return resp
 	})

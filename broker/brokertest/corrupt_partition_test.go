@@ -27,10 +27,10 @@ func (o *offlineObs) ObserveOfflinePartitions(n int) { o.offline.Store(int64(n))
 // TestCorruptPartitionOffline (issue 13): a partition whose segment is
 // corrupt below its recovery point takes only itself offline. The broker
 // starts (it used to refuse: OpenLogDir failed the whole dir), reports the
-// partition offline (log naming the file, metric, unclean registration so
-// the controller keeps it out of the partition's ISR and ELR) and serves
-// the healthy partition: it rejoins its ISR, leads it, and every acked
-// record is read from it.
+// partition offline (log naming the file, metric, ListBrokers through its
+// heartbeats, unclean registration so the controller keeps it out of the
+// partition's ISR and ELR) and serves the healthy partition: it rejoins its
+// ISR, leads it, and every acked record is read from it.
 func TestCorruptPartitionOffline(t *testing.T) {
 	obs := map[twinlog.BrokerID]*offlineObs{}
 	for id := twinlog.BrokerID(1); id <= 3; id++ {
@@ -79,6 +79,26 @@ func TestCorruptPartitionOffline(t *testing.T) {
 		return ok && leader > 0 && c.Running(leader) && slices.Contains(isr, int32(victim)) &&
 			c.LogEndOffset(victim, "good", 0) == c.LogEndOffset(leader, "good", 0)
 	})
+	// The operator sees it in `twinctl brokers list` (OFFLINE): the
+	// heartbeat that unfenced the broker (it is in an ISR again) carried
+	// the report, and the controller's ListBrokers answers with it.
+	lb, err := c.Admin().ListBrokers(ctx, &pb.ListBrokersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := lb.GetOfflinePartitions(); len(rs) != 1 || rs[0].GetBrokerId() != int32(victim) || rs[0].GetCount() != 1 ||
+		len(rs[0].GetPartitions()) != 1 || rs[0].GetPartitions()[0].GetTopic() != "bad" ||
+		rs[0].GetPartitions()[0].GetPartition() != 0 || !strings.Contains(rs[0].GetPartitions()[0].GetReason(), "bad-0") {
+		t.Fatalf("ListBrokers offline partitions %v, want bad-0 on broker %d with its open error", rs, victim)
+	}
+	// An unclean recovery round asking the broker about its copy learns
+	// that it exists but cannot be read.
+	li, err := pb.NewReplicationServiceClient(c.conn(c.Addr(victim))).GetReplicaLogInfo(ctx, &pb.GetReplicaLogInfoRequest{
+		Topics: []*pb.GetReplicaLogInfoTopic{{Topic: "bad", Partitions: []int32{0}}}})
+	if err != nil || len(li.GetTopics()) != 1 || len(li.GetTopics()[0].GetPartitions()) != 1 ||
+		li.GetTopics()[0].GetPartitions()[0].GetError() != pb.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR {
+		t.Fatalf("GetReplicaLogInfo of the offline copy: %v %v, want KAFKA_STORAGE_ERROR", li, err)
+	}
 	// The corrupt replica stays out of the partition's ISR (the controller
 	// knows it cannot lead), and the broker neither hosts it nor rebuilt
 	// an empty log in its place.

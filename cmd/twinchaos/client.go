@@ -819,12 +819,23 @@ func (c *client) observe(ctx context.Context, cl *cluster) {
 			}
 		}
 	}
+	// cursor pages through a snapshot (the controller bounds each answer
+	// by metadata.fetch.max.bytes). The observer only notes partition
+	// records, so it notes each page as it comes instead of gathering the
+	// snapshot; from moves past the snapshot only with its last page. A
+	// restart on a newer snapshot notes records of two consistent images,
+	// which note's per-epoch checks absorb.
+	var cursor *pb.SnapshotCursor
 	for ctx.Err() == nil {
 		cc, err := c.conn(cl.controller)
 		var resp *pb.FetchMetadataResponse
 		if err == nil {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			resp, err = pb.NewControllerServiceClient(cc).FetchMetadata(rctx, &pb.FetchMetadataRequest{BrokerId: -1, FromOffset: from, MaxWaitMs: 1000, MaxDeltas: 1000})
+			// An answer is up to metadata.fetch.max.bytes (≤ 32 MiB), past
+			// gRPC's default 4 MiB receive limit: take what brokers take.
+			resp, err = pb.NewControllerServiceClient(cc).FetchMetadata(rctx,
+				&pb.FetchMetadataRequest{BrokerId: -1, FromOffset: from, MaxWaitMs: 1000, MaxDeltas: 1000, SnapshotCursor: cursor},
+				grpc.MaxCallRecvMsgSize(64<<20))
 			cancel()
 		}
 		if err != nil {
@@ -833,14 +844,26 @@ func (c *client) observe(ctx context.Context, cl *cluster) {
 		}
 		if resp.GetError() == pb.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE {
 			c.out.emit(event{Ev: "note", Cl: cl.name, Msg: fmt.Sprintf("metadata observer: offset %d past the controller's head %d; starting over", from, resp.GetHighOffset())})
-			from = 1
+			from, cursor = 1, nil
+			continue
+		}
+		if e := resp.GetError(); e != pb.ErrorCode_ERROR_CODE_NONE {
+			c.out.emit(event{Ev: "note", Cl: cl.name, Msg: fmt.Sprintf("metadata observer: %v (%s); restarting the snapshot", e, resp.GetErrorMessage())})
+			cursor = nil
+			sleepCtx(ctx, 500*time.Millisecond)
 			continue
 		}
 		if s := resp.GetSnapshot(); s != nil {
 			for _, pr := range s.GetPartitions() {
 				note(pr)
 			}
+			cursor = resp.GetNextSnapshotCursor()
+			if cursor != nil {
+				continue
+			}
 			from = s.GetOffset() + 1
+		} else {
+			cursor = nil
 		}
 		for _, d := range resp.GetDeltas() {
 			for _, pr := range d.GetPartitions() {

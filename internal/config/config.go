@@ -161,7 +161,7 @@ func controllerFields(c *ControllerConfig) []field {
 		intField("max.request.partition.size.limit", "1000", "DescribeTopicPartitions page limit (SPEC §5)", &c.MaxRequestPartitionSizeLimit),
 		intField(configdef.KeyCreateTopicsMaxPartitionsPerRequest, "10000", "partitions one CreateTopics request may create", &c.CreateTopicsMaxPartitionsPerRequest),
 		intField(configdef.KeyClusterMaxPartitions, "100000", "partitions the cluster may hold (CreateTopics refuses more)", &c.MaxClusterPartitions),
-		intField(configdef.KeyMetadataFetchMaxBytes, "16777216", "encoded deltas of one FetchMetadata response (brokers page through larger backlogs)", &c.MetadataFetchMaxBytes),
+		intField(configdef.KeyMetadataFetchMaxBytes, "16777216", "encoded size of one FetchMetadata answer, snapshot pages included (brokers far behind page through the log and the snapshot)", &c.MetadataFetchMaxBytes),
 	}
 }
 

@@ -1072,8 +1072,13 @@ type ListBrokersResponse struct {
 	ClusterId      string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
 	Brokers        []*BrokerRecord        `protobuf:"bytes,2,rep,name=brokers,proto3" json:"brokers,omitempty"`
 	MetadataOffset int64                  `protobuf:"varint,3,opt,name=metadata_offset,json=metadataOffset,proto3" json:"metadata_offset,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// offline_partitions are the partitions each live broker reported offline
+	// in its heartbeats (runtime state, not in the metadata log), by broker;
+	// brokers that reported none, are fenced or re-registered since their
+	// report are left out.
+	OfflinePartitions []*BrokerOfflinePartitions `protobuf:"bytes,4,rep,name=offline_partitions,json=offlinePartitions,proto3" json:"offline_partitions,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ListBrokersResponse) Reset() {
@@ -1127,6 +1132,76 @@ func (x *ListBrokersResponse) GetMetadataOffset() int64 {
 	return 0
 }
 
+func (x *ListBrokersResponse) GetOfflinePartitions() []*BrokerOfflinePartitions {
+	if x != nil {
+		return x.OfflinePartitions
+	}
+	return nil
+}
+
+// BrokerOfflinePartitions is one broker's report of its offline partitions.
+type BrokerOfflinePartitions struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	BrokerId int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	// count is how many partitions the broker reported; partitions lists at
+	// most the first 1000 of them (the controller bounds what it keeps).
+	Count         int32               `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	Partitions    []*OfflinePartition `protobuf:"bytes,3,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BrokerOfflinePartitions) Reset() {
+	*x = BrokerOfflinePartitions{}
+	mi := &file_twinlog_v1_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BrokerOfflinePartitions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BrokerOfflinePartitions) ProtoMessage() {}
+
+func (x *BrokerOfflinePartitions) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BrokerOfflinePartitions.ProtoReflect.Descriptor instead.
+func (*BrokerOfflinePartitions) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *BrokerOfflinePartitions) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+func (x *BrokerOfflinePartitions) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *BrokerOfflinePartitions) GetPartitions() []*OfflinePartition {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
 type UnregisterBrokerRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	BrokerId      int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
@@ -1136,7 +1211,7 @@ type UnregisterBrokerRequest struct {
 
 func (x *UnregisterBrokerRequest) Reset() {
 	*x = UnregisterBrokerRequest{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[18]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1223,7 @@ func (x *UnregisterBrokerRequest) String() string {
 func (*UnregisterBrokerRequest) ProtoMessage() {}
 
 func (x *UnregisterBrokerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[18]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1236,7 @@ func (x *UnregisterBrokerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterBrokerRequest.ProtoReflect.Descriptor instead.
 func (*UnregisterBrokerRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *UnregisterBrokerRequest) GetBrokerId() int32 {
@@ -1181,7 +1256,7 @@ type UnregisterBrokerResponse struct {
 
 func (x *UnregisterBrokerResponse) Reset() {
 	*x = UnregisterBrokerResponse{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[19]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1193,7 +1268,7 @@ func (x *UnregisterBrokerResponse) String() string {
 func (*UnregisterBrokerResponse) ProtoMessage() {}
 
 func (x *UnregisterBrokerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[19]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1206,7 +1281,7 @@ func (x *UnregisterBrokerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterBrokerResponse.ProtoReflect.Descriptor instead.
 func (*UnregisterBrokerResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UnregisterBrokerResponse) GetError() ErrorCode {
@@ -1234,7 +1309,7 @@ type ElectLeadersRequest struct {
 
 func (x *ElectLeadersRequest) Reset() {
 	*x = ElectLeadersRequest{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[20]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1246,7 +1321,7 @@ func (x *ElectLeadersRequest) String() string {
 func (*ElectLeadersRequest) ProtoMessage() {}
 
 func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[20]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1259,7 +1334,7 @@ func (x *ElectLeadersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersRequest.ProtoReflect.Descriptor instead.
 func (*ElectLeadersRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ElectLeadersRequest) GetType() ElectionType {
@@ -1286,7 +1361,7 @@ type TopicPartitions struct {
 
 func (x *TopicPartitions) Reset() {
 	*x = TopicPartitions{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[21]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1298,7 +1373,7 @@ func (x *TopicPartitions) String() string {
 func (*TopicPartitions) ProtoMessage() {}
 
 func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[21]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1311,7 +1386,7 @@ func (x *TopicPartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartitions.ProtoReflect.Descriptor instead.
 func (*TopicPartitions) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TopicPartitions) GetTopic() string {
@@ -1337,7 +1412,7 @@ type ElectLeadersResponse struct {
 
 func (x *ElectLeadersResponse) Reset() {
 	*x = ElectLeadersResponse{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[22]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1349,7 +1424,7 @@ func (x *ElectLeadersResponse) String() string {
 func (*ElectLeadersResponse) ProtoMessage() {}
 
 func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[22]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1362,7 +1437,7 @@ func (x *ElectLeadersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElectLeadersResponse.ProtoReflect.Descriptor instead.
 func (*ElectLeadersResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ElectLeadersResponse) GetResults() []*PartitionResult {
@@ -1384,7 +1459,7 @@ type PartitionResult struct {
 
 func (x *PartitionResult) Reset() {
 	*x = PartitionResult{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[23]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1471,7 @@ func (x *PartitionResult) String() string {
 func (*PartitionResult) ProtoMessage() {}
 
 func (x *PartitionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[23]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1484,7 @@ func (x *PartitionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionResult.ProtoReflect.Descriptor instead.
 func (*PartitionResult) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PartitionResult) GetTopic() string {
@@ -1449,7 +1524,7 @@ type AlterPartitionReassignmentsRequest struct {
 
 func (x *AlterPartitionReassignmentsRequest) Reset() {
 	*x = AlterPartitionReassignmentsRequest{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[24]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1461,7 +1536,7 @@ func (x *AlterPartitionReassignmentsRequest) String() string {
 func (*AlterPartitionReassignmentsRequest) ProtoMessage() {}
 
 func (x *AlterPartitionReassignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[24]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1474,7 +1549,7 @@ func (x *AlterPartitionReassignmentsRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use AlterPartitionReassignmentsRequest.ProtoReflect.Descriptor instead.
 func (*AlterPartitionReassignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AlterPartitionReassignmentsRequest) GetPartitions() []*ReassignablePartition {
@@ -1496,7 +1571,7 @@ type ReassignablePartition struct {
 
 func (x *ReassignablePartition) Reset() {
 	*x = ReassignablePartition{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[25]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1583,7 @@ func (x *ReassignablePartition) String() string {
 func (*ReassignablePartition) ProtoMessage() {}
 
 func (x *ReassignablePartition) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[25]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1596,7 @@ func (x *ReassignablePartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReassignablePartition.ProtoReflect.Descriptor instead.
 func (*ReassignablePartition) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{25}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReassignablePartition) GetTopic() string {
@@ -1554,7 +1629,7 @@ type AlterPartitionReassignmentsResponse struct {
 
 func (x *AlterPartitionReassignmentsResponse) Reset() {
 	*x = AlterPartitionReassignmentsResponse{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[26]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +1641,7 @@ func (x *AlterPartitionReassignmentsResponse) String() string {
 func (*AlterPartitionReassignmentsResponse) ProtoMessage() {}
 
 func (x *AlterPartitionReassignmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[26]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +1654,7 @@ func (x *AlterPartitionReassignmentsResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use AlterPartitionReassignmentsResponse.ProtoReflect.Descriptor instead.
 func (*AlterPartitionReassignmentsResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{26}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AlterPartitionReassignmentsResponse) GetResults() []*PartitionResult {
@@ -1600,7 +1675,7 @@ type DescribeTopicPartitionsRequest struct {
 
 func (x *DescribeTopicPartitionsRequest) Reset() {
 	*x = DescribeTopicPartitionsRequest{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[27]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1612,7 +1687,7 @@ func (x *DescribeTopicPartitionsRequest) String() string {
 func (*DescribeTopicPartitionsRequest) ProtoMessage() {}
 
 func (x *DescribeTopicPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[27]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +1700,7 @@ func (x *DescribeTopicPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*DescribeTopicPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{27}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DescribeTopicPartitionsRequest) GetTopics() []*DescribeTopicPartitionsTopic {
@@ -1660,7 +1735,7 @@ type DescribeTopicPartitionsTopic struct {
 
 func (x *DescribeTopicPartitionsTopic) Reset() {
 	*x = DescribeTopicPartitionsTopic{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[28]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1747,7 @@ func (x *DescribeTopicPartitionsTopic) String() string {
 func (*DescribeTopicPartitionsTopic) ProtoMessage() {}
 
 func (x *DescribeTopicPartitionsTopic) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[28]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1760,7 @@ func (x *DescribeTopicPartitionsTopic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicPartitionsTopic.ProtoReflect.Descriptor instead.
 func (*DescribeTopicPartitionsTopic) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{28}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DescribeTopicPartitionsTopic) GetName() string {
@@ -1714,7 +1789,7 @@ type DescribeTopicPartitionsResponse struct {
 
 func (x *DescribeTopicPartitionsResponse) Reset() {
 	*x = DescribeTopicPartitionsResponse{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[29]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1726,7 +1801,7 @@ func (x *DescribeTopicPartitionsResponse) String() string {
 func (*DescribeTopicPartitionsResponse) ProtoMessage() {}
 
 func (x *DescribeTopicPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[29]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1739,7 +1814,7 @@ func (x *DescribeTopicPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*DescribeTopicPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{29}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DescribeTopicPartitionsResponse) GetError() ErrorCode {
@@ -1783,7 +1858,7 @@ type DescribeTopicPartitionsTopicResult struct {
 
 func (x *DescribeTopicPartitionsTopicResult) Reset() {
 	*x = DescribeTopicPartitionsTopicResult{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[30]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1795,7 +1870,7 @@ func (x *DescribeTopicPartitionsTopicResult) String() string {
 func (*DescribeTopicPartitionsTopicResult) ProtoMessage() {}
 
 func (x *DescribeTopicPartitionsTopicResult) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[30]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1808,7 +1883,7 @@ func (x *DescribeTopicPartitionsTopicResult) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use DescribeTopicPartitionsTopicResult.ProtoReflect.Descriptor instead.
 func (*DescribeTopicPartitionsTopicResult) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{30}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DescribeTopicPartitionsTopicResult) GetError() ErrorCode {
@@ -1863,7 +1938,7 @@ type DescribeTopicPartitionsPartition struct {
 
 func (x *DescribeTopicPartitionsPartition) Reset() {
 	*x = DescribeTopicPartitionsPartition{}
-	mi := &file_twinlog_v1_admin_proto_msgTypes[31]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +1950,7 @@ func (x *DescribeTopicPartitionsPartition) String() string {
 func (*DescribeTopicPartitionsPartition) ProtoMessage() {}
 
 func (x *DescribeTopicPartitionsPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_admin_proto_msgTypes[31]
+	mi := &file_twinlog_v1_admin_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +1963,7 @@ func (x *DescribeTopicPartitionsPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicPartitionsPartition.ProtoReflect.Descriptor instead.
 func (*DescribeTopicPartitionsPartition) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{31}
+	return file_twinlog_v1_admin_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DescribeTopicPartitionsPartition) GetError() ErrorCode {
@@ -1959,7 +2034,7 @@ var File_twinlog_v1_admin_proto protoreflect.FileDescriptor
 const file_twinlog_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"\x16twinlog/v1/admin.proto\x12\n" +
-	"twinlog.v1\x1a\x17twinlog/v1/common.proto\x1a\x19twinlog/v1/metadata.proto\"n\n" +
+	"twinlog.v1\x1a\x17twinlog/v1/common.proto\x1a\x1btwinlog/v1/controller.proto\x1a\x19twinlog/v1/metadata.proto\"n\n" +
 	"\x13CreateTopicsRequest\x122\n" +
 	"\x06topics\x18\x01 \x03(\v2\x1a.twinlog.v1.CreatableTopicR\x06topics\x12#\n" +
 	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\"\xba\x02\n" +
@@ -2017,12 +2092,19 @@ const file_twinlog_v1_admin_proto_rawDesc = "" +
 	"\bresource\x18\x01 \x01(\v2\x1a.twinlog.v1.ConfigResourceR\bresource\x12+\n" +
 	"\x05error\x18\x02 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"\x14\n" +
-	"\x12ListBrokersRequest\"\x91\x01\n" +
+	"\x12ListBrokersRequest\"\xe5\x01\n" +
 	"\x13ListBrokersResponse\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x122\n" +
 	"\abrokers\x18\x02 \x03(\v2\x18.twinlog.v1.BrokerRecordR\abrokers\x12'\n" +
-	"\x0fmetadata_offset\x18\x03 \x01(\x03R\x0emetadataOffset\"6\n" +
+	"\x0fmetadata_offset\x18\x03 \x01(\x03R\x0emetadataOffset\x12R\n" +
+	"\x12offline_partitions\x18\x04 \x03(\v2#.twinlog.v1.BrokerOfflinePartitionsR\x11offlinePartitions\"\x8a\x01\n" +
+	"\x17BrokerOfflinePartitions\x12\x1b\n" +
+	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\x12<\n" +
+	"\n" +
+	"partitions\x18\x03 \x03(\v2\x1c.twinlog.v1.OfflinePartitionR\n" +
+	"partitions\"6\n" +
 	"\x17UnregisterBrokerRequest\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\"l\n" +
 	"\x18UnregisterBrokerResponse\x12+\n" +
@@ -2127,7 +2209,7 @@ func file_twinlog_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_twinlog_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_twinlog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_twinlog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_twinlog_v1_admin_proto_goTypes = []any{
 	(ConfigResourceType)(0),                     // 0: twinlog.v1.ConfigResourceType
 	(ConfigSource)(0),                           // 1: twinlog.v1.ConfigSource
@@ -2150,85 +2232,89 @@ var file_twinlog_v1_admin_proto_goTypes = []any{
 	(*AlterConfigsResult)(nil),                  // 18: twinlog.v1.AlterConfigsResult
 	(*ListBrokersRequest)(nil),                  // 19: twinlog.v1.ListBrokersRequest
 	(*ListBrokersResponse)(nil),                 // 20: twinlog.v1.ListBrokersResponse
-	(*UnregisterBrokerRequest)(nil),             // 21: twinlog.v1.UnregisterBrokerRequest
-	(*UnregisterBrokerResponse)(nil),            // 22: twinlog.v1.UnregisterBrokerResponse
-	(*ElectLeadersRequest)(nil),                 // 23: twinlog.v1.ElectLeadersRequest
-	(*TopicPartitions)(nil),                     // 24: twinlog.v1.TopicPartitions
-	(*ElectLeadersResponse)(nil),                // 25: twinlog.v1.ElectLeadersResponse
-	(*PartitionResult)(nil),                     // 26: twinlog.v1.PartitionResult
-	(*AlterPartitionReassignmentsRequest)(nil),  // 27: twinlog.v1.AlterPartitionReassignmentsRequest
-	(*ReassignablePartition)(nil),               // 28: twinlog.v1.ReassignablePartition
-	(*AlterPartitionReassignmentsResponse)(nil), // 29: twinlog.v1.AlterPartitionReassignmentsResponse
-	(*DescribeTopicPartitionsRequest)(nil),      // 30: twinlog.v1.DescribeTopicPartitionsRequest
-	(*DescribeTopicPartitionsTopic)(nil),        // 31: twinlog.v1.DescribeTopicPartitionsTopic
-	(*DescribeTopicPartitionsResponse)(nil),     // 32: twinlog.v1.DescribeTopicPartitionsResponse
-	(*DescribeTopicPartitionsTopicResult)(nil),  // 33: twinlog.v1.DescribeTopicPartitionsTopicResult
-	(*DescribeTopicPartitionsPartition)(nil),    // 34: twinlog.v1.DescribeTopicPartitionsPartition
-	nil,                                         // 35: twinlog.v1.CreatableTopic.ConfigsEntry
-	nil,                                         // 36: twinlog.v1.AlterConfigsResource.SetEntry
-	(ErrorCode)(0),                              // 37: twinlog.v1.ErrorCode
-	(*BrokerRecord)(nil),                        // 38: twinlog.v1.BrokerRecord
-	(*Cursor)(nil),                              // 39: twinlog.v1.Cursor
+	(*BrokerOfflinePartitions)(nil),             // 21: twinlog.v1.BrokerOfflinePartitions
+	(*UnregisterBrokerRequest)(nil),             // 22: twinlog.v1.UnregisterBrokerRequest
+	(*UnregisterBrokerResponse)(nil),            // 23: twinlog.v1.UnregisterBrokerResponse
+	(*ElectLeadersRequest)(nil),                 // 24: twinlog.v1.ElectLeadersRequest
+	(*TopicPartitions)(nil),                     // 25: twinlog.v1.TopicPartitions
+	(*ElectLeadersResponse)(nil),                // 26: twinlog.v1.ElectLeadersResponse
+	(*PartitionResult)(nil),                     // 27: twinlog.v1.PartitionResult
+	(*AlterPartitionReassignmentsRequest)(nil),  // 28: twinlog.v1.AlterPartitionReassignmentsRequest
+	(*ReassignablePartition)(nil),               // 29: twinlog.v1.ReassignablePartition
+	(*AlterPartitionReassignmentsResponse)(nil), // 30: twinlog.v1.AlterPartitionReassignmentsResponse
+	(*DescribeTopicPartitionsRequest)(nil),      // 31: twinlog.v1.DescribeTopicPartitionsRequest
+	(*DescribeTopicPartitionsTopic)(nil),        // 32: twinlog.v1.DescribeTopicPartitionsTopic
+	(*DescribeTopicPartitionsResponse)(nil),     // 33: twinlog.v1.DescribeTopicPartitionsResponse
+	(*DescribeTopicPartitionsTopicResult)(nil),  // 34: twinlog.v1.DescribeTopicPartitionsTopicResult
+	(*DescribeTopicPartitionsPartition)(nil),    // 35: twinlog.v1.DescribeTopicPartitionsPartition
+	nil,                                         // 36: twinlog.v1.CreatableTopic.ConfigsEntry
+	nil,                                         // 37: twinlog.v1.AlterConfigsResource.SetEntry
+	(ErrorCode)(0),                              // 38: twinlog.v1.ErrorCode
+	(*BrokerRecord)(nil),                        // 39: twinlog.v1.BrokerRecord
+	(*OfflinePartition)(nil),                    // 40: twinlog.v1.OfflinePartition
+	(*Cursor)(nil),                              // 41: twinlog.v1.Cursor
 }
 var file_twinlog_v1_admin_proto_depIdxs = []int32{
 	4,  // 0: twinlog.v1.CreateTopicsRequest.topics:type_name -> twinlog.v1.CreatableTopic
-	35, // 1: twinlog.v1.CreatableTopic.configs:type_name -> twinlog.v1.CreatableTopic.ConfigsEntry
+	36, // 1: twinlog.v1.CreatableTopic.configs:type_name -> twinlog.v1.CreatableTopic.ConfigsEntry
 	5,  // 2: twinlog.v1.CreatableTopic.assignments:type_name -> twinlog.v1.ReplicaAssignment
 	7,  // 3: twinlog.v1.CreateTopicsResponse.topics:type_name -> twinlog.v1.TopicResult
-	37, // 4: twinlog.v1.TopicResult.error:type_name -> twinlog.v1.ErrorCode
+	38, // 4: twinlog.v1.TopicResult.error:type_name -> twinlog.v1.ErrorCode
 	7,  // 5: twinlog.v1.DeleteTopicsResponse.topics:type_name -> twinlog.v1.TopicResult
 	0,  // 6: twinlog.v1.ConfigResource.type:type_name -> twinlog.v1.ConfigResourceType
 	10, // 7: twinlog.v1.DescribeConfigsRequest.resources:type_name -> twinlog.v1.ConfigResource
 	13, // 8: twinlog.v1.DescribeConfigsResponse.results:type_name -> twinlog.v1.DescribeConfigsResult
 	10, // 9: twinlog.v1.DescribeConfigsResult.resource:type_name -> twinlog.v1.ConfigResource
-	37, // 10: twinlog.v1.DescribeConfigsResult.error:type_name -> twinlog.v1.ErrorCode
+	38, // 10: twinlog.v1.DescribeConfigsResult.error:type_name -> twinlog.v1.ErrorCode
 	14, // 11: twinlog.v1.DescribeConfigsResult.entries:type_name -> twinlog.v1.ConfigEntry
 	1,  // 12: twinlog.v1.ConfigEntry.source:type_name -> twinlog.v1.ConfigSource
 	16, // 13: twinlog.v1.AlterConfigsRequest.resources:type_name -> twinlog.v1.AlterConfigsResource
 	10, // 14: twinlog.v1.AlterConfigsResource.resource:type_name -> twinlog.v1.ConfigResource
-	36, // 15: twinlog.v1.AlterConfigsResource.set:type_name -> twinlog.v1.AlterConfigsResource.SetEntry
+	37, // 15: twinlog.v1.AlterConfigsResource.set:type_name -> twinlog.v1.AlterConfigsResource.SetEntry
 	18, // 16: twinlog.v1.AlterConfigsResponse.results:type_name -> twinlog.v1.AlterConfigsResult
 	10, // 17: twinlog.v1.AlterConfigsResult.resource:type_name -> twinlog.v1.ConfigResource
-	37, // 18: twinlog.v1.AlterConfigsResult.error:type_name -> twinlog.v1.ErrorCode
-	38, // 19: twinlog.v1.ListBrokersResponse.brokers:type_name -> twinlog.v1.BrokerRecord
-	37, // 20: twinlog.v1.UnregisterBrokerResponse.error:type_name -> twinlog.v1.ErrorCode
-	2,  // 21: twinlog.v1.ElectLeadersRequest.type:type_name -> twinlog.v1.ElectionType
-	24, // 22: twinlog.v1.ElectLeadersRequest.partitions:type_name -> twinlog.v1.TopicPartitions
-	26, // 23: twinlog.v1.ElectLeadersResponse.results:type_name -> twinlog.v1.PartitionResult
-	37, // 24: twinlog.v1.PartitionResult.error:type_name -> twinlog.v1.ErrorCode
-	28, // 25: twinlog.v1.AlterPartitionReassignmentsRequest.partitions:type_name -> twinlog.v1.ReassignablePartition
-	26, // 26: twinlog.v1.AlterPartitionReassignmentsResponse.results:type_name -> twinlog.v1.PartitionResult
-	31, // 27: twinlog.v1.DescribeTopicPartitionsRequest.topics:type_name -> twinlog.v1.DescribeTopicPartitionsTopic
-	39, // 28: twinlog.v1.DescribeTopicPartitionsRequest.cursor:type_name -> twinlog.v1.Cursor
-	37, // 29: twinlog.v1.DescribeTopicPartitionsResponse.error:type_name -> twinlog.v1.ErrorCode
-	33, // 30: twinlog.v1.DescribeTopicPartitionsResponse.topics:type_name -> twinlog.v1.DescribeTopicPartitionsTopicResult
-	39, // 31: twinlog.v1.DescribeTopicPartitionsResponse.next_cursor:type_name -> twinlog.v1.Cursor
-	37, // 32: twinlog.v1.DescribeTopicPartitionsTopicResult.error:type_name -> twinlog.v1.ErrorCode
-	34, // 33: twinlog.v1.DescribeTopicPartitionsTopicResult.partitions:type_name -> twinlog.v1.DescribeTopicPartitionsPartition
-	37, // 34: twinlog.v1.DescribeTopicPartitionsPartition.error:type_name -> twinlog.v1.ErrorCode
-	3,  // 35: twinlog.v1.AdminService.CreateTopics:input_type -> twinlog.v1.CreateTopicsRequest
-	8,  // 36: twinlog.v1.AdminService.DeleteTopics:input_type -> twinlog.v1.DeleteTopicsRequest
-	11, // 37: twinlog.v1.AdminService.DescribeConfigs:input_type -> twinlog.v1.DescribeConfigsRequest
-	15, // 38: twinlog.v1.AdminService.AlterConfigs:input_type -> twinlog.v1.AlterConfigsRequest
-	19, // 39: twinlog.v1.AdminService.ListBrokers:input_type -> twinlog.v1.ListBrokersRequest
-	21, // 40: twinlog.v1.AdminService.UnregisterBroker:input_type -> twinlog.v1.UnregisterBrokerRequest
-	23, // 41: twinlog.v1.AdminService.ElectLeaders:input_type -> twinlog.v1.ElectLeadersRequest
-	27, // 42: twinlog.v1.AdminService.AlterPartitionReassignments:input_type -> twinlog.v1.AlterPartitionReassignmentsRequest
-	30, // 43: twinlog.v1.AdminService.DescribeTopicPartitions:input_type -> twinlog.v1.DescribeTopicPartitionsRequest
-	6,  // 44: twinlog.v1.AdminService.CreateTopics:output_type -> twinlog.v1.CreateTopicsResponse
-	9,  // 45: twinlog.v1.AdminService.DeleteTopics:output_type -> twinlog.v1.DeleteTopicsResponse
-	12, // 46: twinlog.v1.AdminService.DescribeConfigs:output_type -> twinlog.v1.DescribeConfigsResponse
-	17, // 47: twinlog.v1.AdminService.AlterConfigs:output_type -> twinlog.v1.AlterConfigsResponse
-	20, // 48: twinlog.v1.AdminService.ListBrokers:output_type -> twinlog.v1.ListBrokersResponse
-	22, // 49: twinlog.v1.AdminService.UnregisterBroker:output_type -> twinlog.v1.UnregisterBrokerResponse
-	25, // 50: twinlog.v1.AdminService.ElectLeaders:output_type -> twinlog.v1.ElectLeadersResponse
-	29, // 51: twinlog.v1.AdminService.AlterPartitionReassignments:output_type -> twinlog.v1.AlterPartitionReassignmentsResponse
-	32, // 52: twinlog.v1.AdminService.DescribeTopicPartitions:output_type -> twinlog.v1.DescribeTopicPartitionsResponse
-	44, // [44:53] is the sub-list for method output_type
-	35, // [35:44] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	38, // 18: twinlog.v1.AlterConfigsResult.error:type_name -> twinlog.v1.ErrorCode
+	39, // 19: twinlog.v1.ListBrokersResponse.brokers:type_name -> twinlog.v1.BrokerRecord
+	21, // 20: twinlog.v1.ListBrokersResponse.offline_partitions:type_name -> twinlog.v1.BrokerOfflinePartitions
+	40, // 21: twinlog.v1.BrokerOfflinePartitions.partitions:type_name -> twinlog.v1.OfflinePartition
+	38, // 22: twinlog.v1.UnregisterBrokerResponse.error:type_name -> twinlog.v1.ErrorCode
+	2,  // 23: twinlog.v1.ElectLeadersRequest.type:type_name -> twinlog.v1.ElectionType
+	25, // 24: twinlog.v1.ElectLeadersRequest.partitions:type_name -> twinlog.v1.TopicPartitions
+	27, // 25: twinlog.v1.ElectLeadersResponse.results:type_name -> twinlog.v1.PartitionResult
+	38, // 26: twinlog.v1.PartitionResult.error:type_name -> twinlog.v1.ErrorCode
+	29, // 27: twinlog.v1.AlterPartitionReassignmentsRequest.partitions:type_name -> twinlog.v1.ReassignablePartition
+	27, // 28: twinlog.v1.AlterPartitionReassignmentsResponse.results:type_name -> twinlog.v1.PartitionResult
+	32, // 29: twinlog.v1.DescribeTopicPartitionsRequest.topics:type_name -> twinlog.v1.DescribeTopicPartitionsTopic
+	41, // 30: twinlog.v1.DescribeTopicPartitionsRequest.cursor:type_name -> twinlog.v1.Cursor
+	38, // 31: twinlog.v1.DescribeTopicPartitionsResponse.error:type_name -> twinlog.v1.ErrorCode
+	34, // 32: twinlog.v1.DescribeTopicPartitionsResponse.topics:type_name -> twinlog.v1.DescribeTopicPartitionsTopicResult
+	41, // 33: twinlog.v1.DescribeTopicPartitionsResponse.next_cursor:type_name -> twinlog.v1.Cursor
+	38, // 34: twinlog.v1.DescribeTopicPartitionsTopicResult.error:type_name -> twinlog.v1.ErrorCode
+	35, // 35: twinlog.v1.DescribeTopicPartitionsTopicResult.partitions:type_name -> twinlog.v1.DescribeTopicPartitionsPartition
+	38, // 36: twinlog.v1.DescribeTopicPartitionsPartition.error:type_name -> twinlog.v1.ErrorCode
+	3,  // 37: twinlog.v1.AdminService.CreateTopics:input_type -> twinlog.v1.CreateTopicsRequest
+	8,  // 38: twinlog.v1.AdminService.DeleteTopics:input_type -> twinlog.v1.DeleteTopicsRequest
+	11, // 39: twinlog.v1.AdminService.DescribeConfigs:input_type -> twinlog.v1.DescribeConfigsRequest
+	15, // 40: twinlog.v1.AdminService.AlterConfigs:input_type -> twinlog.v1.AlterConfigsRequest
+	19, // 41: twinlog.v1.AdminService.ListBrokers:input_type -> twinlog.v1.ListBrokersRequest
+	22, // 42: twinlog.v1.AdminService.UnregisterBroker:input_type -> twinlog.v1.UnregisterBrokerRequest
+	24, // 43: twinlog.v1.AdminService.ElectLeaders:input_type -> twinlog.v1.ElectLeadersRequest
+	28, // 44: twinlog.v1.AdminService.AlterPartitionReassignments:input_type -> twinlog.v1.AlterPartitionReassignmentsRequest
+	31, // 45: twinlog.v1.AdminService.DescribeTopicPartitions:input_type -> twinlog.v1.DescribeTopicPartitionsRequest
+	6,  // 46: twinlog.v1.AdminService.CreateTopics:output_type -> twinlog.v1.CreateTopicsResponse
+	9,  // 47: twinlog.v1.AdminService.DeleteTopics:output_type -> twinlog.v1.DeleteTopicsResponse
+	12, // 48: twinlog.v1.AdminService.DescribeConfigs:output_type -> twinlog.v1.DescribeConfigsResponse
+	17, // 49: twinlog.v1.AdminService.AlterConfigs:output_type -> twinlog.v1.AlterConfigsResponse
+	20, // 50: twinlog.v1.AdminService.ListBrokers:output_type -> twinlog.v1.ListBrokersResponse
+	23, // 51: twinlog.v1.AdminService.UnregisterBroker:output_type -> twinlog.v1.UnregisterBrokerResponse
+	26, // 52: twinlog.v1.AdminService.ElectLeaders:output_type -> twinlog.v1.ElectLeadersResponse
+	30, // 53: twinlog.v1.AdminService.AlterPartitionReassignments:output_type -> twinlog.v1.AlterPartitionReassignmentsResponse
+	33, // 54: twinlog.v1.AdminService.DescribeTopicPartitions:output_type -> twinlog.v1.DescribeTopicPartitionsResponse
+	46, // [46:55] is the sub-list for method output_type
+	37, // [37:46] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_admin_proto_init() }
@@ -2237,6 +2323,7 @@ func file_twinlog_v1_admin_proto_init() {
 		return
 	}
 	file_twinlog_v1_common_proto_init()
+	file_twinlog_v1_controller_proto_init()
 	file_twinlog_v1_metadata_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2244,7 +2331,7 @@ func file_twinlog_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_twinlog_v1_admin_proto_rawDesc), len(file_twinlog_v1_admin_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -191,8 +191,14 @@ type BrokerHeartbeatRequest struct {
 	OfflineLogDirs []string               `protobuf:"bytes,5,rep,name=offline_log_dirs,json=offlineLogDirs,proto3" json:"offline_log_dirs,omitempty"`
 	// mirror_partitions reports the runtime mirror state of partitions this broker leads.
 	MirrorPartitions []*MirrorPartitionStatus `protobuf:"bytes,6,rep,name=mirror_partitions,json=mirrorPartitions,proto3" json:"mirror_partitions,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// offline_partitions lists the partitions whose log on this broker is
+	// offline (it failed to open at start: corrupt below the recovery point,
+	// bad checkpoint, I/O error). Runtime state like mirror_partitions: the
+	// controller keeps the latest report for ListBrokers while the broker's
+	// registration stays live, and never writes it to the metadata log.
+	OfflinePartitions []*OfflinePartition `protobuf:"bytes,7,rep,name=offline_partitions,json=offlinePartitions,proto3" json:"offline_partitions,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *BrokerHeartbeatRequest) Reset() {
@@ -267,6 +273,75 @@ func (x *BrokerHeartbeatRequest) GetMirrorPartitions() []*MirrorPartitionStatus 
 	return nil
 }
 
+func (x *BrokerHeartbeatRequest) GetOfflinePartitions() []*OfflinePartition {
+	if x != nil {
+		return x.OfflinePartitions
+	}
+	return nil
+}
+
+// OfflinePartition is one partition whose log a broker holds offline.
+type OfflinePartition struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// reason is a short description (the open error, truncated).
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OfflinePartition) Reset() {
+	*x = OfflinePartition{}
+	mi := &file_twinlog_v1_controller_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OfflinePartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OfflinePartition) ProtoMessage() {}
+
+func (x *OfflinePartition) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_controller_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OfflinePartition.ProtoReflect.Descriptor instead.
+func (*OfflinePartition) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *OfflinePartition) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *OfflinePartition) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *OfflinePartition) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type BrokerHeartbeatResponse struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Error          ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
@@ -279,7 +354,7 @@ type BrokerHeartbeatResponse struct {
 
 func (x *BrokerHeartbeatResponse) Reset() {
 	*x = BrokerHeartbeatResponse{}
-	mi := &file_twinlog_v1_controller_proto_msgTypes[3]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -291,7 +366,7 @@ func (x *BrokerHeartbeatResponse) String() string {
 func (*BrokerHeartbeatResponse) ProtoMessage() {}
 
 func (x *BrokerHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_controller_proto_msgTypes[3]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -304,7 +379,7 @@ func (x *BrokerHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*BrokerHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{3}
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BrokerHeartbeatResponse) GetError() ErrorCode {
@@ -356,7 +431,7 @@ type AlterPartitionRequest struct {
 
 func (x *AlterPartitionRequest) Reset() {
 	*x = AlterPartitionRequest{}
-	mi := &file_twinlog_v1_controller_proto_msgTypes[4]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -368,7 +443,7 @@ func (x *AlterPartitionRequest) String() string {
 func (*AlterPartitionRequest) ProtoMessage() {}
 
 func (x *AlterPartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_controller_proto_msgTypes[4]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -381,7 +456,7 @@ func (x *AlterPartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterPartitionRequest.ProtoReflect.Descriptor instead.
 func (*AlterPartitionRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{4}
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AlterPartitionRequest) GetBrokerId() int32 {
@@ -458,7 +533,7 @@ type IsrMember struct {
 
 func (x *IsrMember) Reset() {
 	*x = IsrMember{}
-	mi := &file_twinlog_v1_controller_proto_msgTypes[5]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +545,7 @@ func (x *IsrMember) String() string {
 func (*IsrMember) ProtoMessage() {}
 
 func (x *IsrMember) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_controller_proto_msgTypes[5]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +558,7 @@ func (x *IsrMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsrMember.ProtoReflect.Descriptor instead.
 func (*IsrMember) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{5}
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *IsrMember) GetBrokerId() int32 {
@@ -515,7 +590,7 @@ type AlterPartitionResponse struct {
 
 func (x *AlterPartitionResponse) Reset() {
 	*x = AlterPartitionResponse{}
-	mi := &file_twinlog_v1_controller_proto_msgTypes[6]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -527,7 +602,7 @@ func (x *AlterPartitionResponse) String() string {
 func (*AlterPartitionResponse) ProtoMessage() {}
 
 func (x *AlterPartitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_controller_proto_msgTypes[6]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -540,7 +615,7 @@ func (x *AlterPartitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterPartitionResponse.ProtoReflect.Descriptor instead.
 func (*AlterPartitionResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{6}
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AlterPartitionResponse) GetError() ErrorCode {
@@ -608,7 +683,7 @@ type BumpLeaderEpochRequest struct {
 
 func (x *BumpLeaderEpochRequest) Reset() {
 	*x = BumpLeaderEpochRequest{}
-	mi := &file_twinlog_v1_controller_proto_msgTypes[7]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +695,7 @@ func (x *BumpLeaderEpochRequest) String() string {
 func (*BumpLeaderEpochRequest) ProtoMessage() {}
 
 func (x *BumpLeaderEpochRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_controller_proto_msgTypes[7]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +708,7 @@ func (x *BumpLeaderEpochRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BumpLeaderEpochRequest.ProtoReflect.Descriptor instead.
 func (*BumpLeaderEpochRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{7}
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *BumpLeaderEpochRequest) GetBrokerId() int32 {
@@ -697,7 +772,7 @@ type BumpLeaderEpochResponse struct {
 
 func (x *BumpLeaderEpochResponse) Reset() {
 	*x = BumpLeaderEpochResponse{}
-	mi := &file_twinlog_v1_controller_proto_msgTypes[8]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -709,7 +784,7 @@ func (x *BumpLeaderEpochResponse) String() string {
 func (*BumpLeaderEpochResponse) ProtoMessage() {}
 
 func (x *BumpLeaderEpochResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_controller_proto_msgTypes[8]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -722,7 +797,7 @@ func (x *BumpLeaderEpochResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BumpLeaderEpochResponse.ProtoReflect.Descriptor instead.
 func (*BumpLeaderEpochResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{8}
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *BumpLeaderEpochResponse) GetError() ErrorCode {
@@ -758,16 +833,22 @@ type FetchMetadataRequest struct {
 	BrokerId    int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
 	BrokerEpoch int64                  `protobuf:"varint,2,opt,name=broker_epoch,json=brokerEpoch,proto3" json:"broker_epoch,omitempty"`
 	// from_offset is the first change wanted (the last applied offset + 1).
-	FromOffset    int64 `protobuf:"varint,3,opt,name=from_offset,json=fromOffset,proto3" json:"from_offset,omitempty"`
-	MaxWaitMs     int32 `protobuf:"varint,4,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
-	MaxDeltas     int32 `protobuf:"varint,5,opt,name=max_deltas,json=maxDeltas,proto3" json:"max_deltas,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	FromOffset int64 `protobuf:"varint,3,opt,name=from_offset,json=fromOffset,proto3" json:"from_offset,omitempty"`
+	MaxWaitMs  int32 `protobuf:"varint,4,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	MaxDeltas  int32 `protobuf:"varint,5,opt,name=max_deltas,json=maxDeltas,proto3" json:"max_deltas,omitempty"`
+	// snapshot_cursor continues a snapshot being paged: the previous
+	// response's next_snapshot_cursor, sent back unchanged (from_offset stays
+	// the caller's applied offset + 1). Absent when no snapshot is being
+	// accumulated. A request with a cursor is answered at once, never
+	// long-polled.
+	SnapshotCursor *SnapshotCursor `protobuf:"bytes,6,opt,name=snapshot_cursor,json=snapshotCursor,proto3" json:"snapshot_cursor,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *FetchMetadataRequest) Reset() {
 	*x = FetchMetadataRequest{}
-	mi := &file_twinlog_v1_controller_proto_msgTypes[9]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +860,7 @@ func (x *FetchMetadataRequest) String() string {
 func (*FetchMetadataRequest) ProtoMessage() {}
 
 func (x *FetchMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_controller_proto_msgTypes[9]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +873,7 @@ func (x *FetchMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchMetadataRequest.ProtoReflect.Descriptor instead.
 func (*FetchMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{9}
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FetchMetadataRequest) GetBrokerId() int32 {
@@ -830,21 +911,106 @@ func (x *FetchMetadataRequest) GetMaxDeltas() int32 {
 	return 0
 }
 
+func (x *FetchMetadataRequest) GetSnapshotCursor() *SnapshotCursor {
+	if x != nil {
+		return x.SnapshotCursor
+	}
+	return nil
+}
+
+// SnapshotCursor names a position in one stored snapshot. The snapshot's
+// items form one sequence, brokers, then topics, then partitions, then
+// mirrors, each in the stored order; position counts items of that sequence
+// from 0.
+type SnapshotCursor struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// offset is the metadata offset of the snapshot the position belongs to.
+	Offset int64 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	// position is the index of the next item wanted.
+	Position      int64 `protobuf:"varint,2,opt,name=position,proto3" json:"position,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotCursor) Reset() {
+	*x = SnapshotCursor{}
+	mi := &file_twinlog_v1_controller_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotCursor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotCursor) ProtoMessage() {}
+
+func (x *SnapshotCursor) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_controller_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotCursor.ProtoReflect.Descriptor instead.
+func (*SnapshotCursor) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SnapshotCursor) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *SnapshotCursor) GetPosition() int64 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
 type FetchMetadataResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Error ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
-	// snapshot is set instead of deltas when from_offset is no longer in the log.
-	Snapshot      *MetadataSnapshot `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
-	Deltas        []*MetadataDelta  `protobuf:"bytes,3,rep,name=deltas,proto3" json:"deltas,omitempty"`
-	HighOffset    int64             `protobuf:"varint,4,opt,name=high_offset,json=highOffset,proto3" json:"high_offset,omitempty"`
-	ClusterId     string            `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// error is INVALID_REQUEST for a malformed snapshot_cursor (negative
+	// offset or position, a position past the snapshot's end, an offset newer
+	// than the stored snapshot); the caller drops its partial snapshot and
+	// asks again without a cursor.
+	Error ErrorCode `protobuf:"varint,1,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
+	// snapshot is set instead of deltas when from_offset is no longer in the
+	// log, or when snapshot_cursor was sent. It is one page of the stored
+	// snapshot: offset always; cluster_id and cluster_config only on the first
+	// page (snapshot_position 0); then the items from snapshot_position on.
+	// A stale cursor (a newer compaction replaced its snapshot) is answered
+	// with the first page of the current snapshot: pages of two snapshots are
+	// never meant to be joined.
+	Snapshot *MetadataSnapshot `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// deltas follow the snapshot's offset (or from_offset when no snapshot is
+	// sent). They come only with the last page of a snapshot.
+	Deltas     []*MetadataDelta `protobuf:"bytes,3,rep,name=deltas,proto3" json:"deltas,omitempty"`
+	HighOffset int64            `protobuf:"varint,4,opt,name=high_offset,json=highOffset,proto3" json:"high_offset,omitempty"`
+	ClusterId  string           `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// next_snapshot_cursor is set when snapshot is a partial page: send it back
+	// as snapshot_cursor for the next page. Absent on the last page.
+	NextSnapshotCursor *SnapshotCursor `protobuf:"bytes,6,opt,name=next_snapshot_cursor,json=nextSnapshotCursor,proto3" json:"next_snapshot_cursor,omitempty"`
+	// snapshot_position is the position (see SnapshotCursor) of the first item
+	// in snapshot; 0 on a first page.
+	SnapshotPosition int64 `protobuf:"varint,7,opt,name=snapshot_position,json=snapshotPosition,proto3" json:"snapshot_position,omitempty"`
+	// error_message explains error.
+	ErrorMessage  string `protobuf:"bytes,8,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FetchMetadataResponse) Reset() {
 	*x = FetchMetadataResponse{}
-	mi := &file_twinlog_v1_controller_proto_msgTypes[10]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +1022,7 @@ func (x *FetchMetadataResponse) String() string {
 func (*FetchMetadataResponse) ProtoMessage() {}
 
 func (x *FetchMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_controller_proto_msgTypes[10]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +1035,7 @@ func (x *FetchMetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchMetadataResponse.ProtoReflect.Descriptor instead.
 func (*FetchMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{10}
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FetchMetadataResponse) GetError() ErrorCode {
@@ -907,6 +1073,27 @@ func (x *FetchMetadataResponse) GetClusterId() string {
 	return ""
 }
 
+func (x *FetchMetadataResponse) GetNextSnapshotCursor() *SnapshotCursor {
+	if x != nil {
+		return x.NextSnapshotCursor
+	}
+	return nil
+}
+
+func (x *FetchMetadataResponse) GetSnapshotPosition() int64 {
+	if x != nil {
+		return x.SnapshotPosition
+	}
+	return 0
+}
+
+func (x *FetchMetadataResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 var File_twinlog_v1_controller_proto protoreflect.FileDescriptor
 
 const file_twinlog_v1_controller_proto_rawDesc = "" +
@@ -927,14 +1114,19 @@ const file_twinlog_v1_controller_proto_rawDesc = "" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12!\n" +
 	"\fbroker_epoch\x18\x03 \x01(\x03R\vbrokerEpoch\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x04 \x01(\tR\tclusterId\"\x9f\x02\n" +
+	"cluster_id\x18\x04 \x01(\tR\tclusterId\"\xec\x02\n" +
 	"\x16BrokerHeartbeatRequest\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12!\n" +
 	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\x12%\n" +
 	"\x0eapplied_offset\x18\x03 \x01(\x03R\rappliedOffset\x12$\n" +
 	"\x0ewant_shut_down\x18\x04 \x01(\bR\fwantShutDown\x12(\n" +
 	"\x10offline_log_dirs\x18\x05 \x03(\tR\x0eofflineLogDirs\x12N\n" +
-	"\x11mirror_partitions\x18\x06 \x03(\v2!.twinlog.v1.MirrorPartitionStatusR\x10mirrorPartitions\"\xaf\x01\n" +
+	"\x11mirror_partitions\x18\x06 \x03(\v2!.twinlog.v1.MirrorPartitionStatusR\x10mirrorPartitions\x12K\n" +
+	"\x12offline_partitions\x18\a \x03(\v2\x1c.twinlog.v1.OfflinePartitionR\x11offlinePartitions\"^\n" +
+	"\x10OfflinePartition\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xaf\x01\n" +
 	"\x17BrokerHeartbeatResponse\x12+\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12\x1b\n" +
 	"\tis_fenced\x18\x02 \x01(\bR\bisFenced\x12(\n" +
@@ -974,7 +1166,7 @@ const file_twinlog_v1_controller_proto_rawDesc = "" +
 	"\x05error\x18\x01 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12!\n" +
 	"\fleader_epoch\x18\x03 \x01(\x05R\vleaderEpoch\x12'\n" +
-	"\x0fpartition_epoch\x18\x04 \x01(\x05R\x0epartitionEpoch\"\xb6\x01\n" +
+	"\x0fpartition_epoch\x18\x04 \x01(\x05R\x0epartitionEpoch\"\xfb\x01\n" +
 	"\x14FetchMetadataRequest\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12!\n" +
 	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\x12\x1f\n" +
@@ -982,7 +1174,11 @@ const file_twinlog_v1_controller_proto_rawDesc = "" +
 	"fromOffset\x12\x1e\n" +
 	"\vmax_wait_ms\x18\x04 \x01(\x05R\tmaxWaitMs\x12\x1d\n" +
 	"\n" +
-	"max_deltas\x18\x05 \x01(\x05R\tmaxDeltas\"\xf1\x01\n" +
+	"max_deltas\x18\x05 \x01(\x05R\tmaxDeltas\x12C\n" +
+	"\x0fsnapshot_cursor\x18\x06 \x01(\v2\x1a.twinlog.v1.SnapshotCursorR\x0esnapshotCursor\"D\n" +
+	"\x0eSnapshotCursor\x12\x16\n" +
+	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x1a\n" +
+	"\bposition\x18\x02 \x01(\x03R\bposition\"\x91\x03\n" +
 	"\x15FetchMetadataResponse\x12+\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x128\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x1c.twinlog.v1.MetadataSnapshotR\bsnapshot\x121\n" +
@@ -990,7 +1186,10 @@ const file_twinlog_v1_controller_proto_rawDesc = "" +
 	"\vhigh_offset\x18\x04 \x01(\x03R\n" +
 	"highOffset\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x05 \x01(\tR\tclusterId2\xd3\x03\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\x12L\n" +
+	"\x14next_snapshot_cursor\x18\x06 \x01(\v2\x1a.twinlog.v1.SnapshotCursorR\x12nextSnapshotCursor\x12+\n" +
+	"\x11snapshot_position\x18\a \x01(\x03R\x10snapshotPosition\x12#\n" +
+	"\rerror_message\x18\b \x01(\tR\ferrorMessage2\xd3\x03\n" +
 	"\x11ControllerService\x12W\n" +
 	"\x0eRegisterBroker\x12!.twinlog.v1.RegisterBrokerRequest\x1a\".twinlog.v1.RegisterBrokerResponse\x12Z\n" +
 	"\x0fBrokerHeartbeat\x12\".twinlog.v1.BrokerHeartbeatRequest\x1a#.twinlog.v1.BrokerHeartbeatResponse\x12W\n" +
@@ -1010,52 +1209,57 @@ func file_twinlog_v1_controller_proto_rawDescGZIP() []byte {
 	return file_twinlog_v1_controller_proto_rawDescData
 }
 
-var file_twinlog_v1_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_twinlog_v1_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_twinlog_v1_controller_proto_goTypes = []any{
 	(*RegisterBrokerRequest)(nil),   // 0: twinlog.v1.RegisterBrokerRequest
 	(*RegisterBrokerResponse)(nil),  // 1: twinlog.v1.RegisterBrokerResponse
 	(*BrokerHeartbeatRequest)(nil),  // 2: twinlog.v1.BrokerHeartbeatRequest
-	(*BrokerHeartbeatResponse)(nil), // 3: twinlog.v1.BrokerHeartbeatResponse
-	(*AlterPartitionRequest)(nil),   // 4: twinlog.v1.AlterPartitionRequest
-	(*IsrMember)(nil),               // 5: twinlog.v1.IsrMember
-	(*AlterPartitionResponse)(nil),  // 6: twinlog.v1.AlterPartitionResponse
-	(*BumpLeaderEpochRequest)(nil),  // 7: twinlog.v1.BumpLeaderEpochRequest
-	(*BumpLeaderEpochResponse)(nil), // 8: twinlog.v1.BumpLeaderEpochResponse
-	(*FetchMetadataRequest)(nil),    // 9: twinlog.v1.FetchMetadataRequest
-	(*FetchMetadataResponse)(nil),   // 10: twinlog.v1.FetchMetadataResponse
-	(ErrorCode)(0),                  // 11: twinlog.v1.ErrorCode
-	(*MirrorPartitionStatus)(nil),   // 12: twinlog.v1.MirrorPartitionStatus
-	(LeaderRecoveryState)(0),        // 13: twinlog.v1.LeaderRecoveryState
-	(*MetadataSnapshot)(nil),        // 14: twinlog.v1.MetadataSnapshot
-	(*MetadataDelta)(nil),           // 15: twinlog.v1.MetadataDelta
+	(*OfflinePartition)(nil),        // 3: twinlog.v1.OfflinePartition
+	(*BrokerHeartbeatResponse)(nil), // 4: twinlog.v1.BrokerHeartbeatResponse
+	(*AlterPartitionRequest)(nil),   // 5: twinlog.v1.AlterPartitionRequest
+	(*IsrMember)(nil),               // 6: twinlog.v1.IsrMember
+	(*AlterPartitionResponse)(nil),  // 7: twinlog.v1.AlterPartitionResponse
+	(*BumpLeaderEpochRequest)(nil),  // 8: twinlog.v1.BumpLeaderEpochRequest
+	(*BumpLeaderEpochResponse)(nil), // 9: twinlog.v1.BumpLeaderEpochResponse
+	(*FetchMetadataRequest)(nil),    // 10: twinlog.v1.FetchMetadataRequest
+	(*SnapshotCursor)(nil),          // 11: twinlog.v1.SnapshotCursor
+	(*FetchMetadataResponse)(nil),   // 12: twinlog.v1.FetchMetadataResponse
+	(ErrorCode)(0),                  // 13: twinlog.v1.ErrorCode
+	(*MirrorPartitionStatus)(nil),   // 14: twinlog.v1.MirrorPartitionStatus
+	(LeaderRecoveryState)(0),        // 15: twinlog.v1.LeaderRecoveryState
+	(*MetadataSnapshot)(nil),        // 16: twinlog.v1.MetadataSnapshot
+	(*MetadataDelta)(nil),           // 17: twinlog.v1.MetadataDelta
 }
 var file_twinlog_v1_controller_proto_depIdxs = []int32{
-	11, // 0: twinlog.v1.RegisterBrokerResponse.error:type_name -> twinlog.v1.ErrorCode
-	12, // 1: twinlog.v1.BrokerHeartbeatRequest.mirror_partitions:type_name -> twinlog.v1.MirrorPartitionStatus
-	11, // 2: twinlog.v1.BrokerHeartbeatResponse.error:type_name -> twinlog.v1.ErrorCode
-	5,  // 3: twinlog.v1.AlterPartitionRequest.new_isr:type_name -> twinlog.v1.IsrMember
-	13, // 4: twinlog.v1.AlterPartitionRequest.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
-	11, // 5: twinlog.v1.AlterPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
-	13, // 6: twinlog.v1.AlterPartitionResponse.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
-	11, // 7: twinlog.v1.BumpLeaderEpochResponse.error:type_name -> twinlog.v1.ErrorCode
-	11, // 8: twinlog.v1.FetchMetadataResponse.error:type_name -> twinlog.v1.ErrorCode
-	14, // 9: twinlog.v1.FetchMetadataResponse.snapshot:type_name -> twinlog.v1.MetadataSnapshot
-	15, // 10: twinlog.v1.FetchMetadataResponse.deltas:type_name -> twinlog.v1.MetadataDelta
-	0,  // 11: twinlog.v1.ControllerService.RegisterBroker:input_type -> twinlog.v1.RegisterBrokerRequest
-	2,  // 12: twinlog.v1.ControllerService.BrokerHeartbeat:input_type -> twinlog.v1.BrokerHeartbeatRequest
-	4,  // 13: twinlog.v1.ControllerService.AlterPartition:input_type -> twinlog.v1.AlterPartitionRequest
-	7,  // 14: twinlog.v1.ControllerService.BumpLeaderEpoch:input_type -> twinlog.v1.BumpLeaderEpochRequest
-	9,  // 15: twinlog.v1.ControllerService.FetchMetadata:input_type -> twinlog.v1.FetchMetadataRequest
-	1,  // 16: twinlog.v1.ControllerService.RegisterBroker:output_type -> twinlog.v1.RegisterBrokerResponse
-	3,  // 17: twinlog.v1.ControllerService.BrokerHeartbeat:output_type -> twinlog.v1.BrokerHeartbeatResponse
-	6,  // 18: twinlog.v1.ControllerService.AlterPartition:output_type -> twinlog.v1.AlterPartitionResponse
-	8,  // 19: twinlog.v1.ControllerService.BumpLeaderEpoch:output_type -> twinlog.v1.BumpLeaderEpochResponse
-	10, // 20: twinlog.v1.ControllerService.FetchMetadata:output_type -> twinlog.v1.FetchMetadataResponse
-	16, // [16:21] is the sub-list for method output_type
-	11, // [11:16] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	13, // 0: twinlog.v1.RegisterBrokerResponse.error:type_name -> twinlog.v1.ErrorCode
+	14, // 1: twinlog.v1.BrokerHeartbeatRequest.mirror_partitions:type_name -> twinlog.v1.MirrorPartitionStatus
+	3,  // 2: twinlog.v1.BrokerHeartbeatRequest.offline_partitions:type_name -> twinlog.v1.OfflinePartition
+	13, // 3: twinlog.v1.BrokerHeartbeatResponse.error:type_name -> twinlog.v1.ErrorCode
+	6,  // 4: twinlog.v1.AlterPartitionRequest.new_isr:type_name -> twinlog.v1.IsrMember
+	15, // 5: twinlog.v1.AlterPartitionRequest.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
+	13, // 6: twinlog.v1.AlterPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
+	15, // 7: twinlog.v1.AlterPartitionResponse.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
+	13, // 8: twinlog.v1.BumpLeaderEpochResponse.error:type_name -> twinlog.v1.ErrorCode
+	11, // 9: twinlog.v1.FetchMetadataRequest.snapshot_cursor:type_name -> twinlog.v1.SnapshotCursor
+	13, // 10: twinlog.v1.FetchMetadataResponse.error:type_name -> twinlog.v1.ErrorCode
+	16, // 11: twinlog.v1.FetchMetadataResponse.snapshot:type_name -> twinlog.v1.MetadataSnapshot
+	17, // 12: twinlog.v1.FetchMetadataResponse.deltas:type_name -> twinlog.v1.MetadataDelta
+	11, // 13: twinlog.v1.FetchMetadataResponse.next_snapshot_cursor:type_name -> twinlog.v1.SnapshotCursor
+	0,  // 14: twinlog.v1.ControllerService.RegisterBroker:input_type -> twinlog.v1.RegisterBrokerRequest
+	2,  // 15: twinlog.v1.ControllerService.BrokerHeartbeat:input_type -> twinlog.v1.BrokerHeartbeatRequest
+	5,  // 16: twinlog.v1.ControllerService.AlterPartition:input_type -> twinlog.v1.AlterPartitionRequest
+	8,  // 17: twinlog.v1.ControllerService.BumpLeaderEpoch:input_type -> twinlog.v1.BumpLeaderEpochRequest
+	10, // 18: twinlog.v1.ControllerService.FetchMetadata:input_type -> twinlog.v1.FetchMetadataRequest
+	1,  // 19: twinlog.v1.ControllerService.RegisterBroker:output_type -> twinlog.v1.RegisterBrokerResponse
+	4,  // 20: twinlog.v1.ControllerService.BrokerHeartbeat:output_type -> twinlog.v1.BrokerHeartbeatResponse
+	7,  // 21: twinlog.v1.ControllerService.AlterPartition:output_type -> twinlog.v1.AlterPartitionResponse
+	9,  // 22: twinlog.v1.ControllerService.BumpLeaderEpoch:output_type -> twinlog.v1.BumpLeaderEpochResponse
+	12, // 23: twinlog.v1.ControllerService.FetchMetadata:output_type -> twinlog.v1.FetchMetadataResponse
+	19, // [19:24] is the sub-list for method output_type
+	14, // [14:19] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_controller_proto_init() }
@@ -1072,7 +1276,7 @@ func file_twinlog_v1_controller_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_twinlog_v1_controller_proto_rawDesc), len(file_twinlog_v1_controller_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

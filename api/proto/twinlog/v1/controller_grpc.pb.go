@@ -37,7 +37,8 @@ type ControllerServiceClient interface {
 	AlterPartition(ctx context.Context, in *AlterPartitionRequest, opts ...grpc.CallOption) (*AlterPartitionResponse, error)
 	BumpLeaderEpoch(ctx context.Context, in *BumpLeaderEpochRequest, opts ...grpc.CallOption) (*BumpLeaderEpochResponse, error)
 	// FetchMetadata long-polls the metadata change log from an offset; it
-	// answers with a snapshot when the offset is too old.
+	// answers with a snapshot when the offset is too old, in pages bounded by
+	// metadata.fetch.max.bytes that the caller walks with snapshot_cursor.
 	FetchMetadata(ctx context.Context, in *FetchMetadataRequest, opts ...grpc.CallOption) (*FetchMetadataResponse, error)
 }
 
@@ -110,7 +111,8 @@ type ControllerServiceServer interface {
 	AlterPartition(context.Context, *AlterPartitionRequest) (*AlterPartitionResponse, error)
 	BumpLeaderEpoch(context.Context, *BumpLeaderEpochRequest) (*BumpLeaderEpochResponse, error)
 	// FetchMetadata long-polls the metadata change log from an offset; it
-	// answers with a snapshot when the offset is too old.
+	// answers with a snapshot when the offset is too old, in pages bounded by
+	// metadata.fetch.max.bytes that the caller walks with snapshot_cursor.
 	FetchMetadata(context.Context, *FetchMetadataRequest) (*FetchMetadataResponse, error)
 	mustEmbedUnimplementedControllerServiceServer()
 }

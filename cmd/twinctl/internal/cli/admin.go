@@ -185,13 +185,35 @@ type brokerView struct {
 	Shutdown    bool     `json:"in_controlled_shutdown"`
 	LogDirs     []string `json:"log_dirs"`
 	OfflineDirs []string `json:"offline_log_dirs"`
+	// OfflineCount is how many partitions the broker reported offline (its
+	// log failed to open); OfflineParts lists them, at most the first 1000
+	// (the controller keeps no more). A fenced broker has no live report.
+	OfflineCount int32                  `json:"offline_partition_count"`
+	OfflineParts []offlinePartitionView `json:"offline_partitions"`
 }
 
-func renderBrokers(p *printer, clusterID string, bs []*twinlogv1.BrokerRecord) error {
+type offlinePartitionView struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Reason    string `json:"reason"`
+}
+
+func renderBrokers(p *printer, clusterID string, bs []*twinlogv1.BrokerRecord, offline []*twinlogv1.BrokerOfflinePartitions) error {
+	reports := map[int32]*twinlogv1.BrokerOfflinePartitions{}
+	for _, r := range offline {
+		reports[r.GetBrokerId()] = r
+	}
 	views := make([]brokerView, 0, len(bs))
 	for _, b := range bs {
-		views = append(views, brokerView{b.GetBrokerId(), b.GetHost(), b.GetPort(), b.GetBrokerEpoch(), b.GetFenced(),
-			b.GetInControlledShutdown(), strs(b.GetLogDirs()), strs(b.GetOfflineLogDirs())})
+		v := brokerView{b.GetBrokerId(), b.GetHost(), b.GetPort(), b.GetBrokerEpoch(), b.GetFenced(),
+			b.GetInControlledShutdown(), strs(b.GetLogDirs()), strs(b.GetOfflineLogDirs()), 0, []offlinePartitionView{}}
+		if r := reports[b.GetBrokerId()]; r != nil {
+			v.OfflineCount = max(r.GetCount(), int32(len(r.GetPartitions())))
+			for _, op := range r.GetPartitions() {
+				v.OfflineParts = append(v.OfflineParts, offlinePartitionView{op.GetTopic(), op.GetPartition(), op.GetReason()})
+			}
+		}
+		views = append(views, v)
 	}
 	slices.SortFunc(views, func(x, y brokerView) int { return int(x.ID) - int(y.ID) })
 	if p.json {
@@ -199,18 +221,49 @@ func renderBrokers(p *printer, clusterID string, bs []*twinlogv1.BrokerRecord) e
 	}
 	rows := make([][]string, 0, len(views))
 	for _, v := range views {
+		offline := strconv.Itoa(int(v.OfflineCount))
+		if v.Fenced {
+			offline = "" // no live session, so no report: unknown
+		}
 		rows = append(rows, []string{strconv.Itoa(int(v.ID)), fmt.Sprintf("%s:%d", v.Host, v.Port), strconv.FormatInt(v.Epoch, 10),
-			yesNo(v.Fenced), yesNo(v.Shutdown), strings.Join(v.LogDirs, ","), strings.Join(v.OfflineDirs, ",")})
+			yesNo(v.Fenced), yesNo(v.Shutdown), offline, strings.Join(v.LogDirs, ","), strings.Join(v.OfflineDirs, ",")})
 	}
 	fmt.Fprintf(p.w, "cluster %s\n", clusterID)
-	return p.table([]string{"ID", "ADDRESS", "EPOCH", "FENCED", "SHUTTING-DOWN", "LOG-DIRS", "OFFLINE-DIRS"}, rows)
+	if err := p.table([]string{"ID", "ADDRESS", "EPOCH", "FENCED", "SHUTTING-DOWN", "OFFLINE", "LOG-DIRS", "OFFLINE-DIRS"}, rows); err != nil {
+		return err
+	}
+	// Which partitions are offline, and why: the OFFLINE count alone does
+	// not tell the operator which dir to repair.
+	for _, v := range views {
+		if len(v.OfflineParts) == 0 {
+			continue
+		}
+		fmt.Fprintf(p.w, "\nbroker %d offline partitions (log failed to open; see docs/operations.md):\n", v.ID)
+		rows := make([][]string, 0, len(v.OfflineParts))
+		for _, op := range v.OfflineParts {
+			rows = append(rows, []string{fmt.Sprintf("  %s-%d", op.Topic, op.Partition), op.Reason})
+		}
+		if err := p.table([]string{"  PARTITION", "REASON"}, rows); err != nil {
+			return err
+		}
+		if more := int(v.OfflineCount) - len(v.OfflineParts); more > 0 {
+			fmt.Fprintf(p.w, "  ... and %d more (the controller keeps the first %d)\n", more, len(v.OfflineParts))
+		}
+	}
+	return nil
 }
 
 func (a *app) brokersCommand() *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List registered brokers",
-		Args:  noArgs,
+		Long: `Lists the registered brokers. OFFLINE counts the partitions whose log the
+broker holds offline (it failed to open at start: corrupt, bad checkpoint,
+I/O error), as its heartbeats report them; "-" for a fenced broker, which has
+no live report. The partitions and the reason are listed below the table
+(offline_partitions with --json). See docs/operations.md, "A corrupt
+partition on a broker's disk".`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			client, err := a.admin()
 			if err != nil {
@@ -222,7 +275,7 @@ func (a *app) brokersCommand() *cobra.Command {
 			if err != nil {
 				return rpcError(err, a.bootstrap, "list brokers")
 			}
-			return renderBrokers(a.printer(), resp.GetClusterId(), resp.GetBrokers())
+			return renderBrokers(a.printer(), resp.GetClusterId(), resp.GetBrokers(), resp.GetOfflinePartitions())
 		},
 	}
 	return group("brokers", "Inspect and unregister brokers", list, a.brokersUnregister())

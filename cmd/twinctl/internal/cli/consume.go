@@ -337,7 +337,9 @@ func (a *app) consumeCommand() *cobra.Command {
 		Long: `Reads committed records (below the high watermark) from the partition
 leader, found with the Metadata RPC on --bootstrap (a broker). Without
 --follow it stops once caught up. LOG_TRUNCATED and OFFSET_OUT_OF_RANGE are
-reported on stderr and the position is moved (SPEC §4.3, §4.4).
+reported on stderr and the position is moved (SPEC §4.3, §4.4). Leader
+changes, and KAFKA_STORAGE_ERROR (the leader's copy is offline), are retried
+after a Metadata refresh, up to --retries times in a row.
 Table output columns: OFFSET, LEADER-EPOCH, TIMESTAMP, KEY, VALUE (tab-separated).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

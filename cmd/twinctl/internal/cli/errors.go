@@ -114,6 +114,9 @@ func hintFor(c twinlogv1.ErrorCode, topic string) string {
 		return "no acceptable replica; check `twinctl brokers list` and `twinctl partitions describe`"
 	case twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT:
 		return "retry, or raise --timeout"
+	case twinlogv1.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR:
+		return "the leader's copy of the partition is offline (its log failed); `twinctl brokers list` shows which broker (OFFLINE), " +
+			"and docs/operations.md (\"A corrupt partition on a broker's disk\") how to recover"
 	}
 	return ""
 }

@@ -36,6 +36,7 @@ type fakeAdmin struct {
 
 	createErr twinlogv1.ErrorCode
 	brokers   []*twinlogv1.BrokerRecord
+	offline   []*twinlogv1.BrokerOfflinePartitions // ListBrokers' offline partitions
 	configs   []*twinlogv1.ConfigEntry
 	mirrors   []*twinlogv1.MirrorDescription
 
@@ -172,7 +173,7 @@ func (f *fakeAdmin) CreateTopics(_ context.Context, req *twinlogv1.CreateTopicsR
 }
 
 func (f *fakeAdmin) ListBrokers(context.Context, *twinlogv1.ListBrokersRequest) (*twinlogv1.ListBrokersResponse, error) {
-	return &twinlogv1.ListBrokersResponse{ClusterId: "cluster-a", Brokers: f.brokers}, nil
+	return &twinlogv1.ListBrokersResponse{ClusterId: "cluster-a", Brokers: f.brokers, OfflinePartitions: f.offline}, nil
 }
 
 func (f *fakeAdmin) DescribeConfigs(_ context.Context, req *twinlogv1.DescribeConfigsRequest) (*twinlogv1.DescribeConfigsResponse, error) {

@@ -96,13 +96,20 @@ func (m *topicMeta) leader(ctx context.Context, p int32) (string, int32, error) 
 // retriableRefresh lists the codes answered by refreshing Metadata and
 // retrying (SPEC §1.4). NOT_ENOUGH_REPLICAS appends nothing (SPEC §4.1), so
 // retrying it cannot duplicate; *_AFTER_APPEND and REQUEST_TIMED_OUT can, so
-// they are reported instead.
+// they are reported instead. KAFKA_STORAGE_ERROR is retriable in Kafka's
+// clients too (an InvalidMetadataException): the leader's copy is offline
+// (its log failed to open, or failed since), and the controller moves
+// leadership to a replica that can serve, which a refresh finds. A retried
+// produce cannot duplicate when the log was offline from the start (it
+// appended nothing); when it failed during this very append the batch may
+// or may not have been written, as with Kafka's non-idempotent producer.
 func retriableRefresh(c twinlogv1.ErrorCode) bool {
 	switch c {
 	case twinlogv1.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER,
 		twinlogv1.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH,
 		twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH,
-		twinlogv1.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS:
+		twinlogv1.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS,
+		twinlogv1.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR:
 		return true
 	}
 	return false
@@ -251,8 +258,9 @@ func (a *app) produceCommand() *cobra.Command {
 		Short: "Produce records: --value, or one record per stdin line",
 		Long: `Each stdin line becomes one record (with --parse-key, "key<sep>value").
 The leader is found with the Metadata RPC on --bootstrap (a broker);
-NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH and
-NOT_ENOUGH_REPLICAS are retried after a Metadata refresh (SPEC §1.4).
+NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+NOT_ENOUGH_REPLICAS and KAFKA_STORAGE_ERROR (the leader's copy is offline)
+are retried after a Metadata refresh (SPEC §1.4).
 Without --partition, keyed records are spread by a hash of the key; unkeyed
 ones go to partition 0.`,
 		Example: `  twinctl --bootstrap 127.0.0.1:9091 produce --topic orders --value hello
