@@ -170,8 +170,13 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     the followers' and the mirror's LEO inside it; both refused it for
 //     good. Fixed: both restart at the leader's (source's) log start
 //     (replica.cutStraddled, plan.StraddleTruncation).
+//   - 1117508 (liveness: mirror not caught up): a mirror leader's empty
+//     epoch at its LEO (≤ lmleUsed) was its lastFetchedEpoch; the source's
+//     DivergingEpoch ended at the LEO and the no-op cut kept the entry, so
+//     the same answer came forever. Fixed: plan.DivergenceTruncation drops
+//     it.
 func TestSweepSeeds(t *testing.T) {
-	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568} {
+	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568, 1117508} {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			cfg := twoClusterConfig(seed)
 			cfg.FaultMs = 20_000

@@ -78,6 +78,14 @@ func EmptyEpochTruncation(cache *epoch.Cache, lmleUsed twinlog.Epoch, logStart, 
 // cache → min(O_L, LEO); else (E_F, O_F) = endOffsetFor(E_L): E_F = E_L →
 // min(O_F, O_L, LEO), else min(O_F, LEO). An offset below logStart is a full
 // truncation restarting there.
+//
+// A cut at the LEO is no cut of records, but if the latest cached epoch is
+// above E_L and has none (it starts at the LEO) it still drops that entry,
+// as Kafka's truncateTo trims the cache whatever the offset; a no-op would
+// leave it the next fetch's lastFetchedEpoch, and the source would answer
+// the same DivergingEpoch forever (sweep seed 1117508: an empty epoch 9 at
+// the LEO, ≤ lmleUsed 10 so EmptyEpochTruncation kept it, and the source's
+// epoch 5 ending there).
 func DivergenceTruncation(cache *epoch.Cache, logStart, leo twinlog.Offset, el twinlog.Epoch, ol twinlog.Offset) Truncation {
 	var o twinlog.Offset
 	if el == twinlog.NoEpoch || cache.Len() == 0 {
@@ -92,6 +100,12 @@ func DivergenceTruncation(cache *epoch.Cache, logStart, leo twinlog.Offset, el t
 	}
 	switch {
 	case o >= leo:
+		if e, ok := cache.LatestEntry(); ok && e.StartOffset >= leo && e.Epoch > el {
+			if leo <= logStart {
+				return Truncation{Full: true, Offset: logStart, RestartAt: logStart}
+			}
+			return Truncation{Offset: leo}
+		}
 		return Truncation{NoOp: true, Offset: twinlog.NoOffset}
 	case o < logStart:
 		return Truncation{Full: true, Offset: logStart, RestartAt: o}

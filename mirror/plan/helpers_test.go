@@ -102,6 +102,9 @@ func TestDivergenceTruncation(t *testing.T) {
 		{"empty cache", nil, 0, 6, 2, 3, plan.Truncation{Offset: 3}},
 		{"§6.10 1.3a", []E{en(1, 0)}, 0, 4, 1, 1, plan.Truncation{Offset: 1}},
 		{"nothing to cut", []E{en(1, 0)}, 0, 4, 1, 9, plan.Truncation{NoOp: true, Offset: -1}},
+		{"seed 1117508: an empty epoch at the LEO goes", []E{en(0, 0), en(1, 40), en(4, 54), en(5, 72), en(9, 112)}, 0, 112, 5, 112, plan.Truncation{Offset: 112}},
+		{"an empty epoch at an empty log's start goes", []E{en(9, 20)}, 20, 20, 5, 20, plan.Truncation{Full: true, Offset: 20, RestartAt: 20}},
+		{"the diverging epoch itself at the LEO stays", []E{en(1, 0), en(5, 4)}, 0, 4, 5, 9, plan.Truncation{NoOp: true, Offset: -1}},
 		{"below log start", []E{en(3, 10)}, 10, 14, 3, 7, plan.Truncation{Full: true, Offset: 10, RestartAt: 7}},
 	}
 	for _, tt := range tests {
