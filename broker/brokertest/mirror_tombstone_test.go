@@ -45,8 +45,8 @@ func stateRecords(t *testing.T, c *Cluster, mirror, topic, id string) (*pb.Mirro
 // m7Setup plays M7 up to A's failback (SPEC §10 M7): A's old leader holds
 // 2-3@2a that nobody else has, B failed over and wrote 2-3@2b, A mirrors B
 // ("back") with the old leader down, skipped and tainted (1, 2). It
-// returns the old leader (stopped) and B's log.
-func m7Setup(t *testing.T, ctx context.Context, a, b *Cluster) (twinlog.BrokerID, string) {
+// returns the old leader (stopped), B's log and the old leader's taint.
+func m7Setup(t *testing.T, ctx context.Context, a, b *Cluster) (twinlog.BrokerID, string, *pb.ReplicaTaint) {
 	t.Helper()
 	a.CreateTopic("t", 1, 3, nil)
 	writes(ctx, a, "t", "a0")
@@ -87,7 +87,7 @@ func m7Setup(t *testing.T, ctx context.Context, a, b *Cluster) (twinlog.BrokerID
 		t.Fatalf("taints %v, want one for %d", ts, old)
 	}
 	waitLog(a, "t", wantB)
-	return old, wantB
+	return old, wantB, st.GetTaints()[0]
 }
 
 // TestMirrorTombstonesAndTaintsAfterDeleteMirror covers SPEC §6.4's
@@ -105,7 +105,7 @@ func TestMirrorTombstonesAndTaintsAfterDeleteMirror(t *testing.T) {
 	b := NewCluster(t, Options{Cluster: "b", Network: nw})
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Second)
 	defer cancel()
-	old, _ := m7Setup(t, ctx, a, b)
+	old, _, taint := m7Setup(t, ctx, a, b)
 
 	// Stop and delete A's mirror: run key tombstoned, LMLE key kept.
 	mustStop(a, "back", "t")
@@ -117,9 +117,16 @@ func TestMirrorTombstonesAndTaintsAfterDeleteMirror(t *testing.T) {
 		run, lmle, ok := stateRecords(t, a, "back", "t", id)
 		return ok && run == nil && lmle != nil
 	})
+	// The taint the failback wrote survives, whatever it is: (1, 2) when B
+	// answered A's LMLE query with 1, as it does here alone; CI (under
+	// load) once saw A's run get −1 and taint (−1, 0), which this check,
+	// hard-coding (1, 2), failed. Why B answered −1 there is not
+	// established (a stop by an unaligned B leader records −1, SPEC §6.7
+	// step 3); the property tested is that DeleteMirror keeps the taint.
 	_, lmle, _ := stateRecords(t, a, "back", "t", id)
-	if ts := lmle.GetTaints(); len(ts) != 1 || twinlog.BrokerID(ts[0].GetReplica()) != old || ts[0].GetOffset() != 2 {
-		t.Fatalf("LMLE record after DeleteMirror %v: taint lost", lmle)
+	if ts := lmle.GetTaints(); len(ts) != 1 || twinlog.BrokerID(ts[0].GetReplica()) != old ||
+		ts[0].GetEpoch() != taint.GetEpoch() || ts[0].GetOffset() != taint.GetOffset() {
+		t.Fatalf("LMLE record after DeleteMirror %v: taint %v lost", lmle, taint)
 	}
 	// The once-mirrored topic is writable.
 	writes(ctx, a, "t", "a4")
@@ -175,7 +182,7 @@ func TestMirrorTaintClearDurableBeforeISR(t *testing.T) {
 	b := NewCluster(t, Options{Cluster: "b", Network: nw})
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Second)
 	defer cancel()
-	old, wantB := m7Setup(t, ctx, a, b)
+	old, wantB, _ := m7Setup(t, ctx, a, b)
 
 	// Ask a running broker: m7Setup leaves the old leader stopped.
 	ask := a.IDs()[0]
