@@ -44,6 +44,10 @@ type mirrorRunner struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	status atomic.Pointer[pb.MirrorPartitionStatus]
+	// srcLE is the highest source leader epoch a fetch was made in
+	// (plan.SourceLeaderEpochUsable); fetch loops of successive sessions
+	// may overlap briefly.
+	srcLE atomic.Int32
 
 	// Runner goroutine only.
 	m          *plan.Machine
@@ -826,6 +830,15 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
 		if code == pb.ErrorCode_ERROR_CODE_NONE && pl.TopicID != r.topicID {
 			code = pb.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID
 		}
+		if seen := twinlog.Epoch(r.srcLE.Load()); code == pb.ErrorCode_ERROR_CODE_NONE && !plan.SourceLeaderEpochUsable(seen, pl.LeaderEpoch) {
+			// Stale source metadata: ask again rather than fetch from a
+			// leader of an older epoch.
+			refresh = true
+			if !retry(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, fmt.Sprintf("source metadata names leader %d in LE %d, older than LE %d already fetched in", pl.Leader, pl.LeaderEpoch, seen)) {
+				return
+			}
+			continue
+		}
 		if code != pb.ErrorCode_ERROR_CODE_NONE {
 			if plan.Fatal(code) {
 				b.mobs.ObserveMirrorFetchError(r.tp.Topic, r.tp.Partition, code.String())
@@ -845,6 +858,11 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
 		cache, _ := epoch.NewCache(p.r.EpochEntries())
 		req := plan.MirrorFetchRequest(pl.LeaderEpoch, cache, p.r.LogEndOffset())
 		p.mu.Unlock()
+		for {
+			if cur := r.srcLE.Load(); int32(pl.LeaderEpoch) <= cur || r.srcLE.CompareAndSwap(cur, int32(pl.LeaderEpoch)) {
+				break
+			}
+		}
 		resp, err := r.src.Fetch(ctx, pl.Addr, source.FetchRequest{
 			RequesterClusterID: b.clusterID(), TopicPartition: r.tp, TopicID: r.topicID,
 			FetchOffset: req.FetchOffset, CurrentLeaderEpoch: req.CurrentLeaderEpoch, LastFetchedEpoch: req.LastFetchedEpoch,

@@ -175,8 +175,14 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     DivergingEpoch ended at the LEO and the no-op cut kept the entry, so
 //     the same answer came forever. Fixed: plan.DivergenceTruncation drops
 //     it.
+//   - 1318604 (§8.20): A's mirror took B's leader and LE from a B broker's
+//     own stale metadata (a zombie leader of LE 8, cut off from its
+//     controller) after fetching in LE 11, and copied the zombie's own
+//     epoch-8 records after A's epoch-8 records. Fixed: a mirror never
+//     fetches in an older source LE than it has
+//     (plan.SourceLeaderEpochUsable, KIP-320's rule).
 func TestSweepSeeds(t *testing.T) {
-	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568, 1117508} {
+	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568, 1117508, 1318604} {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			cfg := twoClusterConfig(seed)
 			cfg.FaultMs = 20_000

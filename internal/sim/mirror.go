@@ -635,6 +635,7 @@ type mirrorRunner struct {
 
 	leader   bool
 	knownLE  twinlog.Epoch
+	srcLE    twinlog.Epoch // plan.SourceLeaderEpochUsable
 	bumps    int
 	desired  plan.Desired
 	replicas *plan.ReplicaStatus
@@ -1389,6 +1390,11 @@ func (r *mirrorRunner) progressFetch() {
 		r.fetchError(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "source metadata")
 		return
 	}
+	if !plan.SourceLeaderEpochUsable(r.srcLE, twinlog.Epoch(sle)) {
+		r.fetchError(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "stale source metadata")
+		return
+	}
+	r.srcLE = twinlog.Epoch(sle)
 	latest := twinlog.NoEpoch
 	if es := p.r.EpochEntries(); len(es) > 0 {
 		latest = es[len(es)-1].Epoch

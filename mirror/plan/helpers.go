@@ -287,6 +287,19 @@ type FetchRequest struct {
 	LastFetchedEpoch   twinlog.Epoch
 }
 
+// SourceLeaderEpochUsable reports whether a source partition's leader and
+// leader epoch from metadata (answered) may be fetched from, given the
+// highest source leader epoch this destination partition has fetched in
+// (seen): not if it is older, as Kafka clients ignore metadata with an
+// older leader epoch (KIP-320). Any source broker may answer metadata, and
+// one whose own view lags — a leader cut off from its controller still
+// names itself leader in its old LE — would be fetched from in that LE and
+// would serve records its cluster has since cut (two-cluster sweep seed
+// 1318604: B's zombie leader of LE 8 served its own epoch-8 records to A's
+// mirror, which had copied B's epoch 11 before, and A's epoch 8 then held
+// records of both clusters, §8.20).
+func SourceLeaderEpochUsable(seen, answered twinlog.Epoch) bool { return answered >= seen }
+
 // MirrorFetchRequest builds the mirror fetch fields: currentLeaderEpoch =
 // the source leader epoch as known (−1 allowed), lastFetchedEpoch = the
 // latest cached epoch (−1 none), fetchOffset = D's LEO.

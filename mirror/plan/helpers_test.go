@@ -412,3 +412,17 @@ func TestMirrorFetchTopicID(t *testing.T) {
 		}
 	}
 }
+
+// TestSourceLeaderEpochUsable: metadata naming an older source leader epoch
+// than one already fetched in is not used (KIP-320); the same or a newer
+// one is.
+func TestSourceLeaderEpochUsable(t *testing.T) {
+	for _, tc := range []struct {
+		seen, answered twinlog.Epoch
+		want           bool
+	}{{0, 0, true}, {11, 11, true}, {8, 11, true}, {11, 8, false}, {11, -1, false}} {
+		if got := plan.SourceLeaderEpochUsable(tc.seen, tc.answered); got != tc.want {
+			t.Errorf("SourceLeaderEpochUsable(%d, %d) = %t, want %t", tc.seen, tc.answered, got, tc.want)
+		}
+	}
+}
