@@ -368,6 +368,7 @@ func (e *env) answerAlter(force ErrorCode, bumpLE, hold bool) {
 	req := a.prop.Request
 	code := force
 	c := &e.ctl
+	atPE := false // refused after the partition-epoch check: the answer carries the state
 	if code == errNone {
 		acc := func(id int32, be int64) bool {
 			reg, ok := c.brokers[twinlog.BrokerID(id)]
@@ -386,8 +387,9 @@ func (e *env) answerAlter(force ErrorCode, bumpLE, hold bool) {
 			code = pb.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION
 		case req.MinInsyncReplicas != 0 && int(req.MinInsyncReplicas) != min(max(c.m, 1), len(c.replicas)):
 			// controller/metastate: the leader's m must be the controller's.
-			code = pb.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION
+			code, atPE = pb.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION, true
 		default:
+			atPE = true
 			for _, m := range req.NewIsr {
 				if !acc(m.BrokerId, m.BrokerEpoch) {
 					code = pb.ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA
@@ -395,7 +397,10 @@ func (e *env) answerAlter(force ErrorCode, bumpLE, hold bool) {
 			}
 		}
 	}
-	resp := &pb.AlterPartitionResponse{Error: code}
+	resp := &pb.AlterPartitionResponse{Error: code, Leader: -1}
+	if code != errNone && atPE {
+		resp = &pb.AlterPartitionResponse{Error: code, Leader: int32(c.leader), LeaderEpoch: int32(c.le), PartitionEpoch: int32(c.pe), RecoveryState: c.recovery}
+	}
 	if code == errNone {
 		c.pe++
 		if bumpLE {

@@ -357,7 +357,11 @@ func (r *Replica) brokerEpochOf(id twinlog.BrokerID) twinlog.BrokerEpoch {
 // (SPEC §4.5). Success commits it. An error rolls the maximal ISR back to the
 // committed one only when it is definitive, i.e. the controller checked the
 // request against the current partition epoch and did not apply it
-// (INELIGIBLE_REPLICA, INVALID_REQUEST: §3.6 checks 6–8 run after check 5).
+// (INELIGIBLE_REPLICA, INVALID_REQUEST: §3.6 checks 6–8 run after check 5;
+// any refusal that carries this leader, LE and partition epoch, such as
+// INVALID_UPDATE_VERSION for a stale min.insync.replicas: controller/
+// metastate's deviation, whose answer no later metadata would resolve when
+// m went back before the leader saw it change — simulator seed 1416705).
 // Any other outcome is ambiguous: a lost answer (REQUEST_TIMED_OUT,
 // transport errors), or an answer to a retry of a request that was applied
 // (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH, NOT_CONTROLLER,
@@ -373,7 +377,7 @@ func (r *Replica) HandleAlterPartitionResponse(seq uint64, resp *pb.AlterPartiti
 		return
 	}
 	switch {
-	case resp.GetError() != errNone && !definitiveAlterReject(resp.GetError()):
+	case resp.GetError() != errNone && !definitiveAlterReject(resp.GetError()) && !r.refusedAtOwnEpochs(resp):
 		r.event(EventAlterRejected, "%v: outcome unknown, keeping maximal ISR %v until metadata", resp.GetError(), r.maximalISR())
 		return
 	case resp.GetError() != errNone:
@@ -427,6 +431,15 @@ func (r *Replica) AlterPartitionPending(seq uint64) bool {
 // attempt nor an earlier one of the same request was applied.
 func definitiveAlterReject(c ErrorCode) bool {
 	return c == pb.ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA || c == errInvalidRequest
+}
+
+// refusedAtOwnEpochs reports whether a refusal names this leader, its LE and
+// the partition epoch it applies (which the in-flight request carried: a
+// newer one would have replaced the request): the controller compared the
+// request with that very state and wrote nothing.
+func (r *Replica) refusedAtOwnEpochs(resp *pb.AlterPartitionResponse) bool {
+	return twinlog.BrokerID(resp.GetLeader()) == r.cfg.ID && twinlog.Epoch(resp.GetLeaderEpoch()) == r.le &&
+		twinlog.PartitionEpoch(resp.GetPartitionEpoch()) == r.pe
 }
 
 // Tick advances time to nowMs: ISR shrink (SPEC §4.5) and produce timeouts

@@ -55,21 +55,29 @@ func (s *State) AlterPartition(req *twinlogv1.AlterPartitionRequest) (*twinlogv1
 	if pe < p.GetPartitionEpoch() {
 		return fail(twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION, "stale partition epoch")
 	}
+	// From here on the request names the current partition epoch, so it was
+	// never applied (an applied one failed the check above): a refusal
+	// carries the current {L, LE, ISR, PE}, by which the leader knows the
+	// outcome is definite (replica.HandleAlterPartitionResponse).
+	refuse := func(ec twinlogv1.ErrorCode, msg string) (*twinlogv1.MetadataDelta, *twinlogv1.AlterPartitionResponse) {
+		return nil, &twinlogv1.AlterPartitionResponse{Error: ec, ErrorMessage: msg, Leader: p.GetLeader(), LeaderEpoch: p.GetLeaderEpoch(),
+			Isr: p.GetIsr(), PartitionEpoch: p.GetPartitionEpoch(), RecoveryState: p.GetRecoveryState()}
+	}
 	if p.GetPartitionEpoch() == math.MaxInt32 {
-		return fail(ecInvalid, errEpochExhausted.Error())
+		return refuse(ecInvalid, errEpochExhausted.Error())
 	}
 	// Deviation from SPEC §3.6 (doc.go, "min.insync.replicas in
 	// AlterPartition"): the leader's m must be ours, else §3.3 would put
 	// members into ELR under an m the leader's HW does not use.
 	if m := req.GetMinInsyncReplicas(); m != 0 && int(m) != s.view().m(req.GetTopic(), len(p.GetReplicas())) {
-		return fail(twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION, "stale min.insync.replicas")
+		return refuse(twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION, "stale min.insync.replicas")
 	}
 	var isr []int32
 	for _, m := range req.GetNewIsr() {
 		isr = append(isr, m.GetBrokerId())
 	}
 	if !subset(isr, p.GetReplicas()) || hasDuplicates(isr) || !contains(isr, p.GetLeader()) {
-		return fail(ecInvalid, "new ISR must be a duplicate-free subset of the replicas holding the leader")
+		return refuse(ecInvalid, "new ISR must be a duplicate-free subset of the replicas holding the leader")
 	}
 	want := req.GetRecoveryState()
 	if want == twinlogv1.LeaderRecoveryState_LEADER_RECOVERY_STATE_UNSPECIFIED {
@@ -78,13 +86,13 @@ func (s *State) AlterPartition(req *twinlogv1.AlterPartitionRequest) (*twinlogv1
 	recovering := twinlogv1.LeaderRecoveryState_LEADER_RECOVERY_STATE_RECOVERING
 	if (want == recovering && len(isr) > 1) ||
 		(want == recovering && p.GetRecoveryState() != recovering) {
-		return fail(ecInvalid, "invalid leader recovery state transition")
+		return refuse(ecInvalid, "invalid leader recovery state transition")
 	}
 	t := s.view()
 	for _, m := range req.GetNewIsr() {
 		br := t.broker(m.GetBrokerId())
 		if !t.acceptable(m.GetBrokerId()) || (m.GetBrokerEpoch() != -1 && m.GetBrokerEpoch() != br.GetBrokerEpoch()) {
-			return fail(twinlogv1.ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA, "ineligible replica")
+			return refuse(twinlogv1.ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA, "ineligible replica")
 		}
 	}
 	o := defaultOpts()

@@ -90,9 +90,12 @@
 // election of 3 loses acknowledged records (§8.12). With the check, ISR and
 // ELR are only ever computed with the m the leader's HW rule uses. A config
 // change still writes nothing for a partition that stays below the new m
-// (S14): the leader, which treats INVALID_UPDATE_VERSION as ambiguous and
-// keeps its maximal ISR (§4.5), re-proposes under the new m once it applies
-// the config change.
+// (S14). The refusal, like every refusal after check 5, carries the current
+// {L, LE, ISR, PE}: the request named that partition epoch, so it was never
+// applied, and the leader rolls back and proposes again under the m it
+// applies by then (an ambiguous answer would wait for metadata with a newer
+// partition epoch, which nothing writes when m goes back before the leader
+// saw it change: simulator seed 1416705).
 //
 // # Concurrency
 //

@@ -181,19 +181,33 @@ func TestAlterPartitionStaleMinISR(t *testing.T) {
 		name string
 		req  *twinlogv1.AlterPartitionRequest
 		want twinlogv1.ErrorCode
+		// atPE: refused at the current partition epoch, so never applied;
+		// the answer carries the current state, by which the leader knows
+		// (the replica rolls back on it: a stale-m refusal stays unresolved
+		// otherwise when m changes back, simulator seed 1416705).
+		atPE bool
 	}{
 		// Checks 1–5 keep their order and codes (S11).
-		{"newer LE, stale m", mk(5, 9, 2, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_NOT_CONTROLLER},
-		{"older LE, stale m", mk(3, 9, 2, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH},
-		{"older PE, stale m", mk(4, 8, 2, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION},
+		{"newer LE, stale m", mk(5, 9, 2, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_NOT_CONTROLLER, false},
+		{"older LE, stale m", mk(3, 9, 2, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH, false},
+		{"older PE, stale m", mk(4, 8, 2, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION, false},
 		// Then m, before the ISR checks 6–8.
-		{"stale m", mk(4, 9, 2, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION},
-		{"stale m, ISR without leader", mk(4, 9, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION},
-		{"newer m", mk(4, 9, 4, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION},
+		{"stale m", mk(4, 9, 2, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION, true},
+		{"stale m, ISR without leader", mk(4, 9, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION, true},
+		{"newer m", mk(4, 9, 4, 2, 4), twinlogv1.ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION, true},
+		{"current m, ISR without leader", mk(4, 9, 3, 3, 4), twinlogv1.ErrorCode_ERROR_CODE_INVALID_REQUEST, true},
 	} {
 		d, resp := h.s.AlterPartition(c.req)
 		if d != nil || resp.GetError() != c.want {
 			t.Errorf("%s: got %v (delta %v), want %v", c.name, resp.GetError(), d != nil, c.want)
+		}
+		wantL, wantLE, wantPE := int32(-1), int32(0), int32(0)
+		if c.atPE {
+			wantL, wantLE, wantPE = 2, 4, 9
+		}
+		if resp.GetLeader() != wantL || resp.GetLeaderEpoch() != wantLE || resp.GetPartitionEpoch() != wantPE {
+			t.Errorf("%s: answer carries L %d LE %d PE %d, want L %d LE %d PE %d", c.name,
+				resp.GetLeader(), resp.GetLeaderEpoch(), resp.GetPartitionEpoch(), wantL, wantLE, wantPE)
 		}
 	}
 	h.expect(0, ps{L: 2, LKL: -1, ISR: ids(2, 3, 4), LE: 4, PE: 9})
