@@ -413,7 +413,17 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 		// deadline (PREPARING, PENDING) is computed from it.
 		r.step(plan.Tick{NowMs: b.nowMs()})
 	}
-	if !r.leader || (le > r.knownLE && r.bumps == 0) {
+	if r.leader && le > r.knownLE && r.bumps == 0 {
+		// A leadership this machine did not cause (another broker led in
+		// between, or an election it never saw as a follower). The old one
+		// ends before the records load: its late outcomes (a write acked,
+		// a stop done and its SetWritable) must not act in le, and loading
+		// can fail and be retried for many ticks (simulator seed 1417630).
+		r.leader = false
+		r.step(plan.LostLeadership{})
+		r.stopFetcher()
+	}
+	if !r.leader {
 		// A leadership this machine did not cause: load the state records
 		// (read up to the HW) and start from them.
 		run, lmle, err := b.mirrorRecords(ctx, mirror, r.tp, r.topicID)
@@ -445,9 +455,11 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 // leadership, or a bump not reported done) keeps it pending; so does a
 // __mirror_state that cannot be read (observe returns before loading), and
 // a leadership the machine refused as stale (records from a later LE: it
-// loaded no taints).
+// loaded no taints), and so does a loaded LMLE record not yet rewritten with
+// this LE (plan.Machine.TaintsOwned: a zombie's late write could still
+// change the taints).
 func (r *mirrorRunner) settleTaintsPending() {
-	if r.m == nil || !r.leader || !r.m.Leading() {
+	if r.m == nil || !r.leader || !r.m.Leading() || !r.m.TaintsOwned() {
 		return
 	}
 	p := r.p

@@ -181,8 +181,33 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     epoch-8 records after A's epoch-8 records. Fixed: a mirror never
 //     fetches in an older source LE than it has
 //     (plan.SourceLeaderEpochUsable, KIP-320's rule).
+//   - 1417630 (§8.18): a mirror leader of LE 8, fenced, was elected again in
+//     LE 10 without seeing the LEs between; while the new leadership loaded
+//     __mirror_state its old machine finished a stop and made the partition
+//     writable in LE 10 before any STOPPED record of that LE. Fixed: a
+//     leadership the machine did not cause ends the old one before loading
+//     (mirrorRunner.observe).
+//   - 1416997 (§8.19): a zombie leader's LMLE record with a taint (LE 3)
+//     landed after the next leader (LE 4) had loaded the state without it
+//     and let the replica into the ISR; LE 5 loaded the taint. Fixed as
+//     SPEC §6.4 says: a new leader rewrites the LMLE record it loaded with
+//     its LE before serving follower fetches (plan.Machine.TaintsOwned).
+//   - 1416705 (liveness): min.insync.replicas went 1 → 3 → 1 while a
+//     leader, which applied both at once, had a shrink in flight under m 1;
+//     the controller refused it (stale m) and the leader waited for a
+//     partition epoch nothing would write. Fixed: the refusal carries the
+//     state it was checked against and the leader rolls back
+//     (replica.refusedAtOwnEpochs). On this tree the seed's run no longer
+//     reaches that state; broker/replica's alter_partition_ambiguous
+//     scenario is the test.
+//   - 1702538 (§8.12): a tainted replica elected uncleanly (§6.8) kept its
+//     own taint in the LMLE record; a later leader loaded it while the
+//     replica sat in the ISR, cut it back to 0, and the replica, elected
+//     again, lost acknowledged records. Fixed: a leader's rewrite of the
+//     loaded record clears its own taint (plan.Machine.becomeLeader).
 func TestSweepSeeds(t *testing.T) {
-	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568, 1117508, 1318604} {
+	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568, 1117508, 1318604,
+		1417630, 1416997, 1416705, 1702538} {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			cfg := twoClusterConfig(seed)
 			cfg.FaultMs = 20_000

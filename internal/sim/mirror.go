@@ -822,7 +822,15 @@ func (r *mirrorRunner) observe() {
 		r.m = m
 		r.stepM(plan.Tick{NowMs: s.now})
 	}
-	if !r.leader || (le > r.knownLE && r.bumps == 0) {
+	if r.leader && le > r.knownLE && r.bumps == 0 {
+		// As broker/mirror.go: the old leadership ends before the records
+		// load, so none of its late outcomes acts in le (seed 1417630).
+		s.tracef("mirror %s broker %d: leadership in LE %d ends (LE %d is not its own)", p.key, b.id, r.knownLE, le)
+		r.leader = false
+		r.stepM(plan.LostLeadership{})
+		r.fetching = false
+	}
+	if !r.leader {
 		// A leadership this machine did not cause: load the state records
 		// (a round trip to the cluster's __mirror_state), then start from
 		// them.
@@ -948,10 +956,11 @@ func (r *mirrorRunner) checkOwed() {
 // made taints-pending when it became leader in a new LE (broker.go, as
 // broker/metadata.go), serves follower fetches once this leadership has
 // loaded the durable taints (SPEC §6.4): BecameLeader stepped (not refused
-// as stale) for an LE the runner knows, and its AddTaints performed.
+// as stale) for an LE the runner knows, its AddTaints performed, and the
+// loaded LMLE record rewritten with its LE (plan.Machine.TaintsOwned).
 func (r *mirrorRunner) settleTaintsPending() {
 	p := r.p
-	if r.m == nil || !r.leader || !r.m.Leading() || !r.live() {
+	if r.m == nil || !r.leader || !r.m.Leading() || !r.m.TaintsOwned() || !r.live() {
 		return
 	}
 	if p.r.Role() != replica.RoleLeader || !p.r.TaintsPending() || p.r.LeaderEpoch() > r.knownLE {

@@ -198,6 +198,9 @@ type pendingWrite struct {
 	cont bool // counts towards the current step
 	// clear is the replica whose taint this write clears (−1 none).
 	clear twinlog.BrokerID
+	// owns: a new leadership's rewrite of the LMLE record it loaded
+	// (taintsOwned once acked).
+	owns bool
 }
 
 // Machine is the mirror state machine of one partition on D. Not safe for
@@ -215,6 +218,12 @@ type Machine struct {
 	lmle     *twinlogv1.MirrorLmleRecord // nil: none
 	aligned  twinlog.Epoch               // own aligned_epoch
 	writable bool
+	// taintsOwned: the LMLE record (which holds the taints) carries this
+	// leadership's LE, or there was none to rewrite (see TaintsOwned).
+	taintsOwned bool
+	// ownTaint: this broker, if the loaded record tainted it (the rewrite
+	// clears it); −1 otherwise.
+	ownTaint twinlog.BrokerID
 
 	step     step
 	seq      uint64
@@ -272,7 +281,7 @@ func New(cfg Config, deps Deps) (*Machine, error) {
 	if deps.Log == nil || deps.Rand == nil {
 		return nil, errors.New("plan: Log and Rand are required")
 	}
-	m := &Machine{cfg: cfg.withDefaults(), log: deps.Log, rand: deps.Rand, le: twinlog.NoEpoch,
+	m := &Machine{cfg: cfg.withDefaults(), log: deps.Log, rand: deps.Rand, le: twinlog.NoEpoch, ownTaint: twinlog.NoBroker,
 		aligned: twinlog.NoEpoch, srcHW: twinlog.NoOffset, srcLEO: twinlog.NoOffset}
 	m.run = m.freshRun(-1)
 	return m, nil
@@ -295,6 +304,16 @@ func (m *Machine) Writable() bool { return m.writable }
 // before the first BecameLeader, after LostLeadership, and after a stale
 // BecameLeader it refused (a record from a later LE).
 func (m *Machine) Leading() bool { return m.leader }
+
+// TaintsOwned reports whether this leadership's taints are final: the LMLE
+// record it loaded has been rewritten with its LE (SPEC §6.4: a new leader
+// rewrites the state it resumes before acting on it), or it loaded no
+// record. Until then a late write of an earlier leadership (a zombie on old
+// metadata) can still land after the read and change the durable taints,
+// which the next leader would load for a replica this one let into the ISR
+// (simulator seed 1416997); so the shell keeps the replica taints-pending
+// (no follower fetch served) until it holds.
+func (m *Machine) TaintsOwned() bool { return m.leader && m.taintsOwned }
 
 // HasReady reports whether actions are waiting.
 func (m *Machine) HasReady() bool { return len(m.ready.Actions) > 0 }
@@ -424,10 +443,25 @@ func (m *Machine) becomeLeader(ev BecameLeader) {
 	m.aligned = m.log.AlignedEpoch()
 	m.desired = ev.Desired
 	m.lmle = cloneLmle(ev.Lmle)
+	m.ownTaint = twinlog.NoBroker
+	if m.lmle != nil && slices.ContainsFunc(m.lmle.Taints, func(t *twinlogv1.ReplicaTaint) bool { return t.Replica == int32(m.cfg.BrokerID) }) {
+		// A tainted leader was elected uncleanly (a taint keeps a replica
+		// out of the ISR and ELR, §8.19): its log is the partition's now,
+		// and its followers copy it. Its taint would make the next leader
+		// cut it back to T while it sits in the ISR, and electing it then
+		// loses acknowledged records (§8.12; simulator seed 1702538). It
+		// clears with this leadership's rewrite, as when a leader does
+		// §6.6 step 2 itself; §6.8 already gives up repairing its records.
+		m.lmle.Taints = taintsToProto(WithoutTaint(taintsFromProto(m.lmle.Taints), m.cfg.BrokerID))
+		m.ownTaint = m.cfg.BrokerID
+	}
 	if m.lmle != nil && len(m.lmle.Taints) > 0 {
 		m.emit(AddTaints{Taints: taintsFromProto(m.lmle.Taints)})
 	}
 	m.writable = false
+	// An earlier leadership's rewrite, still unacked, carries its LE.
+	m.forgetWrites(func(w pendingWrite) bool { return w.owns })
+	m.taintsOwned = ev.Run == nil && ev.Lmle == nil
 	if ev.Run == nil {
 		m.run = m.freshRun(-1)
 		m.state = NotStarted
@@ -444,7 +478,17 @@ func (m *Machine) becomeLeader(ev BecameLeader) {
 		m.truncate(owed, why)
 		return
 	}
+	m.ownTaints()
 	m.resumeLeadership(ev.Run != nil)
+}
+
+// ownTaints rewrites the LMLE record a new leadership loaded with its LE
+// (SPEC §6.4), first of all it writes (after an owed truncation); its ack
+// makes TaintsOwned true.
+func (m *Machine) ownTaints() {
+	if !m.taintsOwned {
+		m.emitLmle(pendingWrite{clear: m.ownTaint, owns: true})
+	}
 }
 
 // resumeLeadership starts a new leadership from the loaded records (m.run,
@@ -544,17 +588,25 @@ func (m *Machine) loseLeadership() {
 	m.leader = false
 	m.kept = nil
 	m.writable = false
+	m.taintsOwned = false
 }
 
 // dropStepWrites forgets the writes a step was waiting for; taint-clearing
-// writes stay tracked so their ClearTaint still follows the ack.
+// writes and the leadership's own rewrite stay tracked so that their ack
+// still clears the taint or settles taintsOwned.
 func (m *Machine) dropStepWrites() {
+	m.forgetWrites(func(w pendingWrite) bool { return w.clear == twinlog.NoBroker && !w.owns })
+}
+
+// forgetWrites stops tracking the pending and failed writes that match:
+// their acks are ignored and they are not reissued.
+func (m *Machine) forgetWrites(match func(pendingWrite) bool) {
 	for seq, w := range m.writes {
-		if w.clear == twinlog.NoBroker {
+		if match(w) {
 			delete(m.writes, seq)
 		}
 	}
-	m.rewrite = slices.DeleteFunc(m.rewrite, func(w pendingWrite) bool { return w.clear == twinlog.NoBroker })
+	m.rewrite = slices.DeleteFunc(m.rewrite, match)
 }
 
 func (m *Machine) resetTransient() {
@@ -855,6 +907,7 @@ func (m *Machine) onTruncationDone() {
 		m.fetchAgain()
 	case stepOwedTruncate:
 		m.step = stepIdle
+		m.ownTaints()
 		m.resumeLeadership(m.leadHasRun)
 	}
 }
@@ -1179,7 +1232,7 @@ func (m *Machine) tick() {
 			if w.run {
 				m.writeRun(w.cont)
 			} else {
-				m.writeLmle(w.cont, w.clear)
+				m.emitLmle(w)
 			}
 		}
 	}
@@ -1225,10 +1278,15 @@ func (m *Machine) writeRun(cont bool) {
 }
 
 func (m *Machine) writeLmle(cont bool, clear twinlog.BrokerID) {
+	m.emitLmle(pendingWrite{cont: cont, clear: clear})
+}
+
+// emitLmle writes the current LMLE record with this LE, tracked as w.
+func (m *Machine) emitLmle(w pendingWrite) {
 	rec := m.lmleOrEmpty()
 	rec.StateEpoch = int32(m.le)
 	seq := m.next()
-	m.track(seq, pendingWrite{cont: cont, clear: clear})
+	m.track(seq, w)
 	m.emit(WriteLmleRecord{Seq: seq, Record: rec})
 }
 
@@ -1245,6 +1303,9 @@ func (m *Machine) onWriteAcked(seq uint64) {
 		return
 	}
 	delete(m.writes, seq)
+	if w.owns {
+		m.taintsOwned = true
+	}
 	if w.clear != twinlog.NoBroker {
 		m.emit(ClearTaint{Replica: w.clear})
 	}
