@@ -25,7 +25,8 @@ type Observer interface {
 	// ForgetPartition: the partition left this broker.
 	ForgetPartition(topic string, partition int32)
 	// ObserveTruncation counts a log truncation; reason is divergence,
-	// out_of_range or lmle (SPEC §7).
+	// out_of_range or lmle (SPEC §7), or added_back (a replica re-added to
+	// the replica set discarded a log from before).
 	ObserveTruncation(reason string)
 	// ObserveRequest records the latency of one request; api is produce or
 	// fetch (and others).

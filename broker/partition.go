@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -290,15 +289,12 @@ func (p *partition) deliverLocked(res replica.ProduceResult) {
 func (p *partition) logEvent(ev replica.Event) {
 	switch ev.Type {
 	case replica.EventTruncation:
-		p.logger.Warn("truncation", "detail", ev.Detail)
-		reason := "divergence"
-		switch {
-		case strings.Contains(ev.Detail, "out of range"):
-			reason = "out_of_range"
-		case strings.Contains(ev.Detail, "lmle"), strings.Contains(ev.Detail, "mirror"):
-			reason = "lmle"
+		p.logger.Warn("truncation", "cause", ev.Cause.Label(), "detail", ev.Detail)
+		if ev.Cause != replica.CauseAsLeader {
+			// A mirror leader's cut is counted by its runner, which
+			// knows the reason (mirrorRunner.truncate).
+			p.b.obs.ObserveTruncation(ev.Cause.Label())
 		}
-		p.b.obs.ObserveTruncation(reason)
 	case replica.EventFenced, replica.EventAlterRejected:
 		p.logger.Warn(ev.String())
 	case replica.EventRoleChange, replica.EventISRChange, replica.EventTaintCleared, replica.EventTaintsPending:

@@ -52,7 +52,7 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 			Name: "twinlog_partition_under_min_isr", Help: "1 if the led partition's ISR is below min.insync.replicas.",
 		}, tp),
 		truncations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "twinlog_log_truncations_total", Help: "Log truncations by reason (divergence, lmle, out_of_range).",
+			Name: "twinlog_log_truncations_total", Help: "Log truncations by reason (divergence, lmle, out_of_range, added_back).",
 		}, []string{"reason"}),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "twinlog_request_duration_seconds", Help: "Request latency by API.",

@@ -250,6 +250,10 @@ func (e *env) processReady(n *node) {
 		n.hwCkpt = *rd.HighWatermark
 	}
 	for _, ev := range rd.Events {
+		if ev.Type == EventTruncation {
+			lines = append(lines, fmt.Sprintf("%s [%s]", ev, ev.Cause.Label()))
+			continue
+		}
 		lines = append(lines, ev.String())
 	}
 	for _, pr := range rd.ProduceResults {

@@ -53,7 +53,7 @@ func (r *Replica) HandleFetchResponse(resp FetchResponse, nowMs int64) {
 	switch resp.Error {
 	case errNone:
 	case errOutOfRange:
-		r.truncateLog(resp.LogStartOffset, "out of range")
+		r.truncateLog(resp.LogStartOffset, CauseOutOfRange, "out of range")
 		if r.hw > r.leo {
 			r.setHW(r.leo, "out of range")
 		}
@@ -66,7 +66,7 @@ func (r *Replica) HandleFetchResponse(resp FetchResponse, nowMs int64) {
 		return
 	}
 	if d := resp.DivergingEpoch; d != nil {
-		r.truncateLog(r.divergenceTruncationOffset(*d), "divergence")
+		r.truncateLog(r.divergenceTruncationOffset(*d), CauseDivergence, "divergence")
 		return
 	}
 	// Validate before changing anything: a malformed answer is dropped, never
@@ -145,12 +145,12 @@ func (r *Replica) cutForeignEpochs(b BatchMeta, leaderLogStart twinlog.Offset) {
 	latest := r.cache.Latest()
 	reason := fmt.Sprintf("divergence: leader's batch at %d has epoch %d below cached epoch %d", b.BaseOffset, b.Epoch, latest)
 	if s, _ := r.cache.StartOffsetOfFirstEpochAfter(b.Epoch); s >= r.leo {
-		r.truncateLog(r.leo, reason)
+		r.truncateLog(r.leo, CauseDivergence, reason)
 		return
 	}
 	// The leader's log start is remote input: a valid one is ≤ the offset
 	// it served from.
-	r.restartLog(min(max(leaderLogStart, 0), b.BaseOffset), reason)
+	r.restartLog(min(max(leaderLogStart, 0), b.BaseOffset), CauseDivergence, reason)
 }
 
 // cutStraddled handles a leader's batch b that holds this replica's LEO
@@ -169,7 +169,7 @@ func (r *Replica) cutForeignEpochs(b BatchMeta, leaderLogStart twinlog.Offset) {
 // start (valid: ≤ b.BaseOffset) and re-copies the leader's log. Nothing
 // else of the answer is taken.
 func (r *Replica) cutStraddled(b BatchMeta, leaderLogStart twinlog.Offset) {
-	r.restartLog(min(max(leaderLogStart, 0), b.BaseOffset),
+	r.restartLog(min(max(leaderLogStart, 0), b.BaseOffset), CauseDivergence,
 		fmt.Sprintf("divergence: leader's batch [%d, %d] holds the log end %d", b.BaseOffset, b.LastOffset, r.leo))
 }
 

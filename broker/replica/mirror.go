@@ -218,14 +218,14 @@ func (r *Replica) truncateAsLeader(o twinlog.Offset, full bool, nowMs int64) err
 		return fmt.Errorf("truncate to %d: %w", o, ErrInvalidBatch)
 	}
 	if full {
-		r.restartLog(o, "as leader, full")
+		r.restartLog(o, CauseAsLeader, "as leader, full")
 	} else {
 		// At the LEO nothing is cut but an epoch without records may go
 		// (an LMLE truncation at the LEO, §6.2c): truncateLog emits
 		// OpTruncate(LEO) whenever it trims the cache there, so the shell's
 		// Log.TruncateTo(LEO) drops the entry from the checkpoint too
 		// (§8.10), even when no entry remains for the shell to re-assign.
-		r.truncateLog(o, "as leader")
+		r.truncateLog(o, CauseAsLeader, "as leader")
 	}
 	r.hwFloor = r.hw
 	r.truncatedInLE = true

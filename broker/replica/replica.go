@@ -193,6 +193,10 @@ func (r *Replica) event(t EventType, format string, args ...any) {
 	r.rd.Events = append(r.rd.Events, Event{Type: t, Detail: fmt.Sprintf(format, args...)})
 }
 
+func (r *Replica) truncationEvent(c TruncationCause, format string, args ...any) {
+	r.rd.Events = append(r.rd.Events, Event{Type: EventTruncation, Cause: c, Detail: fmt.Sprintf(format, args...)})
+}
+
 func (r *Replica) effectiveMinISR() int {
 	m := r.minISR
 	if m < 1 {
@@ -310,7 +314,7 @@ func (r *Replica) discardLogIfAddedBack(st PartitionState) {
 		return
 	}
 	if r.leo > r.logStart || r.cache.Len() > 0 {
-		r.restartLog(0, fmt.Sprintf("added to the replicas at LE %d with a log from before", r.le))
+		r.restartLog(0, CauseAddedBack, fmt.Sprintf("added to the replicas at LE %d with a log from before", r.le))
 	}
 	if r.alignedEpoch != twinlog.NoEpoch {
 		// A fresh dir has no aligned_epoch (§2.1, §6.6 step 3).
@@ -443,9 +447,9 @@ func (r *Replica) setHW(hw twinlog.Offset, why string) {
 
 // truncateLog cuts the local log to o (SPEC §4.4 "truncate to o"): o below
 // the log start (or above LEO) deletes everything and restarts the log at o.
-func (r *Replica) truncateLog(o twinlog.Offset, reason string) {
+func (r *Replica) truncateLog(o twinlog.Offset, c TruncationCause, reason string) {
 	if o < r.logStart || o > r.leo {
-		r.restartLog(o, reason)
+		r.restartLog(o, c, reason)
 		return
 	}
 	if o == r.leo {
@@ -458,7 +462,7 @@ func (r *Replica) truncateLog(o twinlog.Offset, reason string) {
 		if r.cache.TruncateFromEnd(o) {
 			r.rd.EpochsChanged = true
 			r.rd.LogOps = append(r.rd.LogOps, LogOp{Kind: OpTruncate, Offset: o})
-			r.event(EventTruncation, "epoch cache at LEO %d (%s)", o, reason)
+			r.truncationEvent(c, "epoch cache at LEO %d (%s)", o, reason)
 		}
 		return
 	}
@@ -466,7 +470,7 @@ func (r *Replica) truncateLog(o twinlog.Offset, reason string) {
 	if r.cache.TruncateFromEnd(o) {
 		r.rd.EpochsChanged = true
 	}
-	r.event(EventTruncation, "%d -> %d (%s)", r.leo, o, reason)
+	r.truncationEvent(c, "%d -> %d (%s)", r.leo, o, reason)
 	r.leo = o
 	r.truncationUnconfirmed = true
 	if r.hw > o {
@@ -529,7 +533,7 @@ func (r *Replica) failPendingFrom(o twinlog.Offset) {
 }
 
 // restartLog deletes the whole local log; it restarts empty at o.
-func (r *Replica) restartLog(o twinlog.Offset, reason string) {
+func (r *Replica) restartLog(o twinlog.Offset, c TruncationCause, reason string) {
 	r.rd.LogOps = append(r.rd.LogOps, LogOp{Kind: OpRestart, Offset: o})
 	r.truncationUnconfirmed = false // the log restarts exactly at o
 	if r.cache.Clear() {
@@ -537,7 +541,7 @@ func (r *Replica) restartLog(o twinlog.Offset, reason string) {
 	}
 	r.logStart, r.leo = o, o
 	r.setHW(o, reason)
-	r.event(EventTruncation, "restart log at %d (%s)", o, reason)
+	r.truncationEvent(c, "restart log at %d (%s)", o, reason)
 }
 
 func (r *Replica) setAlignedEpoch(e twinlog.Epoch) {

@@ -359,6 +359,44 @@ var eventNames = map[EventType]string{
 type Event struct {
 	Type   EventType
 	Detail string
+	// Cause says why the log was cut (EventTruncation only).
+	Cause TruncationCause
+}
+
+// TruncationCause classifies a truncation of the local log, for the shell's
+// metrics (SPEC §7's reason label) without reading the event's text.
+type TruncationCause int8
+
+const (
+	// CauseDivergence: a follower cut at the leader's DivergingEpoch, or
+	// restarted its log because the leader's batches contradict it (a
+	// foreign epoch, a batch straddling the LEO).
+	CauseDivergence TruncationCause = iota + 1
+	// CauseOutOfRange: a follower's fetch offset was below the leader's log
+	// start (OFFSET_OUT_OF_RANGE, SPEC §4.4).
+	CauseOutOfRange
+	// CauseAsLeader: TruncateAsLeader / TruncateFullyAsLeader, a mirror
+	// leader's cut; its runner knows the reason (LMLE, divergence or out of
+	// range at the source) and counts it.
+	CauseAsLeader
+	// CauseAddedBack: the log predates the replica's addition to the
+	// replica set and was discarded (discardLogIfAddedBack).
+	CauseAddedBack
+)
+
+// Label is the cause's metric label.
+func (c TruncationCause) Label() string {
+	switch c {
+	case CauseDivergence:
+		return "divergence"
+	case CauseOutOfRange:
+		return "out_of_range"
+	case CauseAsLeader:
+		return "as_leader"
+	case CauseAddedBack:
+		return "added_back"
+	}
+	return "unknown"
 }
 
 func (e Event) String() string { return eventNames[e.Type] + ": " + e.Detail }
