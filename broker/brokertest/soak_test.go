@@ -13,7 +13,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
-	"github.com/twinlog/twinlog/internal/sim"
+	"github.com/twinlog/twinlog/internal/history"
 )
 
 var (
@@ -21,22 +21,22 @@ var (
 	soakDuration = flag.Duration("soak.duration", 15*time.Second, "TestSoak produce/consume/fault phase")
 )
 
-// soakHistory serialises History calls (sim.History is single-goroutine)
+// soakHistory serialises History calls (history.History is single-goroutine)
 // and counts what the report needs that History does not record: faults by
 // kind and leader epochs seen.
 type soakHistory struct {
 	mu     sync.Mutex
-	h      *sim.History
+	h      *history.History
 	faults map[string]int
 	les    map[int32]bool
 	checks map[string]int
 }
 
 func newSoakHistory() *soakHistory {
-	return &soakHistory{h: sim.NewHistory(), faults: map[string]int{}, les: map[int32]bool{}, checks: map[string]int{}}
+	return &soakHistory{h: history.NewHistory(), faults: map[string]int{}, les: map[int32]bool{}, checks: map[string]int{}}
 }
 
-func (s *soakHistory) do(f func(h *sim.History)) {
+func (s *soakHistory) do(f func(h *history.History)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f(s.h)
@@ -78,7 +78,7 @@ func (s *soakHistory) report() string {
 
 // TestSoak runs produce + consume + random kills (MemFS crash: unsynced
 // data lost), clean restarts and link cuts, one fault at a time from a seed,
-// and feeds every acked and consumed (offset, value) into internal/sim's
+// and feeds every acked and consumed (offset, value) into internal/history's
 // History (SPEC §8.12, §8.13): no acked acks=all record lost (strategy
 // none: no unclean election can excuse a loss), no offset with two values,
 // no value at two offsets, monotonic reads. It also checks what History
@@ -132,7 +132,7 @@ func TestSoak(t *testing.T) {
 			mu.Lock()
 			ack[off] = v
 			mu.Unlock()
-			hist.do(func(h *sim.History) { h.RecordAck(tp, int64(off), v, r.GetLeaderEpoch(), true, m) })
+			hist.do(func(h *history.History) { h.RecordAck(tp, int64(off), v, r.GetLeaderEpoch(), true, m) })
 		}
 	}()
 	go func() { // consumer
@@ -161,7 +161,7 @@ func TestSoak(t *testing.T) {
 				if code == pb.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE || code == pb.ErrorCode_ERROR_CODE_LOG_TRUNCATED {
 					if outOfRange++; outOfRange > 50 {
 						next, outOfRange = 0, 0
-						hist.do(func(h *sim.History) { h.RecordReset("c1", tp) })
+						hist.do(func(h *history.History) { h.RecordReset("c1", tp) })
 					}
 				}
 				c.waitChangeOr(ctx, 20*time.Millisecond)
@@ -189,7 +189,7 @@ func TestSoak(t *testing.T) {
 					t.Errorf("read offset %d at or above HW %d", r.Offset, hw)
 				}
 				hist.check("read-below-hw")
-				hist.do(func(h *sim.History) { h.RecordRead("c1", tp, int64(r.Offset), string(r.Value), int32(le)) })
+				hist.do(func(h *history.History) { h.RecordRead("c1", tp, int64(r.Offset), string(r.Value), int32(le)) })
 				next = r.Offset + 1
 			}
 			hist.mu.Lock()
@@ -248,7 +248,7 @@ func TestSoak(t *testing.T) {
 	for _, r := range recs {
 		final[int64(r.Offset)] = string(r.Value)
 	}
-	hist.do(func(h *sim.History) { h.Final(tp, final, int32(le)) })
+	hist.do(func(h *history.History) { h.Final(tp, final, int32(le)) })
 	hist.check("final-log")
 	t.Logf("soak seed %d, %v:\n%s\nfinal log %d records, final LE %d", seed, *soakDuration, hist.report(), len(recs), le)
 	for _, v := range hist.h.Violations() {

@@ -9,11 +9,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/twinlog/twinlog/internal/sim"
+	"github.com/twinlog/twinlog/internal/history"
 )
 
 // The two-cluster history checker. Each cluster's partitions are checked
-// by their own sim.History (SPEC §8.12, §8.13: offsets with two values,
+// by their own history.History (SPEC §8.12, §8.13: offsets with two values,
 // values at two offsets, non-monotonic reads, lost acks=all writes), fed
 // with that cluster's acks, reads, consumer repositionings and recorded
 // truncations (truncation points with their offsets and unclean elections,
@@ -43,13 +43,13 @@ import (
 
 // checkResult is the checker's verdict and counts.
 type checkResult struct {
-	Violations []sim.Violation
+	Violations []history.Violation
 	Counts     map[string]int
 	History    map[string]string // per cluster: History.Summary()
 }
 
 func (r *checkResult) violate(inv, tp, format string, args ...any) {
-	r.Violations = append(r.Violations, sim.Violation{Invariant: inv, Partition: tp, Detail: fmt.Sprintf(format, args...)})
+	r.Violations = append(r.Violations, history.Violation{Invariant: inv, Partition: tp, Detail: fmt.Sprintf(format, args...)})
 }
 
 type ackRec struct {
@@ -104,7 +104,7 @@ func readHistory(r io.Reader) ([]event, error) {
 // delay.
 func check(evs []event) *checkResult {
 	res := &checkResult{Counts: map[string]int{}, History: map[string]string{}}
-	h := map[string]*sim.History{"a": sim.NewHistory(), "b": sim.NewHistory()}
+	h := map[string]*history.History{"a": history.NewHistory(), "b": history.NewHistory()}
 	valid := func(cl string) bool { return h[cl] != nil }
 	// unclean[cl][tp]: leader epochs installed by unclean elections.
 	unclean := map[string]map[string][]int32{"a": {}, "b": {}}
@@ -341,10 +341,10 @@ func recString(v string, ep int32, ok bool) string {
 
 // violationLines groups violations by invariant and partition: a count
 // and the first few of each (the history file has them all).
-func violationLines(vs []sim.Violation, perGroup int) []string {
+func violationLines(vs []history.Violation, perGroup int) []string {
 	type key struct{ inv, tp string }
 	var order []key
-	groups := map[key][]sim.Violation{}
+	groups := map[key][]history.Violation{}
 	for _, v := range vs {
 		k := key{v.Invariant, v.Partition}
 		if groups[k] == nil {

@@ -1,5 +1,5 @@
 // Command twinchaos runs the SPEC §8.12/§8.13 history checker
-// (internal/sim.History, one per cluster, plus the mirror model in
+// (internal/history.History, one per cluster, plus the mirror model in
 // check.go) against the docker-compose deployment of both clusters (issue
 // 7, `make chaos`, scripts/chaos.sh).
 //

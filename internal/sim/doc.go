@@ -51,10 +51,10 @@
 // (8). After every step: §8.7 (running acceptable ISR ∪ ELR members have LEO
 // ≥ trueHW), §8.9 (replicas agree below the smaller HW; suspended for a
 // replica that has not fetched since the latest unclean election), reads
-// below HW (13) and the History (12, 13: offsets with two values, values at
-// two offsets, non-monotonic reads; lost acks=all writes at the end). Every
-// 5 s of simulated time and at the end each log is re-read from storage and
-// compared with the shadow.
+// below HW (13) and the history checker of internal/history (12, 13:
+// offsets with two values, values at two offsets, non-monotonic reads; lost
+// acks=all writes at the end). Every 5 s of simulated time and at the end
+// each log is re-read from storage and compared with the shadow.
 //
 // # Reproducing
 //

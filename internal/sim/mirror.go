@@ -1594,7 +1594,7 @@ func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset tw
 			s.fail("§8.15 mirrored record differs from the source", "broker %d %s offset %d: copied %v (%t), source had %v (%t)", p.b.id, p.key, o, got, ok, want, wok)
 			return nil, true
 		}
-		copies[o] = copyRec{value: got.value, srcSeq: src.hist.seq}
+		copies[o] = copyRec{value: got.value, srcSeq: src.hist.Seq()}
 		w.rep.MirroredRecords++
 	}
 	w.rep.Checks["§8.15 LEO ≤ source HW"]++
@@ -1613,30 +1613,23 @@ func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset tw
 // since the ack or since the copy); it becomes an ack of the destination.
 func (w *world) checkFailoverAcks(d *Sim, p *simPart) {
 	src := w.other(d)
-	h := src.hist.parts[p.key]
-	if h == nil {
+	acks := src.hist.Acks(p.key)
+	if acks == nil {
 		return
 	}
 	hw := int64(p.r.HighWatermark())
 	copies := w.copies[d][p.key]
-	offs := slices.Sorted(func(yield func(int64) bool) {
-		for o := range h.acked {
-			if !yield(o) {
-				return
-			}
-		}
-	})
 	m := d.minISRNow(p.tp.Topic)
-	for _, o := range offs {
-		a := h.acked[o]
+	for _, a := range acks {
+		o := a.Offset
 		if o >= hw || o < int64(p.r.LogStartOffset()) {
 			w.rep.UncopiedAcks++
 			continue
 		}
 		w.rep.Checks["failover acked write on destination"]++
 		v, ok := p.shadow.at(o)
-		if ok && v.value == a.value {
-			d.hist.RecordAck(p.key, o, a.value, int32(p.r.LeaderEpoch()), true, m)
+		if ok && v.value == a.Value {
+			d.hist.RecordAck(p.key, o, a.Value, int32(p.r.LeaderEpoch()), true, m)
 			w.rep.TransferredAcks++
 			continue
 		}
@@ -1654,20 +1647,13 @@ func (w *world) checkFailoverAcks(d *Sim, p *simPart) {
 		// destination learns of the divergence only at its next fetch from
 		// the new leader; an unplanned failover before that keeps the old
 		// record, as it keeps any lag.
-		if slices.ContainsFunc(h.truncLEs, func(le int32) bool { return le > a.le || le > v.epoch }) ||
-			slices.ContainsFunc(h.truncSeqs, func(t uint64) bool { return t > c.srcSeq }) {
+		if src.hist.TruncatedAbove(p.key, min(a.LeaderEpoch, v.epoch)) || src.hist.TruncatedSince(p.key, c.srcSeq) {
 			continue
 		}
-		lost := map[int32]bool{}
-		for _, l := range h.lossy {
-			if l.seq > a.seq && l.from <= o {
-				lost[l.broker] = true
-			}
-		}
-		if len(lost) >= a.m {
+		if src.hist.LossyShutdownsSince(p.key, a.Seq, o) >= a.MinISR {
 			continue // §8.12: m lossy unclean shutdowns since the ack
 		}
-		if h.exempt {
+		if src.hist.Exempted(p.key) {
 			// The §6.8 exemption on the source: §8.7's last clause (a clean
 			// leader holds every acked record) may fail there, so the source
 			// itself may have lost the ack before the copy (sweep seed
@@ -1677,7 +1663,7 @@ func (w *world) checkFailoverAcks(d *Sim, p *simPart) {
 			continue
 		}
 		d.fail("§8.12 acked write lost in failover", "%s offset %d: acked %q on %s (LE %d), destination %s holds %q below its HW %d (copied at source history %d, ack at %d)",
-			p.key, o, a.value, src.clusterID, a.le, d.clusterID, v.value, hw, c.srcSeq, a.seq)
+			p.key, o, a.Value, src.clusterID, a.LeaderEpoch, d.clusterID, v.value, hw, c.srcSeq, a.Seq)
 		return
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/internal/history"
 )
 
 // Config shapes one simulated run. Zero values take defaults (withDefaults);
@@ -238,7 +239,7 @@ type Sim struct {
 	ctl     *controller
 	brokers []*simBroker
 	net     *network
-	hist    *History
+	hist    *history.History
 	report  Report
 
 	topics    []twinlog.TopicPartition
@@ -306,7 +307,7 @@ func Run(cfg Config) (rep *Report, err error) {
 }
 
 func newSim(cfg Config, clusterID string, stream uint64) *Sim {
-	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, stream)), hist: NewHistory(), clusterID: clusterID,
+	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, stream)), hist: history.NewHistory(), clusterID: clusterID,
 		lastUnclean: map[string]int32{}, trueHW: map[string]int64{}, suspend87: map[string]int32{}, verified: map[[2]*simPart]verifiedPrefix{}}
 	h := fnv.New64a()
 	s.traceHash = h.Sum64()

@@ -1,7 +1,8 @@
-package sim
+package history
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -261,6 +262,18 @@ func (h *History) RecordReposition(consumer, tp string, next int64) {
 	c.last[tp] = next - 1
 }
 
+// lossyBrokers is the number of brokers that lost offset in a lossy
+// unclean shutdown recorded after history position seq.
+func (p *partHistory) lossyBrokers(seq uint64, offset int64) int {
+	brokers := map[int32]bool{}
+	for _, l := range p.lossy {
+		if l.seq > seq && l.from <= offset {
+			brokers[l.broker] = true
+		}
+	}
+	return len(brokers)
+}
+
 func (h *History) checkValue(p *partHistory, tp string, offset int64, value string) {
 	if o, ok := p.valueAt[value]; ok && o != offset {
 		h.violate("§8.13 value at two offsets", tp, "value %q at offsets %d and %d", value, o, offset)
@@ -325,13 +338,7 @@ func (h *History) Final(tp string, final map[int64]string, le int32) {
 		if p.generation(le, o) > p.generation(a.le, o) {
 			continue // a recorded truncation since the ack
 		}
-		brokers := map[int32]bool{}
-		for _, l := range p.lossy {
-			if l.seq > a.seq && l.from <= o {
-				brokers[l.broker] = true
-			}
-		}
-		if len(brokers) >= a.m {
+		if p.lossyBrokers(a.seq, o) >= a.m {
 			continue // §8.12: at least m lossy unclean shutdowns since the ack
 		}
 		lost++
@@ -365,4 +372,73 @@ func (h *History) Summary() string {
 	}
 	return fmt.Sprintf("partitions %v: acked all=%d one=%d, reads %d, recorded truncations %d, lossy shutdowns %d, consumer resets %d%s, violations %d",
 		names, h.AckedAll, h.AckedOne, h.Reads, h.Truncations, h.LossyShutdowns, h.Resets, repos, len(h.violations))
+}
+
+// The accessors below are read-only views for a driver that checks across
+// two histories: the two-cluster simulator hands the source cluster's
+// acks=all writes to the destination at a failover and excuses their loss
+// by what the source recorded. They never create a partition, so asking
+// does not change Summary.
+
+// Seq returns the history's position: the number of events recorded so
+// far. Compare it with a later Seq, an Ack's Seq or TruncatedSince to order
+// something the driver saw against the history.
+func (h *History) Seq() uint64 { return h.seq }
+
+// Ack is an acks=all write as RecordAck recorded it.
+type Ack struct {
+	Offset      int64
+	Value       string
+	LeaderEpoch int32  // the leader epoch that appended it
+	Seq         uint64 // its position in the history (Seq)
+	MinISR      int    // m at the ack: min(min.insync.replicas, |R|)
+}
+
+// Acks returns the acks=all writes recorded on tp, one per offset (the
+// latest), by offset; nil if there are none.
+func (h *History) Acks(tp string) []Ack {
+	p := h.parts[tp]
+	if p == nil || len(p.acked) == 0 {
+		return nil
+	}
+	offs := slices.Sorted(maps.Keys(p.acked))
+	out := make([]Ack, len(offs))
+	for i, o := range offs {
+		a := p.acked[o]
+		out[i] = Ack{Offset: o, Value: a.value, LeaderEpoch: a.le, Seq: a.seq, MinISR: a.m}
+	}
+	return out
+}
+
+// TruncatedAbove reports whether a truncation recorded on tp with
+// RecordTruncation installed a leader epoch above le. Truncation points
+// recorded with their offset (RecordTruncationPoint) do not count.
+func (h *History) TruncatedAbove(tp string, le int32) bool {
+	p := h.parts[tp]
+	return p != nil && slices.ContainsFunc(p.truncLEs, func(t int32) bool { return t > le })
+}
+
+// TruncatedSince reports whether a truncation was recorded on tp with
+// RecordTruncation after history position seq (see Seq). Truncation points
+// recorded with their offset do not count.
+func (h *History) TruncatedSince(tp string, seq uint64) bool {
+	p := h.parts[tp]
+	return p != nil && slices.ContainsFunc(p.truncSeqs, func(t uint64) bool { return t > seq })
+}
+
+// LossyShutdownsSince returns the number of brokers that lost offset of tp
+// in a lossy unclean shutdown recorded after history position seq: §8.12
+// excuses an ack's loss once it reaches the ack's MinISR.
+func (h *History) LossyShutdownsSince(tp string, seq uint64, offset int64) int {
+	p := h.parts[tp]
+	if p == nil {
+		return 0
+	}
+	return p.lossyBrokers(seq, offset)
+}
+
+// Exempted reports whether tp is under the §6.8 exemption (Exempt).
+func (h *History) Exempted(tp string) bool {
+	p := h.parts[tp]
+	return p != nil && p.exempt
 }

@@ -1,6 +1,7 @@
-package sim
+package history
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -215,5 +216,56 @@ func TestHistoryReposition(t *testing.T) {
 	h.RecordRead("c", "t-0", 4, "a4", 2)
 	if got := kinds(h.Violations()); got != "non-monotonic read" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// TestHistoryAccessors: the read-only views a two-history driver uses (the
+// simulator's failover check) report what was recorded and create nothing.
+func TestHistoryAccessors(t *testing.T) {
+	h := NewHistory()
+	if h.Acks("t-0") != nil || h.TruncatedAbove("t-0", 0) || h.TruncatedSince("t-0", 0) ||
+		h.LossyShutdownsSince("t-0", 0, 0) != 0 || h.Exempted("t-0") {
+		t.Fatal("unknown partition reports something")
+	}
+	if s := h.Summary(); !strings.HasPrefix(s, "partitions []") {
+		t.Fatalf("asking created a partition: %s", s)
+	}
+	h.RecordAck("t-0", 5, "b", 1, true, 2)
+	h.RecordAck("t-0", 3, "a", 1, true, 1)
+	h.RecordAck("t-0", 4, "x", 1, false, 2) // acks=1: not an Ack
+	copied := h.Seq()
+	if copied != 3 {
+		t.Fatalf("Seq = %d, want 3", copied)
+	}
+	want := []Ack{
+		{Offset: 3, Value: "a", LeaderEpoch: 1, Seq: 2, MinISR: 1},
+		{Offset: 5, Value: "b", LeaderEpoch: 1, Seq: 1, MinISR: 2},
+	}
+	if got := h.Acks("t-0"); !slices.Equal(got, want) {
+		t.Fatalf("Acks = %+v, want %+v", got, want)
+	}
+	h.RecordTruncationPoint("t-0", 4, 0) // points count for neither
+	if h.TruncatedAbove("t-0", 1) || h.TruncatedSince("t-0", copied) {
+		t.Fatal("a truncation point counted")
+	}
+	h.RecordTruncation("t-0", 3)
+	if !h.TruncatedAbove("t-0", 2) || h.TruncatedAbove("t-0", 3) {
+		t.Fatal("TruncatedAbove")
+	}
+	if !h.TruncatedSince("t-0", copied) || h.TruncatedSince("t-0", h.Seq()) {
+		t.Fatal("TruncatedSince")
+	}
+	h.RecordLossyShutdown("t-0", 1, 4)
+	h.RecordLossyShutdown("t-0", 1, 2) // the same broker again
+	h.RecordLossyShutdown("t-0", 2, 6) // above offset 5
+	if n := h.LossyShutdownsSince("t-0", copied, 5); n != 1 {
+		t.Fatalf("LossyShutdownsSince = %d, want 1", n)
+	}
+	if n := h.LossyShutdownsSince("t-0", h.Seq(), 5); n != 0 {
+		t.Fatalf("LossyShutdownsSince after all = %d, want 0", n)
+	}
+	h.Exempt("t-1")
+	if h.Exempted("t-0") || !h.Exempted("t-1") {
+		t.Fatal("Exempted")
 	}
 }
