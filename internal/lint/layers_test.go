@@ -16,7 +16,7 @@ const module = "github.com/twinlog/twinlog"
 
 // layers lists, per package of the module (path relative to its root), the
 // module's packages its non-test files may import. The shape, from the
-// bottom: shared types (the root package, the API, storage/epoch,
+// bottom: shared types (the root package, the API, errcode, storage/epoch,
 // storage/vfs) import nothing above them; the pure cores (broker/replica,
 // controller/metastate, mirror/plan) import only shared types; storage and
 // the shells (broker, controller, mirror/source) build on the cores; the
@@ -31,6 +31,7 @@ var layers = map[string][]string{
 	"storage/epoch":            {"", "storage/vfs"},
 	"storage":                  {"", "storage/epoch", "storage/vfs"},
 	"internal/configdef":       nil,
+	"errcode":                  {"api/proto/twinlog/v1"},
 	"internal/config":          {"internal/configdef"},
 	"internal/daemon":          nil,
 	"internal/rpcopt":          nil,
@@ -38,7 +39,7 @@ var layers = map[string][]string{
 	"internal/history":         nil,
 	"broker/replica":           {"", "api/proto/twinlog/v1", "storage/epoch"},
 	"controller/metastate":     {"", "api/proto/twinlog/v1", "internal/configdef"},
-	"mirror/plan":              {"", "api/proto/twinlog/v1", "storage/epoch"},
+	"mirror/plan":              {"", "api/proto/twinlog/v1", "errcode", "storage/epoch"},
 	"mirror/source":            {"", "api/proto/twinlog/v1", "mirror/plan"},
 	"broker/codec":             {"api/proto/twinlog/v1"},
 	"controller/boltstore":     {"api/proto/twinlog/v1"},
@@ -48,7 +49,7 @@ var layers = map[string][]string{
 	"broker/brokertest":        {"", "api/proto/twinlog/v1", "broker", "controller", "internal/rpcopt", "storage"},
 	"internal/sim":             {"", "api/proto/twinlog/v1", "broker/replica", "controller/metastate", "internal/history", "mirror/plan", "storage", "storage/epoch"},
 	"scripts/runlocal":         nil,
-	"cmd/twinctl/internal/cli": {"api/proto/twinlog/v1"},
+	"cmd/twinctl/internal/cli": {"api/proto/twinlog/v1", "errcode"},
 	"cmd/twinctl":              {"cmd/twinctl/internal/cli", "storage", "storage/epoch"},
 	"cmd/brokerd":              {"", "broker", "internal/config", "internal/daemon", "metrics", "storage"},
 	"cmd/controllerd":          {"controller", "internal/config", "internal/daemon", "metrics"},

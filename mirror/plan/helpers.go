@@ -8,6 +8,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/errcode"
 	"github.com/twinlog/twinlog/storage/epoch"
 )
 
@@ -433,30 +434,10 @@ func Backoff(rng Rand, attempt int, initialMs, maxMs int64) int64 {
 }
 
 // Fatal reports whether a source error ends the run in FAILED rather than
-// being retried (SPEC §6.3, §6.6 step 1).
-func Fatal(code twinlogv1.ErrorCode) bool {
-	switch code {
-	case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
-		twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID,
-		twinlogv1.ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED:
-		return true
-	}
-	return false
-}
+// being retried (SPEC §6.3, §6.6 step 1): errcode's MirrorFatal.
+func Fatal(code twinlogv1.ErrorCode) bool { return errcode.Of(code).MirrorFatal }
 
 // FatalReason explains a Fatal source error for the run's lastError
 // (`mirrors describe`): what happened at the source, that the partition's
 // records are kept, and what the operator may do. "" for other codes.
-func FatalReason(code twinlogv1.ErrorCode) string {
-	switch code {
-	case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION:
-		return "source topic or partition gone (deleted?): records kept, partition read-only; " +
-			"stop the mirror topic to make it writable, or re-create the mirror"
-	case twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID:
-		return "source topic re-created (another topic id): records kept, partition read-only; " +
-			"stop the mirror topic to make it writable"
-	case twinlogv1.ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED:
-		return "not authorized at the source: records kept, partition read-only"
-	}
-	return ""
-}
+func FatalReason(code twinlogv1.ErrorCode) string { return errcode.Of(code).MirrorFatalReason }

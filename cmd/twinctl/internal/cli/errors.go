@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/errcode"
 )
 
 // Exit codes returned by Execute.
@@ -59,67 +60,24 @@ func (e *ProtocolError) Error() string {
 
 // codeName renders an ErrorCode the way SPEC §1.4 names it:
 // ERROR_CODE_NOT_LEADER_OR_FOLLOWER → NOT_LEADER_OR_FOLLOWER.
-func codeName(c twinlogv1.ErrorCode) string {
-	return strings.TrimPrefix(c.String(), "ERROR_CODE_")
-}
+func codeName(c twinlogv1.ErrorCode) string { return errcode.Of(c).Name }
 
+// describeCode words c after subject, as errcode's Phrase. A missing topic
+// named as the subject reads "topic t: does not exist"; a partition or a
+// topic in a longer subject keeps the code's own phrase.
 func describeCode(c twinlogv1.ErrorCode, subject string) string {
-	switch c {
-	case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION:
-		if strings.HasPrefix(subject, "topic ") {
-			return "does not exist"
-		}
-		return "unknown topic or partition"
-	case twinlogv1.ErrorCode_ERROR_CODE_TOPIC_ALREADY_EXISTS:
-		return "already exists"
-	case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MIRROR:
-		return "no such mirror"
-	case twinlogv1.ErrorCode_ERROR_CODE_MIRROR_ALREADY_EXISTS:
-		return "mirror already exists"
+	if c == twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION && strings.HasPrefix(subject, "topic ") {
+		return "does not exist"
+	}
+	if in := errcode.Of(c); in.Phrase != "" {
+		return in.Phrase
 	}
 	return codeName(c)
 }
 
 // hintFor returns the next step for an operator who got code c while working
-// on subject (a topic name, mirror name, ...).
-func hintFor(c twinlogv1.ErrorCode, topic string) string {
-	switch c {
-	case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION:
-		return "list topics with `twinctl topics list`"
-	case twinlogv1.ErrorCode_ERROR_CODE_TOPIC_ALREADY_EXISTS:
-		return fmt.Sprintf("inspect it with `twinctl topics describe %s`", topic)
-	case twinlogv1.ErrorCode_ERROR_CODE_NOT_CONTROLLER:
-		return "point --bootstrap at the cluster's controller"
-	case twinlogv1.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC:
-		return "the topic is a mirror target; stop the mirror with `twinctl mirrors stop` before producing"
-	case twinlogv1.ErrorCode_ERROR_CODE_INVALID_CONFIG:
-		return "check the key and value against `twinctl configs get`"
-	case twinlogv1.ErrorCode_ERROR_CODE_INVALID_REPLICATION_FACTOR:
-		return "use a replication factor no larger than the number of brokers (`twinctl brokers list`)"
-	case twinlogv1.ErrorCode_ERROR_CODE_INVALID_PARTITIONS:
-		return "use --partitions ≥ 1"
-	case twinlogv1.ErrorCode_ERROR_CODE_INVALID_REPLICA_ASSIGNMENT:
-		return "name only registered brokers (`twinctl brokers list`), each once per partition"
-	case twinlogv1.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS,
-		twinlogv1.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND:
-		return "the ISR is below min.insync.replicas; check `twinctl partitions describe` or produce with --acks 1"
-	case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MIRROR:
-		return "list mirrors with `twinctl mirrors describe`"
-	case twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_STATE:
-		return "check the partition states with `twinctl mirrors describe`"
-	case twinlogv1.ErrorCode_ERROR_CODE_ELECTION_NOT_NEEDED:
-		return "the preferred replica already leads"
-	case twinlogv1.ErrorCode_ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE,
-		twinlogv1.ErrorCode_ERROR_CODE_ELIGIBLE_LEADERS_NOT_AVAILABLE:
-		return "no acceptable replica; check `twinctl brokers list` and `twinctl partitions describe`"
-	case twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT:
-		return "retry, or raise --timeout"
-	case twinlogv1.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR:
-		return "the leader's copy of the partition is offline (its log failed); `twinctl brokers list` shows which broker (OFFLINE), " +
-			"and docs/operations.md (\"A corrupt partition on a broker's disk\") how to recover"
-	}
-	return ""
-}
+// on topic (errcode's Hint; "" if there is none).
+func hintFor(c twinlogv1.ErrorCode, topic string) string { return errcode.Of(c).HintFor(topic) }
 
 func protoErr(c twinlogv1.ErrorCode, subject, msg, topic string) error {
 	if c == twinlogv1.ErrorCode_ERROR_CODE_NONE {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/errcode"
 )
 
 // topicMeta caches Metadata answers (SPEC §4.6) for one topic.
@@ -93,27 +94,11 @@ func (m *topicMeta) leader(ctx context.Context, p int32) (string, int32, error) 
 	return addr, mp.GetLeaderEpoch(), nil
 }
 
-// retriableRefresh lists the codes answered by refreshing Metadata and
-// retrying (SPEC §1.4). NOT_ENOUGH_REPLICAS appends nothing (SPEC §4.1), so
-// retrying it cannot duplicate; *_AFTER_APPEND and REQUEST_TIMED_OUT can, so
-// they are reported instead. KAFKA_STORAGE_ERROR is retriable in Kafka's
-// clients too (an InvalidMetadataException): the leader's copy is offline
-// (its log failed to open, or failed since), and the controller moves
-// leadership to a replica that can serve, which a refresh finds. A retried
-// produce cannot duplicate when the log was offline from the start (it
-// appended nothing); when it failed during this very append the batch may
-// or may not have been written, as with Kafka's non-idempotent producer.
-func retriableRefresh(c twinlogv1.ErrorCode) bool {
-	switch c {
-	case twinlogv1.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER,
-		twinlogv1.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH,
-		twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH,
-		twinlogv1.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS,
-		twinlogv1.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR:
-		return true
-	}
-	return false
-}
+// retriableRefresh reports whether c is answered by refreshing Metadata and
+// retrying (errcode's RefreshMetadata, where each code's entry says why it
+// is or is not: a retry after *_AFTER_APPEND or REQUEST_TIMED_OUT can
+// duplicate the batch, so those are reported instead).
+func retriableRefresh(c twinlogv1.ErrorCode) bool { return errcode.Of(c).RefreshMetadata }
 
 func backoff(ctx context.Context, attempt int) error {
 	d := min(50*time.Millisecond<<attempt, 2*time.Second)

@@ -1,0 +1,161 @@
+package errcode_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/errcode"
+)
+
+// codes returns every value of the enum, ascending.
+func codes() []twinlogv1.ErrorCode {
+	var out []twinlogv1.ErrorCode
+	for n := range twinlogv1.ErrorCode_name {
+		out = append(out, twinlogv1.ErrorCode(n))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestEveryCodeHasAnEntry: each enum value has an entry under the enum's
+// own name and a description, so a new value fails here until the table
+// says what it means.
+func TestEveryCodeHasAnEntry(t *testing.T) {
+	for _, c := range codes() {
+		in := errcode.Of(c)
+		if want := twinlogv1.ErrorCode_name[int32(c)]; "ERROR_CODE_"+in.Name != want {
+			t.Errorf("%d: Name %q, want %q without ERROR_CODE_", c, in.Name, want)
+		}
+		if in.Description == "" {
+			t.Errorf("%s: no Description", in.Name)
+		}
+	}
+}
+
+// TestUnknownCode: a value the enum lacks (a newer server's) is named by its
+// number, as the enum's String does, and is neither retried nor fatal.
+func TestUnknownCode(t *testing.T) {
+	for _, c := range []twinlogv1.ErrorCode{-1, twinlogv1.ErrorCode(len(twinlogv1.ErrorCode_name)), 1000} {
+		in := errcode.Of(c)
+		if in.Name != c.String() {
+			t.Errorf("Of(%d).Name = %q, want %q", c, in.Name, c.String())
+		}
+		if in.Retriable || in.RefreshMetadata || in.MirrorFatal || in.Hint != "" {
+			t.Errorf("Of(%d) = %+v, want only a name and description", c, in)
+		}
+	}
+}
+
+// TestConsistency checks what holds across entries: a refresh is a kind of
+// retry, a fatal code is not retried and has a reason, and a hint names no
+// placeholder but {topic}.
+func TestConsistency(t *testing.T) {
+	for _, c := range codes() {
+		in := errcode.Of(c)
+		if in.RefreshMetadata && !in.Retriable {
+			t.Errorf("%s: RefreshMetadata without Retriable", in.Name)
+		}
+		if in.MirrorFatal && in.Retriable {
+			t.Errorf("%s: MirrorFatal and Retriable", in.Name)
+		}
+		if in.MirrorFatal != (in.MirrorFatalReason != "") {
+			t.Errorf("%s: MirrorFatal %v with reason %q", in.Name, in.MirrorFatal, in.MirrorFatalReason)
+		}
+		if h := strings.ReplaceAll(in.Hint, "{topic}", ""); strings.ContainsAny(h, "{}") {
+			t.Errorf("%s: hint %q has a placeholder other than {topic}", in.Name, in.Hint)
+		}
+	}
+}
+
+// TestClassification pins which codes have each property (SPEC §1.4,
+// §6.3), so a change to one is a visible decision.
+func TestClassification(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		has  func(errcode.Info) bool
+		want []twinlogv1.ErrorCode
+	}{
+		{"Retriable", func(in errcode.Info) bool { return in.Retriable }, []twinlogv1.ErrorCode{
+			// SPEC §1.4's list.
+			twinlogv1.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER,
+			twinlogv1.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH,
+			twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH,
+			twinlogv1.ErrorCode_ERROR_CODE_NOT_CONTROLLER,
+			twinlogv1.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS,
+			twinlogv1.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+			twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT,
+			twinlogv1.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE,
+			twinlogv1.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS,
+			twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_SOURCE,
+			twinlogv1.ErrorCode_ERROR_CODE_REQUEST_LIMIT_REACHED,
+			// Kafka's clients retry it too; the proto's comments mark the
+			// last two retriable.
+			twinlogv1.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR,
+			twinlogv1.ErrorCode_ERROR_CODE_INVALID_FETCH_SESSION_EPOCH,
+			twinlogv1.ErrorCode_ERROR_CODE_DUPLICATE_BROKER_REGISTRATION,
+		}},
+		{"RefreshMetadata", func(in errcode.Info) bool { return in.RefreshMetadata }, []twinlogv1.ErrorCode{
+			twinlogv1.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER,
+			twinlogv1.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH,
+			twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH,
+			twinlogv1.ErrorCode_ERROR_CODE_NOT_ENOUGH_REPLICAS,
+			twinlogv1.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR,
+		}},
+		{"MirrorFatal", func(in errcode.Info) bool { return in.MirrorFatal }, []twinlogv1.ErrorCode{
+			twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID,
+			twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
+			twinlogv1.ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED,
+		}},
+	} {
+		var got []twinlogv1.ErrorCode
+		for _, c := range codes() {
+			if tc.has(errcode.Of(c)) {
+				got = append(got, c)
+			}
+		}
+		slices.Sort(tc.want)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestMirrorFatalReasons: each reason says the records are kept, and the
+// ones the operator can undo by stopping say how.
+func TestMirrorFatalReasons(t *testing.T) {
+	for _, tc := range []struct {
+		c    twinlogv1.ErrorCode
+		stop bool
+	}{
+		{twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, true},
+		{twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID, true},
+		{twinlogv1.ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED, false},
+	} {
+		r := errcode.Of(tc.c).MirrorFatalReason
+		if !strings.Contains(r, "records kept") {
+			t.Errorf("%v: reason %q does not say the records are kept", tc.c, r)
+		}
+		if got := strings.Contains(r, "stop the mirror topic"); got != tc.stop {
+			t.Errorf("%v: reason %q names stopping: %v, want %v", tc.c, r, got, tc.stop)
+		}
+	}
+}
+
+// TestHintFor: the topic fills {topic}; other hints pass through as written.
+func TestHintFor(t *testing.T) {
+	for _, tc := range []struct {
+		c     twinlogv1.ErrorCode
+		topic string
+		want  string
+	}{
+		{twinlogv1.ErrorCode_ERROR_CODE_TOPIC_ALREADY_EXISTS, "orders", "inspect it with `twinctl topics describe orders`"},
+		{twinlogv1.ErrorCode_ERROR_CODE_NOT_CONTROLLER, "orders", "point --bootstrap at the cluster's controller"},
+		{twinlogv1.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "orders", ""},
+	} {
+		if got := errcode.Of(tc.c).HintFor(tc.topic); got != tc.want {
+			t.Errorf("%v: HintFor(%q) = %q, want %q", tc.c, tc.topic, got, tc.want)
+		}
+	}
+}
