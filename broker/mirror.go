@@ -456,10 +456,10 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 // __mirror_state that cannot be read (observe returns before loading), and
 // a leadership the machine refused as stale (records from a later LE: it
 // loaded no taints), and so does a loaded LMLE record not yet rewritten with
-// this LE (plan.Machine.TaintsOwned: a zombie's late write could still
+// this LE (plan.Machine.StateOwned: a zombie's late write could still
 // change the taints).
 func (r *mirrorRunner) settleTaintsPending() {
-	if r.m == nil || !r.leader || !r.m.Leading() || !r.m.TaintsOwned() {
+	if r.m == nil || !r.leader || !r.m.Leading() || !r.m.StateOwned() {
 		return
 	}
 	p := r.p

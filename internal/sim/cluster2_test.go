@@ -205,9 +205,18 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     replica sat in the ISR, cut it back to 0, and the replica, elected
 //     again, lost acknowledged records. Fixed: a leader's rewrite of the
 //     loaded record clears its own taint (plan.Machine.becomeLeader).
+//   - 1709687 (§8.20): a replica that had not done a run's truncation
+//     (LE 9) was elected uncleanly in LE 11 with desired STOPPED; a
+//     follower it answered set aligned_epoch 11 while copying records the
+//     truncation had removed, then led in LE 12 before LE 11's STOPPING
+//     record landed, counted itself aligned for the LE-9 run and stopped
+//     with LMLE 5: an epoch A and B had each written. Fixed: follower
+//     fetches also wait for the leadership's first run record
+//     (plan.Machine.StateOwned). On this tree the seed's run takes another
+//     course; the plan's TestStateOwnedAfterRewrite is the test.
 func TestSweepSeeds(t *testing.T) {
 	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568, 1117508, 1318604,
-		1417630, 1416997, 1416705, 1702538} {
+		1417630, 1416997, 1416705, 1702538, 1709687} {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			cfg := twoClusterConfig(seed)
 			cfg.FaultMs = 20_000

@@ -957,10 +957,10 @@ func (r *mirrorRunner) checkOwed() {
 // broker/metadata.go), serves follower fetches once this leadership has
 // loaded the durable taints (SPEC §6.4): BecameLeader stepped (not refused
 // as stale) for an LE the runner knows, its AddTaints performed, and the
-// loaded LMLE record rewritten with its LE (plan.Machine.TaintsOwned).
+// loaded LMLE record rewritten with its LE (plan.Machine.StateOwned).
 func (r *mirrorRunner) settleTaintsPending() {
 	p := r.p
-	if r.m == nil || !r.leader || !r.m.Leading() || !r.m.TaintsOwned() || !r.live() {
+	if r.m == nil || !r.leader || !r.m.Leading() || !r.m.StateOwned() || !r.live() {
 		return
 	}
 	if p.r.Role() != replica.RoleLeader || !p.r.TaintsPending() || p.r.LeaderEpoch() > r.knownLE {

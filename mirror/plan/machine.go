@@ -198,8 +198,9 @@ type pendingWrite struct {
 	cont bool // counts towards the current step
 	// clear is the replica whose taint this write clears (−1 none).
 	clear twinlog.BrokerID
-	// owns: a new leadership's rewrite of the LMLE record it loaded
-	// (taintsOwned once acked).
+	// owns: a new leadership's first write of a record it loaded (the LMLE
+	// record's rewrite, or the first run record it decides); see
+	// StateOwned.
 	owns bool
 }
 
@@ -218,9 +219,10 @@ type Machine struct {
 	lmle     *twinlogv1.MirrorLmleRecord // nil: none
 	aligned  twinlog.Epoch               // own aligned_epoch
 	writable bool
-	// taintsOwned: the LMLE record (which holds the taints) carries this
-	// leadership's LE, or there was none to rewrite (see TaintsOwned).
-	taintsOwned bool
+	// taintsOwned, runOwned: the LMLE record (which holds the taints) and
+	// the run record carry this leadership's LE, or there was none loaded
+	// (see StateOwned); runClaimed: the first run write is issued.
+	taintsOwned, runOwned, runClaimed bool
 	// ownTaint: this broker, if the loaded record tainted it (the rewrite
 	// clears it); −1 otherwise.
 	ownTaint twinlog.BrokerID
@@ -305,15 +307,26 @@ func (m *Machine) Writable() bool { return m.writable }
 // BecameLeader it refused (a record from a later LE).
 func (m *Machine) Leading() bool { return m.leader }
 
-// TaintsOwned reports whether this leadership's taints are final: the LMLE
-// record it loaded has been rewritten with its LE (SPEC §6.4: a new leader
-// rewrites the state it resumes before acting on it), or it loaded no
-// record. Until then a late write of an earlier leadership (a zombie on old
-// metadata) can still land after the read and change the durable taints,
-// which the next leader would load for a replica this one let into the ISR
-// (simulator seed 1416997); so the shell keeps the replica taints-pending
-// (no follower fetch served) until it holds.
-func (m *Machine) TaintsOwned() bool { return m.leader && m.taintsOwned }
+// StateOwned reports whether the state this leadership resumes is durably
+// its own (SPEC §6.4: a new leader rewrites the state it resumes with its LE
+// before acting on it): the LMLE record it loaded is rewritten with its LE,
+// and so is the run record with this leadership's first decision (redo the
+// run from PREPARING, the STOPPING record with the LMLE it computed, or the
+// resumed state), or it loaded no such record. Until then the shell keeps
+// the replica taints-pending, serving no follower fetch:
+//
+//   - a late write of an earlier leadership (a zombie on old metadata) can
+//     still land after the read and change the durable taints, which the
+//     next leader would load for a replica this one let into the ISR
+//     (simulator seed 1416997);
+//   - a follower answered in this LE sets its aligned_epoch to it (§6.6
+//     step 3). If this leader is not aligned with the loaded run (elected
+//     while the run's truncation had not reached it), the follower copies
+//     records the truncation removed and still counts as aligned for the
+//     old run; were it to lead before this leadership's run record lands,
+//     it would stop with an LMLE claiming them shared (simulator seed
+//     1709687, §8.20).
+func (m *Machine) StateOwned() bool { return m.leader && m.taintsOwned && m.runOwned }
 
 // HasReady reports whether actions are waiting.
 func (m *Machine) HasReady() bool { return len(m.ready.Actions) > 0 }
@@ -462,6 +475,7 @@ func (m *Machine) becomeLeader(ev BecameLeader) {
 	// An earlier leadership's rewrite, still unacked, carries its LE.
 	m.forgetWrites(func(w pendingWrite) bool { return w.owns })
 	m.taintsOwned = ev.Run == nil && ev.Lmle == nil
+	m.runOwned, m.runClaimed = ev.Run == nil, false
 	if ev.Run == nil {
 		m.run = m.freshRun(-1)
 		m.state = NotStarted
@@ -484,7 +498,7 @@ func (m *Machine) becomeLeader(ev BecameLeader) {
 
 // ownTaints rewrites the LMLE record a new leadership loaded with its LE
 // (SPEC §6.4), first of all it writes (after an owed truncation); its ack
-// makes TaintsOwned true.
+// makes taintsOwned true (StateOwned).
 func (m *Machine) ownTaints() {
 	if !m.taintsOwned {
 		m.emitLmle(pendingWrite{clear: m.ownTaint, owns: true})
@@ -588,12 +602,12 @@ func (m *Machine) loseLeadership() {
 	m.leader = false
 	m.kept = nil
 	m.writable = false
-	m.taintsOwned = false
+	m.taintsOwned, m.runOwned = false, false
 }
 
 // dropStepWrites forgets the writes a step was waiting for; taint-clearing
 // writes and the leadership's own rewrite stay tracked so that their ack
-// still clears the taint or settles taintsOwned.
+// still clears the taint or settles StateOwned.
 func (m *Machine) dropStepWrites() {
 	m.forgetWrites(func(w pendingWrite) bool { return w.clear == twinlog.NoBroker && !w.owns })
 }
@@ -1230,7 +1244,7 @@ func (m *Machine) tick() {
 		m.rewrite = nil
 		for _, w := range ws {
 			if w.run {
-				m.writeRun(w.cont)
+				m.emitRun(w)
 			} else {
 				m.emitLmle(w)
 			}
@@ -1270,10 +1284,21 @@ func (m *Machine) tick() {
 // ---- writes ----
 
 func (m *Machine) writeRun(cont bool) {
+	w := pendingWrite{run: true, cont: cont, clear: twinlog.NoBroker}
+	if m.leader && !m.runOwned && !m.runClaimed {
+		// The leadership's first run record: its ack makes the run record
+		// this leadership's (StateOwned).
+		w.owns, m.runClaimed = true, true
+	}
+	m.emitRun(w)
+}
+
+// emitRun writes the current run record with this LE, tracked as w.
+func (m *Machine) emitRun(w pendingWrite) {
 	rec := cloneRun(m.run)
 	rec.StateEpoch = int32(m.le)
 	seq := m.next()
-	m.track(seq, pendingWrite{run: true, cont: cont, clear: twinlog.NoBroker})
+	m.track(seq, w)
 	m.emit(WriteRunRecord{Seq: seq, Record: rec})
 }
 
@@ -1303,7 +1328,9 @@ func (m *Machine) onWriteAcked(seq uint64) {
 		return
 	}
 	delete(m.writes, seq)
-	if w.owns {
+	if w.owns && w.run {
+		m.runOwned = true
+	} else if w.owns {
 		m.taintsOwned = true
 	}
 	if w.clear != twinlog.NoBroker {
