@@ -455,9 +455,10 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 // leadership, or a bump not reported done) keeps it pending; so does a
 // __mirror_state that cannot be read (observe returns before loading), and
 // a leadership the machine refused as stale (records from a later LE: it
-// loaded no taints), and so does a loaded LMLE record not yet rewritten with
-// this LE (plan.Machine.StateOwned: a zombie's late write could still
-// change the taints).
+// loaded no taints), and so does loaded state not yet rewritten with this
+// LE (plan.Machine.StateOwned: the LMLE record, which a zombie's late write
+// could still change, and the first run record, without which a follower
+// could count as aligned with a run this leader never joined).
 func (r *mirrorRunner) settleTaintsPending() {
 	if r.m == nil || !r.leader || !r.m.Leading() || !r.m.StateOwned() {
 		return

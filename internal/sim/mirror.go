@@ -957,7 +957,8 @@ func (r *mirrorRunner) checkOwed() {
 // broker/metadata.go), serves follower fetches once this leadership has
 // loaded the durable taints (SPEC §6.4): BecameLeader stepped (not refused
 // as stale) for an LE the runner knows, its AddTaints performed, and the
-// loaded LMLE record rewritten with its LE (plan.Machine.StateOwned).
+// loaded state rewritten with its LE (plan.Machine.StateOwned: the LMLE
+// record and the leadership's first run record).
 func (r *mirrorRunner) settleTaintsPending() {
 	p := r.p
 	if r.m == nil || !r.leader || !r.m.Leading() || !r.m.StateOwned() || !r.live() {
