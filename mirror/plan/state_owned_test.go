@@ -9,26 +9,19 @@ import (
 	"github.com/twinlog/twinlog/mirror/plan"
 )
 
-// lmleWrites and runWrites return the state record writes in as.
-func lmleWrites(as []plan.Action) []plan.WriteLmleRecord {
-	var out []plan.WriteLmleRecord
+// actionsOf returns the actions of type A in as.
+func actionsOf[A plan.Action](as []plan.Action) []A {
+	var out []A
 	for _, a := range as {
-		if w, ok := a.(plan.WriteLmleRecord); ok {
-			out = append(out, w)
+		if x, ok := a.(A); ok {
+			out = append(out, x)
 		}
 	}
 	return out
 }
 
-func runWrites(as []plan.Action) []plan.WriteRunRecord {
-	var out []plan.WriteRunRecord
-	for _, a := range as {
-		if w, ok := a.(plan.WriteRunRecord); ok {
-			out = append(out, w)
-		}
-	}
-	return out
-}
+func lmleWrites(as []plan.Action) []plan.WriteLmleRecord { return actionsOf[plan.WriteLmleRecord](as) }
+func runWrites(as []plan.Action) []plan.WriteRunRecord   { return actionsOf[plan.WriteRunRecord](as) }
 
 // TestStateOwnedAfterRewrite: SPEC §6.4, a new leader rewrites the state it
 // resumes with its LE before acting on it, and StateOwned keeps the shell
