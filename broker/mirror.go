@@ -582,7 +582,7 @@ func (r *mirrorRunner) perform(ctx context.Context, a plan.Action) {
 	case plan.WriteLmleRecord:
 		r.enqueueWrite(a.Seq, lmleStateKey(plan.LmleKey{TopicID: r.topicID, Partition: r.tp.Partition}), a.Record)
 	case plan.StartFetcher:
-		r.startFetcher(ctx, a.Session)
+		r.startFetcher(ctx, a)
 	case plan.StopFetcher:
 		r.stopFetcher()
 	case plan.SetWritable:
@@ -807,17 +807,18 @@ func (r *mirrorRunner) stopFetcher() {
 	}
 }
 
-func (r *mirrorRunner) startFetcher(ctx context.Context, session uint64) {
+func (r *mirrorRunner) startFetcher(ctx context.Context, a plan.StartFetcher) {
 	r.stopFetcher()
 	fctx, cancel := context.WithCancel(ctx)
 	r.fetchStop = cancel
-	go r.fetchLoop(fctx, session)
+	go r.fetchLoop(fctx, a.Session, a.MinSourceLeaderEpoch)
 }
 
-// fetchLoop is the Fetch{MIRROR} loop of one session (SPEC §6.3). It stops
-// after reporting FetchNeedsBump, FetchDiverging, FetchOutOfRange or a fatal
-// error; the machine starts a new session when it is ready.
-func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
+// fetchLoop is the Fetch{MIRROR} loop of one session (SPEC §6.3), fetching
+// from source leaders of LE minSrcLE or later. It stops after reporting
+// FetchNeedsBump, FetchDiverging, FetchOutOfRange or a fatal error; the
+// machine starts a new session when it is ready.
+func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64, minSrcLE twinlog.Epoch) {
 	b, p := r.b, r.p
 	backoff := 50 * time.Millisecond
 	refresh := false
@@ -843,11 +844,11 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64) {
 		if code == pb.ErrorCode_ERROR_CODE_NONE && pl.TopicID != r.topicID {
 			code = pb.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID
 		}
-		if seen := twinlog.Epoch(r.srcLE.Load()); code == pb.ErrorCode_ERROR_CODE_NONE && !plan.SourceLeaderEpochUsable(seen, pl.LeaderEpoch) {
+		if seen := twinlog.Epoch(r.srcLE.Load()); code == pb.ErrorCode_ERROR_CODE_NONE && !plan.SourceLeaderEpochUsable(seen, minSrcLE, pl.LeaderEpoch) {
 			// Stale source metadata: ask again rather than fetch from a
 			// leader of an older epoch.
 			refresh = true
-			if !retry(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, fmt.Sprintf("source metadata names leader %d in LE %d, older than LE %d already fetched in", pl.Leader, pl.LeaderEpoch, seen)) {
+			if !retry(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, fmt.Sprintf("source metadata names leader %d in LE %d; this run fetches in LE %d or later", pl.Leader, pl.LeaderEpoch, max(seen, minSrcLE))) {
 				return
 			}
 			continue

@@ -214,9 +214,16 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     fetches also wait for the leadership's first run record
 //     (plan.Machine.StateOwned). On this tree the seed's run takes another
 //     course; the plan's TestStateOwnedAfterRewrite is the test.
+//   - 1737467 (§8.20): A and B had each written an epoch 3; A failed back
+//     (cutting its own epoch 3 after offset 40, LMLE 3) and stopped again
+//     (LE 7). B's failback run with LMLE 3 took A's leader from a broker
+//     still leading A's cut epoch 3, cut off from its controller; nothing
+//     had been fetched in the run yet, so no older-LE rule applied, and B's
+//     epoch 3 got A's records after its own. Fixed: a run fetches only from
+//     source leaders above its LMLE (plan.MinSourceLeaderEpoch).
 func TestSweepSeeds(t *testing.T) {
 	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568, 1117508, 1318604,
-		1417630, 1416997, 1416705, 1702538, 1709687} {
+		1417630, 1416997, 1416705, 1702538, 1709687, 1737467} {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			cfg := twoClusterConfig(seed)
 			cfg.FaultMs = 20_000

@@ -636,6 +636,7 @@ type mirrorRunner struct {
 	leader   bool
 	knownLE  twinlog.Epoch
 	srcLE    twinlog.Epoch // plan.SourceLeaderEpochUsable
+	minSrcLE twinlog.Epoch // the session's plan.StartFetcher.MinSourceLeaderEpoch
 	bumps    int
 	desired  plan.Desired
 	replicas *plan.ReplicaStatus
@@ -1089,7 +1090,7 @@ func (r *mirrorRunner) perform(a plan.Action) {
 	case plan.WriteLmleRecord:
 		r.wq = append(r.wq, &writeJob{seq: a.Seq, lmle: a.Record})
 	case plan.StartFetcher:
-		r.fetching, r.session = true, a.Session
+		r.fetching, r.session, r.minSrcLE = true, a.Session, a.MinSourceLeaderEpoch
 		r.fetchID = 0
 		r.nextFetchAt = s.now
 		r.backoff = 0
@@ -1400,7 +1401,7 @@ func (r *mirrorRunner) progressFetch() {
 		r.fetchError(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "source metadata")
 		return
 	}
-	if !plan.SourceLeaderEpochUsable(r.srcLE, twinlog.Epoch(sle)) {
+	if !plan.SourceLeaderEpochUsable(r.srcLE, r.minSrcLE, twinlog.Epoch(sle)) {
 		r.fetchError(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "stale source metadata")
 		return
 	}

@@ -273,8 +273,16 @@ type WriteLmleRecord struct {
 // StartFetcher: run the Fetch{MIRROR} loop (fields from MirrorFetchRequest),
 // reporting outcomes tagged with Session. After FetchNeedsBump,
 // FetchDiverging, FetchOutOfRange or a fatal FetchError it must stop
-// fetching until the next StartFetcher.
-type StartFetcher struct{ Session uint64 }
+// fetching until the next StartFetcher. The loop fetches only from a
+// source leader whose LE is at least MinSourceLeaderEpoch
+// (SourceLeaderEpochUsable).
+type StartFetcher struct {
+	Session uint64
+	// MinSourceLeaderEpoch is lmleUsed + 1 (0 without an LMLE): a source
+	// leader serves this run only in an epoch above the LMLE the source
+	// answered (SourceLeaderEpochUsable).
+	MinSourceLeaderEpoch twinlog.Epoch
+}
 
 // StopFetcher: stop the fetcher of Session; later outcomes are ignored.
 type StopFetcher struct{ Session uint64 }

@@ -291,15 +291,32 @@ type FetchRequest struct {
 // SourceLeaderEpochUsable reports whether a source partition's leader and
 // leader epoch from metadata (answered) may be fetched from, given the
 // highest source leader epoch this destination partition has fetched in
-// (seen): not if it is older, as Kafka clients ignore metadata with an
-// older leader epoch (KIP-320). Any source broker may answer metadata, and
-// one whose own view lags — a leader cut off from its controller still
-// names itself leader in its old LE — would be fetched from in that LE and
-// would serve records its cluster has since cut (two-cluster sweep seed
-// 1318604: B's zombie leader of LE 8 served its own epoch-8 records to A's
-// mirror, which had copied B's epoch 11 before, and A's epoch 8 then held
-// records of both clusters, §8.20).
-func SourceLeaderEpochUsable(seen, answered twinlog.Epoch) bool { return answered >= seen }
+// (seen) and the run's floor (min, MinSourceLeaderEpoch). Any source broker
+// may answer metadata, and one whose own view lags — a leader cut off from
+// its controller still names itself leader in its old LE — would be
+// fetched from in that LE and would serve records its cluster has since
+// cut. Two rules keep such a zombie out:
+//   - Not an older LE than one already fetched in, as Kafka clients ignore
+//     metadata with an older leader epoch (KIP-320). Two-cluster sweep seed
+//     1318604: B's zombie leader of LE 8 served its own epoch-8 records to
+//     A's mirror, which had copied B's epoch 11 before, and A's epoch 8
+//     then held records of both clusters (§8.20).
+//   - Not an LE at or below the run's LMLE. The source answered the LMLE
+//     from a record it wrote when it stopped, and the stop bumped its LE
+//     above it (§6.7 step 4, inv. 18), so every leader that may serve the
+//     run is in a later epoch; one in an epoch ≤ LMLE is a zombie of the
+//     source's history before that stop. Seed 1737467: on a failback with
+//     LMLE 3, a run's first fetch (nothing seen yet) took A's leader from a
+//     broker still leading A's cut epoch 3, and B's epoch 3 got A's
+//     records after its own.
+func SourceLeaderEpochUsable(seen, min, answered twinlog.Epoch) bool {
+	return answered >= seen && answered >= min
+}
+
+// MinSourceLeaderEpoch is the lowest source leader epoch a run with
+// lmleUsed may fetch in (SourceLeaderEpochUsable): lmleUsed + 1, and 0
+// when the source answered no LMLE (−1).
+func MinSourceLeaderEpoch(lmleUsed twinlog.Epoch) twinlog.Epoch { return max(lmleUsed+1, 0) }
 
 // MirrorFetchRequest builds the mirror fetch fields: currentLeaderEpoch =
 // the source leader epoch as known (−1 allowed), lastFetchedEpoch = the

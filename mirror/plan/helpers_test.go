@@ -414,15 +414,24 @@ func TestMirrorFetchTopicID(t *testing.T) {
 }
 
 // TestSourceLeaderEpochUsable: metadata naming an older source leader epoch
-// than one already fetched in is not used (KIP-320); the same or a newer
-// one is.
+// than one already fetched in is not used (KIP-320), nor one at or below
+// the run's LMLE (its floor lmleUsed + 1); the same or a newer one is.
 func TestSourceLeaderEpochUsable(t *testing.T) {
 	for _, tc := range []struct {
-		seen, answered twinlog.Epoch
-		want           bool
-	}{{0, 0, true}, {11, 11, true}, {8, 11, true}, {11, 8, false}, {11, -1, false}} {
-		if got := plan.SourceLeaderEpochUsable(tc.seen, tc.answered); got != tc.want {
-			t.Errorf("SourceLeaderEpochUsable(%d, %d) = %t, want %t", tc.seen, tc.answered, got, tc.want)
+		seen, min, answered twinlog.Epoch
+		want                bool
+	}{
+		{0, 0, 0, true}, {11, 0, 11, true}, {8, 0, 11, true}, {11, 0, 8, false}, {11, 0, -1, false},
+		// Seed 1737467: a failback with LMLE 3 (floor 4), nothing seen yet.
+		{0, 4, 3, false}, {0, 4, 4, true}, {0, 4, 7, true}, {7, 4, 5, false},
+	} {
+		if got := plan.SourceLeaderEpochUsable(tc.seen, tc.min, tc.answered); got != tc.want {
+			t.Errorf("SourceLeaderEpochUsable(%d, %d, %d) = %t, want %t", tc.seen, tc.min, tc.answered, got, tc.want)
+		}
+	}
+	for lmle, want := range map[twinlog.Epoch]twinlog.Epoch{-1: 0, 0: 1, 3: 4} {
+		if got := plan.MinSourceLeaderEpoch(lmle); got != want {
+			t.Errorf("MinSourceLeaderEpoch(%d) = %d, want %d", lmle, got, want)
 		}
 	}
 }

@@ -1040,7 +1040,7 @@ func (m *Machine) startFetcher() {
 	m.session = m.next()
 	m.fetching = true
 	m.step = stepFetching
-	m.emit(StartFetcher{Session: m.session})
+	m.emit(StartFetcher{Session: m.session, MinSourceLeaderEpoch: MinSourceLeaderEpoch(twinlog.Epoch(m.run.LmleUsed))})
 }
 
 func (m *Machine) stopFetcher() {

@@ -127,6 +127,7 @@ type cluster struct {
 	holdWrites bool
 	held       []plan.Event
 	session    uint64
+	minSrcLE   twinlog.Epoch // the session's StartFetcher.MinSourceLeaderEpoch
 	fetching   bool
 }
 
@@ -329,7 +330,7 @@ func (c *cluster) perform(a plan.Action) plan.Event {
 		c.lmles.Apply(c.lmleKey(), a.Record)
 		return c.ack(a.Seq)
 	case plan.StartFetcher:
-		c.session, c.fetching = a.Session, true
+		c.session, c.fetching, c.minSrcLE = a.Session, true, a.MinSourceLeaderEpoch
 	case plan.StopFetcher:
 		if a.Session == c.session {
 			c.fetching = false
@@ -405,6 +406,11 @@ func (c *cluster) fetch() fetchOutcome {
 		c.t.Fatalf("%s: fetch without a fetcher (state %v)", c.id, c.m.State())
 	}
 	s := c.peer
+	// The model's source is never a zombie: a floor above its leader's LE
+	// would stop a run that may fetch.
+	if !plan.SourceLeaderEpochUsable(0, c.minSrcLE, s.le) {
+		c.t.Fatalf("%s: source LE %d below the run's floor %d (lmleUsed %d)", c.id, s.le, c.minSrcLE, c.runRecord().GetLmleUsed())
+	}
 	req := plan.MirrorFetchRequest(s.le, c.log.cache, c.log.LogEndOffset())
 	out := fetchOutcome{req: req}
 	out.ev = c.serve(s, req)

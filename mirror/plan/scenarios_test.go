@@ -840,6 +840,7 @@ func TestForeignEpochRestartsMirror(t *testing.T) {
 	a.le = 2
 	a.mustProduce(34) // 20–53@2a
 	a.lmles.Apply(a.lmleKey(), &twinlogv1.MirrorLmleRecord{StateEpoch: 1, Lmle: 5, SourceClusterId: b.id})
+	a.le = 7 // the stop that wrote LMLE 5 bumped A's LE above it (SPEC inv. 18); the election kept the log
 	b.le = 2
 	b.mustProduce(12) // 0–11@2b
 	b.writable = false
@@ -881,6 +882,7 @@ func TestStraddleRestartsMirror(t *testing.T) {
 	link(a, b)
 	a.mustProduce(20) // 0–19@0a
 	a.lmles.Apply(a.lmleKey(), &twinlogv1.MirrorLmleRecord{StateEpoch: 1, Lmle: 0, SourceClusterId: b.id})
+	a.le++ // the stop that wrote LMLE 0 left A's LE above it (SPEC inv. 18)
 	b.mustProduce(12) // 0–11@0b: the same epoch number, other records
 	b.writable = false
 	b.mirrorFrom(1, plan.Config{})

@@ -31,6 +31,9 @@ func TestSeedSequence(t *testing.T) {
 	b.mirrorFrom(1, cfg)
 	b.checkState(plan.Mirroring)
 	b.checkLE(1)
+	if b.minSrcLE != 0 {
+		t.Fatalf("row 2 run fetches from source LE %d up, want 0 (no LMLE)", b.minSrcLE)
+	}
 	if out := b.fetch(); out.req != (plan.FetchRequest{FetchOffset: 0, CurrentLeaderEpoch: 1, LastFetchedEpoch: -1}) {
 		t.Fatalf("row 2 fetch request %+v", out.req)
 	}
@@ -66,6 +69,9 @@ func TestSeedSequence(t *testing.T) {
 	a.mirrorFrom(1, cfg)
 	a.checkLE(3)
 	a.checkLog("0@0a 1@1a")
+	if a.minSrcLE != 2 {
+		t.Fatalf("row 5 run fetches from source LE %d up, want 2 (LMLE 1 + 1)", a.minSrcLE)
+	}
 	if out := a.fetch(); out.req.FetchOffset != 2 || out.req.LastFetchedEpoch != 1 {
 		t.Fatalf("row 5 fetch request %+v", out.req)
 	}
@@ -95,6 +101,11 @@ func TestSeedSequence(t *testing.T) {
 	b.mirrorFrom(2, cfg)
 	b.checkLE(5)
 	b.checkLog("0@0a 1@1a 2@2b 3@3b 4@3b")
+	// Only A's leaders after its stop may serve the run: not one of LE ≤ 3
+	// (simulator seed 1737467).
+	if b.minSrcLE != 4 {
+		t.Fatalf("row 8 run fetches from source LE %d up, want 4 (LMLE 3 + 1)", b.minSrcLE)
+	}
 
 	// 9. fetch(5, last 3): A (3, 4) → DivergingEpoch → bump LE_B 6, truncate to 4.
 	out := b.fetch()
