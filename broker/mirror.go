@@ -891,25 +891,23 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64, minSrcLE t
 			}
 			continue
 		}
+		answer := plan.FetchAnswer{Error: resp.GetError(), LogStartOffset: twinlog.Offset(resp.GetLogStartOffset())}
 		if d := resp.GetDivergingEpoch(); d != nil {
-			r.post(plan.FetchDiverging{Session: session, Epoch: twinlog.Epoch(d.GetEpoch()), EndOffset: twinlog.Offset(d.GetEndOffset())})
-			return
+			answer.Diverging = &plan.Diverging{Epoch: twinlog.Epoch(d.GetEpoch()), EndOffset: twinlog.Offset(d.GetEndOffset())}
 		}
-		switch resp.GetError() {
-		case pb.ErrorCode_ERROR_CODE_NONE:
-		case pb.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE:
-			r.post(plan.FetchOutOfRange{Session: session, SourceLogStartOffset: twinlog.Offset(resp.GetLogStartOffset())})
-			return
-		default:
-			if plan.Fatal(resp.GetError()) {
-				b.mobs.ObserveMirrorFetchError(r.tp.Topic, r.tp.Partition, resp.GetError().String())
-				r.post(plan.FetchError{Session: session, Error: resp.GetError()})
-				return
-			}
+		end, again := plan.AnswerOutcome(session, answer)
+		if again {
 			if !retry(resp.GetError(), resp.GetErrorMessage()) {
 				return
 			}
 			continue
+		}
+		if end != nil {
+			if fe, ok := end.(plan.FetchError); ok {
+				b.mobs.ObserveMirrorFetchError(r.tp.Topic, r.tp.Partition, fe.Error.String())
+			}
+			r.post(end)
+			return
 		}
 		backoff = 50 * time.Millisecond
 		next, stop, corrupt := r.appendFetched(session, resp.GetRecords(), req.FetchOffset, req.CurrentLeaderEpoch, twinlog.Offset(resp.GetLogStartOffset()))
@@ -934,16 +932,15 @@ func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64, minSrcLE t
 	}
 }
 
-// appendFetched checks and appends the batches plan.FetchedBatches allows
-// (SPEC §6.2b–d); it returns the event the session must end with instead of
+// appendFetched appends the batches plan.PlanAppend allows (SPEC
+// §6.2b–d) and returns the event the session must end with instead of
 // Fetched (nil none): FetchNeedsBump for the epoch a bump must reach first,
-// FetchStraddle when the first batch holds the LEO inside it, or
-// FetchForeignEpoch when its epoch is below the latest cached one (§6.8).
-// srcLE is the source LE the fetch was made in, srcLogStart the source's
-// log start. stop reports that the session must end (the log moved under
-// it, or the partition is gone); corrupt, that the response failed its
-// checks (a CRC, or an epoch above srcLE: CORRUPT_MESSAGE, §6.3) and
-// nothing was appended.
+// FetchStraddle or FetchForeignEpoch when the log is no prefix of the
+// source's. srcLE is the source LE the fetch was made in, srcLogStart the
+// source's log start. stop reports that the session must end (the log
+// moved under it, or the partition is gone); corrupt, that the response
+// failed its checks (a CRC, or an epoch above srcLE: CORRUPT_MESSAGE, §6.3)
+// and nothing was appended.
 func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset twinlog.Offset, srcLE twinlog.Epoch, srcLogStart twinlog.Offset) (next plan.Event, stop bool, corrupt error) {
 	b, p := r.b, r.p
 	if len(recs) == 0 {
@@ -961,41 +958,28 @@ func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset tw
 	if p.r.LogEndOffset() != fetchOffset {
 		return nil, false, nil // the log moved meanwhile: fetch again
 	}
-	leo := p.r.LogEndOffset()
-	// Drop batches wholly below LEO (a source read may start at the batch
-	// holding fetchOffset); one straddling LEO proves the log is no prefix
-	// of the source's (plan.StraddleTruncation).
 	bs := v.Batches()
-	skip := 0
-	for len(bs) > 0 && bs[0].LastOffset() < leo {
-		bs = bs[1:]
-		skip++
-	}
-	epochs := make([]twinlog.Epoch, len(bs))
+	fetched := make([]plan.FetchedBatch, len(bs))
 	for i, bv := range bs {
-		epochs[i] = bv.LeaderEpoch()
+		fetched[i] = plan.FetchedBatch{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()}
 	}
-	n, need, foreign, err := plan.FetchedBatches(epochs, p.r.LeaderEpoch(), p.r.LatestEpoch(), srcLE)
+	ap, err := plan.PlanAppend(session, fetched, plan.LeaderLog{LogEndOffset: p.r.LogEndOffset(), LeaderEpoch: p.r.LeaderEpoch(), LatestEpoch: p.r.LatestEpoch()}, srcLE, srcLogStart)
 	if err != nil {
 		return nil, false, err
 	}
-	if len(bs) > 0 && bs[0].BaseOffset() < leo {
-		r.log.Warn("mirror fetch: source batch straddles the log end: the log is no prefix of the source's", "base", bs[0].BaseOffset(), "last", bs[0].LastOffset(), "leo", leo)
-		return plan.FetchStraddle{Session: session, BaseOffset: bs[0].BaseOffset(), LastOffset: bs[0].LastOffset(), SourceLogStartOffset: srcLogStart}, false, nil
+	switch e := ap.End.(type) {
+	case plan.FetchStraddle:
+		r.log.Warn("mirror fetch: source batch straddles the log end: the log is no prefix of the source's", "base", e.BaseOffset, "last", e.LastOffset, "leo", p.r.LogEndOffset())
+	case plan.FetchForeignEpoch:
+		r.log.Warn("mirror fetch: source batch epoch below the latest cached epoch", "offset", e.BaseOffset, "epoch", e.Epoch, "latest", p.r.LatestEpoch())
 	}
-	if foreign {
-		r.log.Warn("mirror fetch: source batch epoch below the latest cached epoch", "offset", bs[0].BaseOffset(), "epoch", epochs[0], "latest", p.r.LatestEpoch())
-		return plan.FetchForeignEpoch{Session: session, Epoch: epochs[0], BaseOffset: bs[0].BaseOffset(), SourceLogStartOffset: srcLogStart}, false, nil
+	if ap.Append == 0 {
+		return ap.End, false, nil
 	}
-	if need >= 0 {
-		next = plan.FetchNeedsBump{Session: session, Epoch: need}
-	}
-	if n == 0 {
-		return next, false, nil
-	}
-	metas := make([]replica.BatchMeta, n)
+	appended := bs[ap.Skip : ap.Skip+ap.Append]
+	metas := make([]replica.BatchMeta, len(appended))
 	size := 0
-	for i, bv := range bs[:n] {
+	for i, bv := range appended {
 		metas[i] = replica.BatchMeta{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()}
 		size += len(bv)
 	}
@@ -1003,8 +987,8 @@ func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset tw
 		r.log.Warn("mirror append rejected", "err", err)
 		return nil, true, nil
 	}
-	// The appendable prefix, validated above: no copy, no second crc pass.
-	p.fetched = v.Slice(skip, skip+n)
+	// The appendable batches, validated above: no copy, no second crc pass.
+	p.fetched = v.Slice(ap.Skip, ap.Skip+ap.Append)
 	p.processReadyLocked()
 	b.mobs.ObserveMirrorBytes(r.tp.Topic, r.tp.Partition, size)
 	if b.cfg.FlushPolicy == FlushEveryBatch {
@@ -1012,7 +996,7 @@ func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset tw
 			p.failLocked(err)
 		}
 	}
-	return next, false, nil
+	return ap.End, false, nil
 }
 
 // becomingLeaderLocked reports whether applying st starts a leadership of

@@ -1476,26 +1476,24 @@ func (r *mirrorRunner) onFetchResponse(session uint64, req replica.FetchRequest,
 	if !r.fetching || session != r.session || !r.leader {
 		return
 	}
-	if d := resp.DivergingEpoch; d != nil && resp.Error == pb.ErrorCode_ERROR_CODE_NONE {
-		r.fetching = false
-		s.tracef("mirror %s broker %d: fetch(%d, last %d) -> DivergingEpoch %v from %s", r.p.key, r.p.b.id, req.FetchOffset, req.LastFetchedEpoch, *d, src.clusterID)
-		r.post(plan.FetchDiverging{Session: session, Epoch: d.Epoch, EndOffset: d.EndOffset})
+	answer := plan.FetchAnswer{Error: resp.Error, LogStartOffset: resp.LogStartOffset}
+	if d := resp.DivergingEpoch; d != nil {
+		answer.Diverging = &plan.Diverging{Epoch: d.Epoch, EndOffset: d.EndOffset}
+	}
+	end, again := plan.AnswerOutcome(session, answer)
+	if again {
+		r.fetchError(resp.Error, "")
 		return
 	}
-	switch resp.Error {
-	case pb.ErrorCode_ERROR_CODE_NONE:
-	case pb.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE:
+	if end != nil {
 		r.fetching = false
-		s.tracef("mirror %s broker %d: fetch(%d) -> OFFSET_OUT_OF_RANGE (source log start %d)", r.p.key, r.p.b.id, req.FetchOffset, resp.LogStartOffset)
-		r.post(plan.FetchOutOfRange{Session: session, SourceLogStartOffset: resp.LogStartOffset})
-		return
-	default:
-		if plan.Fatal(resp.Error) {
-			r.fetching = false
-			r.post(plan.FetchError{Session: session, Error: resp.Error})
-			return
+		switch e := end.(type) {
+		case plan.FetchDiverging:
+			s.tracef("mirror %s broker %d: fetch(%d, last %d) -> DivergingEpoch {%d %d} from %s", r.p.key, r.p.b.id, req.FetchOffset, req.LastFetchedEpoch, e.Epoch, e.EndOffset, src.clusterID)
+		case plan.FetchOutOfRange:
+			s.tracef("mirror %s broker %d: fetch(%d) -> OFFSET_OUT_OF_RANGE (source log start %d)", r.p.key, r.p.b.id, req.FetchOffset, e.SourceLogStartOffset)
 		}
-		r.fetchError(resp.Error, "")
+		r.post(end)
 		return
 	}
 	r.backoff = 0
@@ -1537,35 +1535,28 @@ func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset tw
 	if p.r.LogEndOffset() != fetchOffset {
 		return nil, false
 	}
-	leo := p.r.LogEndOffset()
-	for len(bs) > 0 && bs[0].LastOffset() < leo {
-		bs = bs[1:]
-	}
-	epochs := make([]twinlog.Epoch, len(bs))
+	fetched := make([]plan.FetchedBatch, len(bs))
 	for i, bv := range bs {
-		epochs[i] = bv.LeaderEpoch()
+		fetched[i] = plan.FetchedBatch{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()}
 	}
-	n, need, foreign, err := plan.FetchedBatches(epochs, p.r.LeaderEpoch(), p.r.LatestEpoch(), srcLE)
+	ap, err := plan.PlanAppend(session, fetched, plan.LeaderLog{LogEndOffset: p.r.LogEndOffset(), LeaderEpoch: p.r.LeaderEpoch(), LatestEpoch: p.r.LatestEpoch()}, srcLE, srcLogStart)
 	if err != nil {
 		s.tracef("mirror %s broker %d: %v", p.key, p.b.id, err)
 		r.post(plan.FetchError{Session: r.session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: err.Error()})
 		return nil, false
 	}
-	if len(bs) > 0 && bs[0].BaseOffset() < leo {
-		s.tracef("mirror %s broker %d: batch [%d, %d] straddles LEO %d: no prefix of the source's log", p.key, p.b.id, bs[0].BaseOffset(), bs[0].LastOffset(), leo)
-		return plan.FetchStraddle{Session: session, BaseOffset: bs[0].BaseOffset(), LastOffset: bs[0].LastOffset(), SourceLogStartOffset: srcLogStart}, false
+	switch e := ap.End.(type) {
+	case plan.FetchStraddle:
+		s.tracef("mirror %s broker %d: batch [%d, %d] straddles LEO %d: no prefix of the source's log", p.key, p.b.id, e.BaseOffset, e.LastOffset, p.r.LogEndOffset())
+	case plan.FetchForeignEpoch:
+		s.tracef("mirror %s broker %d: batch at %d has epoch %d below cached epoch %d (§6.8): foreign epoch", p.key, p.b.id, e.BaseOffset, e.Epoch, p.r.LatestEpoch())
 	}
-	if foreign {
-		s.tracef("mirror %s broker %d: batch at %d has epoch %d below cached epoch %d (§6.8): foreign epoch", p.key, p.b.id, bs[0].BaseOffset(), epochs[0], p.r.LatestEpoch())
-		return plan.FetchForeignEpoch{Session: session, Epoch: epochs[0], BaseOffset: bs[0].BaseOffset(), SourceLogStartOffset: srcLogStart}, false
-	}
-	var next plan.Event
-	if need >= 0 {
-		next = plan.FetchNeedsBump{Session: session, Epoch: need}
-	}
-	if n == 0 {
+	next := ap.End
+	if ap.Append == 0 {
 		return next, false
 	}
+	n := ap.Append
+	bs = bs[ap.Skip:]
 	metas := make([]replica.BatchMeta, n)
 	var buf []byte
 	for i, bv := range bs[:n] {

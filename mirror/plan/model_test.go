@@ -446,22 +446,20 @@ func (c *cluster) serve(s *cluster, req plan.FetchRequest) plan.Event {
 			batch = append(batch, r)
 		}
 	}
-	eps := make([]twinlog.Epoch, len(batch))
+	bs := make([]plan.FetchedBatch, len(batch)) // one record per batch
 	for i, r := range batch {
-		eps[i] = r.ep
+		bs[i] = plan.FetchedBatch{BaseOffset: r.off, LastOffset: r.off, Epoch: r.ep}
 	}
-	n, need, foreign, err := plan.FetchedBatches(eps, c.le, c.log.cache.Latest(), req.CurrentLeaderEpoch)
+	ap, err := plan.PlanAppend(sess, bs, plan.LeaderLog{LogEndOffset: c.log.LogEndOffset(), LeaderEpoch: c.le, LatestEpoch: c.log.cache.Latest()},
+		req.CurrentLeaderEpoch, s.log.start)
 	if err != nil {
 		return plan.FetchError{Session: sess, Error: twinlogv1.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: err.Error()}
 	}
-	if foreign {
-		return plan.FetchForeignEpoch{Session: sess, Epoch: eps[0], BaseOffset: batch[0].off, SourceLogStartOffset: s.log.start}
-	}
-	for _, r := range batch[:n] {
+	for _, r := range batch[ap.Skip : ap.Skip+ap.Append] {
 		c.log.append(r)
 	}
-	if need != twinlog.NoEpoch {
-		return plan.FetchNeedsBump{Session: sess, Epoch: need}
+	if ap.End != nil {
+		return ap.End
 	}
 	return plan.Fetched{Session: sess, SourceHighWatermark: hw, SourceLogEndOffset: s.log.LogEndOffset(), NowMs: c.nowMs}
 }

@@ -882,7 +882,8 @@ func TestStraddleRestartsMirror(t *testing.T) {
 	link(a, b)
 	a.mustProduce(20) // 0–19@0a
 	a.lmles.Apply(a.lmleKey(), &twinlogv1.MirrorLmleRecord{StateEpoch: 1, Lmle: 0, SourceClusterId: b.id})
-	a.le++ // the stop that wrote LMLE 0 left A's LE above it (SPEC inv. 18)
+	// The stop that wrote LMLE 0 left A's LE above it (SPEC inv. 18).
+	a.le++
 	b.mustProduce(12) // 0–11@0b: the same epoch number, other records
 	b.writable = false
 	b.mirrorFrom(1, plan.Config{})
