@@ -29,8 +29,8 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/codec"
 	"github.com/twinlog/twinlog/broker/replica"
-	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/internal/rpcopt"
+	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -68,7 +68,7 @@ type Broker struct {
 	conns *rpcopt.Pool // to controllers, leaders, other clusters' brokers
 
 	metaMu sync.Mutex
-	image  *metastate.State
+	image  *metadata.Image
 	// metaCluster is the cluster id the controller's FetchMetadata names.
 	metaCluster string
 
@@ -108,7 +108,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	b := &Broker{
 		cfg: cfg, fs: deps.FS, dial: deps.Dial, now: deps.Now, log: deps.Logger, obs: deps.Observer,
 		lis: deps.Listener, crashc: make(chan struct{}),
-		image: metastate.New(metastate.Config{}), parts: map[twinlog.TopicPartition]*partition{},
+		image: metadata.New(""), parts: map[twinlog.TopicPartition]*partition{},
 		fetchers: map[twinlog.BrokerID]*fetcher{}, changed: make(chan struct{}), hbKick: make(chan struct{}, 1),
 	}
 	b.runCtx, b.stopRun = context.WithCancel(context.Background())

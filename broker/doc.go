@@ -5,7 +5,7 @@
 // # Goroutines
 //
 //   - metadataLoop long-polls the controller's FetchMetadata, applies deltas in
-//     offset order (a snapshot when far behind) to a metastate image and
+//     offset order (a snapshot when far behind) to a metadata.Image and
 //     reconciles: logs are opened for new assignments, partition state is
 //     applied (newer LE, or same LE with newer PE, decides inside replica),
 //     partitions left or re-created with another topic id are deleted (SPEC

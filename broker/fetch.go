@@ -418,7 +418,7 @@ func (b *Broker) Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.Met
 	return resp, nil
 }
 
-// DescribeTopicPartitions pages the image with metastate's pure function
+// DescribeTopicPartitions pages the image with metadata.Image's pure reader
 // (SPEC §5).
 func (b *Broker) DescribeTopicPartitions(ctx context.Context, req *pb.DescribeTopicPartitionsRequest) (*pb.DescribeTopicPartitionsResponse, error) {
 	b.metaMu.Lock()

@@ -11,8 +11,8 @@ import (
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
-	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/internal/configdef"
+	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -55,7 +55,7 @@ func (b *Broker) metadataLoop(ctx context.Context) {
 			b.log.Warn("metadata offset ahead of the controller; reloading", "from", from, "high", resp.GetHighOffset())
 			pages.reset()
 			b.metaMu.Lock()
-			b.image = metastate.New(metastate.Config{})
+			b.image = metadata.New("")
 			b.metaMu.Unlock()
 			continue
 		default:
@@ -98,7 +98,7 @@ func (b *Broker) metadataLoop(ctx context.Context) {
 		if err := b.applyMetadata(resp); err != nil {
 			b.log.Warn("apply metadata; reloading", "err", err)
 			b.metaMu.Lock()
-			b.image = metastate.New(metastate.Config{})
+			b.image = metadata.New("")
 			b.metaMu.Unlock()
 			continue
 		}
@@ -219,7 +219,7 @@ func (b *Broker) applyMetadata(resp *pb.FetchMetadataResponse) error {
 		if d.GetOffset() <= b.image.Offset() {
 			continue
 		}
-		if _, err := b.image.Apply(d); err != nil {
+		if err := b.image.Apply(d); err != nil {
 			return err
 		}
 	}

@@ -18,7 +18,7 @@ import (
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/controller"
-	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 // pageNet is a bufconn address registry for a controller and one broker.
@@ -112,7 +112,7 @@ func TestMetadataCatchUpThroughSnapshotPages(t *testing.T) {
 	}
 	// ref follows the log delta by delta before each compaction: the
 	// image the broker must end up with.
-	ref := metastate.New(metastate.Config{})
+	ref := metadata.New("")
 	follow := func() error {
 		for ref.Offset() < ctl.Offset() {
 			resp, err := cc.FetchMetadata(ctx, &pb.FetchMetadataRequest{FromOffset: ref.Offset() + 1})
@@ -123,7 +123,7 @@ func TestMetadataCatchUpThroughSnapshotPages(t *testing.T) {
 				return fmt.Errorf("reference follower at %d: snapshot %v, %d deltas", ref.Offset(), resp.GetSnapshot() != nil, len(resp.GetDeltas()))
 			}
 			for _, d := range resp.GetDeltas() {
-				if _, err := ref.Apply(d); err != nil {
+				if err := ref.Apply(d); err != nil {
 					return err
 				}
 			}

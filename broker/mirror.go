@@ -15,7 +15,7 @@ import (
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
-	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/mirror/plan"
 	"github.com/twinlog/twinlog/mirror/source"
 	"github.com/twinlog/twinlog/storage"
@@ -363,7 +363,7 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 			}
 		}
 		st.MinInsyncReplicas = b.image.MinISR(r.tp.Topic, 0)
-		st.SupportUncleanLeaderElection = b.image.TopicConfig(r.tp.Topic, metastate.KeyMirrorSupportUnclean) == "true"
+		st.SupportUncleanLeaderElection = b.image.TopicConfig(r.tp.Topic, metadata.KeyMirrorSupportUnclean) == "true"
 	}
 	b.metaMu.Unlock()
 
@@ -392,17 +392,17 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 		return
 	}
 	if r.m == nil {
-		initial := b.mirrorConfigMs(b.cfg.MirrorRetryInitialBackoff.Milliseconds(), metastate.KeyMirrorRetryInitialBackoff)
-		maxBackoff := b.mirrorConfigMs(b.cfg.MirrorRetryMaxBackoff.Milliseconds(), metastate.KeyMirrorRetryMaxBackoff)
+		initial := b.mirrorConfigMs(b.cfg.MirrorRetryInitialBackoff.Milliseconds(), metadata.KeyMirrorRetryInitialBackoff)
+		maxBackoff := b.mirrorConfigMs(b.cfg.MirrorRetryMaxBackoff.Milliseconds(), metadata.KeyMirrorRetryMaxBackoff)
 		if maxBackoff == 0 {
 			maxBackoff = max(initial, 300000)
 		}
 		m, err := plan.New(plan.Config{
 			BrokerID: b.cfg.ID, Mirror: mirror, TopicPartition: r.tp, TopicID: r.topicID,
-			PendingTimeoutMs:      b.mirrorConfigMs(b.cfg.MirrorPendingTimeout.Milliseconds(), metastate.KeyMirrorPendingTimeoutMs),
+			PendingTimeoutMs:      b.mirrorConfigMs(b.cfg.MirrorPendingTimeout.Milliseconds(), metadata.KeyMirrorPendingTimeoutMs),
 			RetryInitialBackoffMs: initial,
 			RetryMaxBackoffMs:     max(maxBackoff, initial),
-			RetryMaxAttempts:      int32(b.mirrorConfigMs(int64(b.cfg.MirrorRetryMaxAttempts), metastate.KeyMirrorRetryMaxAttempts)),
+			RetryMaxAttempts:      int32(b.mirrorConfigMs(int64(b.cfg.MirrorRetryMaxAttempts), metadata.KeyMirrorRetryMaxAttempts)),
 		}, plan.Deps{Log: planLog{p}, Rand: &lockedRand{r: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(b.cfg.ID)))}})
 		if err != nil {
 			r.log.Error("mirror machine", "err", err)

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
-	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 // TestMirrorConfigPrecedence: a broker-scoped mirror setting comes from the
@@ -14,22 +14,20 @@ import (
 // order. brokerd used to drop its file's mirror.* values, and the broker
 // took its own value over one set cluster-wide.
 func TestMirrorConfigPrecedence(t *testing.T) {
-	img := metastate.New(metastate.Config{})
+	img := metadata.New("")
 	b := &Broker{image: img, cfg: Config{MirrorPendingTimeout: 7 * time.Second}}
-	key := metastate.KeyMirrorPendingTimeoutMs
+	key := metadata.KeyMirrorPendingTimeoutMs
 	if got := b.mirrorConfigMs(b.cfg.MirrorPendingTimeout.Milliseconds(), key); got != 7000 {
 		t.Fatalf("own setting: %d, want 7000", got)
 	}
 	if got := b.mirrorConfigMs(0, key); got != 300000 {
 		t.Fatalf("unset everywhere: %d, want the cluster default 300000", got)
 	}
-	d, resp := img.AlterConfigs(&twinlogv1.AlterConfigsRequest{Resources: []*twinlogv1.AlterConfigsResource{{
-		Resource: &twinlogv1.ConfigResource{Type: twinlogv1.ConfigResourceType_CONFIG_RESOURCE_TYPE_BROKER},
-		Set:      map[string]string{key: "45000"}}}})
-	if e := resp.GetResults()[0].GetError(); e != twinlogv1.ErrorCode_ERROR_CODE_NONE {
-		t.Fatalf("AlterConfigs: %v %s", e, resp.GetResults()[0].GetErrorMessage())
-	}
-	if _, err := img.Apply(d); err != nil {
+	// What the controller writes for AlterConfigs on the cluster's brokers:
+	// the cluster configs' record with the key set.
+	d := &twinlogv1.MetadataDelta{Offset: img.Offset() + 1,
+		ClusterConfig: &twinlogv1.ClusterConfigRecord{Configs: map[string]string{key: "45000"}}}
+	if err := img.Apply(d); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.mirrorConfigMs(b.cfg.MirrorPendingTimeout.Milliseconds(), key); got != 45000 {

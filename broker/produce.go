@@ -9,7 +9,7 @@ import (
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
-	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -52,7 +52,7 @@ func (b *Broker) AppendInternal(ctx context.Context, req *pb.AppendInternalReque
 // internal, or any name reserved for internal topics (which clients cannot
 // create) in case the metadata does not know it yet.
 func (b *Broker) internalTopic(topic string) bool {
-	if metastate.IsReservedTopicName(topic) {
+	if metadata.IsReservedTopicName(topic) {
 		return true
 	}
 	b.metaMu.Lock()

@@ -27,6 +27,7 @@ import (
 	"github.com/twinlog/twinlog/controller/boltstore"
 	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/internal/rpcopt"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 // ErrUnavailable reports a controller that cannot accept changes: its store
@@ -135,7 +136,7 @@ func (c Config) Validate() error {
 	}
 	var errs []error
 	for _, k := range slices.Sorted(maps.Keys(c.ClusterConfigs)) {
-		if err := metastate.ValidateConfig(metastate.ScopeCluster, k, c.ClusterConfigs[k]); err != nil {
+		if err := metadata.ValidateConfig(metadata.ScopeCluster, k, c.ClusterConfigs[k]); err != nil {
 			errs = append(errs, fmt.Errorf("controller: cluster config: %w", err))
 		}
 	}

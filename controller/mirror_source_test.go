@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
-	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 // fakeSource is a mirror source broker: Metadata and DescribeConfigs (a real
@@ -80,15 +80,15 @@ func TestCreateMirrorCopiesSourceConfigs(t *testing.T) {
 		topics: []*twinlogv1.MetadataTopic{srcTopic("s", "sid", 2), srcTopic("d", "did", 1), srcTopic("gone", "gid", 1)},
 		configs: map[string][]*twinlogv1.ConfigEntry{
 			"s": {
-				topic(metastate.KeyMirrorSupportUnclean, "true", twinlogv1.ConfigSource_CONFIG_SOURCE_TOPIC),
-				topic(metastate.KeyMinInsyncReplicas, "2", twinlogv1.ConfigSource_CONFIG_SOURCE_TOPIC),
-				topic(metastate.KeyUncleanLeaderElection, "true", twinlogv1.ConfigSource_CONFIG_SOURCE_TOPIC),
-				topic(metastate.KeyUncleanRecoveryStrategy, "none", twinlogv1.ConfigSource_CONFIG_SOURCE_TOPIC),
+				topic(metadata.KeyMirrorSupportUnclean, "true", twinlogv1.ConfigSource_CONFIG_SOURCE_TOPIC),
+				topic(metadata.KeyMinInsyncReplicas, "2", twinlogv1.ConfigSource_CONFIG_SOURCE_TOPIC),
+				topic(metadata.KeyUncleanLeaderElection, "true", twinlogv1.ConfigSource_CONFIG_SOURCE_TOPIC),
+				topic(metadata.KeyUncleanRecoveryStrategy, "none", twinlogv1.ConfigSource_CONFIG_SOURCE_TOPIC),
 			},
 			// Only defaults: nothing is pinned on the mirror topic.
 			"d": {
-				topic(metastate.KeyMirrorSupportUnclean, "false", twinlogv1.ConfigSource_CONFIG_SOURCE_DEFAULT),
-				topic(metastate.KeyMinInsyncReplicas, "2", twinlogv1.ConfigSource_CONFIG_SOURCE_CLUSTER),
+				topic(metadata.KeyMirrorSupportUnclean, "false", twinlogv1.ConfigSource_CONFIG_SOURCE_DEFAULT),
+				topic(metadata.KeyMinInsyncReplicas, "2", twinlogv1.ConfigSource_CONFIG_SOURCE_CLUSTER),
 			},
 			// "gone" was deleted between Metadata and DescribeConfigs.
 		},
@@ -144,8 +144,8 @@ func TestCreateMirrorCopiesSourceConfigs(t *testing.T) {
 	if s.GetTopicId() != "sid" || s.GetPartitionCount() != 2 || s.GetMirrorName() != "m" {
 		t.Fatalf("mirror topic s: %v", s)
 	}
-	if cfg := s.GetConfigs(); len(cfg) != 1 || cfg[metastate.KeyMirrorSupportUnclean] != "true" {
-		t.Fatalf("mirror topic s configs %v, want only %s=true", cfg, metastate.KeyMirrorSupportUnclean)
+	if cfg := s.GetConfigs(); len(cfg) != 1 || cfg[metadata.KeyMirrorSupportUnclean] != "true" {
+		t.Fatalf("mirror topic s configs %v, want only %s=true", cfg, metadata.KeyMirrorSupportUnclean)
 	}
 	if d := topicRec("d"); d.GetTopicId() != "did" || len(d.GetConfigs()) != 0 {
 		t.Fatalf("mirror topic d: %v (source defaults must not be pinned)", d)
@@ -161,7 +161,7 @@ func TestCreateMirrorCopiesSourceConfigs(t *testing.T) {
 	}
 	for _, e := range dc.GetResults()[0].GetEntries() {
 		want := twinlogv1.ConfigSource_CONFIG_SOURCE_DEFAULT
-		if e.GetName() == metastate.KeyMirrorSupportUnclean {
+		if e.GetName() == metadata.KeyMirrorSupportUnclean {
 			want = twinlogv1.ConfigSource_CONFIG_SOURCE_TOPIC
 		}
 		if e.GetSource() != want {

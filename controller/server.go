@@ -559,7 +559,7 @@ func (s mirrorServer) ResumeMirrorTopics(ctx context.Context, req *twinlogv1.Res
 // the listed topics: Metadata gives the name, topic id, partition count and
 // replication factor, DescribeConfigs (which the broker forwards to the
 // source's controller) the topic's own settings (source TOPIC entries; which
-// of them are copied is metastate.MirroredTopicConfigs). A topic the source
+// of them are copied is metadata.MirroredTopicConfigs). A topic the source
 // says it does not have is described as Missing (metastate refuses it with
 // UNKNOWN_TOPIC_OR_PARTITION); one it could not describe is left out
 // (metastate refuses it with BROKER_NOT_AVAILABLE rather than start it

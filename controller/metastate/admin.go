@@ -10,6 +10,7 @@ import (
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/internal/configdef"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 // ValidateTopicName applies Kafka's rules: non-empty, at most 249
@@ -140,9 +141,9 @@ func (s *State) CreateTopics(req *twinlogv1.CreateTopicsRequest) (*twinlogv1.Met
 			resp.Topics = append(resp.Topics, topicErr(name, twinlogv1.ErrorCode_ERROR_CODE_INVALID_TOPIC, "%v", err))
 			continue
 		}
-		if IsReservedTopicName(name) {
+		if metadata.IsReservedTopicName(name) {
 			resp.Topics = append(resp.Topics, topicErr(name, twinlogv1.ErrorCode_ERROR_CODE_INVALID_TOPIC,
-				"topic names starting with %q are reserved for internal topics", internalTopicPrefix))
+				"topic names starting with %q are reserved for internal topics", metadata.InternalTopicPrefix))
 			continue
 		}
 		if n := int64(requestedPartitions(ct)); total+n > int64(s.limits.MaxClusterPartitions) {
@@ -158,7 +159,7 @@ func (s *State) CreateTopics(req *twinlogv1.CreateTopicsRequest) (*twinlogv1.Met
 			resp.Topics = append(resp.Topics, topicErr(name, twinlogv1.ErrorCode_ERROR_CODE_INVALID_TOPIC, "topic %q collides with %q", name, c))
 			continue
 		}
-		if r := t.validateConfigs(ScopeTopic, ct.GetConfigs()); r != nil {
+		if r := t.validateConfigs(metadata.ScopeTopic, ct.GetConfigs()); r != nil {
 			resp.Topics = append(resp.Topics, topicErr(name, twinlogv1.ErrorCode_ERROR_CODE_INVALID_CONFIG, "%v", r))
 			continue
 		}
@@ -194,14 +195,6 @@ func (s *State) CreateTopics(req *twinlogv1.CreateTopicsRequest) (*twinlogv1.Met
 	return t.delta(), resp
 }
 
-// internalTopicPrefix starts the names reserved for internal topics
-// (Kafka's "__consumer_offsets", our "__mirror_state").
-const internalTopicPrefix = "__"
-
-// IsReservedTopicName reports a name clients may not create: internal topics
-// are created by the cluster's own code only.
-func IsReservedTopicName(name string) bool { return strings.HasPrefix(name, internalTopicPrefix) }
-
 // requestedPartitions is how many partitions ct asks for: its explicit
 // assignments, else num_partitions (at least one, for counting).
 func requestedPartitions(ct *twinlogv1.CreatableTopic) int32 {
@@ -214,8 +207,8 @@ func requestedPartitions(ct *twinlogv1.CreatableTopic) int32 {
 // partitionCount is the number of partitions in the image.
 func (s *State) partitionCount() int {
 	n := 0
-	for _, tr := range s.topics {
-		n += int(tr.GetPartitionCount())
+	for _, name := range s.TopicNames() {
+		n += int(s.Topic(name).GetPartitionCount())
 	}
 	return n
 }
@@ -251,12 +244,12 @@ func (t *txn) validateAssignment(assign [][]int32) error {
 	return nil
 }
 
-func (t *txn) validateConfigs(scope Scope, cfg map[string]string) error {
+func (t *txn) validateConfigs(scope metadata.Scope, cfg map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
-		if err := ValidateConfig(scope, k, cfg[k]); err != nil {
+		if err := metadata.ValidateConfig(scope, k, cfg[k]); err != nil {
 			return err
 		}
-		if configDefs[k].Static {
+		if configDef(k).Static {
 			return fmt.Errorf("config %q is static", k)
 		}
 	}
@@ -288,14 +281,14 @@ func (s *State) DeleteTopics(req *twinlogv1.DeleteTopicsRequest) (*twinlogv1.Met
 	return t.delta(), resp
 }
 
-func scopeOf(rt twinlogv1.ConfigResourceType) Scope {
+func scopeOf(rt twinlogv1.ConfigResourceType) metadata.Scope {
 	switch rt {
 	case twinlogv1.ConfigResourceType_CONFIG_RESOURCE_TYPE_TOPIC:
-		return ScopeTopic
+		return metadata.ScopeTopic
 	case twinlogv1.ConfigResourceType_CONFIG_RESOURCE_TYPE_CLUSTER:
-		return ScopeCluster
+		return metadata.ScopeCluster
 	case twinlogv1.ConfigResourceType_CONFIG_RESOURCE_TYPE_BROKER:
-		return ScopeBroker
+		return metadata.ScopeBroker
 	}
 	return 0
 }
@@ -330,15 +323,15 @@ func (t *txn) alterConfig(r *twinlogv1.AlterConfigsResource) (twinlogv1.ErrorCod
 	scope := scopeOf(r.GetResource().GetType())
 	var cur map[string]string
 	switch scope {
-	case ScopeTopic:
+	case metadata.ScopeTopic:
 		tr := t.topic(r.GetResource().GetName())
 		if tr == nil {
 			return ecUnknown, fmt.Errorf("unknown topic %q", r.GetResource().GetName())
 		}
 		cur = tr.GetConfigs()
-	case ScopeCluster:
+	case metadata.ScopeCluster:
 		cur = t.clusterConfigs()
-	case ScopeBroker:
+	case metadata.ScopeBroker:
 		if r.GetResource().GetName() != "" {
 			return ecInvalid, fmt.Errorf("per-broker dynamic configs are not supported; use the cluster-wide broker default (empty name)")
 		}
@@ -352,26 +345,26 @@ func (t *txn) alterConfig(r *twinlogv1.AlterConfigsResource) (twinlogv1.ErrorCod
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.GetSet())) {
 		v := r.GetSet()[k]
-		if err := ValidateConfig(scope, k, v); err != nil {
+		if err := metadata.ValidateConfig(scope, k, v); err != nil {
 			return invalid, err
 		}
-		if configDefs[k].Static {
+		if configDef(k).Static {
 			return invalid, fmt.Errorf("config %q is static", k)
 		}
 		next[k] = configdef.Canonical(k, v)
 	}
 	for _, k := range r.GetDelete() {
-		d, ok := configDefs[k]
+		d, ok := metadata.LookupConfig(k)
 		if !ok || d.Scopes&scope == 0 {
 			return invalid, fmt.Errorf("unknown config %q for this resource", k)
 		}
 		delete(next, k)
 	}
 	touched := func(k string) bool { _, set := r.GetSet()[k]; return set || slices.Contains(r.GetDelete(), k) }
-	if err := checkOrders(next, touched); err != nil {
+	if err := metadata.CheckOrders(next, touched); err != nil {
 		return invalid, err
 	}
-	if scope == ScopeTopic {
+	if scope == metadata.ScopeTopic {
 		tr := cloneT(t.topic(r.GetResource().GetName()))
 		tr.Configs = next
 		if len(next) == 0 {
@@ -400,7 +393,7 @@ func (t *txn) afterConfigChange() {
 		if old.minInsync(topic) != t.minInsync(topic) {
 			m := t.m(topic, len(p.GetReplicas()))
 			if len(p.GetIsr()) >= m && (len(p.GetElr()) > 0 || len(p.GetLastKnownElr()) > 0) {
-				n := cloneP(p)
+				n := metadata.ClonePartition(p)
 				n.Elr, n.LastKnownElr = nil, nil
 				t.putPartition(n)
 			}
@@ -420,20 +413,20 @@ func (s *State) DescribeConfigs(req *twinlogv1.DescribeConfigsRequest) *twinlogv
 		scope := scopeOf(r.GetType())
 		var topicCfg map[string]string
 		switch scope {
-		case ScopeTopic:
+		case metadata.ScopeTopic:
 			tr := t.topic(r.GetName())
 			if tr == nil {
 				res.Error, res.ErrorMessage = ecUnknown, fmt.Sprintf("unknown topic %q", r.GetName())
 				continue
 			}
 			topicCfg = tr.GetConfigs()
-		case ScopeCluster, ScopeBroker:
+		case metadata.ScopeCluster, metadata.ScopeBroker:
 		default:
 			res.Error, res.ErrorMessage = ecInvalid, "unknown resource type"
 			continue
 		}
-		for _, k := range keysWithScope(scope) {
-			e := &twinlogv1.ConfigEntry{Name: k, Value: configDefs[k].Default, Source: twinlogv1.ConfigSource_CONFIG_SOURCE_DEFAULT}
+		for _, k := range metadata.KeysWithScope(scope) {
+			e := &twinlogv1.ConfigEntry{Name: k, Value: configDef(k).Default, Source: twinlogv1.ConfigSource_CONFIG_SOURCE_DEFAULT}
 			if v, ok := t.clusterConfigs()[k]; ok {
 				e.Value, e.Source = v, twinlogv1.ConfigSource_CONFIG_SOURCE_CLUSTER
 			}

@@ -5,18 +5,19 @@ import (
 	"math"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 // checkLeaderRequest is SPEC §3.6 checks 1–4 (shared with §3.7). It returns
 // the partition or an error code.
 func (s *State) checkLeaderRequest(brokerID int32, brokerEpoch int64, topic string, part, leaderEpoch int32,
 	partitionEpoch *int32) (*twinlogv1.PartitionRecord, twinlogv1.ErrorCode, string) {
-	br := s.brokers[brokerID]
+	br := s.Broker(brokerID)
 	if br == nil || br.GetBrokerEpoch() != brokerEpoch {
 		return nil, ecStale, "stale broker epoch"
 	}
 	p := s.Partition(topic, part)
-	if p == nil || s.topics[topic] == nil {
+	if p == nil || s.Topic(topic) == nil {
 		return nil, ecUnknown, "unknown partition"
 	}
 	if leaderEpoch > p.GetLeaderEpoch() || (partitionEpoch != nil && *partitionEpoch > p.GetPartitionEpoch()) {
@@ -163,7 +164,7 @@ func (s *State) BumpLeaderEpoch(req *twinlogv1.BumpLeaderEpochRequest) (*twinlog
 	if ec != ecNone {
 		return fail(ec, msg)
 	}
-	if tr := s.topics[req.GetTopic()]; tr.GetMirrorName() == "" && !tr.GetOnceMirrored() {
+	if tr := s.Topic(req.GetTopic()); tr.GetMirrorName() == "" && !tr.GetOnceMirrored() {
 		return fail(ecInvalid, fmt.Sprintf("topic %q is not and never was a mirror topic: only mirror partitions bump their leader epoch", req.GetTopic()))
 	}
 	o := req.GetTruncationOffset()
@@ -178,7 +179,7 @@ func (s *State) BumpLeaderEpoch(req *twinlogv1.BumpLeaderEpochRequest) (*twinlog
 		return fail(ecInvalid, errEpochExhausted.Error())
 	}
 	t := s.view()
-	n := cloneP(p)
+	n := metadata.ClonePartition(p)
 	if o >= 0 {
 		n.TruncationPoints = addTruncationPoint(n.GetTruncationPoints(), le, o)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 const (
@@ -23,27 +24,27 @@ const (
 // its previous epoch) gives each partition with it in ISR ∪ ELR the change
 // I′ = I − {b}, U = {b}.
 func (s *State) RegisterBroker(req *twinlogv1.RegisterBrokerRequest, nowMs int64) (*twinlogv1.MetadataDelta, *twinlogv1.RegisterBrokerResponse) {
-	resp := &twinlogv1.RegisterBrokerResponse{ClusterId: s.clusterID}
+	resp := &twinlogv1.RegisterBrokerResponse{ClusterId: s.ClusterID()}
 	id := req.GetBrokerId()
 	if id < 0 {
 		resp.Error, resp.ErrorMessage = ecInvalid, "broker id must be >= 0"
 		return nil, resp
 	}
-	if req.GetClusterId() != "" && s.clusterID != "" && req.GetClusterId() != s.clusterID {
-		resp.Error, resp.ErrorMessage = ecInvalid, "cluster id mismatch: this is "+s.clusterID
+	if req.GetClusterId() != "" && s.ClusterID() != "" && req.GetClusterId() != s.ClusterID() {
+		resp.Error, resp.ErrorMessage = ecInvalid, "cluster id mismatch: this is "+s.ClusterID()
 		return nil, resp
 	}
 	if err := validateRegistration(req); err != nil {
 		resp.Error, resp.ErrorMessage = ecInvalid, err.Error()
 		return nil, resp
 	}
-	old := s.brokers[id]
+	old := s.Broker(id)
 	if old != nil && old.GetIncarnationId() != req.GetIncarnationId() && s.liveSession(old, nowMs) {
 		resp.Error = twinlogv1.ErrorCode_ERROR_CODE_DUPLICATE_BROKER_REGISTRATION
 		resp.ErrorMessage = fmt.Sprintf("broker %d is registered by another incarnation whose session is live; retry after broker.session.timeout.ms", id)
 		return nil, resp
 	}
-	epoch := s.offset + 1
+	epoch := s.Offset() + 1
 	if old != nil && old.GetBrokerEpoch() >= epoch {
 		if old.GetBrokerEpoch() == math.MaxInt64 {
 			resp.Error, resp.ErrorMessage = ecInvalid, fmt.Sprintf("broker %d: broker epoch exhausted (at MaxInt64); unregister it", id)
@@ -128,7 +129,7 @@ func (s *State) liveSession(b *twinlogv1.BrokerRecord, nowMs int64) bool {
 }
 
 func (s *State) sessionTimeoutMs() int64 {
-	return atoi(s.view().clusterConfigValue(KeyBrokerSessionTimeoutMs), 9000)
+	return metadata.ConfigInt(s.view().clusterConfigValue(metadata.KeyBrokerSessionTimeoutMs), 9000)
 }
 
 // Heartbeat handles a broker heartbeat (SPEC §3.2): STALE_BROKER_EPOCH for a
@@ -138,7 +139,7 @@ func (s *State) sessionTimeoutMs() int64 {
 // change) and shutdown is granted once it leads nothing.
 func (s *State) Heartbeat(req *twinlogv1.BrokerHeartbeatRequest, nowMs int64) (*twinlogv1.MetadataDelta, *twinlogv1.BrokerHeartbeatResponse) {
 	id := req.GetBrokerId()
-	br := s.brokers[id]
+	br := s.Broker(id)
 	if br == nil || br.GetBrokerEpoch() != req.GetBrokerEpoch() {
 		return nil, &twinlogv1.BrokerHeartbeatResponse{Error: ecStale, IsFenced: true}
 	}
@@ -228,7 +229,7 @@ func (s *State) Tick(nowMs int64) (*twinlogv1.MetadataDelta, TickResult) {
 // FenceBroker fences b at once (operator action or a test): the same change
 // as a session timeout.
 func (s *State) FenceBroker(b int32) *twinlogv1.MetadataDelta {
-	br := s.brokers[b]
+	br := s.Broker(b)
 	if br == nil || br.GetFenced() {
 		return nil
 	}
@@ -249,7 +250,7 @@ func (s *State) FenceBroker(b int32) *twinlogv1.MetadataDelta {
 // sets until a reassignment moves them, and may register again later.
 func (s *State) UnregisterBroker(req *twinlogv1.UnregisterBrokerRequest) (*twinlogv1.MetadataDelta, *twinlogv1.UnregisterBrokerResponse) {
 	id := req.GetBrokerId()
-	br := s.brokers[id]
+	br := s.Broker(id)
 	switch {
 	case br == nil:
 		return nil, &twinlogv1.UnregisterBrokerResponse{Error: twinlogv1.ErrorCode_ERROR_CODE_BROKER_ID_NOT_REGISTERED,

@@ -3,6 +3,7 @@ package metastate
 import (
 	"github.com/twinlog/twinlog"
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 const noBroker = int32(twinlog.NoBroker)
@@ -45,7 +46,7 @@ type changeOutcome struct {
 // partition's current view and stores the result in the txn. Leader epoch
 // and partition epoch are resolved by delta().
 func (t *txn) change(cur *twinlogv1.PartitionRecord, o changeOpts) changeOutcome {
-	n := cloneP(cur)
+	n := metadata.ClonePartition(cur)
 	k := tpKey{cur.GetTopic(), cur.GetPartition()}
 	if o.setReplicas {
 		n.Replicas, n.AddingReplicas, n.RemovingReplicas = o.replicas, o.adding, o.removing
@@ -136,7 +137,7 @@ func (t *txn) change(cur *twinlogv1.PartitionRecord, o changeOpts) changeOutcome
 				}
 			}
 			if L2 == noBroker && len(I2) == 0 && len(E2) == 0 && len(K2) == 0 &&
-				t.strategy(cur.GetTopic()) == StrategyBalanced {
+				t.strategy(cur.GetTopic()) == metadata.StrategyBalanced {
 				lkl := cur.GetLastKnownLeader()
 				if L != noBroker {
 					lkl = L

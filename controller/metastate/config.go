@@ -5,192 +5,27 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/internal/configdef"
+	"github.com/twinlog/twinlog/metadata"
 )
 
-// Config keys of SPEC §1.3.
+// The config table and the resolution of effective values are
+// metadata's (one copy, shared with the brokers' images); the constants
+// below are the controller's own.
 const (
-	KeyMinInsyncReplicas          = "min.insync.replicas"
-	KeyEligibleLeaderReplicas     = "eligible.leader.replicas.enabled"
-	KeyUncleanRecoveryStrategy    = "unclean.recovery.strategy"
-	KeyUncleanLeaderElection      = "unclean.leader.election.enable"
-	KeyUncleanRecoveryTimeoutMs   = "unclean.recovery.timeout.ms"
-	KeyReplicaLagTimeMaxMs        = "replica.lag.time.max.ms"
-	KeyBrokerSessionTimeoutMs     = "broker.session.timeout.ms"
-	KeyBrokerHeartbeatIntervalMs  = "broker.heartbeat.interval.ms"
-	KeyMaxRequestPartitionLimit   = "max.request.partition.size.limit"
-	KeyMirrorSupportUnclean       = "mirror.support.unclean.leader.election"
-	KeyMirrorPendingTimeoutMs     = "mirror.pending.timeout.ms"
-	KeyMirrorRetryInitialBackoff  = "mirror.failed.retry.initial.backoff.ms"
-	KeyMirrorRetryMaxBackoff      = "mirror.failed.retry.max.backoff.ms"
-	KeyMirrorRetryMaxAttempts     = "mirror.failed.retry.max.attempts"
-	KeyMirrorStateReplication     = "mirror.state.topic.replication.factor"
-	KeyMirrorStateNumPartitions   = "mirror.state.topic.num.partitions"
-	StrategyNone                  = "none"
-	StrategyBalanced              = "balanced"
-	StrategyAggressive            = "aggressive"
-	defaultServerPartitionLimit   = 1000
 	mirrorStateTopic              = "__mirror_state"
 	maxTruncationPoints           = 8
 	maxTopicNameLength            = 249
 	defaultMirrorTopicReplication = 3
 )
 
-// Scope is where a config key may be set (SPEC §1.3 "scope").
-type Scope uint8
-
-// Scopes. A key may have several.
-const (
-	ScopeTopic Scope = 1 << iota
-	ScopeCluster
-	ScopeBroker
-)
-
-// ConfigDef describes one known config key.
-type ConfigDef struct {
-	Name    string
-	Scopes  Scope
-	Default string
-	// Static keys cannot be altered at run time.
-	Static bool
-	// Mirrored topic-scope keys are copied from the source topic when a
-	// mirror creates its local topic (see MirroredTopicConfigs); the others
-	// stay local to each cluster.
-	Mirrored bool
-}
-
-// parseBool reads a stored boolean by configdef's rule ("true"/"false" in
-// any case, as Kafka).
-func parseBool(v string) (bool, bool) {
-	b, err := configdef.ParseBool(v)
-	return b, err == nil
-}
-
-// configDefs is the table of SPEC §1.3. Unknown keys are rejected.
-var configDefs = map[string]ConfigDef{
-	KeyMinInsyncReplicas:         {Scopes: ScopeTopic | ScopeCluster, Default: "1"},
-	KeyEligibleLeaderReplicas:    {Scopes: ScopeCluster, Default: "true"},
-	KeyUncleanRecoveryStrategy:   {Scopes: ScopeTopic | ScopeCluster, Default: StrategyBalanced},
-	KeyUncleanLeaderElection:     {Scopes: ScopeTopic | ScopeCluster, Default: "false"},
-	KeyUncleanRecoveryTimeoutMs:  {Scopes: ScopeCluster, Default: "300000"},
-	KeyReplicaLagTimeMaxMs:       {Scopes: ScopeBroker, Default: "30000"},
-	KeyBrokerSessionTimeoutMs:    {Scopes: ScopeCluster, Default: "9000"},
-	KeyBrokerHeartbeatIntervalMs: {Scopes: ScopeCluster, Default: "2000"},
-	KeyMaxRequestPartitionLimit:  {Scopes: ScopeBroker, Default: "1000"},
-	KeyMirrorSupportUnclean:      {Scopes: ScopeTopic, Default: "false", Mirrored: true},
-	KeyMirrorPendingTimeoutMs:    {Scopes: ScopeBroker, Default: "300000"},
-	KeyMirrorRetryInitialBackoff: {Scopes: ScopeBroker, Default: "100"},
-	KeyMirrorRetryMaxBackoff:     {Scopes: ScopeBroker, Default: "300000"},
-	KeyMirrorRetryMaxAttempts:    {Scopes: ScopeBroker, Default: "20"},
-	KeyMirrorStateReplication:    {Scopes: ScopeCluster, Default: "3", Static: true},
-	KeyMirrorStateNumPartitions:  {Scopes: ScopeCluster, Default: "1", Static: true},
-}
-
-func init() {
-	for k, d := range configDefs {
-		// How a value is written and its bounds are configdef's, shared
-		// with the daemons' start-up config.
-		configdef.MustLookup(k)
-		if d.Mirrored && (d.Scopes&ScopeTopic == 0 || d.Static) {
-			panic(fmt.Sprintf("metastate: mirrored config %q must be a dynamic topic config", k))
-		}
-		d.Name = k
-		configDefs[k] = d
-	}
-}
-
-// MirroredTopicConfigs lists, sorted, the topic configs a mirror copies from
-// the source topic's own settings (not its defaults) when it creates the
-// local topic (SPEC §6.1); later changes on either side are not propagated.
-//
-// Copied: mirror.support.unclean.leader.election. It protects the pair, not
-// one cluster (SPEC §6.8: with it, later unclean elections on either side
-// are repaired), and its only effect on the destination is that a Start
-// waits for every replica (PENDING, SPEC §6.6 step 3) instead of tainting
-// the absent ones — the safe direction. Copying it keeps the protection when
-// the roles swap at failover.
-//
-// Local (never copied), as Kafka's MirrorMaker 2 excludes them by default
-// (config.properties.exclude) and Confluent Cluster Linking leaves
-// min.insync.replicas to the destination: min.insync.replicas (durability
-// sized to the local brokers and replication factor),
-// unclean.leader.election.enable and unclean.recovery.strategy (each
-// cluster's availability-versus-loss choice; copying an unclean election
-// into the destination would make the tainted-replica divergence of SPEC
-// §6.8/§6.10 reachable where the operator never enabled it). Set them on the
-// mirror topic with AlterConfigs.
-func MirroredTopicConfigs() []string {
-	var out []string
-	for k, d := range configDefs {
-		if d.Mirrored {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// LookupConfig returns the definition of a known key.
-func LookupConfig(key string) (ConfigDef, bool) {
-	d, ok := configDefs[key]
-	return d, ok
-}
-
-// ValidateConfig checks that key is known, settable at scope and that value
-// is written and bounded as internal/configdef says (SPEC §1.3): the same
-// rule, floor and ceiling a daemon applies to the key at start.
-func ValidateConfig(scope Scope, key, value string) error {
-	d, ok := configDefs[key]
-	if !ok {
-		return fmt.Errorf("unknown config %q", key)
-	}
-	if d.Scopes&scope == 0 {
-		return fmt.Errorf("config %q cannot be set on this resource", key)
-	}
-	if err := configdef.Check(key, value); err != nil {
-		return fmt.Errorf("config %q = %q: %v", key, value, err)
-	}
-	return nil
-}
-
-// checkOrders applies configdef's rules between keys (a session longer than
-// the heartbeat interval, ...) to the configs next that a change of the keys
-// in touched would leave. Only rules with a touched key are checked: a
-// stored pair that breaks a rule (written before the rule existed) does not
-// block changes of unrelated keys. Values absent from next are the
-// defaults.
-func checkOrders(next map[string]string, touched func(key string) bool) error {
-	for _, o := range configdef.Orders {
-		lo, lok := configDefs[o.Lower]
-		up, uok := configDefs[o.Upper]
-		if !lok || !uok || !(touched(o.Lower) || touched(o.Upper)) {
-			continue
-		}
-		get := func(k string, d ConfigDef) int64 {
-			if v, ok := next[k]; ok {
-				return atoi(v, atoi(d.Default, 0))
-			}
-			return atoi(d.Default, 0)
-		}
-		if err := o.Check(get(o.Lower, lo), get(o.Upper, up)); err != nil {
-			return fmt.Errorf("config %q = %d: %v", o.Upper, get(o.Upper, up), err)
-		}
-	}
-	return nil
-}
-
-func keysWithScope(scope Scope) []string {
-	var out []string
-	for k, d := range configDefs {
-		if d.Scopes&scope != 0 {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
+// configDef returns the definition of key, the zero ConfigDef for an
+// unknown key.
+func configDef(key string) metadata.ConfigDef {
+	d, _ := metadata.LookupConfig(key)
+	return d
 }
 
 // InitialClusterConfigs returns the delta that writes the first-start
@@ -201,29 +36,29 @@ func keysWithScope(scope Scope) []string {
 // delta. It fails on a non-empty image (offset > 0): later changes go through
 // AlterConfigs.
 func (s *State) InitialClusterConfigs(cfg map[string]string) (*twinlogv1.MetadataDelta, error) {
-	if s.offset != 0 {
-		return nil, fmt.Errorf("metastate: initial cluster configs on a non-empty image (offset %d)", s.offset)
+	if s.Offset() != 0 {
+		return nil, fmt.Errorf("metastate: initial cluster configs on a non-empty image (offset %d)", s.Offset())
 	}
 	out := map[string]string{}
 	var errs []error
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
 		v := cfg[k]
-		if err := ValidateConfig(ScopeCluster, k, v); err != nil {
+		if err := metadata.ValidateConfig(metadata.ScopeCluster, k, v); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if v = configdef.Canonical(k, v); configDefs[k].Default != v {
+		if v = configdef.Canonical(k, v); configDef(k).Default != v {
 			out[k] = v
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("metastate: initial cluster configs: %w", err)
 	}
-	if err := checkOrders(out, func(k string) bool { _, ok := cfg[k]; return ok }); err != nil {
+	if err := metadata.CheckOrders(out, func(k string) bool { _, ok := cfg[k]; return ok }); err != nil {
 		return nil, fmt.Errorf("metastate: initial cluster configs: %w", err)
 	}
 	if len(out) == 0 {
 		return nil, nil
 	}
-	return &twinlogv1.MetadataDelta{Offset: s.offset + 1, ClusterConfig: &twinlogv1.ClusterConfigRecord{Configs: out}}, nil
+	return &twinlogv1.MetadataDelta{Offset: s.Offset() + 1, ClusterConfig: &twinlogv1.ClusterConfigRecord{Configs: out}}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 const invalidConfig = twinlogv1.ErrorCode_ERROR_CODE_INVALID_CONFIG
@@ -37,39 +38,39 @@ func TestAlterConfigsRefusesWhatStartUpRefuses(t *testing.T) {
 		key, value string
 		want       string
 	}{
-		{clusterRes, KeyBrokerSessionTimeoutMs, "1", "must be ≥ 1000"},
-		{clusterRes, KeyBrokerSessionTimeoutMs, "999", "must be ≥ 1000"},
-		{clusterRes, KeyBrokerSessionTimeoutMs, "+12000", "want a decimal integer"},
-		{clusterRes, KeyBrokerSessionTimeoutMs, "012000", "leading zeros"},
-		{clusterRes, KeyBrokerSessionTimeoutMs, "0x2ee0", "leading zeros or a 0x"},
-		{clusterRes, KeyBrokerSessionTimeoutMs, " 12000", "want a decimal integer"},
-		{clusterRes, KeyBrokerSessionTimeoutMs, "1.2e4", "not a fraction or exponent"},
-		{clusterRes, KeyBrokerSessionTimeoutMs, "1_2000", "want a decimal integer"},
-		{clusterRes, KeyBrokerSessionTimeoutMs, "9223372036854775807", "overflows a duration"},
-		{clusterRes, KeyBrokerSessionTimeoutMs, "9223372036854775808", "out of range"},
-		{clusterRes, KeyBrokerHeartbeatIntervalMs, "1", "must be ≥ 100"},
-		{clusterRes, KeyBrokerHeartbeatIntervalMs, "9000", "must be > broker.heartbeat.interval.ms (9000)"}, // = default session
-		{clusterRes, KeyUncleanRecoveryTimeoutMs, "1", "must be ≥ 1000"},
-		{clusterRes, KeyUncleanRecoveryTimeoutMs, "9223372036854775807", "overflows a duration"},
-		{clusterRes, KeyUncleanRecoveryTimeoutMs, "-1", "must be ≥ 1000"},
-		{clusterRes, KeyMinInsyncReplicas, "0", "must be ≥ 1"},
-		{clusterRes, KeyMinInsyncReplicas, "+2", "want a decimal integer"},
-		{clusterRes, KeyMinInsyncReplicas, "02", "leading zeros"},
-		{clusterRes, KeyMinInsyncReplicas, "2147483648", "must be ≤ 2147483647"},
-		{clusterRes, KeyMinInsyncReplicas, "true", "not a boolean"},
-		{clusterRes, KeyEligibleLeaderReplicas, "1", "allowed values are true, false"},
-		{clusterRes, KeyUncleanRecoveryStrategy, "Balanced", "allowed values are none, balanced, aggressive"},
-		{brokerRes, KeyReplicaLagTimeMaxMs, "400", "must be ≥ 1000"},
-		{brokerRes, KeyMirrorPendingTimeoutMs, "5", "must be ≥ 1000"},
-		{brokerRes, KeyMirrorRetryInitialBackoff, "1", "must be ≥ 10"},
-		{brokerRes, KeyMirrorRetryInitialBackoff, "400000", "must be ≥ mirror.failed.retry.initial.backoff.ms (400000)"}, // > default max
-		{brokerRes, KeyMirrorRetryMaxBackoff, "50", "must be ≥ mirror.failed.retry.initial.backoff.ms (100)"},
-		{brokerRes, KeyMirrorRetryMaxAttempts, "-1", "must be ≥ 0"},
-		{brokerRes, KeyMirrorRetryMaxAttempts, "2147483648", "must be ≤ 2147483647"},
-		{brokerRes, KeyMaxRequestPartitionLimit, "0", "must be ≥ 1"},
-		{topicRes, KeyMinInsyncReplicas, "010", "leading zeros"},
-		{topicRes, KeyUncleanLeaderElection, "yes", "allowed values are true, false"},
-		{topicRes, KeyMirrorSupportUnclean, "1", "allowed values are true, false"},
+		{clusterRes, metadata.KeyBrokerSessionTimeoutMs, "1", "must be ≥ 1000"},
+		{clusterRes, metadata.KeyBrokerSessionTimeoutMs, "999", "must be ≥ 1000"},
+		{clusterRes, metadata.KeyBrokerSessionTimeoutMs, "+12000", "want a decimal integer"},
+		{clusterRes, metadata.KeyBrokerSessionTimeoutMs, "012000", "leading zeros"},
+		{clusterRes, metadata.KeyBrokerSessionTimeoutMs, "0x2ee0", "leading zeros or a 0x"},
+		{clusterRes, metadata.KeyBrokerSessionTimeoutMs, " 12000", "want a decimal integer"},
+		{clusterRes, metadata.KeyBrokerSessionTimeoutMs, "1.2e4", "not a fraction or exponent"},
+		{clusterRes, metadata.KeyBrokerSessionTimeoutMs, "1_2000", "want a decimal integer"},
+		{clusterRes, metadata.KeyBrokerSessionTimeoutMs, "9223372036854775807", "overflows a duration"},
+		{clusterRes, metadata.KeyBrokerSessionTimeoutMs, "9223372036854775808", "out of range"},
+		{clusterRes, metadata.KeyBrokerHeartbeatIntervalMs, "1", "must be ≥ 100"},
+		{clusterRes, metadata.KeyBrokerHeartbeatIntervalMs, "9000", "must be > broker.heartbeat.interval.ms (9000)"}, // = default session
+		{clusterRes, metadata.KeyUncleanRecoveryTimeoutMs, "1", "must be ≥ 1000"},
+		{clusterRes, metadata.KeyUncleanRecoveryTimeoutMs, "9223372036854775807", "overflows a duration"},
+		{clusterRes, metadata.KeyUncleanRecoveryTimeoutMs, "-1", "must be ≥ 1000"},
+		{clusterRes, metadata.KeyMinInsyncReplicas, "0", "must be ≥ 1"},
+		{clusterRes, metadata.KeyMinInsyncReplicas, "+2", "want a decimal integer"},
+		{clusterRes, metadata.KeyMinInsyncReplicas, "02", "leading zeros"},
+		{clusterRes, metadata.KeyMinInsyncReplicas, "2147483648", "must be ≤ 2147483647"},
+		{clusterRes, metadata.KeyMinInsyncReplicas, "true", "not a boolean"},
+		{clusterRes, metadata.KeyEligibleLeaderReplicas, "1", "allowed values are true, false"},
+		{clusterRes, metadata.KeyUncleanRecoveryStrategy, "Balanced", "allowed values are none, balanced, aggressive"},
+		{brokerRes, metadata.KeyReplicaLagTimeMaxMs, "400", "must be ≥ 1000"},
+		{brokerRes, metadata.KeyMirrorPendingTimeoutMs, "5", "must be ≥ 1000"},
+		{brokerRes, metadata.KeyMirrorRetryInitialBackoff, "1", "must be ≥ 10"},
+		{brokerRes, metadata.KeyMirrorRetryInitialBackoff, "400000", "must be ≥ mirror.failed.retry.initial.backoff.ms (400000)"}, // > default max
+		{brokerRes, metadata.KeyMirrorRetryMaxBackoff, "50", "must be ≥ mirror.failed.retry.initial.backoff.ms (100)"},
+		{brokerRes, metadata.KeyMirrorRetryMaxAttempts, "-1", "must be ≥ 0"},
+		{brokerRes, metadata.KeyMirrorRetryMaxAttempts, "2147483648", "must be ≤ 2147483647"},
+		{brokerRes, metadata.KeyMaxRequestPartitionLimit, "0", "must be ≥ 1"},
+		{topicRes, metadata.KeyMinInsyncReplicas, "010", "leading zeros"},
+		{topicRes, metadata.KeyUncleanLeaderElection, "yes", "allowed values are true, false"},
+		{topicRes, metadata.KeyMirrorSupportUnclean, "1", "allowed values are true, false"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
@@ -117,21 +118,21 @@ func TestAlterConfigsSessionAboveHeartbeat(t *testing.T) {
 	}
 	// The floors themselves, together (a session of 1000 over the default
 	// heartbeat of 2000 alone would be refused).
-	no(map[string]string{KeyBrokerSessionTimeoutMs: "1000"})
-	ok(map[string]string{KeyBrokerSessionTimeoutMs: "1000", KeyBrokerHeartbeatIntervalMs: "100"})
-	no(map[string]string{KeyBrokerHeartbeatIntervalMs: "1000"})
+	no(map[string]string{metadata.KeyBrokerSessionTimeoutMs: "1000"})
+	ok(map[string]string{metadata.KeyBrokerSessionTimeoutMs: "1000", metadata.KeyBrokerHeartbeatIntervalMs: "100"})
+	no(map[string]string{metadata.KeyBrokerHeartbeatIntervalMs: "1000"})
 	// Moving both past each other in one request.
-	ok(map[string]string{KeyBrokerSessionTimeoutMs: "30000", KeyBrokerHeartbeatIntervalMs: "10000"})
+	ok(map[string]string{metadata.KeyBrokerSessionTimeoutMs: "30000", metadata.KeyBrokerHeartbeatIntervalMs: "10000"})
 	// Deleting the session returns it to 9000, under the heartbeat.
-	no(nil, KeyBrokerSessionTimeoutMs)
-	ok(nil, KeyBrokerSessionTimeoutMs, KeyBrokerHeartbeatIntervalMs)
+	no(nil, metadata.KeyBrokerSessionTimeoutMs)
+	ok(nil, metadata.KeyBrokerSessionTimeoutMs, metadata.KeyBrokerHeartbeatIntervalMs)
 	if got := h.s.ClusterConfigs(); len(got) != 0 {
 		t.Fatalf("cluster configs %v, want the defaults", got)
 	}
 	// Booleans are stored in canonical form: a reader comparing with
 	// "true" must not take "TRUE" for false.
-	ok(map[string]string{KeyUncleanLeaderElection: "TRUE"})
-	if got := h.s.ClusterConfig(KeyUncleanLeaderElection); got != "true" {
+	ok(map[string]string{metadata.KeyUncleanLeaderElection: "TRUE"})
+	if got := h.s.ClusterConfig(metadata.KeyUncleanLeaderElection); got != "true" {
 		t.Errorf("stored %q, want true", got)
 	}
 }
@@ -140,16 +141,16 @@ func TestAlterConfigsSessionAboveHeartbeat(t *testing.T) {
 // may hold a session under the heartbeat; changes of other keys still go
 // through, and a change of either key must repair the pair.
 func TestAlterConfigsLegacyPairDoesNotBlock(t *testing.T) {
-	h := seededCluster(t, ids(1, 2, 3), nil, map[string]string{KeyBrokerSessionTimeoutMs: "1", KeyBrokerHeartbeatIntervalMs: "2000"}, nil,
+	h := seededCluster(t, ids(1, 2, 3), nil, map[string]string{metadata.KeyBrokerSessionTimeoutMs: "1", metadata.KeyBrokerHeartbeatIntervalMs: "2000"}, nil,
 		part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 0, 0))
-	if d, res := h.alter(clusterRes, "", map[string]string{KeyMinInsyncReplicas: "2"}); res.GetError() != ecNone {
+	if d, res := h.alter(clusterRes, "", map[string]string{metadata.KeyMinInsyncReplicas: "2"}); res.GetError() != ecNone {
 		t.Fatalf("unrelated key refused: %s", res.GetErrorMessage())
 	} else {
 		h.apply(d, false)
 	}
-	d, res := h.alter(clusterRes, "", map[string]string{KeyBrokerHeartbeatIntervalMs: "1500"})
+	d, res := h.alter(clusterRes, "", map[string]string{metadata.KeyBrokerHeartbeatIntervalMs: "1500"})
 	refused(t, "heartbeat over a 1 ms session", d, res.GetError(), invalidConfig, res.GetErrorMessage())
-	if _, res := h.alter(clusterRes, "", nil, KeyBrokerSessionTimeoutMs); res.GetError() != ecNone {
+	if _, res := h.alter(clusterRes, "", nil, metadata.KeyBrokerSessionTimeoutMs); res.GetError() != ecNone {
 		t.Fatalf("repair by deleting the session refused: %s", res.GetErrorMessage())
 	}
 }
@@ -158,17 +159,17 @@ func TestAlterConfigsLegacyPairDoesNotBlock(t *testing.T) {
 // keys) are held to the same table and rule.
 func TestInitialClusterConfigsFloors(t *testing.T) {
 	for _, cfg := range []map[string]string{
-		{KeyBrokerSessionTimeoutMs: "1"},
-		{KeyBrokerSessionTimeoutMs: "2000", KeyBrokerHeartbeatIntervalMs: "2000"},
-		{KeyUncleanRecoveryTimeoutMs: "010000"},
-		{KeyMirrorStateNumPartitions: "1000001"},
+		{metadata.KeyBrokerSessionTimeoutMs: "1"},
+		{metadata.KeyBrokerSessionTimeoutMs: "2000", metadata.KeyBrokerHeartbeatIntervalMs: "2000"},
+		{metadata.KeyUncleanRecoveryTimeoutMs: "010000"},
+		{metadata.KeyMirrorStateNumPartitions: "1000001"},
 	} {
 		if _, err := New(Config{ClusterID: "a"}).InitialClusterConfigs(cfg); err == nil {
 			t.Errorf("InitialClusterConfigs(%v) accepted", cfg)
 		}
 	}
-	d, err := New(Config{ClusterID: "a"}).InitialClusterConfigs(map[string]string{KeyEligibleLeaderReplicas: "FALSE", KeyBrokerSessionTimeoutMs: "1000", KeyBrokerHeartbeatIntervalMs: "100"})
-	if err != nil || d.GetClusterConfig().GetConfigs()[KeyEligibleLeaderReplicas] != "false" {
+	d, err := New(Config{ClusterID: "a"}).InitialClusterConfigs(map[string]string{metadata.KeyEligibleLeaderReplicas: "FALSE", metadata.KeyBrokerSessionTimeoutMs: "1000", metadata.KeyBrokerHeartbeatIntervalMs: "100"})
+	if err != nil || d.GetClusterConfig().GetConfigs()[metadata.KeyEligibleLeaderReplicas] != "false" {
 		t.Fatalf("InitialClusterConfigs = %v, %v; want the floors accepted and false stored", d, err)
 	}
 }
@@ -178,7 +179,7 @@ func TestInitialClusterConfigsFloors(t *testing.T) {
 // to a deadline in the past and the round ended at its first Tick.
 func TestRecoveryDeadlineSaturates(t *testing.T) {
 	for _, timeout := range []string{"9223372036854775807", strconv.FormatInt(math.MaxInt64-500, 10)} {
-		h := seededCluster(t, ids(1, 2, 3), nil, map[string]string{KeyUncleanRecoveryTimeoutMs: timeout}, nil,
+		h := seededCluster(t, ids(1, 2, 3), nil, map[string]string{metadata.KeyUncleanRecoveryTimeoutMs: timeout}, nil,
 			part(ids(1, 2, 3), -1, nil, nil, nil, -1, 4, 4))
 		const now = 1_700_000_000_000
 		d, res := h.s.ElectLeaders(&twinlogv1.ElectLeadersRequest{Type: twinlogv1.ElectionType_ELECTION_TYPE_UNCLEAN}, now)

@@ -1,7 +1,10 @@
 // Package metastate is the pure controller metadata state machine of one
-// cluster (SPEC §3, §5, §8): brokers, topics with configs, partitions (R,
-// ISR, ELR, LKE, LKL, L, LE, PE, recovery state, reassignment, truncation
-// points), mirrors and cluster configs, with the metadata offset.
+// cluster (SPEC §3, §5, §8): the decisions over brokers, topics with configs,
+// partitions (R, ISR, ELR, LKE, LKL, L, LE, PE, recovery state,
+// reassignment, truncation points), mirrors and cluster configs. The records
+// themselves, with the metadata offset, are the image of package metadata,
+// which State embeds and which brokers build too; the config table and the
+// resolution of effective values are metadata's as well.
 //
 // # Shape
 //
@@ -10,11 +13,12 @@
 // entity it changes, without changing the image; a change whose result equals
 // the current state yields a nil delta and nothing is written. The shell
 // persists the delta (bbolt, one transaction per offset) and then calls
-// Apply, which installs it, advances the offset and returns Events (elections,
-// unclean elections, fences) for the shell to log and count. Apply is also
-// the replay path at start-up; Snapshot and Restore round-trip the image, and
-// FromSnapshot+Apply is how a broker builds the same image to answer
-// DescribeTopicPartitions.
+// Apply, which installs it in the image (metadata.Image.Apply), advances the
+// offset, keeps the soft state and returns Events (elections, unclean
+// elections, fences) for the shell to log and count. Apply is also the
+// replay path at start-up; Snapshot and Restore round-trip the image, and a
+// broker builds the same image with metadata.FromSnapshot and Image.Apply to
+// answer DescribeTopicPartitions.
 //
 //	cmd ──► delta ──► shell persists ──► Apply(delta) ──► events
 //
@@ -25,9 +29,10 @@
 // a copy, so a delta must not be modified once applied (it may still be
 // read, marshalled, or applied to another State). The image never modifies
 // a record in place; commands work on copies. The image keeps two indexes,
-// partitions by replica broker and leaderless partitions, so fencing a
-// broker and re-running elections touch only the partitions concerned;
-// CheckInvariants verifies them.
+// partitions by replica broker and leaderless partitions, which the
+// commands' copy-on-write view (txn) reads through the image's iterators, so
+// fencing a broker and re-running elections touch only the partitions
+// concerned; CheckInvariants verifies them (Image.CheckConsistency).
 //
 // InitialClusterConfigs writes the first-start cluster configs, including
 // the static mirror.state.topic.* keys that AlterConfigs refuses.

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 // ElectLeadersResult carries the recovery rounds an UNCLEAN election started.
@@ -82,15 +83,15 @@ func (s *State) ElectLeaders(req *twinlogv1.ElectLeadersRequest, nowMs int64) (*
 			if t.partition(p.GetTopic(), p.GetPartition()).GetLeader() != noBroker {
 				continue
 			}
-			cands := t.roundTrigger(p, StrategyAggressive)
+			cands := t.roundTrigger(p, metadata.StrategyAggressive)
 			if len(cands) == 0 {
 				r.Error = twinlogv1.ErrorCode_ERROR_CODE_ELIGIBLE_LEADERS_NOT_AVAILABLE
 				continue
 			}
-			if old := s.rounds[tpKey{p.GetTopic(), p.GetPartition()}]; old != nil && old.Strategy == StrategyAggressive {
+			if old := s.rounds[tpKey{p.GetTopic(), p.GetPartition()}]; old != nil && old.Strategy == metadata.StrategyAggressive {
 				continue // one is already running
 			}
-			res.StartRounds = append(res.StartRounds, *s.newRound(t, p, StrategyAggressive, cands, nowMs))
+			res.StartRounds = append(res.StartRounds, *s.newRound(t, p, metadata.StrategyAggressive, cands, nowMs))
 		default:
 			r.Error, r.ErrorMessage = ecInvalid, "unknown election type"
 		}

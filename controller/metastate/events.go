@@ -72,7 +72,7 @@ type Event struct {
 func (s *State) events(d *twinlogv1.MetadataDelta) []Event {
 	var out []Event
 	for _, b := range d.GetBrokers() {
-		old := s.brokers[b.GetBrokerId()]
+		old := s.Broker(b.GetBrokerId())
 		id := b.GetBrokerId()
 		if old == nil || old.GetBrokerEpoch() != b.GetBrokerEpoch() {
 			out = append(out, Event{Kind: EventBrokerRegistered, Broker: id, BrokerEpoch: b.GetBrokerEpoch()})

@@ -3,9 +3,9 @@ package metastate
 import (
 	"errors"
 	"fmt"
-	"maps"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 // CheckInvariants checks the state-only parts of SPEC §8 controller
@@ -15,18 +15,13 @@ func (s *State) CheckInvariants() error {
 	var errs []error
 	t := s.view()
 	elr := t.elrEnabled()
-	for name, tr := range s.topics {
-		if int(tr.GetPartitionCount()) != len(s.partitions[name]) {
-			errs = append(errs, fmt.Errorf("topic %s: %d partitions recorded, count %d", name, len(s.partitions[name]), tr.GetPartitionCount()))
-		}
-	}
-	for _, p := range s.sortedPartitions() {
+	for _, p := range s.SortedPartitions() {
 		bad := func(format string, args ...any) {
 			errs = append(errs, fmt.Errorf("%s-%d: %s", p.GetTopic(), p.GetPartition(), fmt.Sprintf(format, args...)))
 		}
 		R := p.GetReplicas()
 		I, E, K := p.GetIsr(), p.GetElr(), p.GetLastKnownElr()
-		if tr := s.topics[p.GetTopic()]; tr == nil || tr.GetTopicId() != p.GetTopicId() {
+		if tr := s.Topic(p.GetTopic()); tr == nil || tr.GetTopicId() != p.GetTopicId() {
 			bad("partition of an unknown topic")
 		}
 		if len(R) == 0 || hasDuplicates(R) {
@@ -79,12 +74,8 @@ func (s *State) CheckInvariants() error {
 			bad("%d truncation points", len(p.GetTruncationPoints()))
 		}
 	}
-	errs = append(errs, s.checkIndexes())
-	for id, b := range s.brokers {
-		if b.GetBrokerId() != id {
-			errs = append(errs, fmt.Errorf("broker %d recorded as %d", id, b.GetBrokerId()))
-		}
-	}
+	// The image's own structure: partition slots, broker keys, indexes.
+	errs = append(errs, s.CheckConsistency())
 	return errors.Join(errs...)
 }
 
@@ -163,34 +154,8 @@ func CheckTransition(before *twinlogv1.MetadataSnapshot, d *twinlogv1.MetadataDe
 }
 
 func equalIgnoringEpochs(a, b *twinlogv1.PartitionRecord) bool {
-	x, y := cloneP(a), cloneP(b)
+	x, y := metadata.ClonePartition(a), metadata.ClonePartition(b)
 	x.PartitionEpoch, y.PartitionEpoch = 0, 0
 	x.LeaderEpoch, y.LeaderEpoch = 0, 0
 	return protoEqual(x, y) && a.GetLeaderEpoch() == b.GetLeaderEpoch()
-}
-
-// checkIndexes compares byBroker and leaderless with the image.
-func (s *State) checkIndexes() error {
-	byBroker := map[int32]map[tpKey]struct{}{}
-	leaderless := map[tpKey]struct{}{}
-	for _, p := range s.sortedPartitions() {
-		k := tpKey{p.GetTopic(), p.GetPartition()}
-		for _, b := range p.GetReplicas() {
-			if byBroker[b] == nil {
-				byBroker[b] = map[tpKey]struct{}{}
-			}
-			byBroker[b][k] = struct{}{}
-		}
-		if p.GetLeader() == noBroker {
-			leaderless[k] = struct{}{}
-		}
-	}
-	var errs []error
-	if !maps.Equal(leaderless, s.leaderless) {
-		errs = append(errs, fmt.Errorf("leaderless index %v, image %v", s.leaderless, leaderless))
-	}
-	if !maps.EqualFunc(byBroker, s.byBroker, func(a, b map[tpKey]struct{}) bool { return maps.Equal(a, b) }) {
-		errs = append(errs, fmt.Errorf("broker index differs from the image"))
-	}
-	return errors.Join(errs...)
 }

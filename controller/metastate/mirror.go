@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -39,7 +40,7 @@ type SourceTopic struct {
 	// min(3, acceptable brokers).
 	ReplicationFactor int32
 	// Configs are the source topic's own settings (its topic-level
-	// overrides); only MirroredTopicConfigs keys with valid values are
+	// overrides); only metadata.MirroredTopicConfigs keys with valid values are
 	// copied to a topic created here, the rest are dropped.
 	Configs map[string]string
 	// ConfigsErr, if set, says the source's configs could not be read (the
@@ -119,21 +120,18 @@ func (t *txn) ensureMirrorStateTopic() error {
 	if t.topic(mirrorStateTopic) != nil {
 		return nil
 	}
-	rf := min(int(atoi(t.clusterConfigValue(KeyMirrorStateReplication), defaultMirrorTopicReplication)), t.acceptableCount())
-	n := int(atoi(t.clusterConfigValue(KeyMirrorStateNumPartitions), 1))
+	rf := min(int(metadata.ConfigInt(t.clusterConfigValue(metadata.KeyMirrorStateReplication), defaultMirrorTopicReplication)), t.acceptableCount())
+	n := int(metadata.ConfigInt(t.clusterConfigValue(metadata.KeyMirrorStateNumPartitions), 1))
 	assign, err := t.placement(n, rf)
 	if err != nil {
 		return fmt.Errorf("cannot place %s: %v", mirrorStateTopic, err)
 	}
 	t.createTopic(mirrorStateTopic, t.newTopicID(), assign, map[string]string{
-		KeyMinInsyncReplicas:       fmt.Sprint(min(2, rf)),
-		KeyUncleanRecoveryStrategy: StrategyNone,
+		metadata.KeyMinInsyncReplicas:       fmt.Sprint(min(2, rf)),
+		metadata.KeyUncleanRecoveryStrategy: metadata.StrategyNone,
 	}, true)
 	return nil
 }
-
-// MirrorNames returns the names of all mirrors in byte-wise order.
-func (s *State) MirrorNames() []string { return slices.Sorted(maps.Keys(s.mirrors)) }
 
 func (t *txn) acceptableCount() int {
 	n := 0
@@ -192,7 +190,7 @@ func (s *State) SetMirrorTopicsDesiredState(mirror string, topics []string, op M
 // StartMirrorTopics is Start with the source's description of the topics
 // (SPEC §6.1, §6.3): a topic that does not exist locally is created with the
 // source's name, topic id, partition count, replication factor and
-// mirrored configs (MirroredTopicConfigs; read-only: it belongs to the
+// mirrored configs (metadata.MirroredTopicConfigs; read-only: it belongs to the
 // mirror, once_mirrored set); an existing topic with another topic id gets
 // INCONSISTENT_TOPIC_ID (a local topic of its own, or one mirrored from a
 // source topic since re-created: mirroring over it would erase it); partitions
@@ -311,7 +309,7 @@ func (t *txn) mirrorTopicFromSource(mirror string, st SourceTopic) (twinlogv1.Er
 		}
 		cfg := map[string]string{}
 		for k, v := range st.Configs {
-			if ValidateConfig(ScopeTopic, k, v) == nil && configDefs[k].Mirrored {
+			if metadata.ValidateConfig(metadata.ScopeTopic, k, v) == nil && configDef(k).Mirrored {
 				cfg[k] = v
 			}
 		}

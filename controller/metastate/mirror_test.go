@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 func TestMirrorDesiredStates(t *testing.T) {
@@ -16,7 +17,7 @@ func TestMirrorDesiredStates(t *testing.T) {
 		t.Fatal(resp)
 	}
 	st := h.s.Topic(mirrorStateTopic)
-	if st == nil || !st.GetInternal() || h.s.TopicConfig(mirrorStateTopic, KeyMinInsyncReplicas) != "2" || h.s.UncleanStrategy(mirrorStateTopic) != StrategyNone {
+	if st == nil || !st.GetInternal() || h.s.TopicConfig(mirrorStateTopic, metadata.KeyMinInsyncReplicas) != "2" || h.s.UncleanStrategy(mirrorStateTopic) != metadata.StrategyNone {
 		t.Fatalf("mirror state topic %v", st)
 	}
 	if tr := h.s.Topic("t"); tr.GetMirrorName() != "m" || !tr.GetOnceMirrored() {
@@ -60,7 +61,7 @@ func TestMirrorDesiredStates(t *testing.T) {
 }
 
 // SPEC §6.1, §6.3: mirror topics take the source's name, topic id,
-// partition count and mirrored configs (MirroredTopicConfigs).
+// partition count and mirrored configs (metadata.MirroredTopicConfigs).
 func TestStartMirrorTopicsFromSource(t *testing.T) {
 	const inconsistent = twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID
 	for _, tc := range []struct {
@@ -72,11 +73,11 @@ func TestStartMirrorTopicsFromSource(t *testing.T) {
 		wantID string // local topic id afterwards
 	}{
 		{name: "created from source", src: SourceTopic{Name: "s", TopicID: "sid", Partitions: 3, Configs: map[string]string{
-			KeyMirrorSupportUnclean: "true", KeyMinInsyncReplicas: "2", KeyUncleanLeaderElection: "true",
-			KeyUncleanRecoveryStrategy: StrategyNone, "nope": "x", KeyMirrorStateNumPartitions: "3", KeyEligibleLeaderReplicas: "true"}},
+			metadata.KeyMirrorSupportUnclean: "true", metadata.KeyMinInsyncReplicas: "2", metadata.KeyUncleanLeaderElection: "true",
+			metadata.KeyUncleanRecoveryStrategy: metadata.StrategyNone, "nope": "x", metadata.KeyMirrorStateNumPartitions: "3", metadata.KeyEligibleLeaderReplicas: "true"}},
 			parts: 3, wantID: "sid"},
 		{name: "created from source, invalid mirrored value", src: SourceTopic{Name: "v", TopicID: "vid", Partitions: 1, Configs: map[string]string{
-			KeyMirrorSupportUnclean: "maybe"}}, parts: 1, wantID: "vid"},
+			metadata.KeyMirrorSupportUnclean: "maybe"}}, parts: 1, wantID: "vid"},
 		{name: "source configs unreadable: not created", src: SourceTopic{Name: "s", TopicID: "sid", Partitions: 1, ConfigsErr: "unavailable"},
 			want: twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE},
 		{name: "source configs unreadable: existing topic starts", src: SourceTopic{Name: "t", TopicID: "tid", Partitions: 2, ConfigsErr: "unavailable"},
@@ -132,9 +133,9 @@ func TestStartMirrorTopicsFromSource(t *testing.T) {
 			}
 			switch tc.src.Name {
 			case "s":
-				// Only valid MirroredTopicConfigs are copied: min ISR and
+				// Only valid metadata.MirroredTopicConfigs are copied: min ISR and
 				// the unclean election settings stay local.
-				if len(tr.GetConfigs()) != 1 || tr.GetConfigs()[KeyMirrorSupportUnclean] != "true" {
+				if len(tr.GetConfigs()) != 1 || tr.GetConfigs()[metadata.KeyMirrorSupportUnclean] != "true" {
 					t.Fatalf("configs %v", tr.GetConfigs())
 				}
 			case "v":
@@ -164,7 +165,7 @@ func TestStartMirrorTopicsFromSource(t *testing.T) {
 // SPEC §6.4 with the static configs written at first start.
 func TestCreateMirrorFromSourceAndStateTopic(t *testing.T) {
 	h := newHarness(t)
-	d, err := h.s.InitialClusterConfigs(map[string]string{KeyMirrorStateReplication: "5", KeyMirrorStateNumPartitions: "4"})
+	d, err := h.s.InitialClusterConfigs(map[string]string{metadata.KeyMirrorStateReplication: "5", metadata.KeyMirrorStateNumPartitions: "4"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestCreateMirrorFromSourceAndStateTopic(t *testing.T) {
 	}
 	st := h.s.Topic(mirrorStateTopic)
 	if !st.GetInternal() || st.GetPartitionCount() != 4 || len(h.s.Partition(mirrorStateTopic, 0).GetReplicas()) != 2 ||
-		h.s.TopicConfig(mirrorStateTopic, KeyMinInsyncReplicas) != "2" || h.s.UncleanStrategy(mirrorStateTopic) != StrategyNone {
+		h.s.TopicConfig(mirrorStateTopic, metadata.KeyMinInsyncReplicas) != "2" || h.s.UncleanStrategy(mirrorStateTopic) != metadata.StrategyNone {
 		t.Fatalf("state topic %v", st)
 	}
 	if tr := h.s.Topic("s"); tr.GetTopicId() != "sid" || tr.GetPartitionCount() != 2 || len(h.s.Partition("s", 0).GetReplicas()) != 2 {
@@ -235,19 +236,6 @@ func TestMirrorWrongStateIsInvalidRequest(t *testing.T) {
 		}
 		if tc.want != ecNone && d != nil {
 			t.Fatalf("op %d refused but wrote %v", tc.op, d)
-		}
-	}
-}
-
-// MirroredTopicConfigs is the documented copy list: the one topic config
-// that protects the pair (docs/operations.md lists the same).
-func TestMirroredTopicConfigs(t *testing.T) {
-	if got := MirroredTopicConfigs(); !slices.Equal(got, []string{KeyMirrorSupportUnclean}) {
-		t.Fatalf("MirroredTopicConfigs() = %v", got)
-	}
-	for _, k := range []string{KeyMinInsyncReplicas, KeyUncleanLeaderElection, KeyUncleanRecoveryStrategy} {
-		if d, _ := LookupConfig(k); d.Mirrored {
-			t.Fatalf("%s is copied to mirror topics; it must stay local", k)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 	"pgregory.net/rapid"
 )
 
@@ -41,7 +42,7 @@ func (m *model) step(d *twinlogv1.MetadataDelta, bumped bool, weak, lossy bool) 
 		}
 	}
 	if weak {
-		for _, p := range m.h.s.sortedPartitions() {
+		for _, p := range m.h.s.SortedPartitions() {
 			m.weak[tpKey{p.GetTopic(), p.GetPartition()}] = true
 		}
 	}
@@ -55,7 +56,7 @@ func (m *model) checkInv5() {
 			m.weak[k] = true
 		}
 	}
-	for _, p := range s.sortedPartitions() {
+	for _, p := range s.SortedPartitions() {
 		k := tpKey{p.GetTopic(), p.GetPartition()}
 		mm := s.MinISR(p.GetTopic(), len(p.GetReplicas()))
 		if len(p.GetIsr()) >= mm {
@@ -104,7 +105,7 @@ func TestPropertyRandomOperations(t *testing.T) {
 			req := &twinlogv1.AlterConfigsRequest{Resources: []*twinlogv1.AlterConfigsResource{{
 				Resource: &twinlogv1.ConfigResource{Type: typ, Name: name}, Set: map[string]string{k: v}}}}
 			d, _ := h.s.AlterConfigs(req)
-			m.step(d, false, k == KeyMinInsyncReplicas || k == KeyEligibleLeaderReplicas, false)
+			m.step(d, false, k == metadata.KeyMinInsyncReplicas || k == metadata.KeyEligibleLeaderReplicas, false)
 			if d2, _ := h.s.AlterConfigs(req); d2 != nil {
 				rt.Fatalf("repeated config change wrote %v", d2)
 			}
@@ -133,7 +134,7 @@ func TestPropertyRandomOperations(t *testing.T) {
 				d, resp := heartbeat(b, true)
 				m.step(d, false, false, false)
 				if resp.GetError() == ecNone && resp.GetShouldShutDown() {
-					for _, p := range h.s.sortedPartitions() {
+					for _, p := range h.s.SortedPartitions() {
 						if p.GetLeader() == b {
 							rt.Fatalf("shutdown granted to %d while it leads %v", b, p)
 						}
@@ -207,19 +208,19 @@ func TestPropertyRandomOperations(t *testing.T) {
 			"minISR": func(rt *rapid.T) {
 				v := rapid.SampledFrom([]string{"1", "2", "3", "4"}).Draw(rt, "m")
 				if rapid.Bool().Draw(rt, "cluster") {
-					setCfg(clusterRes, "", KeyMinInsyncReplicas, v)
+					setCfg(clusterRes, "", metadata.KeyMinInsyncReplicas, v)
 				} else {
-					setCfg(topicRes, rapid.SampledFrom(topics).Draw(rt, "topic"), KeyMinInsyncReplicas, v)
+					setCfg(topicRes, rapid.SampledFrom(topics).Draw(rt, "topic"), metadata.KeyMinInsyncReplicas, v)
 				}
 			},
 			"elr": func(rt *rapid.T) {
-				setCfg(clusterRes, "", KeyEligibleLeaderReplicas, rapid.SampledFrom([]string{"true", "false"}).Draw(rt, "v"))
+				setCfg(clusterRes, "", metadata.KeyEligibleLeaderReplicas, rapid.SampledFrom([]string{"true", "false"}).Draw(rt, "v"))
 			},
 			"unclean": func(rt *rapid.T) {
 				if rapid.Bool().Draw(rt, "flag") {
-					setCfg(topicRes, rapid.SampledFrom(topics).Draw(rt, "topic"), KeyUncleanLeaderElection, rapid.SampledFrom([]string{"true", "false"}).Draw(rt, "v"))
+					setCfg(topicRes, rapid.SampledFrom(topics).Draw(rt, "topic"), metadata.KeyUncleanLeaderElection, rapid.SampledFrom([]string{"true", "false"}).Draw(rt, "v"))
 				} else {
-					setCfg(clusterRes, "", KeyUncleanRecoveryStrategy, rapid.SampledFrom([]string{"none", "balanced", "aggressive"}).Draw(rt, "v"))
+					setCfg(clusterRes, "", metadata.KeyUncleanRecoveryStrategy, rapid.SampledFrom([]string{"none", "balanced", "aggressive"}).Draw(rt, "v"))
 				}
 			},
 			"reassign": func(rt *rapid.T) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 // Round is one unclean recovery round (SPEC §3.5). Rounds are soft state:
@@ -15,7 +16,7 @@ type Round struct {
 	Topic     string
 	TopicID   string
 	Partition int32
-	// Strategy is StrategyBalanced or StrategyAggressive.
+	// Strategy is metadata.StrategyBalanced or metadata.StrategyAggressive.
 	Strategy string
 	// Candidates are the brokers to ask, in R order, with the broker epoch
 	// each had when the round started.
@@ -83,7 +84,7 @@ func (t *txn) roundTrigger(p *twinlogv1.PartitionRecord, strategy string) []int3
 		return nil
 	}
 	switch strategy {
-	case StrategyBalanced:
+	case metadata.StrategyBalanced:
 		if len(p.GetIsr()) > 0 || len(p.GetElr()) > 0 || len(p.GetLastKnownElr()) == 0 {
 			return nil
 		}
@@ -93,7 +94,7 @@ func (t *txn) roundTrigger(p *twinlogv1.PartitionRecord, strategy string) []int3
 			}
 		}
 		return inROrder(p.GetReplicas(), p.GetLastKnownElr())
-	case StrategyAggressive:
+	case metadata.StrategyAggressive:
 		for _, b := range union(p.GetIsr(), p.GetElr()) {
 			if t.acceptable(b) {
 				return nil
@@ -116,10 +117,10 @@ func (t *txn) stillTriggered(p *twinlogv1.PartitionRecord, r *Round) bool {
 		return false
 	}
 	switch r.Strategy {
-	case StrategyBalanced:
+	case metadata.StrategyBalanced:
 		return len(p.GetIsr()) == 0 && len(p.GetElr()) == 0 &&
 			slices.Equal(p.GetLastKnownElr(), r.lke) && p.GetLastKnownLeader() == r.lkl
-	case StrategyAggressive:
+	case metadata.StrategyAggressive:
 		for _, b := range union(p.GetIsr(), p.GetElr()) {
 			if t.acceptable(b) {
 				return false
@@ -149,7 +150,7 @@ func (s *State) newRound(t *txn, p *twinlogv1.PartitionRecord, strategy string, 
 	r := &Round{
 		ID: s.nextRoundID, Topic: p.GetTopic(), TopicID: p.GetTopicId(), Partition: p.GetPartition(),
 		Strategy: strategy, Candidates: cands,
-		DeadlineMs: addSat(nowMs, atoi(t.clusterConfigValue(KeyUncleanRecoveryTimeoutMs), 300000)),
+		DeadlineMs: addSat(nowMs, metadata.ConfigInt(t.clusterConfigValue(metadata.KeyUncleanRecoveryTimeoutMs), 300000)),
 		lke:        slices.Clone(p.GetLastKnownElr()), lkl: p.GetLastKnownLeader(),
 	}
 	for _, b := range cands {
@@ -212,7 +213,7 @@ func (s *State) CompleteRecoveryRound(id uint64, answers []ReplicaLogAnswer, now
 		out.Reason = "trigger no longer holds"
 		return nil, out
 	}
-	if r.Strategy == StrategyBalanced && nowMs > r.DeadlineMs {
+	if r.Strategy == metadata.StrategyBalanced && nowMs > r.DeadlineMs {
 		out.Reason = "balanced round answered after its deadline"
 		return nil, out
 	}
@@ -225,7 +226,7 @@ func (s *State) CompleteRecoveryRound(id uint64, answers []ReplicaLogAnswer, now
 		}
 		valid[a.Broker] = a
 	}
-	if r.Strategy == StrategyBalanced && len(valid) < len(r.Candidates) {
+	if r.Strategy == metadata.StrategyBalanced && len(valid) < len(r.Candidates) {
 		out.Reason = "balanced round is missing answers"
 		return nil, out
 	}

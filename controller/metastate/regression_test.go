@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 // Property-test finding 1 (rapid fail file of TestPropertyRandomOperations):
@@ -18,8 +19,8 @@ func TestRegressionELROffCompletesReassignment(t *testing.T) {
 	p := part(ids(4, 1, 2, 3), 3, ids(3), nil, nil, -1, 5, 8)
 	p.AddingReplicas, p.RemovingReplicas = ids(3), ids(4)
 	p.RecoveryState = recovering
-	h := seeded(t, ids(1, 2, 3, 4), nil, map[string]string{KeyMinInsyncReplicas: "1"}, p)
-	h.setConfig(clusterRes, "", KeyEligibleLeaderReplicas, "false")
+	h := seeded(t, ids(1, 2, 3, 4), nil, map[string]string{metadata.KeyMinInsyncReplicas: "1"}, p)
+	h.setConfig(clusterRes, "", metadata.KeyEligibleLeaderReplicas, "false")
 	h.expect(0, ps{L: 3, LKL: -1, ISR: ids(3), R: ids(1, 2, 3), LE: 6, PE: 9, RS: recovering})
 	if got := h.p(0); len(got.GetAddingReplicas())+len(got.GetRemovingReplicas()) > 0 {
 		t.Fatalf("reassignment still pending: %v", got)
@@ -46,8 +47,8 @@ func TestCheckTransitionLeaderEpochRule(t *testing.T) {
 		{"bump without rise", func(p *twinlogv1.PartitionRecord) { p.Isr = ids(1, 2) }, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := seeded(t, ids(1, 2, 3), nil, nil, cloneP(base))
-			n := cloneP(h.p(0))
+			h := seeded(t, ids(1, 2, 3), nil, nil, metadata.ClonePartition(base))
+			n := metadata.ClonePartition(h.p(0))
 			tc.edit(n)
 			n.PartitionEpoch++
 			err := CheckTransition(h.s.Snapshot(), &twinlogv1.MetadataDelta{Offset: h.s.Offset() + 1, Partitions: []*twinlogv1.PartitionRecord{n}}, tc.bumped)
@@ -58,44 +59,10 @@ func TestCheckTransitionLeaderEpochRule(t *testing.T) {
 	}
 }
 
-// cloneP and partitionEqual are hand-written for speed; they must know every
-// PartitionRecord field.
-func TestPartitionRecordFieldsCovered(t *testing.T) {
-	fields := (&twinlogv1.PartitionRecord{}).ProtoReflect().Descriptor().Fields()
-	if fields.Len() != partitionFields {
-		t.Fatalf("PartitionRecord has %d fields, cloneP/partitionEqual know %d: update records.go", fields.Len(), partitionFields)
-	}
-	full := &twinlogv1.PartitionRecord{Topic: "t", TopicId: "i", Partition: 1, Replicas: ids(1, 2), Isr: ids(1), Elr: ids(2),
-		LastKnownElr: ids(2), LastKnownLeader: 2, Leader: 1, LeaderEpoch: 3, PartitionEpoch: 4, RecoveryState: recovering,
-		AddingReplicas: ids(2), RemovingReplicas: ids(1), TruncationPoints: []*twinlogv1.TruncationPoint{{LeaderEpoch: 1, Offset: 2}}}
-	c := cloneP(full)
-	if !protoEqual(c, full) || !partitionEqual(c, full) {
-		t.Fatalf("clone %v differs from %v", c, full)
-	}
-	// Every field set in full must be compared: clearing any one breaks
-	// equality.
-	for i := range fields.Len() {
-		f := fields.Get(i)
-		x := cloneP(full)
-		x.ProtoReflect().Clear(f)
-		if partitionEqual(x, full) {
-			t.Errorf("partitionEqual ignores field %s", f.Name())
-		}
-		if x.ProtoReflect().Has(f) {
-			t.Errorf("field %s not cleared", f.Name())
-		}
-	}
-	c.Isr[0] = 9
-	c.TruncationPoints[0].Offset = 9
-	if full.Isr[0] != 1 || full.TruncationPoints[0].GetOffset() != 2 {
-		t.Fatal("clone shares memory with the original")
-	}
-}
-
 // AbortRounds forgets rounds whose planning delta was not persisted, so the
 // next Tick plans them again.
 func TestAbortRounds(t *testing.T) {
-	h := seeded(t, ids(1, 2, 3), ids(1, 2), map[string]string{KeyUncleanLeaderElection: "true"},
+	h := seeded(t, ids(1, 2, 3), ids(1, 2), map[string]string{metadata.KeyUncleanLeaderElection: "true"},
 		part(ids(1, 2, 3), -1, nil, ids(1, 2), nil, 1, 5, 8))
 	_, res := h.s.Tick(0)
 	if len(res.StartRounds) != 1 {
@@ -124,12 +91,12 @@ func TestInitialClusterConfigs(t *testing.T) {
 		wantErr bool
 	}{
 		{"empty", nil, nil, false},
-		{"defaults only", map[string]string{KeyMinInsyncReplicas: "1", KeyMirrorStateReplication: "3"}, nil, false},
-		{"static and dynamic", map[string]string{KeyMirrorStateReplication: "2", KeyMirrorStateNumPartitions: "4", KeyMinInsyncReplicas: "2"},
-			map[string]string{KeyMirrorStateReplication: "2", KeyMirrorStateNumPartitions: "4", KeyMinInsyncReplicas: "2"}, false},
+		{"defaults only", map[string]string{metadata.KeyMinInsyncReplicas: "1", metadata.KeyMirrorStateReplication: "3"}, nil, false},
+		{"static and dynamic", map[string]string{metadata.KeyMirrorStateReplication: "2", metadata.KeyMirrorStateNumPartitions: "4", metadata.KeyMinInsyncReplicas: "2"},
+			map[string]string{metadata.KeyMirrorStateReplication: "2", metadata.KeyMirrorStateNumPartitions: "4", metadata.KeyMinInsyncReplicas: "2"}, false},
 		{"unknown key", map[string]string{"nope": "1"}, nil, true},
-		{"topic-only key", map[string]string{KeyMirrorSupportUnclean: "true"}, nil, true},
-		{"bad value", map[string]string{KeyMirrorStateNumPartitions: "0"}, nil, true},
+		{"topic-only key", map[string]string{metadata.KeyMirrorSupportUnclean: "true"}, nil, true},
+		{"bad value", map[string]string{metadata.KeyMirrorStateNumPartitions: "0"}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := New(Config{ClusterID: "a"})
@@ -167,7 +134,7 @@ func TestInitialClusterConfigs(t *testing.T) {
 // change under m 3 (or unchecked, m 0) is applied.
 func TestAlterPartitionStaleMinISR(t *testing.T) {
 	h := seeded(t, ids(2, 3, 4), nil, m2, part(ids(2, 3, 4), 2, ids(2, 3, 4), nil, nil, -1, 4, 9))
-	h.setConfig(topicRes, "t", KeyMinInsyncReplicas, "3")
+	h.setConfig(topicRes, "t", metadata.KeyMinInsyncReplicas, "3")
 	h.expect(0, ps{L: 2, LKL: -1, ISR: ids(2, 3, 4), LE: 4, PE: 9})
 	mk := func(le, pe, m int32, isr ...int32) *twinlogv1.AlterPartitionRequest {
 		r := &twinlogv1.AlterPartitionRequest{BrokerId: 2, BrokerEpoch: h.epoch(2), Topic: "t", Partition: 0,
@@ -230,7 +197,7 @@ func TestAlterPartitionStaleMinISR(t *testing.T) {
 	h.expect(0, ps{L: 2, LKL: -1, ISR: ids(2, 3, 4), LE: 4, PE: 11})
 
 	// m is min(min.insync.replicas, |R|): 5 on RF 3 is m 3.
-	h.setConfig(topicRes, "t", KeyMinInsyncReplicas, "5")
+	h.setConfig(topicRes, "t", metadata.KeyMinInsyncReplicas, "5")
 	if _, resp := h.s.AlterPartition(mk(4, 11, 3, 2, 3, 4)); resp.GetError() != ecNone {
 		t.Fatalf("m 3 under min.insync.replicas 5, RF 3: %v", resp)
 	}

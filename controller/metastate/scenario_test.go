@@ -4,14 +4,15 @@ import (
 	"testing"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 var (
 	topicRes   = twinlogv1.ConfigResourceType_CONFIG_RESOURCE_TYPE_TOPIC
 	clusterRes = twinlogv1.ConfigResourceType_CONFIG_RESOURCE_TYPE_CLUSTER
 	brokerRes  = twinlogv1.ConfigResourceType_CONFIG_RESOURCE_TYPE_BROKER
-	m2         = map[string]string{KeyMinInsyncReplicas: "2"}
-	m3         = map[string]string{KeyMinInsyncReplicas: "3"}
+	m2         = map[string]string{metadata.KeyMinInsyncReplicas: "2"}
+	m3         = map[string]string{metadata.KeyMinInsyncReplicas: "3"}
 )
 
 // S5 Last replica standing.
@@ -36,7 +37,7 @@ func TestS5LastReplicaStanding(t *testing.T) {
 // S5, ELR off: 2 stays in ISR and is re-elected with its short log.
 func TestS5ELROff(t *testing.T) {
 	h := seeded(t, ids(0, 1, 2), nil, m2, part(ids(0, 1, 2), 2, ids(0, 1, 2), nil, nil, -1, 5, 10))
-	h.setConfig(clusterRes, "", KeyEligibleLeaderReplicas, "false")
+	h.setConfig(clusterRes, "", metadata.KeyEligibleLeaderReplicas, "false")
 	h.fence(0)
 	h.fence(1)
 	h.expect(0, ps{L: 2, LKL: -1, ISR: ids(2), LE: 5, PE: 12})
@@ -101,7 +102,7 @@ func TestS7AllCrashBalanced(t *testing.T) {
 	h.unfence(3)
 	d, tr = h.s.Tick(0)
 	h.apply(d, false)
-	if len(tr.StartRounds) != 1 || !sameSet(tr.StartRounds[0].Candidates, ids(2, 3)) || tr.StartRounds[0].Strategy != StrategyBalanced {
+	if len(tr.StartRounds) != 1 || !sameSet(tr.StartRounds[0].Candidates, ids(2, 3)) || tr.StartRounds[0].Strategy != metadata.StrategyBalanced {
 		t.Fatalf("want a balanced round over {2,3}, got %+v", tr.StartRounds)
 	}
 	r := tr.StartRounds[0]
@@ -138,12 +139,12 @@ func TestS7AllCrashBalanced(t *testing.T) {
 // S7, aggressive: a round as soon as any replica is acceptable; none: leaderless.
 func TestS7AllCrashAggressiveAndNone(t *testing.T) {
 	h := s7Start(t)
-	h.setConfig(topicRes, "t", KeyMinInsyncReplicas, "2", KeyUncleanLeaderElection, "true")
+	h.setConfig(topicRes, "t", metadata.KeyMinInsyncReplicas, "2", metadata.KeyUncleanLeaderElection, "true")
 	h.register(1, false)
 	h.unfence(1)
 	d, tr := h.s.Tick(0)
 	h.apply(d, false)
-	if len(tr.StartRounds) != 1 || !sameSet(tr.StartRounds[0].Candidates, ids(1)) || tr.StartRounds[0].Strategy != StrategyAggressive {
+	if len(tr.StartRounds) != 1 || !sameSet(tr.StartRounds[0].Candidates, ids(1)) || tr.StartRounds[0].Strategy != metadata.StrategyAggressive {
 		t.Fatalf("want an aggressive round over {1}, got %+v", tr.StartRounds)
 	}
 	d, out := h.s.CompleteRecoveryRound(tr.StartRounds[0].ID, []ReplicaLogAnswer{{Broker: 1, BrokerEpoch: h.epoch(1), LastWrittenLeaderEpoch: 0, LogEndOffset: 3}}, 1)
@@ -154,7 +155,7 @@ func TestS7AllCrashAggressiveAndNone(t *testing.T) {
 	h.expect(0, ps{L: 1, LKL: -1, ISR: ids(1), LE: 4, PE: 4, RS: recovering})
 
 	n := s7Start(t)
-	n.setConfig(topicRes, "t", KeyMinInsyncReplicas, "2", KeyUncleanRecoveryStrategy, "none")
+	n.setConfig(topicRes, "t", metadata.KeyMinInsyncReplicas, "2", metadata.KeyUncleanRecoveryStrategy, "none")
 	n.register(1, false)
 	n.unfence(1)
 	d, tr = n.s.Tick(0)
@@ -281,26 +282,26 @@ func TestS12Reassignment(t *testing.T) {
 func TestS14MinISRChange(t *testing.T) {
 	h := seeded(t, ids(1, 2, 3), ids(2, 3), m3, part(ids(1, 2, 3), 1, ids(1), ids(2, 3), nil, -1, 3, 6))
 	d, _ := h.s.AlterConfigs(&twinlogv1.AlterConfigsRequest{Resources: []*twinlogv1.AlterConfigsResource{{
-		Resource: &twinlogv1.ConfigResource{Type: topicRes, Name: "t"}, Set: map[string]string{KeyMinInsyncReplicas: "3"}}}})
+		Resource: &twinlogv1.ConfigResource{Type: topicRes, Name: "t"}, Set: map[string]string{metadata.KeyMinInsyncReplicas: "3"}}}})
 	if d != nil {
 		t.Fatalf("setting 3 again wrote %v", d)
 	}
-	h.setConfig(topicRes, "t", KeyMinInsyncReplicas, "2")
+	h.setConfig(topicRes, "t", metadata.KeyMinInsyncReplicas, "2")
 	h.expect(0, ps{L: 1, LKL: -1, ISR: ids(1), ELR: ids(2, 3), LE: 3, PE: 6})
-	h.setConfig(clusterRes, "", KeyMinInsyncReplicas, "2")
+	h.setConfig(clusterRes, "", metadata.KeyMinInsyncReplicas, "2")
 	h.expect(0, ps{L: 1, LKL: -1, ISR: ids(1), ELR: ids(2, 3), LE: 3, PE: 6})
-	resp := h.setConfig(brokerRes, "", KeyMinInsyncReplicas, "1")
+	resp := h.setConfig(brokerRes, "", metadata.KeyMinInsyncReplicas, "1")
 	if resp.GetResults()[0].GetError() != twinlogv1.ErrorCode_ERROR_CODE_INVALID_CONFIG {
 		t.Fatalf("min ISR on a broker: %v", resp)
 	}
-	h.setConfig(topicRes, "t", KeyMinInsyncReplicas, "1")
+	h.setConfig(topicRes, "t", metadata.KeyMinInsyncReplicas, "1")
 	h.expect(0, ps{L: 1, LKL: -1, ISR: ids(1), LE: 3, PE: 7})
 	if got := h.s.MinISR("t", 3); got != 1 {
 		t.Fatalf("MinISR %d", got)
 	}
 	// Cluster level, same rule.
 	h = seededCluster(t, ids(1, 2, 3), ids(2, 3), m3, nil, part(ids(1, 2, 3), 1, ids(1), ids(2, 3), nil, -1, 3, 6))
-	h.setConfig(clusterRes, "", KeyMinInsyncReplicas, "1")
+	h.setConfig(clusterRes, "", metadata.KeyMinInsyncReplicas, "1")
 	h.expect(0, ps{L: 1, LKL: -1, ISR: ids(1), LE: 3, PE: 7})
 }
 
@@ -320,7 +321,7 @@ func TestS15ELROnUnfence(t *testing.T) {
 	// Aggressive with 1 acceptable: a round over {1}; 3 unfences first → L 3
 	// clean, the round is discarded.
 	h = start()
-	h.setConfig(topicRes, "t", KeyMinInsyncReplicas, "2", KeyUncleanLeaderElection, "true")
+	h.setConfig(topicRes, "t", metadata.KeyMinInsyncReplicas, "2", metadata.KeyUncleanLeaderElection, "true")
 	d, tr := h.s.Tick(0)
 	h.apply(d, false)
 	if len(tr.StartRounds) != 1 || !sameSet(tr.StartRounds[0].Candidates, ids(1)) {
@@ -335,7 +336,7 @@ func TestS15ELROnUnfence(t *testing.T) {
 
 	// ELR off instead: ISR [2], ELR = LKE = ∅, L −1 until 2 is acceptable.
 	h = start()
-	h.setConfig(clusterRes, "", KeyEligibleLeaderReplicas, "false")
+	h.setConfig(clusterRes, "", metadata.KeyEligibleLeaderReplicas, "false")
 	h.expect(0, ps{L: -1, LKL: 3, ISR: ids(2), LE: 4, PE: 9})
 	h.unfence(2)
 	h.expect(0, ps{L: 2, LKL: -1, ISR: ids(2), LE: 5, PE: 10})
@@ -481,7 +482,7 @@ func TestTopicNamesAndCreate(t *testing.T) {
 		{Name: "x.y", NumPartitions: 2, ReplicationFactor: 2},
 		{Name: "x_y", NumPartitions: 1, ReplicationFactor: 1},
 		{Name: "big", NumPartitions: 1, ReplicationFactor: 3},
-		{Name: "cfg", NumPartitions: 1, ReplicationFactor: 1, Configs: map[string]string{KeyMinInsyncReplicas: "0"}},
+		{Name: "cfg", NumPartitions: 1, ReplicationFactor: 1, Configs: map[string]string{metadata.KeyMinInsyncReplicas: "0"}},
 		{Name: "bad/", NumPartitions: 1, ReplicationFactor: 1},
 	}})
 	want := []twinlogv1.ErrorCode{ecNone, twinlogv1.ErrorCode_ERROR_CODE_INVALID_TOPIC, twinlogv1.ErrorCode_ERROR_CODE_INVALID_REPLICATION_FACTOR,
@@ -512,22 +513,22 @@ func TestTopicNamesAndCreate(t *testing.T) {
 
 func TestDescribeConfigs(t *testing.T) {
 	h := seeded(t, ids(1), nil, m2, part(ids(1), 1, ids(1), nil, nil, -1, 0, 0))
-	h.setConfig(clusterRes, "", KeyUncleanRecoveryStrategy, "aggressive")
+	h.setConfig(clusterRes, "", metadata.KeyUncleanRecoveryStrategy, "aggressive")
 	resp := h.s.DescribeConfigs(&twinlogv1.DescribeConfigsRequest{Resources: []*twinlogv1.ConfigResource{{Type: topicRes, Name: "t"}}})
 	got := map[string]*twinlogv1.ConfigEntry{}
 	for _, e := range resp.GetResults()[0].GetEntries() {
 		got[e.GetName()] = e
 	}
-	if e := got[KeyMinInsyncReplicas]; e.GetValue() != "2" || e.GetSource() != twinlogv1.ConfigSource_CONFIG_SOURCE_TOPIC {
+	if e := got[metadata.KeyMinInsyncReplicas]; e.GetValue() != "2" || e.GetSource() != twinlogv1.ConfigSource_CONFIG_SOURCE_TOPIC {
 		t.Fatal(e)
 	}
-	if e := got[KeyUncleanRecoveryStrategy]; e.GetValue() != "aggressive" || e.GetSource() != twinlogv1.ConfigSource_CONFIG_SOURCE_CLUSTER {
+	if e := got[metadata.KeyUncleanRecoveryStrategy]; e.GetValue() != "aggressive" || e.GetSource() != twinlogv1.ConfigSource_CONFIG_SOURCE_CLUSTER {
 		t.Fatal(e)
 	}
-	if e := got[KeyUncleanLeaderElection]; e.GetValue() != "false" || e.GetSource() != twinlogv1.ConfigSource_CONFIG_SOURCE_DEFAULT {
+	if e := got[metadata.KeyUncleanLeaderElection]; e.GetValue() != "false" || e.GetSource() != twinlogv1.ConfigSource_CONFIG_SOURCE_DEFAULT {
 		t.Fatal(e)
 	}
-	for _, bad := range []map[string]string{{"nope": "1"}, {KeyUncleanRecoveryStrategy: "wild"}, {KeyEligibleLeaderReplicas: "true"}, {KeyMinInsyncReplicas: "x"}} {
+	for _, bad := range []map[string]string{{"nope": "1"}, {metadata.KeyUncleanRecoveryStrategy: "wild"}, {metadata.KeyEligibleLeaderReplicas: "true"}, {metadata.KeyMinInsyncReplicas: "x"}} {
 		d, r := h.s.AlterConfigs(&twinlogv1.AlterConfigsRequest{Resources: []*twinlogv1.AlterConfigsResource{{
 			Resource: &twinlogv1.ConfigResource{Type: topicRes, Name: "t"}, Set: bad}}})
 		if d != nil || r.GetResults()[0].GetError() != twinlogv1.ErrorCode_ERROR_CODE_INVALID_CONFIG {

@@ -4,14 +4,15 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 	"google.golang.org/protobuf/proto"
 )
 
 // txn is a copy-on-write view of the image used to compute one delta. Reads
-// see the pending changes; the image itself is never modified.
+// see the pending changes; the image itself is never modified, and is read
+// only through its exported readers and index iterators.
 type txn struct {
 	s             *State
 	brokers       map[int32]*twinlogv1.BrokerRecord
@@ -51,7 +52,7 @@ func (t *txn) broker(id int32) *twinlogv1.BrokerRecord {
 	if b, ok := t.brokers[id]; ok {
 		return b
 	}
-	return t.s.brokers[id]
+	return t.s.Broker(id)
 }
 
 func (t *txn) putBroker(b *twinlogv1.BrokerRecord) {
@@ -66,8 +67,8 @@ func (t *txn) removeBroker(id int32) {
 
 func (t *txn) brokerIDs() []int32 {
 	ids := map[int32]bool{}
-	for id := range t.s.brokers {
-		ids[id] = true
+	for _, b := range t.s.Brokers() {
+		ids[b.GetBrokerId()] = true
 	}
 	for id := range t.brokers {
 		ids[id] = true
@@ -85,7 +86,7 @@ func (t *txn) topic(name string) *twinlogv1.TopicRecord {
 	if tr, ok := t.topics[name]; ok {
 		return tr
 	}
-	return t.s.topics[name]
+	return t.s.Topic(name)
 }
 
 func (t *txn) putTopic(tr *twinlogv1.TopicRecord) {
@@ -104,20 +105,19 @@ func (t *txn) removeTopic(name string) {
 }
 
 func (t *txn) topicNames() []string {
-	names := map[string]bool{}
-	for n := range t.s.topics {
-		names[n] = true
-	}
+	// The image's names come sorted; the txn's removals leave them so, and
+	// only topics the txn created need another sort.
+	out := slices.DeleteFunc(t.s.TopicNames(), func(n string) bool { return t.topic(n) == nil })
+	added := false
 	for n := range t.topics {
-		names[n] = true
-	}
-	var out []string
-	for n := range names {
-		if t.topic(n) != nil {
+		if t.s.Topic(n) == nil {
 			out = append(out, n)
+			added = true
 		}
 	}
-	slices.Sort(out)
+	if added {
+		slices.Sort(out)
+	}
 	return out
 }
 
@@ -156,12 +156,12 @@ func (t *txn) allPartitions() []*twinlogv1.PartitionRecord {
 // image's (by the index) and every partition changed in the txn, in no
 // particular order. Callers check membership themselves.
 func (t *txn) partitionsOf(b int32) []*twinlogv1.PartitionRecord {
-	out := make([]*twinlogv1.PartitionRecord, 0, len(t.s.byBroker[b])+len(t.parts))
-	for k := range t.s.byBroker[b] {
-		if _, ok := t.parts[k]; ok {
+	out := make([]*twinlogv1.PartitionRecord, 0, t.s.BrokerPartitionCount(b)+len(t.parts))
+	for topic, part := range t.s.BrokerPartitions(b) {
+		if _, ok := t.parts[tpKey{topic, part}]; ok {
 			continue
 		}
-		if p := t.partition(k.topic, k.part); p != nil {
+		if p := t.partition(topic, part); p != nil {
 			out = append(out, p)
 		}
 	}
@@ -182,7 +182,8 @@ func (t *txn) leaderlessKeys() []tpKey {
 			out = append(out, k)
 		}
 	}
-	for k := range t.s.leaderless {
+	for topic, part := range t.s.LeaderlessPartitions() {
+		k := tpKey{topic, part}
 		if _, ok := t.parts[k]; !ok {
 			add(k)
 		}
@@ -201,7 +202,7 @@ func (t *txn) mirror(name string) *twinlogv1.MirrorRecord {
 	if m, ok := t.mirrors[name]; ok {
 		return m
 	}
-	return t.s.mirrors[name]
+	return t.s.Mirror(name)
 }
 
 func (t *txn) putMirror(m *twinlogv1.MirrorRecord) {
@@ -218,58 +219,34 @@ func (t *txn) clusterConfigs() map[string]string {
 	if t.clusterConfig != nil {
 		return t.clusterConfig
 	}
-	return t.s.clusterConfig
+	return t.s.StoredClusterConfigs()
 }
+
+// The config readers below resolve through metadata's functions, the ones
+// the image's own readers use, over the txn's pending records.
 
 func (t *txn) clusterConfigValue(key string) string {
-	if v, ok := t.clusterConfigs()[key]; ok {
-		return v
-	}
-	return configDefs[key].Default
-}
-
-func (t *txn) topicConfig(topic, key string) string {
-	if tr := t.topic(topic); tr != nil {
-		if v, ok := tr.GetConfigs()[key]; ok {
-			return v
-		}
-	}
-	return t.clusterConfigValue(key)
-}
-
-func atoi(v string, def int64) int64 {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return def
-	}
-	return n
+	return metadata.ResolveClusterConfig(t.clusterConfigs(), key)
 }
 
 func (t *txn) minInsync(topic string) int {
-	return int(atoi(t.topicConfig(topic, KeyMinInsyncReplicas), 1))
+	return metadata.ResolveMinInsync(t.topic(topic), t.clusterConfigs())
 }
 
 // m is SPEC §1.2's m = min(min.insync.replicas, |R|).
-func (t *txn) m(topic string, rf int) int { return min(t.minInsync(topic), rf) }
-
-func (t *txn) elrEnabled() bool {
-	v, _ := parseBool(t.clusterConfigValue(KeyEligibleLeaderReplicas))
-	return v
+func (t *txn) m(topic string, rf int) int {
+	return metadata.ResolveMinISR(t.topic(topic), t.clusterConfigs(), rf)
 }
+
+func (t *txn) elrEnabled() bool { return metadata.ResolveELREnabled(t.clusterConfigs()) }
 
 // strategy is SPEC §3.5: aggressive if unclean.leader.election.enable, else
 // unclean.recovery.strategy.
 func (t *txn) strategy(topic string) string {
-	if v, _ := parseBool(t.topicConfig(topic, KeyUncleanLeaderElection)); v {
-		return StrategyAggressive
-	}
-	return t.topicConfig(topic, KeyUncleanRecoveryStrategy)
+	return metadata.ResolveUncleanStrategy(t.topic(topic), t.clusterConfigs())
 }
 
-func (t *txn) acceptable(b int32) bool {
-	br := t.broker(b)
-	return br != nil && !br.GetFenced() && !br.GetInControlledShutdown() && len(br.GetOfflineLogDirs()) == 0
-}
+func (t *txn) acceptable(b int32) bool { return metadata.BrokerAcceptable(t.broker(b)) }
 
 // delta builds the MetadataDelta of the pending changes, nil if none. Records
 // equal to the image are dropped (SPEC §3.3 "a change whose result equals the
@@ -277,34 +254,34 @@ func (t *txn) acceptable(b int32) bool {
 // leader epoch of SPEC §3.3.
 func (t *txn) delta() *twinlogv1.MetadataDelta {
 	s := t.s
-	d := &twinlogv1.MetadataDelta{Offset: s.offset + 1}
+	d := &twinlogv1.MetadataDelta{Offset: s.Offset() + 1}
 	changed := false
 	for _, id := range slices.Sorted(maps.Keys(t.removedBroker)) {
-		if s.brokers[id] != nil {
+		if s.Broker(id) != nil {
 			d.RemovedBrokers = append(d.RemovedBrokers, id)
 			changed = true
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(t.brokers)) {
 		b := t.brokers[id]
-		if !proto.Equal(b, s.brokers[id]) {
+		if !proto.Equal(b, s.Broker(id)) {
 			d.Brokers = append(d.Brokers, b)
 			changed = true
 		}
 	}
-	if t.clusterConfig != nil && !maps.Equal(t.clusterConfig, s.clusterConfig) {
+	if t.clusterConfig != nil && !maps.Equal(t.clusterConfig, s.StoredClusterConfigs()) {
 		d.ClusterConfig = &twinlogv1.ClusterConfigRecord{Configs: maps.Clone(t.clusterConfig)}
 		changed = true
 	}
 	for _, n := range slices.Sorted(maps.Keys(t.removedTopics)) {
-		if s.topics[n] != nil && t.topics[n] == nil {
+		if s.Topic(n) != nil && t.topics[n] == nil {
 			d.RemovedTopics = append(d.RemovedTopics, n)
 			changed = true
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(t.topics)) {
 		tr := t.topics[n]
-		old := s.topics[n]
+		old := s.Topic(n)
 		if old != nil && old.GetTopicId() != tr.GetTopicId() {
 			d.RemovedTopics = append(d.RemovedTopics, n)
 		}
@@ -340,7 +317,7 @@ func (t *txn) delta() *twinlogv1.MetadataDelta {
 		}
 		n.LeaderEpoch = le
 		n.PartitionEpoch = old.GetPartitionEpoch()
-		if partitionEqual(n, old) {
+		if metadata.PartitionEqual(n, old) {
 			continue
 		}
 		if n.GetPartitionEpoch() == math.MaxInt32 {
@@ -352,13 +329,13 @@ func (t *txn) delta() *twinlogv1.MetadataDelta {
 		changed = true
 	}
 	for _, n := range slices.Sorted(maps.Keys(t.removedMirror)) {
-		if s.mirrors[n] != nil && t.mirrors[n] == nil {
+		if s.Mirror(n) != nil && t.mirrors[n] == nil {
 			d.RemovedMirrors = append(d.RemovedMirrors, n)
 			changed = true
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(t.mirrors)) {
-		if !proto.Equal(t.mirrors[n], s.mirrors[n]) {
+		if !proto.Equal(t.mirrors[n], s.Mirror(n)) {
 			d.Mirrors = append(d.Mirrors, t.mirrors[n])
 			changed = true
 		}

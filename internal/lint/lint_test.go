@@ -18,6 +18,7 @@ import (
 var purePackages = []string{
 	"broker/replica",
 	"controller/metastate",
+	"metadata",
 	"mirror/plan",
 }
 

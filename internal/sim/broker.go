@@ -10,6 +10,7 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/storage"
 	"github.com/twinlog/twinlog/storage/epoch"
 )
@@ -30,7 +31,7 @@ type simBroker struct {
 	prevEpoch  twinlog.BrokerEpoch // from the clean-shutdown file
 	epoch      int64               // registered broker epoch, 0 before
 	registered bool
-	image      *metastate.State
+	image      *metadata.Image
 	parts      map[twinlog.TopicPartition]*simPart
 
 	nextHeartbeat, nextMetadata, nextTick, nextFlush, nextCheckpoint int64
@@ -104,7 +105,7 @@ func (b *simBroker) start() {
 	b.inc++
 	b.registered = false
 	b.epoch = 0
-	b.image = metastate.New(metastate.Config{})
+	b.image = metadata.New("")
 	b.parts = map[twinlog.TopicPartition]*simPart{}
 	b.metadataInFlight = false
 	s.tracef("broker %d start, previous epoch %d", b.id, b.prevEpoch)
@@ -286,9 +287,9 @@ func (b *simBroker) pollMetadata() {
 				if d.GetOffset() <= b.image.Offset() {
 					continue
 				}
-				if _, err := b.image.Apply(d); err != nil {
+				if err := b.image.Apply(d); err != nil {
 					s.tracef("broker %d metadata apply: %v; reloading", b.id, err)
-					b.image = metastate.New(metastate.Config{})
+					b.image = metadata.New("")
 					return
 				}
 				applied = true

@@ -22,7 +22,7 @@
 // The shells here mirror broker/ and controller/: RegisterBroker with the
 // PreviousBrokerEpoch of the clean-shutdown file (−1 after a crash),
 // heartbeats (STALE_BROKER_EPOCH → register again), metadata followed as
-// deltas into a per-broker metastate image and reconciled into
+// deltas into a per-broker metadata.Image and reconciled into
 // ApplyPartitionState, the Ready contract (log ops and epoch checkpoint,
 // then HW, produce results and AlterPartition, then Advance),
 // AlterPartition with an RPC deadline (REQUEST_TIMED_OUT), fetch served by

@@ -14,6 +14,7 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/mirror/plan"
 	"github.com/twinlog/twinlog/storage"
 	"github.com/twinlog/twinlog/storage/epoch"
@@ -781,7 +782,7 @@ func (r *mirrorRunner) observe() {
 			}
 		}
 		st.MinInsyncReplicas = b.image.MinISR(p.tp.Topic, 0)
-		st.SupportUncleanLeaderElection = b.image.TopicConfig(p.tp.Topic, metastate.KeyMirrorSupportUnclean) == "true"
+		st.SupportUncleanLeaderElection = b.image.TopicConfig(p.tp.Topic, metadata.KeyMirrorSupportUnclean) == "true"
 	}
 	if leading {
 		st.ISR = p.r.ISR()
@@ -1678,11 +1679,11 @@ func (w *world) injectFaults() {
 		}
 		val := strconv.FormatBool(w.rng.IntN(2) == 0)
 		w.rep.CrossFaults["config-flip-support-unclean"]++
-		s.tracef("config %s=%s on t", metastate.KeyMirrorSupportUnclean, val)
+		s.tracef("config %s=%s on t", metadata.KeyMirrorSupportUnclean, val)
 		s.ctl.do("config support unclean", false, func() *pb.MetadataDelta {
 			d, _ := s.ctl.state.AlterConfigs(&pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
 				Resource: &pb.ConfigResource{Type: pb.ConfigResourceType_CONFIG_RESOURCE_TYPE_TOPIC, Name: "t"},
-				Set:      map[string]string{metastate.KeyMirrorSupportUnclean: val}}}})
+				Set:      map[string]string{metadata.KeyMirrorSupportUnclean: val}}}})
 			return d
 		})
 	}

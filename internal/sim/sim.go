@@ -14,8 +14,8 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
-	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/internal/history"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 // Config shapes one simulated run. Zero values take defaults (withDefaults);
@@ -362,11 +362,11 @@ func (s *Sim) setupStart() {
 			cc = map[string]string{}
 		}
 		maps.Copy(cc, map[string]string{
-			metastate.KeyBrokerSessionTimeoutMs:    strconv.FormatInt(cfg.SessionTimeoutMs, 10),
-			metastate.KeyBrokerHeartbeatIntervalMs: strconv.FormatInt(cfg.HeartbeatMs, 10),
-			metastate.KeyUncleanRecoveryTimeoutMs:  strconv.FormatInt(cfg.UncleanRecoveryTimeoutMs, 10),
-			metastate.KeyMinInsyncReplicas:         strconv.Itoa(minISR),
-			metastate.KeyUncleanLeaderElection:     strconv.FormatBool(unclean),
+			metadata.KeyBrokerSessionTimeoutMs:    strconv.FormatInt(cfg.SessionTimeoutMs, 10),
+			metadata.KeyBrokerHeartbeatIntervalMs: strconv.FormatInt(cfg.HeartbeatMs, 10),
+			metadata.KeyUncleanRecoveryTimeoutMs:  strconv.FormatInt(cfg.UncleanRecoveryTimeoutMs, 10),
+			metadata.KeyMinInsyncReplicas:         strconv.Itoa(minISR),
+			metadata.KeyUncleanLeaderElection:     strconv.FormatBool(unclean),
 		})
 		return &pb.MetadataDelta{Offset: s.ctl.state.Offset() + 1, ClusterConfig: &pb.ClusterConfigRecord{Configs: cc}}
 	})
@@ -664,7 +664,7 @@ func (s *Sim) clock() time.Time { return time.UnixMilli(1_700_000_000_000 + s.no
 // broker (possibly stale), else the controller's.
 func (s *Sim) leaderFor(tp twinlog.TopicPartition) (int32, int32) {
 	b := s.brokers[s.rng.IntN(len(s.brokers))]
-	img := s.ctl.state
+	img := s.ctl.state.Image
 	if b.up && b.registered && b.image.Offset() > 0 {
 		img = b.image
 	}
@@ -818,9 +818,9 @@ func (s *Sim) injectFaults() {
 	}
 	if s.chance(cfg.ConfigFlipProb) {
 		s.report.Faults["config-flip"]++
-		key, val := metastate.KeyMinInsyncReplicas, strconv.Itoa(1+s.rng.IntN(3))
+		key, val := metadata.KeyMinInsyncReplicas, strconv.Itoa(1+s.rng.IntN(3))
 		if s.chance(0.5) {
-			key, val = metastate.KeyUncleanLeaderElection, strconv.FormatBool(s.chance(0.3))
+			key, val = metadata.KeyUncleanLeaderElection, strconv.FormatBool(s.chance(0.3))
 		}
 		s.tracef("config %s=%s", key, val)
 		s.ctl.do("config "+key, false, func() *pb.MetadataDelta {
@@ -829,7 +829,7 @@ func (s *Sim) injectFaults() {
 				Set:      map[string]string{key: val}}}})
 			return d
 		})
-		if key == metastate.KeyMinInsyncReplicas {
+		if key == metadata.KeyMinInsyncReplicas {
 			s.lastMinISRChange = s.ctl.state.Offset()
 		}
 	}

@@ -1,4 +1,4 @@
-package metastate
+package metadata
 
 import (
 	"slices"
@@ -6,15 +6,16 @@ import (
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 )
 
-// Hand-written copy and comparison of PartitionRecord: the fence path
-// clones and compares tens of thousands of them, and proto.Clone /
+// Hand-written copy and comparison of PartitionRecord: the controller's
+// fence path clones and compares tens of thousands of them, and proto.Clone /
 // proto.Equal go through reflection. TestPartitionRecordFieldsCovered fails
 // when the message gains a field these functions do not know.
 
 // partitionFields is the number of PartitionRecord fields handled below.
 const partitionFields = 15
 
-func cloneP(p *twinlogv1.PartitionRecord) *twinlogv1.PartitionRecord {
+// ClonePartition is proto.Clone for PartitionRecord.
+func ClonePartition(p *twinlogv1.PartitionRecord) *twinlogv1.PartitionRecord {
 	if p == nil {
 		return nil
 	}
@@ -43,9 +44,9 @@ func cloneP(p *twinlogv1.PartitionRecord) *twinlogv1.PartitionRecord {
 	return n
 }
 
-// partitionEqual is proto.Equal for PartitionRecord (nil and empty repeated
+// PartitionEqual is proto.Equal for PartitionRecord (nil and empty repeated
 // fields are equal, as in proto).
-func partitionEqual(a, b *twinlogv1.PartitionRecord) bool {
+func PartitionEqual(a, b *twinlogv1.PartitionRecord) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

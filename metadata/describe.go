@@ -1,4 +1,4 @@
-package metastate
+package metadata
 
 import (
 	"slices"
@@ -6,10 +6,15 @@ import (
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 )
 
+const (
+	ecInvalid = twinlogv1.ErrorCode_ERROR_CODE_INVALID_REQUEST
+	ecUnknown = twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+)
+
 // DescribeTopicPartitions answers SPEC §5 from the image. serverLimit is the
 // broker's max.request.partition.size.limit (≤ 0: the default 1000). Brokers
 // call it on their own metadata copy (FromSnapshot + Apply).
-func (s *State) DescribeTopicPartitions(req *twinlogv1.DescribeTopicPartitionsRequest, serverLimit int) *twinlogv1.DescribeTopicPartitionsResponse {
+func (img *Image) DescribeTopicPartitions(req *twinlogv1.DescribeTopicPartitionsRequest, serverLimit int) *twinlogv1.DescribeTopicPartitionsResponse {
 	if serverLimit <= 0 {
 		serverLimit = defaultServerPartitionLimit
 	}
@@ -28,7 +33,7 @@ func (s *State) DescribeTopicPartitions(req *twinlogv1.DescribeTopicPartitionsRe
 	}
 	wanted := map[string]*sel{}
 	if len(req.GetTopics()) == 0 {
-		for n := range s.topics {
+		for n := range img.topics {
 			wanted[n] = &sel{all: true}
 		}
 	} else {
@@ -58,7 +63,7 @@ func (s *State) DescribeTopicPartitions(req *twinlogv1.DescribeTopicPartitionsRe
 
 	count := 0
 	for _, name := range names {
-		tr := s.topics[name]
+		tr := img.topics[name]
 		if count == limit {
 			// The limit ran out exactly at the previous topic's end.
 			resp.NextCursor = &twinlogv1.Cursor{TopicName: name, PartitionIndex: 0}
@@ -90,7 +95,7 @@ func (s *State) DescribeTopicPartitions(req *twinlogv1.DescribeTopicPartitionsRe
 				break
 			}
 			count++
-			res.Partitions = append(res.Partitions, s.describePartition(name, i))
+			res.Partitions = append(res.Partitions, img.describePartition(name, i))
 		}
 		if resp.NextCursor != nil {
 			break
@@ -102,8 +107,8 @@ func (s *State) DescribeTopicPartitions(req *twinlogv1.DescribeTopicPartitionsRe
 	return resp
 }
 
-func (s *State) describePartition(topic string, i int32) *twinlogv1.DescribeTopicPartitionsPartition {
-	p := s.Partition(topic, i)
+func (img *Image) describePartition(topic string, i int32) *twinlogv1.DescribeTopicPartitionsPartition {
+	p := img.Partition(topic, i)
 	if p == nil {
 		return &twinlogv1.DescribeTopicPartitionsPartition{Error: ecUnknown, PartitionIndex: i, LeaderId: noBroker}
 	}
@@ -112,11 +117,11 @@ func (s *State) describePartition(topic string, i int32) *twinlogv1.DescribeTopi
 		Replicas: slices.Clone(p.GetReplicas()), Isr: slices.Clone(p.GetIsr()),
 		EligibleLeaderReplicas: slices.Clone(p.GetElr()), LastKnownElr: slices.Clone(p.GetLastKnownElr()),
 	}
-	if !s.Alive(p.GetLeader()) {
+	if !img.Alive(p.GetLeader()) {
 		out.LeaderId = noBroker
 	}
 	for _, b := range p.GetReplicas() {
-		br := s.brokers[b]
+		br := img.brokers[b]
 		if br == nil || br.GetFenced() || len(br.GetOfflineLogDirs()) > 0 {
 			out.OfflineReplicas = append(out.OfflineReplicas, b)
 		}
