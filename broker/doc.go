@@ -25,8 +25,9 @@
 //     SPEC §6): while this broker leads the partition it owns a
 //     mirror/plan.Machine and performs its actions — BumpLeaderEpoch RPCs,
 //     replica.TruncateAsLeader, __mirror_state writes (one ordered writer,
-//     acks=all, mirrorstate.go), the Fetch{MIRROR} loop through a
-//     mirror/source.Client, the writable flag and taints; heartbeats carry
+//     acks=all, mirrorstate.go), the Fetch{MIRROR} loop (one goroutine
+//     per session performing a mirror/runner.FetchSession's steps with a
+//     mirror/source.Client), the writable flag and taints; heartbeats carry
 //     the runners' MirrorPartitionStatus. Every broker answers
 //     GetLastMirroredEpochs (MirrorSourceService) from what it read of
 //     __mirror_state.

@@ -17,6 +17,7 @@ import (
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/mirror/plan"
+	"github.com/twinlog/twinlog/mirror/runner"
 	"github.com/twinlog/twinlog/mirror/source"
 	"github.com/twinlog/twinlog/storage"
 	"github.com/twinlog/twinlog/storage/epoch"
@@ -811,192 +812,119 @@ func (r *mirrorRunner) startFetcher(ctx context.Context, a plan.StartFetcher) {
 	r.stopFetcher()
 	fctx, cancel := context.WithCancel(ctx)
 	r.fetchStop = cancel
-	go r.fetchLoop(fctx, a.Session, a.MinSourceLeaderEpoch)
+	s := runner.NewFetchSession(runner.FetchConfig{
+		Session: a.Session, MinSourceLeaderEpoch: a.MinSourceLeaderEpoch, TopicID: r.topicID,
+		Seen: &r.srcLE, Log: mirrorLog{r: r, session: fctx}, Post: r.postFetch, NowMs: r.b.nowMs,
+	})
+	go r.fetchLoop(fctx, s)
 }
 
-// fetchLoop is the Fetch{MIRROR} loop of one session (SPEC §6.3), fetching
-// from source leaders of LE minSrcLE or later. It stops after reporting
-// FetchNeedsBump, FetchDiverging, FetchOutOfRange or a fatal error; the
-// machine starts a new session when it is ready.
-func (r *mirrorRunner) fetchLoop(ctx context.Context, session uint64, minSrcLE twinlog.Epoch) {
-	b, p := r.b, r.p
-	backoff := 50 * time.Millisecond
-	refresh := false
-	retry := func(code pb.ErrorCode, msg string) bool {
-		b.mobs.ObserveMirrorFetchError(r.tp.Topic, r.tp.Partition, code.String())
-		r.post(plan.FetchError{Session: session, Error: code, Message: msg})
-		refresh = true
-		if !sleep(ctx, backoff) {
-			return false
-		}
-		backoff = min(backoff*2, 2*time.Second)
-		return true
-	}
-	for ctx.Err() == nil {
-		pl, code, err := r.src.Leader(ctx, r.tp, refresh)
-		refresh = false
-		if err != nil {
-			if !retry(pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, err.Error()) {
+// fetchLoop performs the steps of one Fetch{MIRROR} session (SPEC §6.3,
+// runner.FetchSession) with blocking RPCs to the source until the session
+// is done or ctx ends. The session decides everything; the source's
+// long-poll paces the fetches.
+func (r *mirrorRunner) fetchLoop(ctx context.Context, s *runner.FetchSession) {
+	b := r.b
+	for st := s.Start(); ctx.Err() == nil; {
+		switch step := st.(type) {
+		case runner.LookupLeader:
+			pl, code, err := r.src.Leader(ctx, r.tp, step.Refresh)
+			st = s.Leader(runner.SourceLeader{TopicID: pl.TopicID, Leader: pl.Leader, LeaderEpoch: pl.LeaderEpoch, Addr: pl.Addr}, code, err)
+		case runner.SendFetch:
+			resp, err := r.src.Fetch(ctx, step.Leader.Addr, source.FetchRequest{
+				RequesterClusterID: b.clusterID(), TopicPartition: r.tp, TopicID: r.topicID,
+				FetchOffset: step.Request.FetchOffset, CurrentLeaderEpoch: step.Request.CurrentLeaderEpoch, LastFetchedEpoch: step.Request.LastFetchedEpoch,
+				MaxWait: b.cfg.ReplicaFetchMaxWait, MaxBytes: int32(b.cfg.ReplicaFetchMaxBytes),
+			})
+			if ctx.Err() != nil {
 				return
 			}
-			continue
-		}
-		if code == pb.ErrorCode_ERROR_CODE_NONE && pl.TopicID != r.topicID {
-			code = pb.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID
-		}
-		if seen := twinlog.Epoch(r.srcLE.Load()); code == pb.ErrorCode_ERROR_CODE_NONE && !plan.SourceLeaderEpochUsable(seen, minSrcLE, pl.LeaderEpoch) {
-			// Stale source metadata: ask again rather than fetch from a
-			// leader of an older epoch.
-			refresh = true
-			if !retry(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, fmt.Sprintf("source metadata names leader %d in LE %d; this run fetches in LE %d or later", pl.Leader, pl.LeaderEpoch, max(seen, minSrcLE))) {
+			if err != nil {
+				st = s.Answer(nil, err)
+				continue
+			}
+			a := &runner.Answer{
+				FetchAnswer:  plan.FetchAnswer{Error: resp.GetError(), LogStartOffset: twinlog.Offset(resp.GetLogStartOffset())},
+				ErrorMessage: resp.GetErrorMessage(), HighWatermark: twinlog.Offset(resp.GetHighWatermark()),
+				LogEndOffset: twinlog.Offset(resp.GetLogEndOffset()), Records: resp.GetRecords(),
+			}
+			if d := resp.GetDivergingEpoch(); d != nil {
+				a.Diverging = &plan.Diverging{Epoch: twinlog.Epoch(d.GetEpoch()), EndOffset: twinlog.Offset(d.GetEndOffset())}
+			}
+			st = s.Answer(a, nil)
+		case runner.Wait:
+			if !sleep(ctx, step.D) {
 				return
 			}
-			continue
-		}
-		if code != pb.ErrorCode_ERROR_CODE_NONE {
-			if plan.Fatal(code) {
-				b.mobs.ObserveMirrorFetchError(r.tp.Topic, r.tp.Partition, code.String())
-				r.post(plan.FetchError{Session: session, Error: code, Message: "source metadata"})
-				return
-			}
-			if !retry(code, "source metadata") {
-				return
-			}
-			continue
-		}
-		p.mu.Lock()
-		if p.usableLocked() != nil || p.r.Role() != replica.RoleLeader {
-			p.mu.Unlock()
+			st = s.Resume()
+		case runner.Done:
 			return
 		}
-		cache, _ := epoch.NewCache(p.r.EpochEntries())
-		req := plan.MirrorFetchRequest(pl.LeaderEpoch, cache, p.r.LogEndOffset())
-		p.mu.Unlock()
-		for {
-			if cur := r.srcLE.Load(); int32(pl.LeaderEpoch) <= cur || r.srcLE.CompareAndSwap(cur, int32(pl.LeaderEpoch)) {
-				break
-			}
-		}
-		resp, err := r.src.Fetch(ctx, pl.Addr, source.FetchRequest{
-			RequesterClusterID: b.clusterID(), TopicPartition: r.tp, TopicID: r.topicID,
-			FetchOffset: req.FetchOffset, CurrentLeaderEpoch: req.CurrentLeaderEpoch, LastFetchedEpoch: req.LastFetchedEpoch,
-			MaxWait: b.cfg.ReplicaFetchMaxWait, MaxBytes: int32(b.cfg.ReplicaFetchMaxBytes),
-		})
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			if !retry(pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, err.Error()) {
-				return
-			}
-			continue
-		}
-		answer := plan.FetchAnswer{Error: resp.GetError(), LogStartOffset: twinlog.Offset(resp.GetLogStartOffset())}
-		if d := resp.GetDivergingEpoch(); d != nil {
-			answer.Diverging = &plan.Diverging{Epoch: twinlog.Epoch(d.GetEpoch()), EndOffset: twinlog.Offset(d.GetEndOffset())}
-		}
-		end, again := plan.AnswerOutcome(session, answer)
-		if again {
-			if !retry(resp.GetError(), resp.GetErrorMessage()) {
-				return
-			}
-			continue
-		}
-		if end != nil {
-			if fe, ok := end.(plan.FetchError); ok {
-				b.mobs.ObserveMirrorFetchError(r.tp.Topic, r.tp.Partition, fe.Error.String())
-			}
-			r.post(end)
-			return
-		}
-		backoff = 50 * time.Millisecond
-		next, stop, corrupt := r.appendFetched(session, resp.GetRecords(), req.FetchOffset, req.CurrentLeaderEpoch, twinlog.Offset(resp.GetLogStartOffset()))
-		if stop {
-			return
-		}
-		if corrupt != nil {
-			// No Fetched for this response: Fetched would reset the
-			// machine's count of consecutive corrupt fetches, and SPEC
-			// §6.3's "repeated → FAILED" would never happen.
-			if !retry(pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, corrupt.Error()) {
-				return
-			}
-			continue
-		}
-		if next != nil { // FetchNeedsBump, FetchStraddle or FetchForeignEpoch: the machine fixes the log first
-			r.post(next)
-			return
-		}
-		r.post(plan.Fetched{Session: session, SourceHighWatermark: twinlog.Offset(resp.GetHighWatermark()),
-			SourceLogEndOffset: twinlog.Offset(resp.GetLogEndOffset()), NowMs: b.nowMs()})
 	}
 }
 
-// appendFetched appends the batches plan.PlanAppend allows (SPEC
-// §6.2b–d) and returns the event the session must end with instead of
-// Fetched (nil none): FetchNeedsBump for the epoch a bump must reach first,
-// FetchStraddle or FetchForeignEpoch when the log is no prefix of the
-// source's. srcLE is the source LE the fetch was made in, srcLogStart the
-// source's log start. stop reports that the session must end (the log
-// moved under it, or the partition is gone); corrupt, that the response
-// failed its checks (a CRC, or an epoch above srcLE: CORRUPT_MESSAGE, §6.3)
-// and nothing was appended.
-func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset twinlog.Offset, srcLE twinlog.Epoch, srcLogStart twinlog.Offset) (next plan.Event, stop bool, corrupt error) {
-	b, p := r.b, r.p
-	if len(recs) == 0 {
-		return nil, false, nil
+// postFetch hands a fetch session's event to the machine, counting source
+// errors and logging the answers that prove the log no prefix of the
+// source's.
+func (r *mirrorRunner) postFetch(ev plan.Event) {
+	switch ev := ev.(type) {
+	case plan.FetchError:
+		r.b.mobs.ObserveMirrorFetchError(r.tp.Topic, r.tp.Partition, ev.Error.String())
+	case plan.FetchStraddle:
+		r.log.Warn("mirror fetch: source batch straddles the log end: the log is no prefix of the source's", "base", ev.BaseOffset, "last", ev.LastOffset)
+	case plan.FetchForeignEpoch:
+		r.log.Warn("mirror fetch: source batch epoch below the latest cached epoch", "offset", ev.BaseOffset, "epoch", ev.Epoch)
 	}
-	v, err := storage.ValidateBatches(recs)
-	if err != nil {
-		return nil, false, err
-	}
+	r.post(ev)
+}
+
+// mirrorLog is the partition as a fetch session uses it
+// (runner.Log): its calls run under the partition's mutex. session ends
+// when the machine stops the session (stopFetcher): from then on the
+// partition is no longer the session's to append to, though an answer may
+// still be in flight — the machine may be recording the LMLE and bumping
+// for a stop, and a batch appended in the LE of that bump would precede
+// the writable leadership's own epoch entry.
+type mirrorLog struct {
+	r       *mirrorRunner
+	session context.Context
+}
+
+func (l mirrorLog) Locked(f func(runner.LockedLog)) {
+	p := l.r.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.usableLocked() != nil || p.r.Role() != replica.RoleLeader {
-		return nil, true, nil
-	}
-	if p.r.LogEndOffset() != fetchOffset {
-		return nil, false, nil // the log moved meanwhile: fetch again
-	}
-	bs := v.Batches()
-	fetched := make([]plan.FetchedBatch, len(bs))
-	for i, bv := range bs {
-		fetched[i] = plan.FetchedBatch{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()}
-	}
-	ap, err := plan.PlanAppend(session, fetched, plan.LeaderLog{LogEndOffset: p.r.LogEndOffset(), LeaderEpoch: p.r.LeaderEpoch(), LatestEpoch: p.r.LatestEpoch()}, srcLE, srcLogStart)
-	if err != nil {
-		return nil, false, err
-	}
-	switch e := ap.End.(type) {
-	case plan.FetchStraddle:
-		r.log.Warn("mirror fetch: source batch straddles the log end: the log is no prefix of the source's", "base", e.BaseOffset, "last", e.LastOffset, "leo", p.r.LogEndOffset())
-	case plan.FetchForeignEpoch:
-		r.log.Warn("mirror fetch: source batch epoch below the latest cached epoch", "offset", e.BaseOffset, "epoch", e.Epoch, "latest", p.r.LatestEpoch())
-	}
-	if ap.Append == 0 {
-		return ap.End, false, nil
-	}
-	appended := bs[ap.Skip : ap.Skip+ap.Append]
-	metas := make([]replica.BatchMeta, len(appended))
-	size := 0
-	for i, bv := range appended {
-		metas[i] = replica.BatchMeta{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()}
-		size += len(bv)
-	}
+	f(l)
+}
+
+func (l mirrorLog) Leading() bool {
+	p := l.r.p
+	return l.session.Err() == nil && p.usableLocked() == nil && p.r.Role() == replica.RoleLeader
+}
+
+func (l mirrorLog) Position() plan.LeaderLog {
+	p := l.r.p
+	return plan.LeaderLog{LogEndOffset: p.r.LogEndOffset(), LeaderEpoch: p.r.LeaderEpoch(), LatestEpoch: p.r.LatestEpoch()}
+}
+
+// AppendMirrored appends the session's validated batches (no copy, no
+// second crc pass); with FlushEveryBatch the log is flushed before the
+// session goes on.
+func (l mirrorLog) AppendMirrored(metas []replica.BatchMeta, batches storage.Validated) error {
+	r, p, b := l.r, l.r.p, l.r.b
 	if err := p.r.AppendAsMirrorLeader(metas, b.nowMs()); err != nil {
 		r.log.Warn("mirror append rejected", "err", err)
-		return nil, true, nil
+		return err
 	}
-	// The appendable batches, validated above: no copy, no second crc pass.
-	p.fetched = v.Slice(ap.Skip, ap.Skip+ap.Append)
+	p.fetched = batches
 	p.processReadyLocked()
-	b.mobs.ObserveMirrorBytes(r.tp.Topic, r.tp.Partition, size)
+	b.mobs.ObserveMirrorBytes(r.tp.Topic, r.tp.Partition, batches.Bytes())
 	if b.cfg.FlushPolicy == FlushEveryBatch {
 		if err := p.log.Flush(); err != nil {
 			p.failLocked(err)
 		}
 	}
-	return ap.End, false, nil
+	return nil
 }
 
 // becomingLeaderLocked reports whether applying st starts a leadership of

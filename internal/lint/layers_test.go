@@ -19,7 +19,8 @@ const module = "github.com/twinlog/twinlog"
 // bottom: shared types (the root package, the API, errcode, storage/epoch,
 // storage/vfs, and metadata, the cluster's metadata image) import nothing
 // above them; the pure cores (broker/replica, controller/metastate,
-// mirror/plan) import only shared types; storage and the shells (broker,
+// mirror/plan) import only shared types; storage, the parts every host of
+// a mirror runner shares (mirror/runner) and the shells (broker,
 // controller, mirror/source) build on the cores; the controller and the
 // brokers share only the API and shared types (the image among them), never
 // each other's code; the daemons under cmd/ and the harnesses may import
@@ -43,13 +44,14 @@ var layers = map[string][]string{
 	"controller/metastate":     {"", "api/proto/twinlog/v1", "internal/configdef", "metadata"},
 	"mirror/plan":              {"", "api/proto/twinlog/v1", "errcode", "storage/epoch"},
 	"mirror/source":            {"", "api/proto/twinlog/v1", "mirror/plan"},
+	"mirror/runner":            {"", "api/proto/twinlog/v1", "broker/replica", "mirror/plan", "storage"},
 	"broker/codec":             {"api/proto/twinlog/v1"},
 	"controller/boltstore":     {"api/proto/twinlog/v1"},
 	"controller":               {"api/proto/twinlog/v1", "controller/boltstore", "controller/metastate", "internal/rpcopt", "metadata"},
-	"broker":                   {"", "api/proto/twinlog/v1", "broker/codec", "broker/replica", "metadata", "mirror/plan", "mirror/source", "storage", "storage/epoch", "internal/configdef", "internal/rpcopt"},
+	"broker":                   {"", "api/proto/twinlog/v1", "broker/codec", "broker/replica", "metadata", "mirror/plan", "mirror/runner", "mirror/source", "storage", "storage/epoch", "internal/configdef", "internal/rpcopt"},
 	"metrics":                  {"api/proto/twinlog/v1", "broker", "controller"},
 	"broker/brokertest":        {"", "api/proto/twinlog/v1", "broker", "controller", "internal/rpcopt", "storage"},
-	"internal/sim":             {"", "api/proto/twinlog/v1", "broker/replica", "controller/metastate", "internal/history", "metadata", "mirror/plan", "storage", "storage/epoch"},
+	"internal/sim":             {"", "api/proto/twinlog/v1", "broker/replica", "controller/metastate", "internal/history", "metadata", "mirror/plan", "mirror/runner", "storage", "storage/epoch"},
 	"scripts/runlocal":         nil,
 	"cmd/twinctl/internal/cli": {"api/proto/twinlog/v1", "errcode"},
 	"cmd/twinctl":              {"cmd/twinctl/internal/cli", "storage", "storage/epoch"},

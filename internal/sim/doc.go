@@ -75,8 +75,10 @@
 // a shell that copies broker/mirror.go (Start from metadata, LMLE queries
 // answered from the other cluster's __mirror_state by
 // plan.AnswerLastMirroredEpoch, BumpLeaderEpoch through metastate with
-// truncation points, Fetch{MIRROR} served by the source replica below its
-// HW, divergence and OFFSET_OUT_OF_RANGE, taints). __mirror_state is a
+// truncation points, taints) and runs broker/'s Fetch{MIRROR} session
+// (mirror/runner.FetchSession: source metadata from a random source
+// broker's image, possibly stale; fetches over the cross-cluster network,
+// served by the source replica below its HW). __mirror_state is a
 // durable table per cluster at the controller node, written in order by
 // the leader with stateEpoch = LE. At random moments the destination fails
 // over (Stop; half of the time after draining the source) and the old

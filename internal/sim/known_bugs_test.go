@@ -529,11 +529,11 @@ func TestKnownBugAlterAnswerNewLEDropsExpansion(t *testing.T) {
 // up"). With the run FAILED, its retry redoes PREPARING and the LMLE
 // truncation (to 32), and the divergence is repaired.
 //
-// Fixed: appendFetched returns the corrupt response as an error and
-// fetchLoop reports it through its retry path (FetchError, backoff, fetch
-// again) without a Fetched; the simulator's shell does the same
-// (mirrorRunner.corruptFetch). With the shell posting Fetched again, seed
-// 262 fails liveness ("mirror not caught up").
+// Fixed: a corrupt answer goes through the fetch session's retry path
+// (FetchError, backoff, fetch again) without a Fetched
+// (mirror/runner.FetchSession, which both shells run). With the session
+// posting Fetched again, seed 262 failed liveness ("mirror not caught
+// up").
 //
 // Since sweep seed 760568 a straddling batch is no corrupt answer but proof
 // that the log is no prefix of the source's (plan.FetchStraddle: a full

@@ -1,12 +1,15 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/mirror/plan"
+	"github.com/twinlog/twinlog/mirror/runner"
 	"github.com/twinlog/twinlog/storage"
 	"github.com/twinlog/twinlog/storage/epoch"
 )
@@ -636,8 +640,7 @@ type mirrorRunner struct {
 
 	leader   bool
 	knownLE  twinlog.Epoch
-	srcLE    twinlog.Epoch // plan.SourceLeaderEpochUsable
-	minSrcLE twinlog.Epoch // the session's plan.StartFetcher.MinSourceLeaderEpoch
+	srcLE    atomic.Int32 // runner.FetchConfig.Seen
 	bumps    int
 	desired  plan.Desired
 	replicas *plan.ReplicaStatus
@@ -656,13 +659,19 @@ type mirrorRunner struct {
 	// truncate before anything else (checkOwed). −1 none.
 	owedLE twinlog.Epoch
 
-	// Fetcher.
+	// Fetcher: the session (runner.FetchSession) and the step it waits to
+	// perform at nextFetchAt, or the fetch in flight (fetchID ≠ 0) with
+	// what the source served for it (the §8.15 checks).
 	fetching    bool
-	session     uint64
+	fetch       *runner.FetchSession
+	fetchGen    uint64 // sessions started by this runner
+	fetchNext   runner.Step
 	fetchID     uint64
 	fetchSentAt int64
 	nextFetchAt int64
-	backoff     int64
+	served      map[int64]shadowRec
+	servedHW    twinlog.Offset
+	servedBy    *Sim
 
 	// Ordered __mirror_state writer of the current leadership.
 	lead      int
@@ -1091,12 +1100,18 @@ func (r *mirrorRunner) perform(a plan.Action) {
 	case plan.WriteLmleRecord:
 		r.wq = append(r.wq, &writeJob{seq: a.Seq, lmle: a.Record})
 	case plan.StartFetcher:
-		r.fetching, r.session, r.minSrcLE = true, a.Session, a.MinSourceLeaderEpoch
+		r.fetching = true
+		r.fetchGen++
+		r.fetch = runner.NewFetchSession(runner.FetchConfig{
+			Session: a.Session, MinSourceLeaderEpoch: a.MinSourceLeaderEpoch, TopicID: p.topicID,
+			Seen: &r.srcLE, Log: simMirrorLog{r: r, gen: r.fetchGen}, Post: r.postFetch, NowMs: func() int64 { return s.now },
+			Pace: r.pace,
+		})
+		r.fetchNext = r.fetch.Start()
 		r.fetchID = 0
 		r.nextFetchAt = s.now
-		r.backoff = 0
 	case plan.StopFetcher:
-		r.fetching = false
+		r.fetching, r.fetch = false, nil
 	case plan.SetWritable:
 		w.writable[p], w.writableLE[p] = a.Writable, a.LeaderEpoch
 		p.r.SetMirrorPartition(!a.Writable)
@@ -1381,62 +1396,61 @@ func (r *mirrorRunner) progressWrites() {
 
 // ---- fetcher (mirrorRunner.fetchLoop) ----
 
+// errNoAnswer is a mirror fetch whose answer did not come in time.
+var errNoAnswer = errors.New("no answer")
+
+// progressFetch performs the fetch session's steps as broker/mirror.go
+// fetchLoop does, with the source cluster's Metadata answered by a random
+// source broker's image (Sim.leaderFor: possibly stale) and the fetch sent
+// over the cross-cluster network.
 func (r *mirrorRunner) progressFetch() {
-	s, w, p := r.s, r.w, r.p
+	s := r.s
 	if !r.fetching || !r.leader || r.m == nil {
 		return
 	}
 	if r.fetchID != 0 {
 		if s.now-r.fetchSentAt >= s.cfg.FetchTimeoutMs {
 			r.fetchID = 0
-			r.fetchError(pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT, "no answer")
+			r.performFetch(r.fetch.Answer(nil, errNoAnswer))
 		}
 		return
 	}
-	if s.now < r.nextFetchAt {
+	if r.fetchNext == nil || s.now < r.nextFetchAt {
 		return
 	}
-	src := w.other(s)
-	leader, sle := src.leaderFor(p.tp)
-	if leader < 1 {
-		r.fetchError(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "source metadata")
-		return
-	}
-	if !plan.SourceLeaderEpochUsable(r.srcLE, r.minSrcLE, twinlog.Epoch(sle)) {
-		r.fetchError(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "stale source metadata")
-		return
-	}
-	r.srcLE = twinlog.Epoch(sle)
-	latest := twinlog.NoEpoch
-	if es := p.r.EpochEntries(); len(es) > 0 {
-		latest = es[len(es)-1].Epoch
-	}
-	req := replica.FetchRequest{ReplicaID: twinlog.NoBroker, BrokerEpoch: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_MIRROR,
-		FetchOffset: p.r.LogEndOffset(), CurrentLeaderEpoch: twinlog.Epoch(sle), LastFetchedEpoch: latest}
-	w.fetchSeq++
-	id := w.fetchSeq
-	r.fetchID, r.fetchSentAt = id, s.now
-	session := r.session
-	sb := src.brokers[leader-1]
-	maxRecords := 1 + w.rng.IntN(40)
-	w.xsend(src, sb.node(), "mirror-fetch", func() {
-		resp, recs := sb.serveFetch(p.tp, req, maxRecords)
-		served := w.checkServed(src, sb, p.tp, req, resp, recs)
-		w.xsend(s, p.b.node(), "mirror-fetch-resp", func() {
-			if r.fetchID != id || !r.live() {
-				return
-			}
-			r.fetchID = 0
-			r.onFetchResponse(session, req, resp, recs, served, src)
-		})
-	})
+	st := r.fetchNext
+	r.fetchNext = nil
+	r.performFetch(st)
 }
 
-func (r *mirrorRunner) fetchError(code pb.ErrorCode, msg string) {
-	s := r.s
-	r.post(plan.FetchError{Session: r.session, Error: code, Message: msg})
-	r.backoff = min(max(2*r.backoff, 50), 2000)
-	r.nextFetchAt = s.now + r.backoff
+// performFetch performs session steps until one waits: for the source's
+// answer, or for the clock.
+func (r *mirrorRunner) performFetch(st runner.Step) {
+	s, w, p := r.s, r.w, r.p
+	fetch := r.fetch
+	for r.fetching && r.fetch == fetch {
+		switch step := st.(type) {
+		case runner.LookupLeader:
+			src := w.other(s)
+			leader, sle := src.leaderFor(p.tp)
+			if leader < 1 {
+				st = fetch.Leader(runner.SourceLeader{}, pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, nil)
+				continue
+			}
+			st = fetch.Leader(runner.SourceLeader{TopicID: p.topicID, Leader: leader, LeaderEpoch: twinlog.Epoch(sle)}, pb.ErrorCode_ERROR_CODE_NONE, nil)
+		case runner.SendFetch:
+			r.sendFetch(step)
+			return
+		case runner.Wait:
+			// The session keeps no clock: its step after the wait is known
+			// now and performed when the wait is over.
+			r.fetchNext, r.nextFetchAt = fetch.Resume(), s.now+step.D.Milliseconds()
+			return
+		case runner.Done:
+			r.fetching, r.fetch = false, nil
+			return
+		}
+	}
 }
 
 // checkServed runs on the source when it answers a Fetch{MIRROR}: §8.17
@@ -1472,131 +1486,135 @@ func (w *world) checkServed(src *Sim, sb *simBroker, tp twinlog.TopicPartition, 
 	return out
 }
 
-func (r *mirrorRunner) onFetchResponse(session uint64, req replica.FetchRequest, resp replica.FetchResponse, recs []byte, served map[int64]shadowRec, src *Sim) {
-	s := r.s
-	if !r.fetching || session != r.session || !r.leader {
-		return
-	}
-	answer := plan.FetchAnswer{Error: resp.Error, LogStartOffset: resp.LogStartOffset}
-	if d := resp.DivergingEpoch; d != nil {
-		answer.Diverging = &plan.Diverging{Epoch: d.Epoch, EndOffset: d.EndOffset}
-	}
-	end, again := plan.AnswerOutcome(session, answer)
-	if again {
-		r.fetchError(resp.Error, "")
-		return
-	}
-	if end != nil {
-		r.fetching = false
-		switch e := end.(type) {
-		case plan.FetchDiverging:
-			s.tracef("mirror %s broker %d: fetch(%d, last %d) -> DivergingEpoch {%d %d} from %s", r.p.key, r.p.b.id, req.FetchOffset, req.LastFetchedEpoch, e.Epoch, e.EndOffset, src.clusterID)
-		case plan.FetchOutOfRange:
-			s.tracef("mirror %s broker %d: fetch(%d) -> OFFSET_OUT_OF_RANGE (source log start %d)", r.p.key, r.p.b.id, req.FetchOffset, e.SourceLogStartOffset)
-		}
-		r.post(end)
-		return
-	}
-	r.backoff = 0
-	next, stop := r.appendFetched(session, recs, req.FetchOffset, req.CurrentLeaderEpoch, resp.LogStartOffset, resp.HighWatermark, served, src)
-	if stop {
-		r.fetching = false
-		return
-	}
-	if next != nil { // FetchNeedsBump, FetchStraddle or FetchForeignEpoch: the machine fixes the log first
-		r.fetching = false
-		r.post(next)
-		return
-	}
-	if r.corruptFetch(session) { // ops.go: no Fetched after a corrupt response
-		return
-	}
-	r.post(plan.Fetched{Session: session, SourceHighWatermark: resp.HighWatermark, SourceLogEndOffset: resp.LogEndOffset, NowMs: s.now})
-	if len(recs) > 0 {
-		r.nextFetchAt = s.now + 1
-	} else {
-		r.nextFetchAt = s.now + int64(10+r.w.rng.IntN(40))
-	}
+// sendFetch sends the session's Fetch{MIRROR} to the source leader and
+// hands the answer back to the session, with what the source served kept
+// for the §8.15 checks of AppendMirrored.
+func (r *mirrorRunner) sendFetch(step runner.SendFetch) {
+	s, w, p := r.s, r.w, r.p
+	src := w.other(s)
+	req := replica.FetchRequest{ReplicaID: twinlog.NoBroker, BrokerEpoch: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_MIRROR,
+		FetchOffset: step.Request.FetchOffset, CurrentLeaderEpoch: step.Request.CurrentLeaderEpoch, LastFetchedEpoch: step.Request.LastFetchedEpoch}
+	w.fetchSeq++
+	id := w.fetchSeq
+	r.fetchID, r.fetchSentAt = id, s.now
+	fetch := r.fetch
+	sb := src.brokers[step.Leader.Leader-1]
+	maxRecords := 1 + w.rng.IntN(40)
+	w.xsend(src, sb.node(), "mirror-fetch", func() {
+		resp, recs := sb.serveFetch(p.tp, req, maxRecords)
+		served := w.checkServed(src, sb, p.tp, req, resp, recs)
+		w.xsend(s, p.b.node(), "mirror-fetch-resp", func() {
+			if r.fetchID != id || !r.live() || !r.fetching || r.fetch != fetch || !r.leader {
+				return
+			}
+			r.fetchID = 0
+			a := &runner.Answer{
+				FetchAnswer:   plan.FetchAnswer{Error: resp.Error, LogStartOffset: resp.LogStartOffset},
+				HighWatermark: resp.HighWatermark, LogEndOffset: resp.LogEndOffset, Records: recs,
+			}
+			if d := resp.DivergingEpoch; d != nil {
+				a.Diverging = &plan.Diverging{Epoch: d.Epoch, EndOffset: d.EndOffset}
+			}
+			r.served, r.servedHW, r.servedBy = served, resp.HighWatermark, src
+			r.performFetch(fetch.Answer(a, nil))
+			r.served, r.servedBy = nil, nil
+		})
+	})
 }
 
-// appendFetched is mirrorRunner.appendFetched plus the §8.15 checks.
-func (r *mirrorRunner) appendFetched(session uint64, recs []byte, fetchOffset twinlog.Offset, srcLE twinlog.Epoch, srcLogStart, srcHW twinlog.Offset, served map[int64]shadowRec, src *Sim) (plan.Event, bool) {
-	s, p, w := r.s, r.p, r.w
-	if len(recs) == 0 {
-		return nil, false
+// pace is the wait after an answer: the simulated source answers at once
+// (no long-poll), so an empty answer waits a while before the next fetch.
+func (r *mirrorRunner) pace(empty bool) time.Duration {
+	if !empty {
+		return time.Millisecond
 	}
-	bs, err := storage.SplitBatches(recs)
-	if err != nil {
-		r.post(plan.FetchError{Session: r.session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: err.Error()})
-		return nil, false
-	}
-	if p.r.Role() != replica.RoleLeader {
-		return nil, true
-	}
-	if p.r.LogEndOffset() != fetchOffset {
-		return nil, false
-	}
-	fetched := make([]plan.FetchedBatch, len(bs))
-	for i, bv := range bs {
-		fetched[i] = plan.FetchedBatch{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()}
-	}
-	ap, err := plan.PlanAppend(session, fetched, plan.LeaderLog{LogEndOffset: p.r.LogEndOffset(), LeaderEpoch: p.r.LeaderEpoch(), LatestEpoch: p.r.LatestEpoch()}, srcLE, srcLogStart)
-	if err != nil {
-		s.tracef("mirror %s broker %d: %v", p.key, p.b.id, err)
-		r.post(plan.FetchError{Session: r.session, Error: pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, Message: err.Error()})
-		return nil, false
-	}
-	switch e := ap.End.(type) {
+	return time.Duration(10+r.w.rng.IntN(40)) * time.Millisecond
+}
+
+// postFetch traces a fetch session's event and hands it to the machine.
+func (r *mirrorRunner) postFetch(ev plan.Event) {
+	s, p := r.s, r.p
+	switch ev := ev.(type) {
+	case plan.FetchDiverging:
+		s.tracef("mirror %s broker %d: fetch -> DivergingEpoch {%d %d}", p.key, p.b.id, ev.Epoch, ev.EndOffset)
+	case plan.FetchOutOfRange:
+		s.tracef("mirror %s broker %d: fetch -> OFFSET_OUT_OF_RANGE (source log start %d)", p.key, p.b.id, ev.SourceLogStartOffset)
 	case plan.FetchStraddle:
-		s.tracef("mirror %s broker %d: batch [%d, %d] straddles LEO %d: no prefix of the source's log", p.key, p.b.id, e.BaseOffset, e.LastOffset, p.r.LogEndOffset())
+		s.tracef("mirror %s broker %d: batch [%d, %d] straddles the LEO: no prefix of the source's log", p.key, p.b.id, ev.BaseOffset, ev.LastOffset)
 	case plan.FetchForeignEpoch:
-		s.tracef("mirror %s broker %d: batch at %d has epoch %d below cached epoch %d (§6.8): foreign epoch", p.key, p.b.id, e.BaseOffset, e.Epoch, p.r.LatestEpoch())
+		s.tracef("mirror %s broker %d: batch at %d has epoch %d below the cached epochs (§6.8): foreign epoch", p.key, p.b.id, ev.BaseOffset, ev.Epoch)
+	case plan.FetchError:
+		if ev.Error == pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE {
+			s.tracef("mirror %s broker %d: corrupt answer: %s", p.key, p.b.id, ev.Message)
+		}
 	}
-	next := ap.End
-	if ap.Append == 0 {
-		return next, false
-	}
-	n := ap.Append
-	bs = bs[ap.Skip:]
-	metas := make([]replica.BatchMeta, n)
-	var buf []byte
-	for i, bv := range bs[:n] {
-		metas[i] = replica.BatchMeta{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()}
-		buf = append(buf, bv...)
-	}
+	r.post(ev)
+}
+
+// simMirrorLog is the partition as a fetch session uses it (runner.Log),
+// as broker/mirror.go mirrorLog (the session must still be the runner's
+// current one), plus the §8.15 checks of every append.
+type simMirrorLog struct {
+	r   *mirrorRunner
+	gen uint64
+}
+
+func (l simMirrorLog) Locked(f func(runner.LockedLog)) { f(l) }
+
+func (l simMirrorLog) Leading() bool {
+	r := l.r
+	return r.fetching && r.fetchGen == l.gen && r.live() && r.p.r.Role() == replica.RoleLeader
+}
+
+func (l simMirrorLog) Position() plan.LeaderLog {
+	p := l.r.p
+	return plan.LeaderLog{LogEndOffset: p.r.LogEndOffset(), LeaderEpoch: p.r.LeaderEpoch(), LatestEpoch: p.r.LatestEpoch()}
+}
+
+// errSimFailed ends a fetch session once a check has failed the run.
+var errSimFailed = errors.New("sim: run failed")
+
+// AppendMirrored appends as broker/mirror.go mirrorLog does, then checks
+// §8.15: each copied record equals the one the source served at that
+// offset, and D.LEO ≤ the source HW the answer carried.
+func (l simMirrorLog) AppendMirrored(metas []replica.BatchMeta, batches storage.Validated) error {
+	r := l.r
+	s, p, w := r.s, r.p, r.w
 	if err := p.r.AppendAsMirrorLeader(metas, s.now); err != nil {
 		s.tracef("mirror %s broker %d: append rejected: %v", p.key, p.b.id, err)
-		return nil, true
+		return err
+	}
+	var buf []byte
+	for _, b := range batches.Batches() {
+		buf = append(buf, b...)
 	}
 	p.fetched = buf
 	p.processReady()
 	if s.failed {
-		return nil, true
+		return errSimFailed
 	}
-	// §8.15: each record equals the source's at that offset when copied;
-	// D.LEO ≤ the source HW the fetcher saw.
 	copies := w.copies[s][p.key]
 	if copies == nil {
 		copies = map[int64]copyRec{}
 		w.copies[s][p.key] = copies
 	}
-	for o := int64(metas[0].BaseOffset); o <= int64(metas[n-1].LastOffset); o++ {
+	for o := int64(metas[0].BaseOffset); o <= int64(metas[len(metas)-1].LastOffset); o++ {
 		w.rep.Checks["§8.15 copy = source"]++
 		got, ok := p.shadow.at(o)
-		want, wok := served[o]
+		want, wok := r.served[o]
 		if !ok || !wok || got != want {
 			s.fail("§8.15 mirrored record differs from the source", "broker %d %s offset %d: copied %v (%t), source had %v (%t)", p.b.id, p.key, o, got, ok, want, wok)
-			return nil, true
+			return errSimFailed
 		}
-		copies[o] = copyRec{value: got.value, srcSeq: src.hist.Seq()}
+		copies[o] = copyRec{value: got.value, srcSeq: r.servedBy.hist.Seq()}
 		w.rep.MirroredRecords++
 	}
 	w.rep.Checks["§8.15 LEO ≤ source HW"]++
-	if p.r.LogEndOffset() > srcHW {
-		s.fail("§8.15 D.LEO above the source HW", "broker %d %s: LEO %d after copying, source HW %d", p.b.id, p.key, p.r.LogEndOffset(), srcHW)
-		return nil, true
+	if p.r.LogEndOffset() > r.servedHW {
+		s.fail("§8.15 D.LEO above the source HW", "broker %d %s: LEO %d after copying, source HW %d", p.b.id, p.key, p.r.LogEndOffset(), r.servedHW)
+		return errSimFailed
 	}
-	return next, false
+	return nil
 }
 
 // ---- failover history ----

@@ -328,27 +328,6 @@ func (p *simPart) checkAlterAnswerNewLE(resp *pb.AlterPartitionResponse) {
 	}
 }
 
-// corruptFetch runs where the shell is about to post Fetched after
-// appendFetched: if appendFetched posted a CORRUPT_MESSAGE FetchError for
-// this response (a CRC failure, or a batch straddling the log end, SPEC
-// §6.2b, §6.3), the shell posts no Fetched for it, as broker/mirror.go
-// fetchLoop does (Fetched would reset the machine's consecutive-corrupt
-// counter and "repeated → FAILED" would never happen;
-// TestKnownBugCorruptFetchNeverFails), and fetches again after a backoff.
-// It reports true when the caller must return.
-func (r *mirrorRunner) corruptFetch(session uint64) bool {
-	n := len(r.events)
-	if n == 0 {
-		return false
-	}
-	fe, ok := r.events[n-1].(plan.FetchError)
-	if !ok || fe.Session != session || fe.Error != pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE {
-		return false
-	}
-	r.nextFetchAt = r.s.now + int64(10+r.w.rng.IntN(40))
-	return true
-}
-
 // becomingLeader is the becomingLeader argument of applyMirrorFlags, as
 // broker/mirror.go becomingLeaderLocked: this broker was not leader, or the
 // new LE is later than both its LE and the LE its runner made the

@@ -321,8 +321,8 @@ func MinSourceLeaderEpoch(lmleUsed twinlog.Epoch) twinlog.Epoch { return max(lml
 // MirrorFetchRequest builds the mirror fetch fields: currentLeaderEpoch =
 // the source leader epoch as known (−1 allowed), lastFetchedEpoch = the
 // latest cached epoch (−1 none), fetchOffset = D's LEO.
-func MirrorFetchRequest(sourceLeaderEpoch twinlog.Epoch, cache *epoch.Cache, leo twinlog.Offset) FetchRequest {
-	return FetchRequest{FetchOffset: leo, CurrentLeaderEpoch: sourceLeaderEpoch, LastFetchedEpoch: cache.Latest()}
+func MirrorFetchRequest(sourceLeaderEpoch twinlog.Epoch, latest twinlog.Epoch, leo twinlog.Offset) FetchRequest {
+	return FetchRequest{FetchOffset: leo, CurrentLeaderEpoch: sourceLeaderEpoch, LastFetchedEpoch: latest}
 }
 
 // AppendablePrefix returns how many of the fetched batches (given by their

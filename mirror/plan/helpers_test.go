@@ -221,10 +221,10 @@ func TestTaints(t *testing.T) {
 }
 
 func TestFetchFieldsLagBackoff(t *testing.T) {
-	if got := plan.MirrorFetchRequest(7, cache(t), 0); got != (plan.FetchRequest{FetchOffset: 0, CurrentLeaderEpoch: 7, LastFetchedEpoch: -1}) {
+	if got := plan.MirrorFetchRequest(7, cache(t).Latest(), 0); got != (plan.FetchRequest{FetchOffset: 0, CurrentLeaderEpoch: 7, LastFetchedEpoch: -1}) {
 		t.Errorf("empty: %+v", got)
 	}
-	if got := plan.MirrorFetchRequest(-1, cache(t, en(1, 0), en(3, 2)), 5); got != (plan.FetchRequest{FetchOffset: 5, CurrentLeaderEpoch: -1, LastFetchedEpoch: 3}) {
+	if got := plan.MirrorFetchRequest(-1, cache(t, en(1, 0), en(3, 2)).Latest(), 5); got != (plan.FetchRequest{FetchOffset: 5, CurrentLeaderEpoch: -1, LastFetchedEpoch: 3}) {
 		t.Errorf("got %+v", got)
 	}
 	if n, e := plan.AppendablePrefix([]twinlog.Epoch{1, 1, 7, 7}, 3); n != 2 || e != 7 {

@@ -411,7 +411,7 @@ func (c *cluster) fetch() fetchOutcome {
 	if !plan.SourceLeaderEpochUsable(0, c.minSrcLE, s.le) {
 		c.t.Fatalf("%s: source LE %d below the run's floor %d (lmleUsed %d)", c.id, s.le, c.minSrcLE, c.runRecord().GetLmleUsed())
 	}
-	req := plan.MirrorFetchRequest(s.le, c.log.cache, c.log.LogEndOffset())
+	req := plan.MirrorFetchRequest(s.le, c.log.cache.Latest(), c.log.LogEndOffset())
 	out := fetchOutcome{req: req}
 	out.ev = c.serve(s, req)
 	c.step(out.ev)

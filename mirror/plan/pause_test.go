@@ -218,7 +218,7 @@ func TestResumeDuringDeferredPause(t *testing.T) {
 			a.le = 7
 			a.mustProduce(1)
 			// The fetch needs a bump to 7 (SPEC §6.2d): step it, hold the bump.
-			ev := b.serve(a, plan.MirrorFetchRequest(a.le, b.log.cache, b.log.LogEndOffset()))
+			ev := b.serve(a, plan.MirrorFetchRequest(a.le, b.log.cache.Latest(), b.log.LogEndOffset()))
 			if _, ok := ev.(plan.FetchNeedsBump); !ok {
 				t.Fatalf("outcome %T, want FetchNeedsBump", ev)
 			}
