@@ -55,9 +55,7 @@ type mirrorRunner struct {
 	mirror     string
 	src        *source.Client
 	bootstrap  []string
-	leader     bool
-	knownLE    twinlog.Epoch // LE the machine knows (BecameLeader or BumpDone)
-	bumps      int           // bump RPCs in flight
+	leadership runner.Leadership
 	desired    plan.Desired
 	replicas   *plan.ReplicaStatus
 	fetchStop  context.CancelFunc
@@ -223,7 +221,7 @@ func (b *Broker) newMirrorRunner(p *partition) *mirrorRunner {
 		b: b, p: p, tp: p.tp, topicID: p.topicID,
 		log:  p.logger.With("component", "mirror"),
 		kick: make(chan struct{}, 1), evc: make(chan plan.Event, 256),
-		cancel: cancel, done: make(chan struct{}), knownLE: twinlog.NoEpoch,
+		cancel: cancel, done: make(chan struct{}), leadership: runner.Leadership{KnownLE: twinlog.NoEpoch},
 	}
 	go r.run(ctx)
 	return r
@@ -300,11 +298,11 @@ func (r *mirrorRunner) onEvent(ev plan.Event) {
 		return
 	}
 	if bd, ok := ev.(plan.BumpDone); ok {
-		r.bumps--
-		r.knownLE = max(r.knownLE, bd.LeaderEpoch)
+		r.leadership.Bumps--
+		r.leadership.KnownLE = max(r.leadership.KnownLE, bd.LeaderEpoch)
 	}
 	if _, ok := ev.(plan.BumpFailed); ok {
-		r.bumps--
+		r.leadership.Bumps--
 	}
 	r.step(ev)
 }
@@ -380,9 +378,10 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 	r.mirror = mirror
 
 	leading := usable && role == replica.RoleLeader
+	end, begin := r.leadership.Observe(leading, le)
 	if !leading {
-		if r.leader {
-			r.leader = false
+		if end {
+			r.leadership.Leading = false
 			if r.m != nil {
 				r.step(plan.LostLeadership{})
 			}
@@ -414,17 +413,14 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 		// deadline (PREPARING, PENDING) is computed from it.
 		r.step(plan.Tick{NowMs: b.nowMs()})
 	}
-	if r.leader && le > r.knownLE && r.bumps == 0 {
-		// A leadership this machine did not cause (another broker led in
-		// between, or an election it never saw as a follower). The old one
-		// ends before the records load: its late outcomes (a write acked,
-		// a stop done and its SetWritable) must not act in le, and loading
-		// can fail and be retried for many ticks (simulator seed 1417630).
-		r.leader = false
+	if end {
+		// A leadership this machine did not cause ends before the records
+		// load (runner.Leadership.Observe).
+		r.leadership.Leading = false
 		r.step(plan.LostLeadership{})
 		r.stopFetcher()
 	}
-	if !r.leader {
+	if begin {
 		// A leadership this machine did not cause: load the state records
 		// (read up to the HW) and start from them.
 		run, lmle, err := b.mirrorRecords(ctx, mirror, r.tp, r.topicID)
@@ -432,8 +428,8 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 			r.log.Debug("read __mirror_state", "err", err)
 			return // retried on the next tick
 		}
-		r.leader = true
-		r.knownLE = le
+		r.leadership.Leading = true
+		r.leadership.KnownLE = le
 		r.desired = desired
 		r.replicas = nil
 		r.ensureWriter()
@@ -461,13 +457,13 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 // could still change, and the first run record, without which a follower
 // could count as aligned with a run this leader never joined).
 func (r *mirrorRunner) settleTaintsPending() {
-	if r.m == nil || !r.leader || !r.m.Leading() || !r.m.StateOwned() {
+	if r.m == nil || !r.leadership.Leading || !r.m.Leading() || !r.m.StateOwned() {
 		return
 	}
 	p := r.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.usableLocked() != nil || p.r.Role() != replica.RoleLeader || !p.r.TaintsPending() || p.r.LeaderEpoch() > r.knownLE {
+	if p.usableLocked() != nil || p.r.Role() != replica.RoleLeader || !p.r.TaintsPending() || p.r.LeaderEpoch() > r.leadership.KnownLE {
 		return
 	}
 	p.r.SetTaintsPending(false)
@@ -483,10 +479,7 @@ func (r *mirrorRunner) settleTaintsPending() {
 // settled by the record too: one it still holds taints the follower again
 // (it repairs it again), one it no longer holds is durably clear.
 func (r *mirrorRunner) loadTaints(lmle *pb.MirrorLmleRecord) {
-	ts := make(map[twinlog.BrokerID]replica.Taint, len(lmle.GetTaints()))
-	for _, t := range lmle.GetTaints() {
-		ts[twinlog.BrokerID(t.GetReplica())] = replica.Taint{Epoch: twinlog.Epoch(t.GetEpoch()), Offset: twinlog.Offset(t.GetOffset())}
-	}
+	ts := runner.TaintsOf(lmle)
 	p := r.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -530,7 +523,7 @@ func (r *mirrorRunner) applyDesired(d plan.Desired) {
 }
 
 func (r *mirrorRunner) publishStatus() {
-	if r.m == nil || !r.leader || r.mirror == "" {
+	if r.m == nil || !r.leadership.Leading || r.mirror == "" {
 		// A once-mirrored topic in no mirror keeps a runner only for its
 		// taints: no mirror status, heartbeat entry or metrics.
 		if r.status.Swap(nil) != nil && r.mirror == "" {
@@ -565,7 +558,7 @@ func (r *mirrorRunner) perform(ctx context.Context, a plan.Action) {
 	case plan.QueryLMLE:
 		go r.queryLMLE(ctx, a.Seq)
 	case plan.BumpLeaderEpoch:
-		r.bumps++
+		r.leadership.Bumps++
 		go r.bump(ctx, a)
 	case plan.TruncateTo:
 		r.truncate(a.Seq, a.Offset, false, a.Reason)
@@ -714,14 +707,8 @@ func (r *mirrorRunner) bump(ctx context.Context, a plan.BumpLeaderEpoch) {
 		r.p.mu.Lock()
 		le, role := r.p.r.LeaderEpoch(), r.p.r.Role()
 		r.p.mu.Unlock()
-		if le >= want {
-			if role != replica.RoleLeader || le > want {
-				// Someone else moved the partition on; the machine hears it
-				// from observe.
-				fail(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER)
-				return
-			}
-			r.post(plan.BumpDone{Seq: a.Seq, LeaderEpoch: want})
+		if ev, done := runner.BumpOutcome(a.Seq, want, le, role == replica.RoleLeader); done {
+			r.post(ev)
 			return
 		}
 		t := time.NewTimer(200 * time.Millisecond)

@@ -614,7 +614,7 @@ func (w *world) syncRunners() {
 				}
 				live[p] = true
 				if w.byPart[p] == nil {
-					r := &mirrorRunner{w: w, s: s, p: p, knownLE: twinlog.NoEpoch, owedLE: twinlog.NoEpoch}
+					r := &mirrorRunner{w: w, s: s, p: p, leadership: runner.Leadership{KnownLE: twinlog.NoEpoch}, owedLE: twinlog.NoEpoch}
 					w.byPart[p] = r
 					w.runners = append(w.runners, r)
 				}
@@ -638,15 +638,13 @@ type mirrorRunner struct {
 	p *simPart
 	m *plan.Machine
 
-	leader   bool
-	knownLE  twinlog.Epoch
-	srcLE    atomic.Int32 // runner.FetchConfig.Seen
-	bumps    int
-	desired  plan.Desired
-	replicas *plan.ReplicaStatus
-	mirror   string
-	events   []plan.Event
-	nextTick int64
+	leadership runner.Leadership
+	srcLE      atomic.Int32 // runner.FetchConfig.Seen
+	desired    plan.Desired
+	replicas   *plan.ReplicaStatus
+	mirror     string
+	events     []plan.Event
+	nextTick   int64
 
 	loading   bool
 	loadSent  int64
@@ -756,11 +754,11 @@ func (r *mirrorRunner) onEvent(ev plan.Event) {
 		return
 	}
 	if bd, ok := ev.(plan.BumpDone); ok {
-		r.bumps--
-		r.knownLE = max(r.knownLE, bd.LeaderEpoch)
+		r.leadership.Bumps--
+		r.leadership.KnownLE = max(r.leadership.KnownLE, bd.LeaderEpoch)
 	}
 	if _, ok := ev.(plan.BumpFailed); ok {
-		r.bumps--
+		r.leadership.Bumps--
 	}
 	r.stepM(ev)
 }
@@ -810,9 +808,10 @@ func (r *mirrorRunner) observe() {
 		}
 	}
 	r.mirror = mirror
+	end, begin := r.leadership.Observe(leading, le)
 	if !leading {
-		if r.leader {
-			r.leader = false
+		if end {
+			r.leadership.Leading = false
 			if r.m != nil {
 				r.stepM(plan.LostLeadership{})
 			}
@@ -833,15 +832,15 @@ func (r *mirrorRunner) observe() {
 		r.m = m
 		r.stepM(plan.Tick{NowMs: s.now})
 	}
-	if r.leader && le > r.knownLE && r.bumps == 0 {
-		// As broker/mirror.go: the old leadership ends before the records
-		// load, so none of its late outcomes acts in le (seed 1417630).
-		s.tracef("mirror %s broker %d: leadership in LE %d ends (LE %d is not its own)", p.key, b.id, r.knownLE, le)
-		r.leader = false
+	if end {
+		// The old leadership ends before the records load, so none of its
+		// late outcomes acts in le (runner.Leadership.Observe).
+		s.tracef("mirror %s broker %d: leadership in LE %d ends (LE %d is not its own)", p.key, b.id, r.leadership.KnownLE, le)
+		r.leadership.Leading = false
 		r.stepM(plan.LostLeadership{})
 		r.fetching = false
 	}
-	if !r.leader {
+	if begin {
 		// A leadership this machine did not cause: load the state records
 		// (a round trip to the cluster's __mirror_state), then start from
 		// them.
@@ -867,8 +866,8 @@ func (r *mirrorRunner) observe() {
 			r.stale(became)
 			return
 		}
-		r.leader = true
-		r.knownLE = le
+		r.leadership.Leading = true
+		r.leadership.KnownLE = le
 		r.desired = desired
 		r.replicas = nil
 		r.lead++
@@ -911,8 +910,8 @@ func (r *mirrorRunner) observe() {
 // waiting). Like broker/'s runner it then waits for newer metadata.
 func (r *mirrorRunner) stale(ev plan.BecameLeader) {
 	s, p := r.s, r.p
-	r.leader = true
-	r.knownLE = ev.LeaderEpoch
+	r.leadership.Leading = true
+	r.leadership.KnownLE = ev.LeaderEpoch
 	r.desired = ev.Desired
 	r.replicas = nil
 	r.lead++
@@ -956,7 +955,7 @@ func (r *mirrorRunner) checkOwed() {
 	}
 	le := r.owedLE
 	r.owedLE = twinlog.NoEpoch
-	if !r.live() || !r.leader || r.m == nil || !r.m.Leading() || p.r.Role() != replica.RoleLeader || p.r.LeaderEpoch() != le {
+	if !r.live() || !r.leadership.Leading || r.m == nil || !r.m.Leading() || p.r.Role() != replica.RoleLeader || p.r.LeaderEpoch() != le {
 		return
 	}
 	s.fail("§6.2f truncation point not executed", "broker %d %s: BecameLeader in LE %d, which carries a truncation point (%v), left it undone: follower fetches get UNKNOWN_LEADER_EPOCH for the whole LE",
@@ -972,10 +971,10 @@ func (r *mirrorRunner) checkOwed() {
 // record and the leadership's first run record).
 func (r *mirrorRunner) settleTaintsPending() {
 	p := r.p
-	if r.m == nil || !r.leader || !r.m.Leading() || !r.m.StateOwned() || !r.live() {
+	if r.m == nil || !r.leadership.Leading || !r.m.Leading() || !r.m.StateOwned() || !r.live() {
 		return
 	}
-	if p.r.Role() != replica.RoleLeader || !p.r.TaintsPending() || p.r.LeaderEpoch() > r.knownLE {
+	if p.r.Role() != replica.RoleLeader || !p.r.TaintsPending() || p.r.LeaderEpoch() > r.leadership.KnownLE {
 		return
 	}
 	p.r.SetTaintsPending(false)
@@ -1019,7 +1018,7 @@ func (r *mirrorRunner) load(le twinlog.Epoch) {
 // 312, 101); a clear still awaiting its write is settled by the record.
 func (r *mirrorRunner) loadTaints(lmle *pb.MirrorLmleRecord) {
 	s, p := r.s, r.p
-	want := taintsOf(lmle)
+	want := runner.TaintsOf(lmle)
 	stale := 0
 	for id := range p.r.Taints() {
 		if _, ok := want[id]; !ok {
@@ -1050,13 +1049,6 @@ func (r *mirrorRunner) loadTaints(lmle *pb.MirrorLmleRecord) {
 }
 
 // taintsOf returns a __mirror_state (topic, partition) record's taints.
-func taintsOf(lmle *pb.MirrorLmleRecord) map[twinlog.BrokerID]replica.Taint {
-	out := map[twinlog.BrokerID]replica.Taint{}
-	for _, t := range lmle.GetTaints() {
-		out[twinlog.BrokerID(t.GetReplica())] = replica.Taint{Epoch: twinlog.Epoch(t.GetEpoch()), Offset: twinlog.Offset(t.GetOffset())}
-	}
-	return out
-}
 
 // applyDesired is mirrorRunner.applyDesired.
 func (r *mirrorRunner) applyDesired(d plan.Desired) {
@@ -1086,7 +1078,7 @@ func (r *mirrorRunner) perform(a plan.Action) {
 	case plan.QueryLMLE:
 		r.queryLMLE(a.Seq)
 	case plan.BumpLeaderEpoch:
-		r.bumps++
+		r.leadership.Bumps++
 		r.sendBump(a)
 	case plan.TruncateTo:
 		r.truncate(a.Seq, a.Offset, false, a.Reason)
@@ -1306,16 +1298,11 @@ func (r *mirrorRunner) sendBump(a plan.BumpLeaderEpoch) {
 func (r *mirrorRunner) progressBumps() {
 	p := r.p
 	r.bumpWaits = slices.DeleteFunc(r.bumpWaits, func(bw bumpWait) bool {
-		le, role := p.r.LeaderEpoch(), p.r.Role()
-		if le < bw.want {
-			return false
+		ev, done := runner.BumpOutcome(bw.seq, bw.want, p.r.LeaderEpoch(), p.r.Role() == replica.RoleLeader)
+		if done {
+			r.post(ev)
 		}
-		if role != replica.RoleLeader || le > bw.want {
-			r.post(plan.BumpFailed{Seq: bw.seq, Error: pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER})
-		} else {
-			r.post(plan.BumpDone{Seq: bw.seq, LeaderEpoch: bw.want})
-		}
-		return true
+		return done
 	})
 }
 
@@ -1405,7 +1392,7 @@ var errNoAnswer = errors.New("no answer")
 // over the cross-cluster network.
 func (r *mirrorRunner) progressFetch() {
 	s := r.s
-	if !r.fetching || !r.leader || r.m == nil {
+	if !r.fetching || !r.leadership.Leading || r.m == nil {
 		return
 	}
 	if r.fetchID != 0 {
@@ -1504,7 +1491,7 @@ func (r *mirrorRunner) sendFetch(step runner.SendFetch) {
 		resp, recs := sb.serveFetch(p.tp, req, maxRecords)
 		served := w.checkServed(src, sb, p.tp, req, resp, recs)
 		w.xsend(s, p.b.node(), "mirror-fetch-resp", func() {
-			if r.fetchID != id || !r.live() || !r.fetching || r.fetch != fetch || !r.leader {
+			if r.fetchID != id || !r.live() || !r.fetching || r.fetch != fetch || !r.leadership.Leading {
 				return
 			}
 			r.fetchID = 0
@@ -1831,7 +1818,7 @@ func (w *world) caughtUp() bool {
 			return false
 		}
 		r := w.byPart[dp]
-		if r == nil || r.m == nil || !r.leader || r.m.State() != plan.Mirroring || !r.fetching {
+		if r == nil || r.m == nil || !r.leadership.Leading || r.m.State() != plan.Mirroring || !r.fetching {
 			return false
 		}
 		if sp.r.HighWatermark() != sp.r.LogEndOffset() || dp.r.LogEndOffset() != sp.r.LogEndOffset() {
@@ -1893,7 +1880,7 @@ func (w *world) describe(s *Sim) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster %s:\n%s", s.clusterID, s.describe())
 	for _, r := range w.runners {
-		if r.s == s && r.leader && r.m != nil {
+		if r.s == s && r.leadership.Leading && r.m != nil {
 			st := r.m.Status()
 			fmt.Fprintf(&b, "  mirror %s broker %d: %s lmle %d srcHW %d LEO %d HW %d fetching %t lastError %q retries %d taints %v\n", r.p.key, r.p.b.id,
 				shortState(st.GetState()), st.GetLmle(), st.GetSourceHighWatermark(), st.GetLogEndOffset(), st.GetHighWatermark(), r.fetching, st.GetLastError(), st.GetRetryCount(), st.GetTaints())
@@ -1921,7 +1908,7 @@ func (w *world) checkStep() {
 					return
 				}
 				r := w.byPart[p]
-				if r == nil || !r.leader || r.m == nil || r.m.State() != plan.Mirroring || p.r.Role() != replica.RoleLeader {
+				if r == nil || !r.leadership.Leading || r.m == nil || r.m.State() != plan.Mirroring || p.r.Role() != replica.RoleLeader {
 					continue
 				}
 				if !r.fetching {
@@ -2032,7 +2019,7 @@ func (w *world) check20() {
 		if dp == nil {
 			continue
 		}
-		if r := w.byPart[dp]; r == nil || !r.leader || r.m == nil || r.m.State() != plan.Mirroring {
+		if r := w.byPart[dp]; r == nil || !r.leadership.Leading || r.m == nil || r.m.State() != plan.Mirroring {
 			continue
 		}
 		w.rep.Checks["§8.20 one cluster per epoch"]++

@@ -132,7 +132,7 @@ func (w *world) checkPauseHonoured() {
 	o := w.ops
 	for _, r := range w.runners {
 		p := r.p
-		if !r.live() || r.m == nil || !r.leader || !r.m.Leading() || p.r.Role() != replica.RoleLeader {
+		if !r.live() || r.m == nil || !r.leadership.Leading || !r.m.Leading() || p.r.Role() != replica.RoleLeader {
 			delete(o.mirroringPaused, p)
 			delete(o.pausedMirroring, p)
 			continue

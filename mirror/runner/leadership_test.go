@@ -1,0 +1,73 @@
+package runner_test
+
+import (
+	"testing"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/mirror/plan"
+	"github.com/twinlog/twinlog/mirror/runner"
+)
+
+// TestLeadershipObserve: a leadership ends when the partition is no
+// longer led here, or when it is led in a later LE than the machine knows
+// with no bump of its own in flight (another broker led in between, or an
+// election this broker never saw as a follower: seed 1417630); a new one
+// begins whenever the machine does not lead a partition led here.
+func TestLeadershipObserve(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		l          runner.Leadership
+		leading    bool
+		le         twinlog.Epoch
+		end, begin bool
+	}{
+		{"not leading, never led", runner.Leadership{KnownLE: -1}, false, 4, false, false},
+		{"leadership lost", runner.Leadership{Leading: true, KnownLE: 4}, false, 5, true, false},
+		{"first leadership", runner.Leadership{KnownLE: -1}, true, 4, false, true},
+		{"same leadership", runner.Leadership{Leading: true, KnownLE: 4}, true, 4, false, false},
+		{"own bump in flight", runner.Leadership{Leading: true, KnownLE: 4, Bumps: 1}, true, 5, false, false},
+		{"later LE not caused by the machine", runner.Leadership{Leading: true, KnownLE: 4}, true, 6, true, true},
+		{"older LE than known (metadata behind a bump)", runner.Leadership{Leading: true, KnownLE: 6}, true, 5, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			end, begin := tc.l.Observe(tc.leading, tc.le)
+			if end != tc.end || begin != tc.begin {
+				t.Fatalf("%+v.Observe(%t, %d) = end %t, begin %t; want %t, %t", tc.l, tc.leading, tc.le, end, begin, tc.end, tc.begin)
+			}
+		})
+	}
+}
+
+// TestBumpOutcome: a bump is done once the replica leads in the answered
+// LE; a replica past it, or no longer leading, fails it; below it, wait.
+func TestBumpOutcome(t *testing.T) {
+	notLeader := plan.BumpFailed{Seq: 3, Error: pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER}
+	for _, tc := range []struct {
+		le     twinlog.Epoch
+		leader bool
+		want   plan.Event
+		done   bool
+	}{
+		{4, true, nil, false},
+		{5, true, plan.BumpDone{Seq: 3, LeaderEpoch: 5}, true},
+		{5, false, notLeader, true},
+		{6, true, notLeader, true},
+	} {
+		ev, done := runner.BumpOutcome(3, 5, tc.le, tc.leader)
+		if ev != tc.want || done != tc.done {
+			t.Errorf("BumpOutcome(want 5, LE %d, leader %t) = %#v, %t; want %#v, %t", tc.le, tc.leader, ev, done, tc.want, tc.done)
+		}
+	}
+}
+
+// TestTaintsOf converts an LMLE record's taints.
+func TestTaintsOf(t *testing.T) {
+	got := runner.TaintsOf(&pb.MirrorLmleRecord{Taints: []*pb.ReplicaTaint{{Replica: 2, Epoch: 3, Offset: 40}, {Replica: 3, Epoch: -1, Offset: 0}}})
+	if len(got) != 2 || got[2].Epoch != 3 || got[2].Offset != 40 || got[3].Epoch != -1 {
+		t.Fatalf("TaintsOf = %v", got)
+	}
+	if len(runner.TaintsOf(nil)) != 0 {
+		t.Fatal("taints of no record")
+	}
+}
