@@ -9,6 +9,7 @@ import (
 	"time"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/controller/boltstore"
 )
 
 // benchController builds a controller without Run (no gRPC serving needed
@@ -69,7 +70,7 @@ func BenchmarkCreate100kPartitions(b *testing.B) {
 		b.StartTimer()
 		createTopics(b, c, 100, 1000, nil)
 		b.StopTimer()
-		size, _ := c.store.FileSize()
+		size, _ := c.store.(*boltstore.Store).FileSize()
 		b.ReportMetric(float64(size)/(1<<20), "bbolt_MB")
 		c.Close()
 		b.StartTimer()

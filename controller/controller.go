@@ -26,6 +26,7 @@ import (
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/controller/boltstore"
 	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/controller/metastore"
 	"github.com/twinlog/twinlog/internal/rpcopt"
 	"github.com/twinlog/twinlog/metadata"
 )
@@ -37,7 +38,8 @@ var ErrUnavailable = errors.New("controller: unavailable")
 // Config configures a Controller. Durations are wall-clock; the pure state
 // machine sees them as milliseconds.
 type Config struct {
-	// DataDir holds the bbolt file controller.db.
+	// DataDir holds the bbolt file controller.db. Unused (and not
+	// required) when Deps.Store gives the store.
 	DataDir string
 	// ClusterID is stored at the first start; a later start with another
 	// non-empty id fails (wrong data dir). Empty generates a random id at
@@ -70,7 +72,8 @@ type Config struct {
 	CompactEveryDeltas int
 	// RetainDeltas is how many deltas compaction keeps behind the snapshot.
 	RetainDeltas int
-	// BoltTimeout bounds waiting for the bbolt file lock.
+	// BoltTimeout bounds waiting for the bbolt file lock (unused with
+	// Deps.Store).
 	BoltTimeout time.Duration
 	// GracefulStopTimeout bounds draining RPCs at shutdown.
 	GracefulStopTimeout time.Duration
@@ -111,7 +114,7 @@ func (c Config) withDefaults() Config {
 		c.CompactEveryDeltas = 10000
 	}
 	if c.RetainDeltas <= 0 {
-		c.RetainDeltas = boltstore.DefaultRetainDeltas
+		c.RetainDeltas = metastore.DefaultRetainDeltas
 	}
 	if c.BoltTimeout <= 0 {
 		c.BoltTimeout = 5 * time.Second
@@ -123,8 +126,12 @@ func (c Config) withDefaults() Config {
 }
 
 // Validate checks the config.
-func (c Config) Validate() error {
-	if c.DataDir == "" {
+func (c Config) Validate() error { return c.validate(true) }
+
+// validate checks the config; DataDir is required only of a controller
+// that opens its own store (New without Deps.Store).
+func (c Config) validate(needDataDir bool) error {
+	if needDataDir && c.DataDir == "" {
 		return errors.New("controller: DataDir is required")
 	}
 	if c.TickInterval < 0 || c.RecoveryRPCTimeout < 0 || c.MaxFetchWait < 0 {
@@ -163,11 +170,17 @@ type Deps struct {
 	Rand metastate.Rand
 	// ServerOptions are added to the gRPC server.
 	ServerOptions []grpc.ServerOption
+	// Store, when not nil, is the metadata store to run on instead of the
+	// bbolt file in Config.DataDir (tests and the simulator pass a
+	// controller/memstore). The controller owns it from New on: it closes
+	// it when it stops, and when New fails.
+	Store Store
 }
 
 // Controller is the I/O shell around metastate.State: it persists every
-// delta in bbolt before applying it, serves the gRPC services, turns time
-// into Tick and runs unclean recovery rounds.
+// delta in its Store (bbolt unless Deps.Store says otherwise) before
+// applying it, serves the gRPC services, turns time into Tick and runs
+// unclean recovery rounds.
 //
 // Concurrency: mu guards the state, the change notification channel and the
 // soft state kept beside it; every command computes its delta, persists it
@@ -179,7 +192,7 @@ type Controller struct {
 	now   func() time.Time
 	dial  Dialer
 	obs   Observer
-	store *boltstore.Store
+	store Store
 	lis   net.Listener
 
 	mu          sync.RWMutex
@@ -204,10 +217,13 @@ type Controller struct {
 	runOnce   sync.Once
 }
 
-// New opens the store, replays it into a fresh State and builds the gRPC
-// server. Run starts serving.
+// New opens the store (or takes Deps.Store), replays it into a fresh State
+// and builds the gRPC server. Run starts serving.
 func New(cfg Config, deps Deps) (*Controller, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(deps.Store == nil); err != nil {
+		if deps.Store != nil {
+			_ = deps.Store.Close()
+		}
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
@@ -240,16 +256,16 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	if c.obs == nil {
 		c.obs = nopObserver{}
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("controller: create data dir: %w", err)
+	c.store = deps.Store
+	if c.store == nil {
+		store, err := openBolt(cfg)
+		if err != nil {
+			return nil, err
+		}
+		c.store = store
 	}
-	store, err := boltstore.Open(filepath.Join(cfg.DataDir, "controller.db"), boltstore.Options{Timeout: cfg.BoltTimeout})
-	if err != nil {
-		return nil, err
-	}
-	c.store = store
 	if err := c.load(cfg.ClusterID, deps.Rand); err != nil {
-		_ = store.Close()
+		_ = c.store.Close()
 		return nil, err
 	}
 	c.health = health.NewServer()
@@ -259,6 +275,15 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	reflection.Register(c.grpc)
 	c.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	return c, nil
+}
+
+// openBolt opens the bbolt file in cfg.DataDir, the store controllerd runs
+// on.
+func openBolt(cfg Config) (*boltstore.Store, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("controller: create data dir: %w", err)
+	}
+	return boltstore.Open(filepath.Join(cfg.DataDir, "controller.db"), boltstore.Options{Timeout: cfg.BoltTimeout})
 }
 
 // load restores the snapshot and replays the deltas after it.
@@ -314,7 +339,7 @@ func (c *Controller) load(clusterID string, rnd metastate.Rand) error {
 	}
 	if st.Offset()+1 != l.NextOffset {
 		return fmt.Errorf("controller: replayed to offset %d but the store's next offset is %d: %w",
-			st.Offset(), l.NextOffset, boltstore.ErrCorrupt)
+			st.Offset(), l.NextOffset, metastore.ErrCorrupt)
 	}
 	c.state = st
 	c.compactedAt = l.Snapshot.GetOffset()

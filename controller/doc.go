@@ -4,15 +4,22 @@
 // MirrorService over gRPC, plus the gRPC health and reflection services.
 //
 // Every command follows the same path under Controller.mu: metastate computes
-// a MetadataDelta without changing the image, boltstore persists it in one
-// fsynced bbolt transaction, State.Apply installs it, and long-polling
-// FetchMetadata callers are woken. A response is sent only after its delta is
-// durable, so an acknowledged change survives kill -9; a delta that failed to
-// persist is never applied.
+// a MetadataDelta without changing the image, the Store persists it (the
+// bbolt file of controller/boltstore, one fsynced transaction), State.Apply
+// installs it, and long-polling FetchMetadata callers are woken. A response
+// is sent only after its delta is durable, so an acknowledged change
+// survives kill -9; a delta that failed to persist is never applied.
+//
+// Store (store.go) is the seam to persistence: New opens the bbolt file in
+// Config.DataDir unless Deps.Store passes another store, such as
+// controller/memstore, whose CrashClone lets tests and the simulator
+// restart the real controller after a crash. The stores share their errors,
+// values and snapshot paging through controller/metastore and pass one
+// conformance suite (controller/metastore/storetest).
 //
 // FetchMetadata answers are bounded by Config.MaxFetchBytes. A follower
 // whose offset was compacted away gets the stored snapshot in pages, read
-// from the bbolt value in place (boltstore.ReadSnapshotPage), walked with a
+// from the stored bytes in place (metastore.ReadSnapshotPage), walked with a
 // SnapshotCursor that names the snapshot's offset; a cursor left stale by a
 // newer compaction restarts at the first page of the new snapshot, so a
 // follower never joins pages of two snapshots.

@@ -80,6 +80,18 @@ type hopt func(*Config)
 
 func startController(t *testing.T, dir string, clock *fakeClock, nw *netw, opts ...hopt) *harness {
 	t.Helper()
+	return startWith(t, dir, nil, clock, nw, opts...)
+}
+
+// startOnStore starts a controller on store instead of a bbolt file; the
+// controller owns (and closes) it.
+func startOnStore(t *testing.T, store Store, clock *fakeClock, nw *netw, opts ...hopt) *harness {
+	t.Helper()
+	return startWith(t, "", store, clock, nw, opts...)
+}
+
+func startWith(t *testing.T, dir string, store Store, clock *fakeClock, nw *netw, opts ...hopt) *harness {
+	t.Helper()
 	h := &harness{t: t, dir: dir, clock: clock, net: nw, addr: "controller:9093"}
 	cfg := Config{
 		DataDir:   dir,
@@ -96,6 +108,7 @@ func startController(t *testing.T, dir string, clock *fakeClock, nw *netw, opts 
 		Now:      clock.Now,
 		Dial:     nw.dial,
 		Listener: nw.listen(h.addr),
+		Store:    store,
 	})
 	if err != nil {
 		t.Fatal(err)

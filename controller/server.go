@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
-	"github.com/twinlog/twinlog/controller/boltstore"
 	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/controller/metastore"
 	"github.com/twinlog/twinlog/internal/rpcopt"
 )
 
@@ -256,7 +256,7 @@ func (c *Controller) FetchMetadata(ctx context.Context, req *twinlogv1.FetchMeta
 // from was compacted away.
 func (c *Controller) readLog(resp *twinlogv1.FetchMetadataResponse, from int64, maxDeltas int) (*twinlogv1.FetchMetadataResponse, error) {
 	deltas, err := c.store.ReadDeltas(from, maxDeltas)
-	if errors.Is(err, boltstore.ErrCompacted) {
+	if errors.Is(err, metastore.ErrCompacted) {
 		return c.snapshotPage(resp, nil, maxDeltas)
 	}
 	if err != nil {
@@ -338,7 +338,7 @@ func (c *Controller) snapshotPage(resp *twinlogv1.FetchMetadataResponse, cur *tw
 		// A compaction since the page was read dropped deltas right
 		// after this snapshot: the follower applies the snapshot alone
 		// and its next fetch gets the deltas or the newer snapshot.
-		if errors.Is(err, boltstore.ErrCompacted) {
+		if errors.Is(err, metastore.ErrCompacted) {
 			return resp, nil
 		}
 		return nil, err

@@ -8,30 +8,23 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/controller/metastore/storetest"
 )
 
 const ecInvalid = twinlogv1.ErrorCode_ERROR_CODE_INVALID_REQUEST
 
-func snapshotItems(s *twinlogv1.MetadataSnapshot) int64 {
-	return int64(len(s.GetBrokers()) + len(s.GetTopics()) + len(s.GetPartitions()) + len(s.GetMirrors()))
+// storedSnapshot is the snapshot in the controller's store, read the way a
+// restarting controller reads it: Store has no narrower way to it.
+func storedSnapshot(c *Controller) (*twinlogv1.MetadataSnapshot, error) {
+	l, err := c.store.Load()
+	if err != nil {
+		return nil, err
+	}
+	return l.Snapshot, nil
 }
 
-// flatItems is the snapshot's item sequence (SnapshotCursor).
-func flatItems(s *twinlogv1.MetadataSnapshot) []proto.Message {
-	var out []proto.Message
-	for _, m := range s.GetBrokers() {
-		out = append(out, m)
-	}
-	for _, m := range s.GetTopics() {
-		out = append(out, m)
-	}
-	for _, m := range s.GetPartitions() {
-		out = append(out, m)
-	}
-	for _, m := range s.GetMirrors() {
-		out = append(out, m)
-	}
-	return out
+func snapshotItems(s *twinlogv1.MetadataSnapshot) int64 {
+	return int64(len(s.GetBrokers()) + len(s.GetTopics()) + len(s.GetPartitions()) + len(s.GetMirrors()))
 }
 
 // pageSnapshot walks the stored snapshot from a follower at offset 0 page by
@@ -111,7 +104,7 @@ func TestFetchMetadataSnapshotPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.createTopic("after", 2, 3, nil)
-	stored, err := h.c.store.Snapshot()
+	stored, err := storedSnapshot(h.c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +153,7 @@ func TestFetchMetadataSnapshotPages(t *testing.T) {
 	if err := h.c.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	current, err := h.c.store.Snapshot()
+	current, err := storedSnapshot(h.c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +199,7 @@ func TestFetchMetadataSnapshotPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	if resp.GetError() != ecNone || snapshotItems(resp.GetSnapshot()) != 1 || resp.GetNextSnapshotCursor() != nil ||
-		!proto.Equal(flatItems(resp.GetSnapshot())[0], flatItems(current)[n-1]) {
+		!proto.Equal(storetest.Items(resp.GetSnapshot())[0], storetest.Items(current)[n-1]) {
 		t.Fatalf("last position: %v, %d items, next %v", resp.GetError(), snapshotItems(resp.GetSnapshot()), resp.GetNextSnapshotCursor())
 	}
 }
@@ -223,7 +216,7 @@ func TestFetchMetadataSnapshotPageAtLeastOneItem(t *testing.T) {
 	if err := h.c.Compact(); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := h.c.store.Snapshot()
+	stored, err := storedSnapshot(h.c)
 	if err != nil {
 		t.Fatal(err)
 	}

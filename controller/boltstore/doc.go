@@ -24,6 +24,12 @@
 //
 // Offsets start at 1; offset 0 is the empty image.
 //
+// Store implements the controller's Store interface. Its sentinel errors
+// and the Loaded, Info and SnapshotPage values are controller/metastore's
+// (the names here are aliases), shared with controller/memstore, and the
+// snapshot is paged by metastore.ReadSnapshotPage straight from the bbolt
+// value. Use after Close returns an error wrapping ErrClosed.
+//
 // Damaged files: bbolt trusts its pages, and a damaged one can crash the
 // process outright (a branch page that points at itself is unbounded
 // recursion; a size past its page becomes an allocation of gigabytes at the

@@ -10,23 +10,28 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 	"google.golang.org/protobuf/proto"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/controller/metastore"
 )
 
+// The sentinel errors are metastore's, shared with every other store of
+// the controller's metadata; the names stay here so that callers of this
+// package need not know where they live.
 var (
 	// ErrCorrupt reports a value or key in the file that cannot be decoded or
 	// breaks the layout invariants (see doc.go).
-	ErrCorrupt = errors.New("boltstore: corrupt metadata store")
+	ErrCorrupt = metastore.ErrCorrupt
 	// ErrCompacted reports a read of deltas that compaction already removed;
 	// the reader needs the snapshot.
-	ErrCompacted = errors.New("boltstore: offset compacted away")
+	ErrCompacted = metastore.ErrCompacted
 	// ErrOffsetMismatch reports an appended delta whose offset is not the
 	// next one.
-	ErrOffsetMismatch = errors.New("boltstore: delta offset is not the next offset")
+	ErrOffsetMismatch = metastore.ErrOffsetMismatch
 	// ErrClosed reports use of a closed store.
-	ErrClosed = errors.New("boltstore: store closed")
+	ErrClosed = metastore.ErrClosed
 )
 
 var (
@@ -43,7 +48,7 @@ var (
 
 // DefaultRetainDeltas is how many deltas compaction keeps behind the
 // snapshot so brokers that are a little behind catch up without a snapshot.
-const DefaultRetainDeltas = 10000
+const DefaultRetainDeltas = metastore.DefaultRetainDeltas
 
 // Options configures Open.
 type Options struct {
@@ -66,6 +71,8 @@ func (o Options) withDefaults() Options {
 type Store struct {
 	db *bolt.DB
 }
+
+var _ metastore.Store = (*Store)(nil)
 
 // recovered turns a bbolt panic into an error naming the file. bbolt trusts
 // its pages: a damaged page (bad flags, counts or overflow) panics inside
@@ -96,9 +103,14 @@ func (s *Store) update(fn func(*bolt.Tx) error) (err error) {
 	return nameFile(s.db.Path(), s.db.Update(fn))
 }
 
+// nameFile also turns bbolt's error for a closed database into one that
+// wraps ErrClosed too, the error every store returns after Close.
 func nameFile(path string, err error) error {
-	if errors.Is(err, ErrCorrupt) {
+	switch {
+	case errors.Is(err, ErrCorrupt):
 		return fmt.Errorf("%s: %w", path, err)
+	case errors.Is(err, berrors.ErrDatabaseNotOpen):
+		return fmt.Errorf("%w: %s: %w", ErrClosed, path, err)
 	}
 	return err
 }
@@ -170,7 +182,8 @@ func Open(path string, opts Options) (*Store, error) {
 	return st, nil
 }
 
-// Close closes the file. Committed appends are already durable.
+// Close closes the file. Committed appends are already durable. Closing a
+// closed store does nothing; any other use of it returns ErrClosed.
 func (s *Store) Close() error { return s.db.Close() }
 
 // Path returns the file path.
@@ -244,16 +257,7 @@ func snapshotOffset(tx *bolt.Tx) (uint64, bool, error) {
 }
 
 // Info summarizes the store.
-type Info struct {
-	ClusterID       string
-	ControllerEpoch int64
-	// FirstOffset is the oldest delta still in the log (NextOffset if none).
-	FirstOffset int64
-	// NextOffset is the offset the next appended delta must carry.
-	NextOffset int64
-	// SnapshotOffset is the offset the stored snapshot covers, 0 if none.
-	SnapshotOffset int64
-}
+type Info = metastore.Info
 
 // Info reads the scalars.
 func (s *Store) Info() (Info, error) {
@@ -334,18 +338,11 @@ func (s *Store) Append(deltas ...*twinlogv1.MetadataDelta) error {
 	if len(deltas) == 0 {
 		return nil
 	}
-	// Marshal outside the write transaction: it is the expensive part and
+	// Encode outside the write transaction: it is the expensive part and
 	// needs no lock.
-	vals := make([][]byte, len(deltas))
-	for i, d := range deltas {
-		if d == nil {
-			return fmt.Errorf("boltstore: append: nil delta at index %d", i)
-		}
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(d)
-		if err != nil {
-			return fmt.Errorf("boltstore: marshal delta %d: %w", d.GetOffset(), err)
-		}
-		vals[i] = b
+	vals, err := metastore.EncodeDeltas(deltas)
+	if err != nil {
+		return err
 	}
 	return s.update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
@@ -368,16 +365,8 @@ func (s *Store) Append(deltas ...*twinlogv1.MetadataDelta) error {
 	})
 }
 
-// Loaded is what a controller replays at start: the snapshot (nil if none
-// was ever written) and every delta after it, in offset order.
-type Loaded struct {
-	ClusterID       string
-	ControllerEpoch int64
-	Snapshot        *twinlogv1.MetadataSnapshot
-	Deltas          []*twinlogv1.MetadataDelta
-	// NextOffset is the offset the next appended delta must carry.
-	NextOffset int64
-}
+// Loaded is what a controller replays at start.
+type Loaded = metastore.Loaded
 
 // Load reads the snapshot and the deltas after it.
 func (s *Store) Load() (*Loaded, error) {
@@ -475,15 +464,12 @@ func (s *Store) Snapshot() (*twinlogv1.MetadataSnapshot, error) {
 // stored snapshot. retain < 0 means DefaultRetainDeltas. It returns how many
 // deltas were deleted.
 func (s *Store) Compact(snap *twinlogv1.MetadataSnapshot, retain int) (int, error) {
-	if snap == nil {
-		return 0, errors.New("boltstore: compact: nil snapshot")
+	val, err := metastore.EncodeSnapshot(snap)
+	if err != nil {
+		return 0, err
 	}
 	if retain < 0 {
 		retain = DefaultRetainDeltas
-	}
-	val, err := proto.MarshalOptions{Deterministic: true}.Marshal(snap)
-	if err != nil {
-		return 0, fmt.Errorf("boltstore: marshal snapshot %d: %w", snap.GetOffset(), err)
 	}
 	deleted := 0
 	err = s.update(func(tx *bolt.Tx) error {
@@ -493,15 +479,12 @@ func (s *Store) Compact(snap *twinlogv1.MetadataSnapshot, retain int) (int, erro
 			return err
 		}
 		off := snap.GetOffset()
-		if off < 0 || uint64(off) >= next {
-			return fmt.Errorf("boltstore: compact: snapshot offset %d not in [0, %d)", off, next)
-		}
 		prev, _, err := snapshotOffset(tx)
 		if err != nil {
 			return err
 		}
-		if uint64(off) < prev {
-			return fmt.Errorf("boltstore: compact: snapshot offset %d older than stored %d", off, prev)
+		if err := metastore.CheckCompact(off, int64(next), int64(prev)); err != nil {
+			return err
 		}
 		sb := tx.Bucket(bucketSnapshot)
 		if err := sb.Put(keySnapshot, val); err != nil {

@@ -16,17 +16,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/controller/metastore/storetest"
 )
 
-func delta(off int64) *twinlogv1.MetadataDelta {
-	return &twinlogv1.MetadataDelta{
-		Offset: off,
-		Partitions: []*twinlogv1.PartitionRecord{{
-			Topic: "t", Partition: int32(off % 7), Replicas: []int32{1, 2, 3},
-			Isr: []int32{1, 2}, Leader: 1, LeaderEpoch: int32(off), PartitionEpoch: int32(off),
-		}},
-	}
-}
+var delta = storetest.Delta
 
 func open(t *testing.T, path string) *Store {
 	t.Helper()
