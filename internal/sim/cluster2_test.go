@@ -221,9 +221,17 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     had been fetched in the run yet, so no older-LE rule applied, and B's
 //     epoch 3 got A's records after its own. Fixed: a run fetches only from
 //     source leaders above its LMLE (plan.MinSourceLeaderEpoch).
+//   - 1901841 (§8.19): a new leader (LE 3) loaded no __mirror_state
+//     records, owned its state at once and let replica 1 into the ISR;
+//     the previous leader's (LE 2) late LMLE write with a taint of replica
+//     1 then landed as the newest record, and the next leader loaded it.
+//     Fixed: a leadership that loaded no LMLE record writes an empty one
+//     of its LE before it owns its taints (plan.Machine.ownTaints). On
+//     this tree the seed's run takes another course; the plan's
+//     TestStateOwnedAfterRewrite is the test.
 func TestSweepSeeds(t *testing.T) {
 	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568, 1117508, 1318604,
-		1417630, 1416997, 1416705, 1702538, 1709687, 1737467} {
+		1417630, 1416997, 1416705, 1702538, 1709687, 1737467, 1901841} {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			cfg := twoClusterConfig(seed)
 			cfg.FaultMs = 20_000

@@ -219,9 +219,10 @@ type Machine struct {
 	lmle     *twinlogv1.MirrorLmleRecord // nil: none
 	aligned  twinlog.Epoch               // own aligned_epoch
 	writable bool
-	// taintsOwned, runOwned: the LMLE record (which holds the taints) and
-	// the run record carry this leadership's LE, or there was none loaded
-	// (see StateOwned); runClaimed: the first run write is issued.
+	// taintsOwned: this leadership's LMLE record (which holds the taints;
+	// the loaded one rewritten, or an empty one) is acknowledged; runOwned:
+	// the run record carries its LE, or none was loaded (see StateOwned);
+	// runClaimed: the first run write is issued.
 	taintsOwned, runOwned, runClaimed bool
 	// ownTaint: this broker, if the loaded record tainted it (the rewrite
 	// clears it); −1 otherwise.
@@ -474,7 +475,13 @@ func (m *Machine) becomeLeader(ev BecameLeader) {
 	m.writable = false
 	// An earlier leadership's rewrite, still unacked, carries its LE.
 	m.forgetWrites(func(w pendingWrite) bool { return w.owns })
-	m.taintsOwned = ev.Run == nil && ev.Lmle == nil
+	// The LMLE record is rewritten (or, none loaded, written empty) with
+	// this LE before the leadership owns its taints: until a record of
+	// this LE is there, a zombie's late write of an earlier LE (its own
+	// taints) lands as the newest, and the next leader loads taints of a
+	// replica this one let into the ISR (§8.19; simulator seeds 1416997,
+	// and 1901841 with no record loaded).
+	m.taintsOwned = false
 	m.runOwned, m.runClaimed = ev.Run == nil, false
 	if ev.Run == nil {
 		m.run = m.freshRun(-1)
@@ -497,8 +504,9 @@ func (m *Machine) becomeLeader(ev BecameLeader) {
 }
 
 // ownTaints rewrites the LMLE record a new leadership loaded with its LE
-// (SPEC §6.4), first of all it writes (after an owed truncation); its ack
-// makes taintsOwned true (StateOwned).
+// (SPEC §6.4), or writes an empty one if it loaded none, first of all it
+// writes (after an owed truncation); its ack makes taintsOwned true
+// (StateOwned).
 func (m *Machine) ownTaints() {
 	if !m.taintsOwned {
 		m.emitLmle(pendingWrite{clear: m.ownTaint, owns: true})
