@@ -229,9 +229,17 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     of its LE before it owns its taints (plan.Machine.ownTaints). On
 //     this tree the seed's run takes another course; the plan's
 //     TestStateOwnedAfterRewrite is the test.
+//   - 1950059 (§8.21, a checker's error): the final check compared A and B
+//     once their LEOs were equal, right after A's failback, before A's
+//     first fetch, whose DivergingEpoch would cut A's own records past
+//     B's end of the LMLE epoch. The world now also asks the machine,
+//     whose source HW is this run's (plan.Machine.CaughtUp); a machine no
+//     longer carries one from an earlier run or leadership either, which
+//     made stop --wait-for-catch-up right after a failback stop at once
+//     (plan's TestCaughtUpIsThisRunsFetch).
 func TestSweepSeeds(t *testing.T) {
 	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568, 1117508, 1318604,
-		1417630, 1416997, 1416705, 1702538, 1709687, 1737467, 1901841} {
+		1417630, 1416997, 1416705, 1702538, 1709687, 1737467, 1901841, 1950059} {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			cfg := twoClusterConfig(seed)
 			cfg.FaultMs = 20_000

@@ -1818,7 +1818,10 @@ func (w *world) caughtUp() bool {
 			return false
 		}
 		r := w.byPart[dp]
-		if r == nil || r.m == nil || !r.leadership.Leading || r.m.State() != plan.Mirroring || !r.fetching {
+		// The machine's own view too: equal LEOs are no proof of equal logs
+		// before this run's first fetch, which may still cut the log
+		// (seed 1950059).
+		if r == nil || r.m == nil || !r.leadership.Leading || !r.m.CaughtUp() || !r.fetching {
 			return false
 		}
 		if sp.r.HighWatermark() != sp.r.LogEndOffset() || dp.r.LogEndOffset() != sp.r.LogEndOffset() {

@@ -633,6 +633,11 @@ func (m *Machine) forgetWrites(match func(pendingWrite) bool) {
 
 func (m *Machine) resetTransient() {
 	m.stopFetcher()
+	// The source's HW and LEO are those of this leadership's and run's
+	// fetches: one from an earlier run or leadership would call the log
+	// caught up (a stop --wait-for-catch-up right after a failback, whose
+	// first fetch may still cut the log) and show a lag of the past.
+	m.srcHW, m.srcLEO = twinlog.NoOffset, twinlog.NoOffset
 	m.step = stepIdle
 	m.await = 0
 	m.dropStepWrites()
@@ -747,6 +752,10 @@ func (m *Machine) opStop(ev Stop) error {
 	m.beginStopping("stop")
 	return nil
 }
+
+// CaughtUp reports that the log has reached the source HW of this run's
+// latest fetch (false before this leadership's and run's first Fetched).
+func (m *Machine) CaughtUp() bool { return m.leader && m.state == Mirroring && m.caughtUpNow() }
 
 func (m *Machine) caughtUpNow() bool {
 	return m.srcHW >= 0 && m.log.LogEndOffset() >= m.srcHW

@@ -954,3 +954,33 @@ func TestForeignEpochTrimsEmptyEpoch(t *testing.T) {
 		t.Fatalf("no epoch above: %+v, want NoOp", got)
 	}
 }
+
+// TestCaughtUpIsThisRunsFetch: the source HW a log is caught up to comes
+// from a fetch of the current run and leadership. Once B stopped and
+// started mirroring again (a failback), its earlier run's Fetched must not
+// make it caught up: its first fetch may still cut the log (a DivergingEpoch
+// for records written after the stop), so stop --wait-for-catch-up waits
+// for it, and the status shows no source HW or lag until then (two-cluster
+// sweep seed 1950059 counted such a log as caught up and compared it).
+func TestCaughtUpIsThisRunsFetch(t *testing.T) {
+	a, b := newCluster(t, 'a'), newCluster(t, 'b')
+	link(a, b)
+	a.le = 1
+	a.mustProduce(3)
+	b.mirrorFrom(1, plan.Config{})
+	b.fetchUntilIdle()
+	if !b.m.CaughtUp() {
+		t.Fatal("not caught up after copying the source")
+	}
+	b.stop()
+	b.checkState(plan.Stopped)
+	b.mirrorFrom(2, plan.Config{})
+	b.checkState(plan.Mirroring)
+	if b.m.CaughtUp() || b.m.Status().GetSourceHighWatermark() >= 0 {
+		t.Fatalf("a new run is caught up before its first fetch (source HW %d)", b.m.Status().GetSourceHighWatermark())
+	}
+	b.step(plan.Stop{WaitForCatchUp: true, TimeoutMs: 500})
+	b.checkState(plan.Mirroring)
+	b.fetch()
+	b.checkState(plan.Stopped)
+}
