@@ -254,14 +254,7 @@ func (b *Broker) reconcile() {
 		hasTaints bool
 	}
 	wanted := map[twinlog.TopicPartition]want{}
-	brokers := map[twinlog.BrokerID]twinlog.BrokerEpoch{}
-	registered := map[twinlog.BrokerID]twinlog.BrokerEpoch{} // acceptable or not: follower fetches need it
-	for _, br := range b.image.Brokers() {
-		registered[twinlog.BrokerID(br.GetBrokerId())] = twinlog.BrokerEpoch(br.GetBrokerEpoch())
-		if b.image.Acceptable(br.GetBrokerId()) {
-			brokers[twinlog.BrokerID(br.GetBrokerId())] = twinlog.BrokerEpoch(br.GetBrokerEpoch())
-		}
-	}
+	registered, brokers := b.image.BrokerEpochs()
 	for _, name := range b.image.TopicNames() {
 		t := b.image.Topic(name)
 		m := b.image.MinISR(name, 0)

@@ -297,13 +297,7 @@ func (r *mirrorRunner) onEvent(ev plan.Event) {
 	if r.m == nil {
 		return
 	}
-	if bd, ok := ev.(plan.BumpDone); ok {
-		r.leadership.Bumps--
-		r.leadership.KnownLE = max(r.leadership.KnownLE, bd.LeaderEpoch)
-	}
-	if _, ok := ev.(plan.BumpFailed); ok {
-		r.leadership.Bumps--
-	}
+	r.leadership.Note(ev)
 	r.step(ev)
 }
 
@@ -558,7 +552,7 @@ func (r *mirrorRunner) perform(ctx context.Context, a plan.Action) {
 	case plan.QueryLMLE:
 		go r.queryLMLE(ctx, a.Seq)
 	case plan.BumpLeaderEpoch:
-		r.leadership.Bumps++
+		r.leadership.Sent(a)
 		go r.bump(ctx, a)
 	case plan.TruncateTo:
 		r.truncate(a.Seq, a.Offset, false, a.Reason)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -229,27 +228,16 @@ func (p *partition) applyLogOpsLocked(rd replica.Ready) (truncated bool) {
 	return truncated
 }
 
-// syncEpochsLocked makes the log's epoch cache match the machine's. The log
-// assigns per appended batch and trims on truncation itself; what remains
-// is the (LE, LEO) entry of a leader entering a new epoch (SPEC §2.4).
+// syncEpochsLocked makes the log's epoch cache match the machine's
+// (storage.Log.SyncEpochs).
 func (p *partition) syncEpochsLocked(want []epoch.Entry) {
-	have := p.log.Epochs().Entries()
-	if slices.Equal(have, want) {
+	ok, err := p.log.SyncEpochs(want)
+	if err != nil {
+		p.failLocked(err)
 		return
 	}
-	if n := len(want); n > 0 {
-		last := want[n-1]
-		// Re-assigning the machine's last entry also drops a stale tail the
-		// log kept (an epoch without records cut at the LEO, §6.2c).
-		if !slices.Contains(have, last) || have[len(have)-1] != last {
-			if err := p.log.AssignEpoch(last.Epoch, last.StartOffset); err != nil {
-				p.failLocked(err)
-				return
-			}
-		}
-	}
-	if have = p.log.Epochs().Entries(); !slices.Equal(have, want) {
-		p.logger.Debug("epoch cache differs from the replica's view", "log", have, "replica", want)
+	if !ok {
+		p.logger.Debug("epoch cache differs from the replica's view", "log", p.log.Epochs().Entries(), "replica", want)
 	}
 }
 

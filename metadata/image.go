@@ -166,6 +166,22 @@ func (img *Image) StoredClusterConfigs() map[string]string { return img.clusterC
 // Acceptable reports SPEC §1.2 acceptability of broker b (BrokerAcceptable).
 func (img *Image) Acceptable(b int32) bool { return BrokerAcceptable(img.brokers[b]) }
 
+// BrokerEpochs returns the registered brokers' epochs, all of them and the
+// acceptable ones (a broker's replica state needs both: follower fetches
+// are checked against every registration, electability against the
+// acceptable ones).
+func (img *Image) BrokerEpochs() (registered, acceptable map[twinlog.BrokerID]twinlog.BrokerEpoch) {
+	registered = make(map[twinlog.BrokerID]twinlog.BrokerEpoch, len(img.brokers))
+	acceptable = make(map[twinlog.BrokerID]twinlog.BrokerEpoch, len(img.brokers))
+	for id, br := range img.brokers {
+		registered[twinlog.BrokerID(id)] = twinlog.BrokerEpoch(br.GetBrokerEpoch())
+		if BrokerAcceptable(br) {
+			acceptable[twinlog.BrokerID(id)] = twinlog.BrokerEpoch(br.GetBrokerEpoch())
+		}
+	}
+	return registered, acceptable
+}
+
 // Alive reports a registered, unfenced broker (DescribeTopicPartitions'
 // "leader alive", SPEC §5).
 func (img *Image) Alive(b int32) bool { return BrokerAlive(img.brokers[b]) }

@@ -832,6 +832,28 @@ func (l *Log) AssignEpoch(e twinlog.Epoch, o twinlog.Offset) error {
 	return nil
 }
 
+// SyncEpochs makes the epoch cache match want, a replica's view of it
+// (broker/replica's Ready.EpochEntries), and reports whether it does. The
+// log assigns per appended batch and trims on truncation itself; what
+// remains is the (LE, LEO) entry of a leader entering a new epoch (SPEC
+// §2.4), so only want's last entry is assigned, which also drops a stale
+// tail the log kept (an epoch without records cut at the LEO, §6.2c).
+func (l *Log) SyncEpochs(want []epoch.Entry) (bool, error) {
+	have := l.Epochs().Entries()
+	if slices.Equal(have, want) {
+		return true, nil
+	}
+	if n := len(want); n > 0 {
+		last := want[n-1]
+		if !slices.Contains(have, last) || have[len(have)-1] != last {
+			if err := l.AssignEpoch(last.Epoch, last.StartOffset); err != nil {
+				return false, err
+			}
+		}
+	}
+	return slices.Equal(l.Epochs().Entries(), want), nil
+}
+
 // TruncateTo removes every batch with a record at or after o (a batch
 // straddling o goes whole, so the LEO may end below o), then trims the epoch
 // cache (truncateFromEnd) and lowers HW and recovery point to the LEO. o at

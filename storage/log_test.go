@@ -820,3 +820,35 @@ func TestAppendManyBatchesOneCall(t *testing.T) {
 		t.Fatal("follower copy differs from the leader's batches")
 	}
 }
+
+// TestSyncEpochs: the log's epoch cache follows the replica's view: a
+// leader's (LE, LEO) entry is assigned, and an entry the log kept past the
+// view's last (an epoch without records cut at the LEO) is dropped by
+// re-assigning the view's last entry; a view the log cannot reach by
+// assigning its last entry reports false.
+func TestSyncEpochs(t *testing.T) {
+	fsys := NewMemFS()
+	l := openLog(t, fsys, testOpts(t, newClock()))
+	if _, err := l.AppendAsFollower(mustBatch(t, testRecords(2, 0), BatchOptions{BaseOffset: 0, LeaderEpoch: 1})); err != nil {
+		t.Fatal(err)
+	}
+	want := []epoch.Entry{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 2}}
+	if ok, err := l.SyncEpochs(want); err != nil || !ok {
+		t.Fatalf("SyncEpochs(%v) = %t, %v", want, ok, err)
+	}
+	if diff := cmp.Diff(want, l.Epochs().Entries()); diff != "" {
+		t.Fatal(diff)
+	}
+	// The view drops the empty epoch 3 (cut at the LEO) and enters 5 there.
+	want = []epoch.Entry{{Epoch: 1, StartOffset: 0}, {Epoch: 5, StartOffset: 2}}
+	if ok, err := l.SyncEpochs(want); err != nil || !ok {
+		t.Fatalf("SyncEpochs(%v) = %t, %v", want, ok, err)
+	}
+	if diff := cmp.Diff(want, l.Epochs().Entries()); diff != "" {
+		t.Fatal(diff)
+	}
+	// An entry below the last that the log lacks is not assigned.
+	if ok, err := l.SyncEpochs([]epoch.Entry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 1}, {Epoch: 5, StartOffset: 2}}); err != nil || ok {
+		t.Fatalf("unreachable view: %t, %v", ok, err)
+	}
+}

@@ -308,14 +308,7 @@ func (b *simBroker) reconcile() {
 	if !b.registered || b.image.Offset() < b.epoch {
 		return
 	}
-	brokers := map[twinlog.BrokerID]twinlog.BrokerEpoch{}
-	registered := map[twinlog.BrokerID]twinlog.BrokerEpoch{} // acceptable or not: follower fetches need it
-	for _, br := range b.image.Brokers() {
-		registered[twinlog.BrokerID(br.GetBrokerId())] = twinlog.BrokerEpoch(br.GetBrokerEpoch())
-		if b.image.Acceptable(br.GetBrokerId()) {
-			brokers[twinlog.BrokerID(br.GetBrokerId())] = twinlog.BrokerEpoch(br.GetBrokerEpoch())
-		}
-	}
+	registered, brokers := b.image.BrokerEpochs()
 	for _, name := range b.image.TopicNames() {
 		t := b.image.Topic(name)
 		m := b.image.MinISR(name, 0)
@@ -573,22 +566,10 @@ func (p *simPart) appendFetched(want []replica.BatchMeta) error {
 	return nil
 }
 
-// syncEpochs is broker/partition.go's syncEpochsLocked.
+// syncEpochs is broker/partition.go's syncEpochsLocked: storage.Log.SyncEpochs.
 func (p *simPart) syncEpochs(want []epoch.Entry) {
-	have := p.log.Epochs().Entries()
-	if slices.Equal(have, want) {
-		return
-	}
-	if n := len(want); n > 0 {
-		last := want[n-1]
-		// Re-assigning the machine's last entry also drops a stale tail the
-		// log kept (an epoch without records cut at the LEO, §6.2c), as
-		// broker/partition.go does.
-		if !slices.Contains(have, last) || have[len(have)-1] != last {
-			if err := p.log.AssignEpoch(last.Epoch, last.StartOffset); err != nil {
-				p.b.s.fail("storage assign epoch", "broker %d %s: %v", p.b.id, p.key, err)
-			}
-		}
+	if _, err := p.log.SyncEpochs(want); err != nil {
+		p.b.s.fail("storage assign epoch", "broker %d %s: %v", p.b.id, p.key, err)
 	}
 }
 

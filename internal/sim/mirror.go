@@ -753,13 +753,7 @@ func (r *mirrorRunner) onEvent(ev plan.Event) {
 	if r.m == nil {
 		return
 	}
-	if bd, ok := ev.(plan.BumpDone); ok {
-		r.leadership.Bumps--
-		r.leadership.KnownLE = max(r.leadership.KnownLE, bd.LeaderEpoch)
-	}
-	if _, ok := ev.(plan.BumpFailed); ok {
-		r.leadership.Bumps--
-	}
+	r.leadership.Note(ev)
 	r.stepM(ev)
 }
 
@@ -1078,7 +1072,7 @@ func (r *mirrorRunner) perform(a plan.Action) {
 	case plan.QueryLMLE:
 		r.queryLMLE(a.Seq)
 	case plan.BumpLeaderEpoch:
-		r.leadership.Bumps++
+		r.leadership.Sent(a)
 		r.sendBump(a)
 	case plan.TruncateTo:
 		r.truncate(a.Seq, a.Offset, false, a.Reason)

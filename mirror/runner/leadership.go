@@ -43,6 +43,22 @@ func (l Leadership) Observe(leading bool, le twinlog.Epoch) (end, begin bool) {
 	return end, !l.Leading || end
 }
 
+// Sent counts a BumpLeaderEpoch the host sends for the machine.
+func (l *Leadership) Sent(plan.BumpLeaderEpoch) { l.Bumps++ }
+
+// Note takes in an event the host hands the machine: a bump's answer
+// (BumpDone or BumpFailed) is no longer in flight, and BumpDone's LE is
+// the machine's own.
+func (l *Leadership) Note(ev plan.Event) {
+	switch ev := ev.(type) {
+	case plan.BumpDone:
+		l.Bumps--
+		l.KnownLE = max(l.KnownLE, ev.LeaderEpoch)
+	case plan.BumpFailed:
+		l.Bumps--
+	}
+}
+
 // BumpOutcome is a bump's result once the controller answered it with LE
 // want and the local replica runs in LE le (leader reporting whether it
 // leads): BumpDone when it leads in want, so that the truncation that

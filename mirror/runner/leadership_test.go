@@ -71,3 +71,30 @@ func TestTaintsOf(t *testing.T) {
 		t.Fatal("taints of no record")
 	}
 }
+
+// TestLeadershipBumps: a bump in flight keeps a later LE from counting as
+// a new leadership; its answer ends that, and BumpDone's LE becomes the
+// machine's own.
+func TestLeadershipBumps(t *testing.T) {
+	l := runner.Leadership{Leading: true, KnownLE: 4}
+	l.Sent(plan.BumpLeaderEpoch{Seq: 1})
+	if end, _ := l.Observe(true, 5); end {
+		t.Fatal("the machine's own bump ended its leadership")
+	}
+	l.Note(plan.BumpDone{Seq: 1, LeaderEpoch: 5})
+	if l.Bumps != 0 || l.KnownLE != 5 {
+		t.Fatalf("after BumpDone: %+v", l)
+	}
+	if end, _ := l.Observe(true, 5); end {
+		t.Fatal("LE 5 is the machine's own")
+	}
+	l.Sent(plan.BumpLeaderEpoch{Seq: 2})
+	l.Note(plan.BumpFailed{Seq: 2})
+	l.Note(plan.Fetched{})
+	if l.Bumps != 0 || l.KnownLE != 5 {
+		t.Fatalf("after BumpFailed: %+v", l)
+	}
+	if end, begin := l.Observe(true, 7); !end || !begin {
+		t.Fatal("LE 7 without a bump in flight is not a new leadership")
+	}
+}
