@@ -13,6 +13,7 @@ import (
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/internal/configdef"
 	"github.com/twinlog/twinlog/metadata"
+	"github.com/twinlog/twinlog/mirror/runner"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -322,7 +323,7 @@ func (b *Broker) reconcile() {
 		p.mu.Lock()
 		if p.usableLocked() == nil {
 			p.state = w.rec
-			p.applyMirrorFlagsLocked(w.inMirror, p.becomingLeaderLocked(st, b.cfg.ID))
+			p.mirrorWritable = runner.ApplyMirrorFlags(p.r, w.inMirror, runner.BecomingLeader(p.r, st, b.cfg.ID, p.mirrorWritableLE), p.mirrorWritable)
 			wasLeader, le := p.r.Role() == replica.RoleLeader, p.r.LeaderEpoch()
 			p.r.ApplyPartitionState(st, now)
 			if w.hasTaints && p.r.Role() == replica.RoleLeader && (!wasLeader || p.r.LeaderEpoch() != le) {

@@ -908,44 +908,6 @@ func (l mirrorLog) AppendMirrored(metas []replica.BatchMeta, batches storage.Val
 	return nil
 }
 
-// becomingLeaderLocked reports whether applying st starts a leadership of
-// this broker that the mirror runner did not cause: it was not leader, or
-// st's LE is later than both its current LE and the LE in which the runner
-// made the partition writable. A leader can move into a later LE without
-// following in between (an unclean election it never saw as a follower, a
-// reassignment, missed metadata); a STOPPED leadership's writability must
-// not survive into it, since the machine's BecameLeader for the new LE
-// starts read-only (SPEC §6.2a; simulator seed 191). The runner's own bumps
-// are not new leaderships: a stop bump's LE is the LE SetWritable carries.
-// p.mu is held.
-func (p *partition) becomingLeaderLocked(st replica.PartitionState, self twinlog.BrokerID) bool {
-	if st.Leader != self {
-		return false
-	}
-	return p.r.Role() != replica.RoleLeader || st.LeaderEpoch > max(p.r.LeaderEpoch(), p.mirrorWritableLE)
-}
-
-// applyMirrorFlagsLocked sets the replica's mirror hooks before a metadata
-// change is applied: a partition in no mirror is a normal writable one; a
-// mirror partition is read-only (SPEC §6.2a) and keeps its cache to record
-// epochs (§6.2c) until its runner, as leader, has read a committed STOPPED
-// record — taking leadership always starts read-only. p.mu is held.
-func (p *partition) applyMirrorFlagsLocked(inMirror, becomingLeader bool) {
-	if !inMirror {
-		p.mirrorWritable = false
-		p.r.SetMirrorPartition(false)
-		if !p.r.Writable() {
-			p.r.SetWritable(true)
-		}
-		return
-	}
-	if becomingLeader || !p.mirrorWritable {
-		p.mirrorWritable = false
-		p.r.SetMirrorPartition(true)
-		p.r.SetWritable(false)
-	}
-}
-
 // LocalBatches lists the batches of tp's local log, log start to LEO
 // (offsets and record epochs; for tests and tools).
 func (b *Broker) LocalBatches(tp twinlog.TopicPartition) ([]storage.BatchView, error) {

@@ -344,8 +344,8 @@ func (b *simBroker) reconcile() {
 					LeaderEpoch: twinlog.Epoch(tpt.GetLeaderEpoch()), Offset: twinlog.Offset(tpt.GetOffset())})
 			}
 			if s.w != nil {
-				// broker/metadata.go applyMirrorFlagsLocked (mirror.go).
-				s.w.applyMirrorFlags(p, t.GetMirrorName() != "", s.w.becomingLeader(p, st, t.GetMirrorName() != "")) // ops.go
+				// As broker/metadata.go: mirror/runner's flags.
+				s.w.applyMirrorFlags(p, t.GetMirrorName() != "", st)
 			}
 			wasLeader, le := p.r.Role() == replica.RoleLeader, p.r.LeaderEpoch()
 			hwBefore := p.r.HighWatermark()

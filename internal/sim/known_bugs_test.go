@@ -609,7 +609,7 @@ func TestKnownBugTaintRacesISRExpansion(t *testing.T) {
 }
 
 // TestKnownBugWritableAcrossLeaderEpochs: broker/metadata.go (the
-// becomingLeader argument of applyMirrorFlagsLocked) with mirror/plan.
+// becomingLeader argument of the mirror flags) with mirror/plan.
 // "Taking leadership always starts read-only" is decided by st.Leader ==
 // self && role != leader, so a leader that applies a later LE as leader
 // without having applied the LEs in between as a follower keeps a STOPPED
@@ -626,9 +626,12 @@ func TestKnownBugTaintRacesISRExpansion(t *testing.T) {
 //
 // Fixed: a leader applying an LE later than both its own and the LE its
 // runner made the partition writable in starts read-only, like a new
-// leader (broker/mirror.go becomingLeaderLocked, world.becomingLeader); the
+// leader (mirror/runner.BecomingLeader, which both shells run); the
 // runner's own stop bump keeps writability. With the role-only rule
-// restored, seed 191 fails §8.18 again.
+// restored, seed 191 failed §8.18 again when the fix landed; on today's
+// tree its run takes another course and passes either way (checked by
+// reverting the rule, session 8), so mirror/runner's TestBecomingLeader
+// is the test that fails without the fix; the seed stays as a replay.
 func TestKnownBugWritableAcrossLeaderEpochs(t *testing.T) {
 	cfg := twoClusterKnownBug(191)
 	cfg.FailOnKnownBugs = false

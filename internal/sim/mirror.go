@@ -419,24 +419,17 @@ func (t *stateTable) taints(topicID string, part int32) []int32 {
 
 // ---- hooks called by the cluster shells ----
 
-// applyMirrorFlags is broker/mirror.go applyMirrorFlagsLocked: a partition
-// in no mirror is a normal writable one; a mirror partition is read-only
-// and keeps record epochs only until its runner, as leader, made it
-// writable; taking leadership always starts read-only.
-func (w *world) applyMirrorFlags(p *simPart, inMirror, becomingLeader bool) {
-	if !inMirror {
-		w.writable[p] = false
-		p.r.SetMirrorPartition(false)
-		if !p.r.Writable() {
-			p.r.SetWritable(true)
-		}
-		return
+// applyMirrorFlags sets the replica's mirror flags before a metadata
+// change as broker/metadata.go does (runner.ApplyMirrorFlags,
+// runner.BecomingLeader), with the world's record of the runner's
+// writable flag and the LE it was set in.
+func (w *world) applyMirrorFlags(p *simPart, inMirror bool, st replica.PartitionState) {
+	le, ok := w.writableLE[p]
+	if !ok {
+		le = twinlog.NoEpoch
 	}
-	if becomingLeader || !w.writable[p] {
-		w.writable[p] = false
-		p.r.SetMirrorPartition(true)
-		p.r.SetWritable(false)
-	}
+	becoming := runner.BecomingLeader(p.r, st, twinlog.BrokerID(p.b.id), le)
+	w.writable[p] = runner.ApplyMirrorFlags(p.r, inMirror, becoming, w.writable[p])
 }
 
 // repaired is broker.repaired: cleared taints go to the partition's runner

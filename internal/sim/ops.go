@@ -327,28 +327,3 @@ func (p *simPart) checkAlterAnswerNewLE(resp *pb.AlterPartitionResponse) {
 		}
 	}
 }
-
-// becomingLeader is the becomingLeader argument of applyMirrorFlags, as
-// broker/mirror.go becomingLeaderLocked: this broker was not leader, or the
-// new LE is later than both its LE and the LE its runner made the
-// partition writable in (its own stop bump is not a new leadership). The
-// role-only rule missed a leader that stays leader into a later LE without
-// applying the LEs in between (seed 191: B's t-1, broker 3 leads LE 6
-// STOPPED and writable, then LE 11 after an unclean election it never saw
-// as a follower): the partition stayed writable while plan.Machine's
-// BecameLeader redid PREPARING → MIRRORING, and Produce appended the
-// broker's own records among mirrored ones (SPEC §6.2a, §8.17; the §8.18
-// check saw it). TestKnownBugWritableAcrossLeaderEpochs.
-func (w *world) becomingLeader(p *simPart, st replica.PartitionState, inMirror bool) bool {
-	if st.Leader != twinlog.BrokerID(p.b.id) {
-		return false
-	}
-	if p.r.Role() != replica.RoleLeader {
-		return true
-	}
-	le, ok := w.writableLE[p]
-	if !ok {
-		le = twinlog.NoEpoch
-	}
-	return st.LeaderEpoch > max(p.r.LeaderEpoch(), le)
-}
