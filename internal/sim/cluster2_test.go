@@ -169,7 +169,9 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //   - 760568 (liveness): after the same exemption the leader's batch held
 //     the followers' and the mirror's LEO inside it; both refused it for
 //     good. Fixed: both restart at the leader's (source's) log start
-//     (replica.cutStraddled, plan.StraddleTruncation).
+//     (replica.cutStraddled, plan.StraddleTruncation). On today's tree the
+//     seed passes with the mirror's straddle check reverted (session 8);
+//     plan's TestPlanAppend fails without it.
 //   - 1117508 (liveness: mirror not caught up): a mirror leader's empty
 //     epoch at its LEO (≤ lmleUsed) was its lastFetchedEpoch; the source's
 //     DivergingEpoch ended at the LEO and the no-op cut kept the entry, so
@@ -180,7 +182,9 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     controller) after fetching in LE 11, and copied the zombie's own
 //     epoch-8 records after A's epoch-8 records. Fixed: a mirror never
 //     fetches in an older source LE than it has
-//     (plan.SourceLeaderEpochUsable, KIP-320's rule).
+//     (plan.SourceLeaderEpochUsable, KIP-320's rule). On today's tree the
+//     seed passes with the rule reverted (session 8); mirror/runner's
+//     TestFetchSessionRefusesStaleLeaders fails without it.
 //   - 1417630 (§8.18): a mirror leader of LE 8, fenced, was elected again in
 //     LE 10 without seeing the LEs between; while the new leadership loaded
 //     __mirror_state its old machine finished a stop and made the partition
