@@ -440,24 +440,14 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 }
 
 // settleTaintsPending lets the leader serve follower fetches once this
-// leadership has loaded the durable taints (SPEC §6.4): BecameLeader stepped
-// with the records read up to the __mirror_state HW, and drain performed its
-// AddTaints (possibly none). An LE the runner does not know yet (another
-// leadership, or a bump not reported done) keeps it pending; so does a
-// __mirror_state that cannot be read (observe returns before loading), and
-// a leadership the machine refused as stale (records from a later LE: it
-// loaded no taints), and so does loaded state not yet rewritten with this
-// LE (plan.Machine.StateOwned: the LMLE record, which a zombie's late write
-// could still change, and the first run record, without which a follower
-// could count as aligned with a run this leader never joined).
+// leadership has loaded the durable taints and owns its state (SPEC §6.4,
+// runner.Leadership.TaintsSettled). A __mirror_state that cannot be read
+// keeps them pending (observe returns before loading).
 func (r *mirrorRunner) settleTaintsPending() {
-	if r.m == nil || !r.leadership.Leading || !r.m.Leading() || !r.m.StateOwned() {
-		return
-	}
 	p := r.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.usableLocked() != nil || p.r.Role() != replica.RoleLeader || !p.r.TaintsPending() || p.r.LeaderEpoch() > r.leadership.KnownLE {
+	if p.usableLocked() != nil || !r.leadership.TaintsSettled(r.m, p.r) {
 		return
 	}
 	p.r.SetTaintsPending(false)

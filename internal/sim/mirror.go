@@ -958,10 +958,7 @@ func (r *mirrorRunner) checkOwed() {
 // record and the leadership's first run record).
 func (r *mirrorRunner) settleTaintsPending() {
 	p := r.p
-	if r.m == nil || !r.leadership.Leading || !r.m.Leading() || !r.m.StateOwned() || !r.live() {
-		return
-	}
-	if p.r.Role() != replica.RoleLeader || !p.r.TaintsPending() || p.r.LeaderEpoch() > r.leadership.KnownLE {
+	if !r.live() || !r.leadership.TaintsSettled(r.m, p.r) {
 		return
 	}
 	p.r.SetTaintsPending(false)

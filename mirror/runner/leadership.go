@@ -43,6 +43,28 @@ func (l Leadership) Observe(leading bool, le twinlog.Epoch) (end, begin bool) {
 	return end, !l.Leading || end
 }
 
+// TaintsReplica is the part of the partition's replica that holds
+// follower fetches until the leadership's taints are loaded.
+type TaintsReplica interface {
+	Role() replica.Role
+	LeaderEpoch() twinlog.Epoch
+	TaintsPending() bool
+}
+
+// TaintsSettled reports whether the replica, taints-pending since it became
+// leader in a new LE, may now serve follower fetches (SPEC §6.4): this
+// leadership stepped BecameLeader and leads in an LE the runner knows (not
+// a later one it has yet to load, nor one the machine refused as stale)
+// and owns the state it loaded (plan.Machine.StateOwned: the LMLE record,
+// which a zombie's late write could still change, and the first run
+// record, without which a follower could count as aligned with a run this
+// leader never joined; seeds 1416997, 1709687, 1901841). m is nil before
+// the runner has a machine.
+func (l Leadership) TaintsSettled(m *plan.Machine, r TaintsReplica) bool {
+	return m != nil && l.Leading && m.Leading() && m.StateOwned() &&
+		r.Role() == replica.RoleLeader && r.TaintsPending() && r.LeaderEpoch() <= l.KnownLE
+}
+
 // Sent counts a BumpLeaderEpoch the host sends for the machine.
 func (l *Leadership) Sent(plan.BumpLeaderEpoch) { l.Bumps++ }
 

@@ -5,8 +5,10 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/mirror/plan"
 	"github.com/twinlog/twinlog/mirror/runner"
+	"github.com/twinlog/twinlog/storage/epoch"
 )
 
 // TestLeadershipObserve: a leadership ends when the partition is no
@@ -96,5 +98,73 @@ func TestLeadershipBumps(t *testing.T) {
 	}
 	if end, begin := l.Observe(true, 7); !end || !begin {
 		t.Fatal("LE 7 without a bump in flight is not a new leadership")
+	}
+}
+
+type planLog struct{}
+
+func (planLog) EpochCache() *epoch.Cache       { c, _ := epoch.NewCache(nil); return c }
+func (planLog) LogStartOffset() twinlog.Offset { return 0 }
+func (planLog) LogEndOffset() twinlog.Offset   { return 0 }
+func (planLog) HighWatermark() twinlog.Offset  { return 0 }
+func (planLog) AlignedEpoch() twinlog.Epoch    { return -1 }
+
+type zeroRand struct{}
+
+func (zeroRand) IntN(int) int { return 0 }
+
+type taintsReplica struct {
+	role    replica.Role
+	le      twinlog.Epoch
+	pending bool
+}
+
+func (r taintsReplica) Role() replica.Role         { return r.role }
+func (r taintsReplica) LeaderEpoch() twinlog.Epoch { return r.le }
+func (r taintsReplica) TaintsPending() bool        { return r.pending }
+
+// TestTaintsSettled: follower fetches wait until this leadership stepped
+// BecameLeader in an LE the runner knows and its state records of that LE
+// are acknowledged (seeds 1416997, 1709687, 1901841).
+func TestTaintsSettled(t *testing.T) {
+	m, err := plan.New(plan.Config{BrokerID: 1, Mirror: "m", TopicPartition: twinlog.TopicPartition{Topic: "t"}, TopicID: "id"},
+		plan.Deps{Log: planLog{}, Rand: zeroRand{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leading := taintsReplica{role: replica.RoleLeader, le: 4, pending: true}
+	l := runner.Leadership{Leading: true, KnownLE: 4}
+	if l.TaintsSettled(nil, leading) {
+		t.Fatal("settled without a machine")
+	}
+	if err := m.Step(plan.BecameLeader{LeaderEpoch: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if l.TaintsSettled(m, leading) {
+		t.Fatal("settled before the leadership's empty LMLE record was acknowledged")
+	}
+	for _, a := range m.Ready().Actions {
+		if w, ok := a.(plan.WriteLmleRecord); ok {
+			m.Advance()
+			if err := m.Step(plan.WriteAcked{Seq: w.Seq}); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if !l.TaintsSettled(m, leading) {
+		t.Fatal("not settled with the state owned")
+	}
+	for name, r := range map[string]taintsReplica{
+		"a later LE the runner has not loaded": {role: replica.RoleLeader, le: 5, pending: true},
+		"not taints-pending":                   {role: replica.RoleLeader, le: 4},
+		"no longer leader":                     {role: replica.RoleFollower, le: 4, pending: true},
+	} {
+		if l.TaintsSettled(m, r) {
+			t.Errorf("%s: settled", name)
+		}
+	}
+	if (runner.Leadership{KnownLE: 4}).TaintsSettled(m, leading) {
+		t.Error("settled while the runner's leadership ended")
 	}
 }
