@@ -241,9 +241,18 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     longer carries one from an earlier run or leadership either, which
 //     made stop --wait-for-catch-up right after a failback stop at once
 //     (plan's TestCaughtUpIsThisRunsFetch).
+//   - 2001489 (liveness: mirror not caught up): a new leader loaded a run
+//     still STOPPING under the desired state of a later generation
+//     (PAUSED); the operator's Resume then was refused ("resume from
+//     STOPPING"), so the next run paused on reaching MIRRORING and stayed
+//     PAUSED under desired MIRRORING (the pause-resume-dropped known bug
+//     in a state its fix had not covered). Fixed: a Pause or Resume while
+//     stopping with a run wanted after it is that run's desired state
+//     (plan.Machine.nextRunAfterStop; plan's TestPauseResumeDuringRun
+//     "STOPPING, started again").
 func TestSweepSeeds(t *testing.T) {
 	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568, 1117508, 1318604,
-		1417630, 1416997, 1416705, 1702538, 1709687, 1737467, 1901841, 1950059} {
+		1417630, 1416997, 1416705, 1702538, 1709687, 1737467, 1901841, 1950059, 2001489} {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			cfg := twoClusterConfig(seed)
 			cfg.FaultMs = 20_000

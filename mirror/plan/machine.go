@@ -697,7 +697,7 @@ func (m *Machine) opStart(ev Start) error {
 }
 
 func (m *Machine) opPause() error {
-	if m.deferring() {
+	if m.deferring() || m.nextRunAfterStop() {
 		m.desired.State = Paused
 		return nil
 	}
@@ -715,7 +715,7 @@ func (m *Machine) opPause() error {
 }
 
 func (m *Machine) opResume() error {
-	if m.deferring() {
+	if m.deferring() || m.nextRunAfterStop() {
 		m.desired.State = Mirroring
 		return nil
 	}
@@ -730,6 +730,14 @@ func (m *Machine) opResume() error {
 	}
 	return nil
 }
+
+// nextRunAfterStop reports a stop in progress with a run wanted after it
+// (started again while stopping, or a new leader that loaded a STOPPING
+// run under the desired state of a later generation): a Pause or Resume is
+// that run's desired state, for reconcile to start it with once the stop
+// is done. Refused, a Resume left the next run PAUSED for good under
+// desired MIRRORING (simulator seed 2001489).
+func (m *Machine) nextRunAfterStop() bool { return m.state == Stopping && m.startWanted() }
 
 func (m *Machine) opStop(ev Stop) error {
 	if m.deferring() {

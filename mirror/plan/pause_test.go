@@ -116,6 +116,23 @@ func TestPauseResumeDuringRun(t *testing.T) {
 			b.mirrorFrom(1, plan.Config{})
 			return nil
 		}},
+		// A new leader loaded a run still STOPPING with the desired state
+		// of a later generation, or the operator started the mirror again
+		// while it stopped: the pause or resume is that next run's (seed
+		// 2001489: a Resume refused in STOPPING left the run PAUSED for
+		// good under desired MIRRORING).
+		{"STOPPING, started again", plan.Stopping, func(b *cluster) []plan.Event {
+			b.mirrorFrom(1, plan.Config{})
+			b.desired.State = plan.Stopped
+			if err := b.m.Step(plan.Stop{}); err != nil {
+				b.t.Fatalf("%v", err)
+			}
+			b.desired = plan.Desired{State: plan.Mirroring, Generation: 2, SourceClusterID: b.peer.id}
+			if err := b.m.Step(plan.Start{Generation: 2, SourceClusterID: b.peer.id}); err != nil {
+				b.t.Fatalf("%v", err)
+			}
+			return nil
+		}},
 		{"FAILED, retry due", plan.Failed, func(b *cluster) []plan.Event {
 			b.mirrorFrom(1, plan.Config{})
 			b.fetchUntilIdle()
