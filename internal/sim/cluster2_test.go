@@ -250,9 +250,18 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     stopping with a run wanted after it is that run's desired state
 //     (plan.Machine.nextRunAfterStop; plan's TestPauseResumeDuringRun
 //     "STOPPING, started again").
+//   - 2118269 (§8.19): a new leader (LE 12) loaded a taint of replica 2,
+//     which repaired; the clear's write was slow, and meanwhile the run
+//     tainted replica 2 anew (its AddTaints, then the MIRRORING write
+//     with the taint). The old clear's acknowledgement then told the
+//     replica its taint was durably gone: it joined the ISR while the new
+//     taint landed in the record, and the next leader loaded it. Fixed: a
+//     clear's ack clears the replica's taint only if no LMLE write issued
+//     after it taints the replica again (plan.Machine.onWriteAcked); the
+//     write that clears the new taint does it when it lands.
 func TestSweepSeeds(t *testing.T) {
 	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568, 1117508, 1318604,
-		1417630, 1416997, 1416705, 1702538, 1709687, 1737467, 1901841, 1950059, 2001489} {
+		1417630, 1416997, 1416705, 1702538, 1709687, 1737467, 1901841, 1950059, 2001489, 2118269} {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			cfg := twoClusterConfig(seed)
 			cfg.FaultMs = 20_000

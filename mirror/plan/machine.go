@@ -245,6 +245,9 @@ type Machine struct {
 	t        twinlog.Offset // T of the run (§6.6 step 2)
 	replicas *ReplicaStatus
 	skipping []twinlog.BrokerID // skipped replicas whose AddTaints is awaited
+	// taintWrite is, per replica, the sequence of the latest LMLE write
+	// issued whose record taints it (writes land in issue order).
+	taintWrite map[twinlog.BrokerID]uint64
 
 	session   uint64
 	fetching  bool
@@ -1336,6 +1339,12 @@ func (m *Machine) emitLmle(w pendingWrite) {
 	rec := m.lmleOrEmpty()
 	rec.StateEpoch = int32(m.le)
 	seq := m.next()
+	for _, t := range rec.Taints {
+		if m.taintWrite == nil {
+			m.taintWrite = make(map[twinlog.BrokerID]uint64)
+		}
+		m.taintWrite[twinlog.BrokerID(t.Replica)] = seq
+	}
 	m.track(seq, w)
 	m.emit(WriteLmleRecord{Seq: seq, Record: rec})
 }
@@ -1358,7 +1367,13 @@ func (m *Machine) onWriteAcked(seq uint64) {
 	} else if w.owns {
 		m.taintsOwned = true
 	}
-	if w.clear != twinlog.NoBroker {
+	// The record is durably clear of the replica's taint only if no later
+	// write, issued before this ack and landing after it, taints it again:
+	// a clear of an earlier leadership's taint acknowledged after the run
+	// tainted the replica anew would let the replica into the ISR with the
+	// new taint on its way to the record (§8.19; two-cluster sweep seed
+	// 2118269). The write that clears the new taint says so when it lands.
+	if w.clear != twinlog.NoBroker && m.taintWrite[w.clear] < seq {
 		m.emit(ClearTaint{Replica: w.clear})
 	}
 	if !w.cont {
