@@ -542,7 +542,7 @@ func (r *mirrorRunner) perform(ctx context.Context, a plan.Action) {
 	case plan.QueryLMLE:
 		go r.queryLMLE(ctx, a.Seq)
 	case plan.BumpLeaderEpoch:
-		r.leadership.Sent(a)
+		r.leadership.Sent()
 		go r.bump(ctx, a)
 	case plan.TruncateTo:
 		r.truncate(a.Seq, a.Offset, false, a.Reason)

@@ -1062,7 +1062,7 @@ func (r *mirrorRunner) perform(a plan.Action) {
 	case plan.QueryLMLE:
 		r.queryLMLE(a.Seq)
 	case plan.BumpLeaderEpoch:
-		r.leadership.Sent(a)
+		r.leadership.Sent()
 		r.sendBump(a)
 	case plan.TruncateTo:
 		r.truncate(a.Seq, a.Offset, false, a.Reason)

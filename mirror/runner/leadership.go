@@ -66,7 +66,7 @@ func (l Leadership) TaintsSettled(m *plan.Machine, r TaintsReplica) bool {
 }
 
 // Sent counts a BumpLeaderEpoch the host sends for the machine.
-func (l *Leadership) Sent(plan.BumpLeaderEpoch) { l.Bumps++ }
+func (l *Leadership) Sent() { l.Bumps++ }
 
 // Note takes in an event the host hands the machine: a bump's answer
 // (BumpDone or BumpFailed) is no longer in flight, and BumpDone's LE is

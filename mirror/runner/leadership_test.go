@@ -79,7 +79,7 @@ func TestTaintsOf(t *testing.T) {
 // machine's own.
 func TestLeadershipBumps(t *testing.T) {
 	l := runner.Leadership{Leading: true, KnownLE: 4}
-	l.Sent(plan.BumpLeaderEpoch{Seq: 1})
+	l.Sent()
 	if end, _ := l.Observe(true, 5); end {
 		t.Fatal("the machine's own bump ended its leadership")
 	}
@@ -90,7 +90,7 @@ func TestLeadershipBumps(t *testing.T) {
 	if end, _ := l.Observe(true, 5); end {
 		t.Fatal("LE 5 is the machine's own")
 	}
-	l.Sent(plan.BumpLeaderEpoch{Seq: 2})
+	l.Sent()
 	l.Note(plan.BumpFailed{Seq: 2})
 	l.Note(plan.Fetched{})
 	if l.Bumps != 0 || l.KnownLE != 5 {
