@@ -3,6 +3,7 @@ package history
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -335,11 +336,8 @@ func (h *History) Final(tp string, final map[int64]string, le int32) {
 		if v, ok := final[o]; ok && v == a.value {
 			continue
 		}
-		if p.generation(le, o) > p.generation(a.le, o) {
-			continue // a recorded truncation since the ack
-		}
-		if p.lossyBrokers(a.seq, o) >= a.m {
-			continue // §8.12: at least m lossy unclean shutdowns since the ack
+		if !p.owed(o, a, le) {
+			continue
 		}
 		lost++
 		if len(first) < 5 {
@@ -354,6 +352,14 @@ func (h *History) Final(tp string, final map[int64]string, le int32) {
 		h.violate("§8.12 acked write lost", tp, "%d acks=all writes lost without a recorded truncation (final LE %d, %s): %s",
 			lost, le, p.truncationsString(), strings.Join(first, "; "))
 	}
+}
+
+// owed reports whether the ack a at offset o must still be in a log served
+// in leader epoch le (SPEC §8.12): not if a truncation recorded since the
+// ack covers o (it installed an epoch above the ack's, in le or before), nor
+// if at least m lossy unclean shutdowns lost o after it.
+func (p *partHistory) owed(o int64, a ackRecord, le int32) bool {
+	return p.generation(le, o) == p.generation(a.le, o) && p.lossyBrokers(a.seq, o) < a.m
 }
 
 // Summary is a one-line account of the history.
@@ -410,6 +416,29 @@ func (h *History) Acks(tp string) []Ack {
 	return out
 }
 
+// Owed returns the acks=all writes of tp that every later log must still
+// hold, by offset: Acks without those a recorded truncation or lossy
+// shutdowns have excused since (Final's rule, applied with every truncation
+// recorded so far). A failover hands the destination only these: an ack the
+// source no longer owes is owed by nobody (sweep seed 2208455: the source's
+// LMLE truncation dropped an ack, a tainted replica's unclean election
+// (§6.8) brought its record back, the destination copied it, and handing
+// the ack over made the destination owe a record its own replicas never
+// agreed on).
+func (h *History) Owed(tp string) []Ack {
+	p := h.parts[tp]
+	if p == nil {
+		return nil
+	}
+	var out []Ack
+	for _, a := range h.Acks(tp) {
+		if p.owed(a.Offset, p.acked[a.Offset], math.MaxInt32) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // TruncatedAbove reports whether a truncation recorded on tp with
 // RecordTruncation installed a leader epoch above le. Truncation points
 // recorded with their offset (RecordTruncationPoint) do not count.
@@ -424,17 +453,6 @@ func (h *History) TruncatedAbove(tp string, le int32) bool {
 func (h *History) TruncatedSince(tp string, seq uint64) bool {
 	p := h.parts[tp]
 	return p != nil && slices.ContainsFunc(p.truncSeqs, func(t uint64) bool { return t > seq })
-}
-
-// LossyShutdownsSince returns the number of brokers that lost offset of tp
-// in a lossy unclean shutdown recorded after history position seq: §8.12
-// excuses an ack's loss once it reaches the ack's MinISR.
-func (h *History) LossyShutdownsSince(tp string, seq uint64, offset int64) int {
-	p := h.parts[tp]
-	if p == nil {
-		return 0
-	}
-	return p.lossyBrokers(seq, offset)
 }
 
 // Exempted reports whether tp is under the §6.8 exemption (Exempt).

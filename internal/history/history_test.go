@@ -224,7 +224,7 @@ func TestHistoryReposition(t *testing.T) {
 func TestHistoryAccessors(t *testing.T) {
 	h := NewHistory()
 	if h.Acks("t-0") != nil || h.TruncatedAbove("t-0", 0) || h.TruncatedSince("t-0", 0) ||
-		h.LossyShutdownsSince("t-0", 0, 0) != 0 || h.Exempted("t-0") {
+		h.Owed("t-0") != nil || h.Exempted("t-0") {
 		t.Fatal("unknown partition reports something")
 	}
 	if s := h.Summary(); !strings.HasPrefix(s, "partitions []") {
@@ -244,9 +244,27 @@ func TestHistoryAccessors(t *testing.T) {
 	if got := h.Acks("t-0"); !slices.Equal(got, want) {
 		t.Fatalf("Acks = %+v, want %+v", got, want)
 	}
-	h.RecordTruncationPoint("t-0", 4, 0) // points count for neither
+	if got := h.Owed("t-0"); !slices.Equal(got, want) {
+		t.Fatalf("Owed = %+v, want %+v", got, want)
+	}
+	// A lossy shutdown of one broker excuses the ack with m 1 at offset 3;
+	// one of offset 6 and up touches neither, and one recorded before an
+	// ack does not excuse it.
+	h.RecordLossyShutdown("t-0", 1, 2)
+	h.RecordLossyShutdown("t-0", 2, 6)
+	h.RecordAck("t-0", 7, "c", 1, true, 1)
+	h.RecordLossyShutdown("t-0", 3, 8)
+	want = []Ack{want[1], {Offset: 7, Value: "c", LeaderEpoch: 1, Seq: 6, MinISR: 1}}
+	if got := h.Owed("t-0"); !slices.Equal(got, want) {
+		t.Fatalf("Owed after lossy shutdowns = %+v, want %+v", got, want)
+	}
+	h.RecordTruncationPoint("t-0", 4, 6) // points count for neither
 	if h.TruncatedAbove("t-0", 1) || h.TruncatedSince("t-0", copied) {
 		t.Fatal("a truncation point counted")
+	}
+	// ... but excuse the acks at and above their offset (sweep seed 2208455).
+	if got := h.Owed("t-0"); !slices.Equal(got, want[:1]) {
+		t.Fatalf("Owed after a truncation point = %+v, want %+v", got, want[:1])
 	}
 	h.RecordTruncation("t-0", 3)
 	if !h.TruncatedAbove("t-0", 2) || h.TruncatedAbove("t-0", 3) {
@@ -255,14 +273,12 @@ func TestHistoryAccessors(t *testing.T) {
 	if !h.TruncatedSince("t-0", copied) || h.TruncatedSince("t-0", h.Seq()) {
 		t.Fatal("TruncatedSince")
 	}
-	h.RecordLossyShutdown("t-0", 1, 4)
-	h.RecordLossyShutdown("t-0", 1, 2) // the same broker again
-	h.RecordLossyShutdown("t-0", 2, 6) // above offset 5
-	if n := h.LossyShutdownsSince("t-0", copied, 5); n != 1 {
-		t.Fatalf("LossyShutdownsSince = %d, want 1", n)
+	if got := h.Owed("t-0"); got != nil {
+		t.Fatalf("Owed after an unclean election's truncation = %+v, want none", got)
 	}
-	if n := h.LossyShutdownsSince("t-0", h.Seq(), 5); n != 0 {
-		t.Fatalf("LossyShutdownsSince after all = %d, want 0", n)
+	h.RecordAck("t-0", 9, "d", 4, true, 1) // an ack in the newest epoch
+	if got := h.Owed("t-0"); len(got) != 1 || got[0].Value != "d" {
+		t.Fatalf("Owed after an ack in the new epoch = %+v", got)
 	}
 	h.Exempt("t-1")
 	if h.Exempted("t-0") || !h.Exempted("t-1") {

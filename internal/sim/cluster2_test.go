@@ -259,9 +259,17 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     clear's ack clears the replica's taint only if no LMLE write issued
 //     after it taints the replica again (plan.Machine.onWriteAcked); the
 //     write that clears the new taint does it when it lands.
+//   - 2208455 (§8.12, a checker's error): A's LMLE truncation (full, LMLE
+//     -1) dropped acknowledged records; a tainted replica still holding
+//     them was elected uncleanly (§6.8) and B copied them from it. B's
+//     failover then took over A's acks of them although A's history no
+//     longer owed them, and A's final failover took them back; A's
+//     replicas, which disagree below the HW under the §6.8 exemption, then
+//     moved leadership to one without them. Fixed: a failover hands over
+//     only the acks the source still owes (history.Owed).
 func TestSweepSeeds(t *testing.T) {
 	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568, 1117508, 1318604,
-		1417630, 1416997, 1416705, 1702538, 1709687, 1737467, 1901841, 1950059, 2001489, 2118269} {
+		1417630, 1416997, 1416705, 1702538, 1709687, 1737467, 1901841, 1950059, 2001489, 2118269, 2208455} {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			cfg := twoClusterConfig(seed)
 			cfg.FaultMs = 20_000

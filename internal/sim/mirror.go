@@ -1591,12 +1591,12 @@ func (l simMirrorLog) AppendMirrored(metas []replica.BatchMeta, batches storage.
 // ---- failover history ----
 
 // checkFailoverAcks runs when the destination's partition reaches
-// STOPPED: every acks=all write the source acknowledged below the
-// destination's HW must be there (unless the source recorded a truncation
-// since the ack or since the copy); it becomes an ack of the destination.
+// STOPPED: every acks=all write the source still owes (history.Owed) below
+// the destination's HW must be there (unless the source recorded a
+// truncation since the copy); it becomes an ack of the destination.
 func (w *world) checkFailoverAcks(d *Sim, p *simPart) {
 	src := w.other(d)
-	acks := src.hist.Acks(p.key)
+	acks := src.hist.Owed(p.key)
 	if acks == nil {
 		return
 	}
@@ -1620,9 +1620,8 @@ func (w *world) checkFailoverAcks(d *Sim, p *simPart) {
 		if !ok || !hasCopy || c.value != v.value {
 			continue // not copied by this mirror: nothing to compare
 		}
-		// A truncation the source recorded after the ack (an LE above the
-		// ack's: acks reach the history late) or after the copy exempts it,
-		// and so does one in an LE above the copied record's epoch: a
+		// A truncation the source recorded after the copy exempts it, and
+		// so does one in an LE above the copied record's epoch: a
 		// zombie source leader may still serve a record of its own LE after
 		// an unclean election that discarded it (seed 2931: A's broker 3,
 		// leader of LE 0 on stale metadata, serves offsets 8–17 to B's
@@ -1630,11 +1629,8 @@ func (w *world) checkFailoverAcks(d *Sim, p *simPart) {
 		// destination learns of the divergence only at its next fetch from
 		// the new leader; an unplanned failover before that keeps the old
 		// record, as it keeps any lag.
-		if src.hist.TruncatedAbove(p.key, min(a.LeaderEpoch, v.epoch)) || src.hist.TruncatedSince(p.key, c.srcSeq) {
+		if src.hist.TruncatedAbove(p.key, v.epoch) || src.hist.TruncatedSince(p.key, c.srcSeq) {
 			continue
-		}
-		if src.hist.LossyShutdownsSince(p.key, a.Seq, o) >= a.MinISR {
-			continue // §8.12: m lossy unclean shutdowns since the ack
 		}
 		if src.hist.Exempted(p.key) {
 			// The §6.8 exemption on the source: §8.7's last clause (a clean
