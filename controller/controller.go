@@ -53,6 +53,11 @@ type Config struct {
 	// RecoveryRPCTimeout bounds each GetReplicaLogInfo call of an unclean
 	// recovery round (also bounded by the round's own deadline).
 	RecoveryRPCTimeout time.Duration
+	// RecoveryRetryBackoff is the wait before a partition's next recovery
+	// round after one failed, doubled per further failure up to
+	// RecoveryRetryMaxBackoff; defaults 500ms and 30s (rounds.go).
+	RecoveryRetryBackoff    time.Duration
+	RecoveryRetryMaxBackoff time.Duration
 	// MaxRequestPartitionSizeLimit is max.request.partition.size.limit
 	// (SPEC §5), default 1000.
 	MaxRequestPartitionSizeLimit int
@@ -98,6 +103,13 @@ func (c Config) withDefaults() Config {
 	if c.RecoveryRPCTimeout <= 0 {
 		c.RecoveryRPCTimeout = 5 * time.Second
 	}
+	if c.RecoveryRetryBackoff <= 0 {
+		c.RecoveryRetryBackoff = roundRetryInitialBackoff
+	}
+	if c.RecoveryRetryMaxBackoff <= 0 {
+		c.RecoveryRetryMaxBackoff = roundRetryMaxBackoff
+	}
+	c.RecoveryRetryMaxBackoff = max(c.RecoveryRetryMaxBackoff, c.RecoveryRetryBackoff)
 	if c.MaxRequestPartitionSizeLimit <= 0 {
 		c.MaxRequestPartitionSizeLimit = 1000
 	}
@@ -134,7 +146,7 @@ func (c Config) validate(needDataDir bool) error {
 	if needDataDir && c.DataDir == "" {
 		return errors.New("controller: DataDir is required")
 	}
-	if c.TickInterval < 0 || c.RecoveryRPCTimeout < 0 || c.MaxFetchWait < 0 {
+	if c.TickInterval < 0 || c.RecoveryRPCTimeout < 0 || c.MaxFetchWait < 0 || c.RecoveryRetryBackoff < 0 || c.RecoveryRetryMaxBackoff < 0 {
 		return errors.New("controller: durations must not be negative")
 	}
 	if c.MaxRequestPartitionSizeLimit < 0 || c.MaxFetchDeltas < 0 || c.MaxFetchBytes < 0 || c.CompactEveryDeltas < 0 || c.RetainDeltas < 0 ||
@@ -175,6 +187,14 @@ type Deps struct {
 	// controller/memstore). The controller owns it from New on: it closes
 	// it when it stops, and when New fails.
 	Store Store
+	// Rounds carries unclean recovery rounds' questions to brokers; nil
+	// asks over gRPC through Dial. The simulator passes its network.
+	Rounds RoundTransport
+	// Committed, when not nil, sees every metadata change right after it
+	// is persisted and applied, under the controller's lock: the state,
+	// the delta and the events Apply returned. It must not call back into
+	// the controller. The simulator checks its invariants here.
+	Committed func(st *metastate.State, d *twinlogv1.MetadataDelta, events []metastate.Event)
 }
 
 // Controller is the I/O shell around metastate.State: it persists every
@@ -194,6 +214,9 @@ type Controller struct {
 	obs   Observer
 	store Store
 	lis   net.Listener
+
+	roundsT   RoundTransport
+	committed func(st *metastate.State, d *twinlogv1.MetadataDelta, events []metastate.Event)
 
 	mu          sync.RWMutex
 	state       *metastate.State
@@ -238,7 +261,13 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		mirrorStats: map[int32][]*twinlogv1.MirrorPartitionStatus{},
 		mirrorNames: map[string]bool{},
 		rounds:      map[uint64]context.CancelFunc{},
+		roundRetry:  roundBackoff{initial: cfg.RecoveryRetryBackoff, max: cfg.RecoveryRetryMaxBackoff},
 		compactc:    make(chan struct{}, 1),
+		roundsT:     deps.Rounds,
+		committed:   deps.Committed,
+	}
+	if c.roundsT == nil {
+		c.roundsT = grpcRounds{c}
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -537,6 +566,9 @@ func (c *Controller) commitLocked(d *twinlogv1.MetadataDelta) error {
 		return c.failed
 	}
 	c.logEvents(events)
+	if c.committed != nil {
+		c.committed(c.state, d, events)
+	}
 	c.trackMirrors(d)
 	c.stats.apply(c.state, d, c.obs)
 	close(c.notify)
@@ -560,8 +592,11 @@ func (c *Controller) trackMirrors(d *twinlogv1.MetadataDelta) {
 	}
 }
 
-// propose runs one command under the lock: compute, persist, apply.
-func (c *Controller) propose(fn func(s *metastate.State) *twinlogv1.MetadataDelta) error {
+// Propose runs one command under the lock: fn computes a delta on the
+// current state (nil for none), which is persisted and applied. Every
+// mutating RPC ends here; drivers without a network (the simulator's
+// operator, tests) call it directly with the same metastate command.
+func (c *Controller) Propose(fn func(s *metastate.State) *twinlogv1.MetadataDelta) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.failed != nil {

@@ -15,8 +15,9 @@ import (
 	"github.com/twinlog/twinlog/controller/metastate"
 )
 
-// Bounds of the backoff between the unclean recovery rounds of a partition
-// whose rounds keep failing. Tick plans a round for every leaderless
+// Default bounds of the backoff between the unclean recovery rounds of a
+// partition whose rounds keep failing (Config.RecoveryRetryBackoff,
+// Config.RecoveryRetryMaxBackoff). Tick plans a round for every leaderless
 // partition that needs one on every tick once the previous round ended, so
 // without a backoff a candidate that answers with an error for as long as
 // its copy is offline (KAFKA_STORAGE_ERROR), or does not answer, is asked
@@ -55,19 +56,19 @@ type roundRetry struct {
 // metastate's decision (CompleteRecoveryRound); the shell only delays
 // asking again. Guarded by c.mu.
 type roundBackoff struct {
-	parts   map[roundKey]*roundRetry
-	sweptAt time.Time
+	initial, max time.Duration // the first wait and the cap
+	parts        map[roundKey]*roundRetry
+	sweptAt      time.Time
 }
 
-// roundRetryBackoff is the wait after the n-th consecutive failed round (n ≥ 1):
-// roundRetryInitialBackoff doubled per failure, capped at
-// roundRetryMaxBackoff.
-func roundRetryBackoff(n int) time.Duration {
-	d := roundRetryInitialBackoff
-	for i := 1; i < n && d < roundRetryMaxBackoff; i++ {
+// backoff is the wait after the n-th consecutive failed round (n ≥ 1): the
+// initial wait doubled per failure, capped at max.
+func (b *roundBackoff) backoff(n int) time.Duration {
+	d := b.initial
+	for i := 1; i < n && d < b.max; i++ {
 		d *= 2
 	}
-	return min(d, roundRetryMaxBackoff)
+	return min(d, b.max)
 }
 
 // wait returns how long round r must wait before asking its candidates: 0
@@ -100,7 +101,7 @@ func (rr *roundRetry) sameAs(r metastate.Round, p *twinlogv1.PartitionRecord) bo
 // partitions that got a leader without a round.
 func (b *roundBackoff) record(r metastate.Round, st *metastate.State, now time.Time) time.Duration {
 	k := roundKey{r.Topic, r.Partition}
-	if now.Sub(b.sweptAt) >= roundRetryMaxBackoff {
+	if now.Sub(b.sweptAt) >= b.max {
 		b.sweptAt = now
 		for pk, rr := range b.parts {
 			if p := st.Partition(pk.topic, pk.partition); p == nil || p.GetTopicId() != rr.topicID || p.GetLeader() >= 0 {
@@ -123,14 +124,35 @@ func (b *roundBackoff) record(r metastate.Round, st *metastate.State, now time.T
 		b.parts[k] = rr
 	}
 	rr.failures++
-	d := roundRetryBackoff(rr.failures)
+	d := b.backoff(rr.failures)
 	rr.notBefore = now.Add(d)
 	return d
 }
 
-// startRoundLocked launches one unclean recovery round (SPEC §3.5) as a
-// goroutine. c.mu is held. Rounds started before Run (tests driving Tick
-// without Run) are run with a background context.
+// RoundTransport carries an unclean recovery round's questions (SPEC §3.5)
+// to its candidates. Production sends GetReplicaLogInfo over gRPC
+// (grpcRounds); the simulator sends them through its own network.
+type RoundTransport interface {
+	// AskReplicaLogs asks every target with an address for its log of the
+	// round's partition and calls done exactly once, with the answers that
+	// arrived, when all targets have answered or timeout has passed, or
+	// earlier with what it has when ctx is done. It never calls done
+	// before it returns: the controller holds its lock while asking.
+	AskReplicaLogs(ctx context.Context, r metastate.Round, targets []RoundTarget, timeout time.Duration, done func([]metastate.ReplicaLogAnswer))
+}
+
+// RoundTarget is one candidate of a recovery round: its id, its address in
+// the image the round was planned on ("" if it has none) and the broker
+// epoch the round expects it to answer in.
+type RoundTarget struct {
+	Broker      int32
+	Addr        string
+	BrokerEpoch int64
+}
+
+// startRoundLocked launches one unclean recovery round (SPEC §3.5) through
+// the round transport. c.mu is held. Rounds started before Run (tests
+// driving Tick without Run, the simulator) run under a background context.
 //
 // A round for a partition whose previous round failed less than its
 // backoff ago is not run: it is dropped from the state machine
@@ -155,25 +177,31 @@ func (c *Controller) startRoundLocked(r metastate.Round) {
 	c.rounds[r.ID] = cancel
 	// Resolve addresses now, under the lock, from the image the round was
 	// planned on.
-	addrs := make([]string, len(r.Candidates))
+	targets := make([]RoundTarget, len(r.Candidates))
 	for i, b := range r.Candidates {
+		targets[i] = RoundTarget{Broker: b, BrokerEpoch: -1}
 		if br := c.state.Broker(b); br != nil {
-			addrs[i] = net.JoinHostPort(br.GetHost(), strconv.Itoa(int(br.GetPort())))
+			targets[i].Addr = net.JoinHostPort(br.GetHost(), strconv.Itoa(int(br.GetPort())))
+		}
+		if i < len(r.CandidateEpochs) {
+			targets[i].BrokerEpoch = r.CandidateEpochs[i]
 		}
 	}
-	remaining := untilMs(r.DeadlineMs, now.UnixMilli())
+	// Each question is bounded by RecoveryRPCTimeout and by the round's
+	// own deadline.
+	timeout := c.cfg.RecoveryRPCTimeout
+	if remaining := untilMs(r.DeadlineMs, now.UnixMilli()); remaining > 0 && remaining < timeout {
+		timeout = remaining
+	}
 	c.log.Info("unclean recovery round started", "round", r.ID, "topic", r.Topic, "partition", r.Partition,
 		"strategy", r.Strategy, "candidates", r.Candidates)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	c.roundsT.AskReplicaLogs(ctx, r, targets, timeout, func(answers []metastate.ReplicaLogAnswer) {
 		defer cancel()
-		answers := c.askCandidates(ctx, r, addrs, remaining)
 		if ctx.Err() != nil {
 			return // round ended (cancelled by Tick or shutdown)
 		}
 		c.completeRound(r, answers)
-	}()
+	})
 }
 
 // untilMs is the time from nowMs to deadlineMs, saturated instead of
@@ -199,13 +227,22 @@ func untilMs(deadlineMs, nowMs int64) time.Duration {
 	return time.Duration(d) * time.Millisecond
 }
 
+// grpcRounds is the production RoundTransport: one goroutine per round
+// (counted in c.wg, so Run's shutdown waits for it) asks the candidates in
+// parallel over gRPC.
+type grpcRounds struct{ c *Controller }
+
+func (g grpcRounds) AskReplicaLogs(ctx context.Context, r metastate.Round, targets []RoundTarget, timeout time.Duration, done func([]metastate.ReplicaLogAnswer)) {
+	g.c.wg.Add(1)
+	go func() {
+		defer g.c.wg.Done()
+		done(g.c.askCandidates(ctx, r, targets, timeout))
+	}()
+}
+
 // askCandidates sends GetReplicaLogInfo to every candidate in parallel and
-// collects the answers that arrive before the deadline.
-func (c *Controller) askCandidates(ctx context.Context, r metastate.Round, addrs []string, remaining time.Duration) []metastate.ReplicaLogAnswer {
-	timeout := c.cfg.RecoveryRPCTimeout
-	if remaining > 0 && remaining < timeout {
-		timeout = remaining
-	}
+// collects the answers that arrive within timeout.
+func (c *Controller) askCandidates(ctx context.Context, r metastate.Round, targets []RoundTarget, timeout time.Duration) []metastate.ReplicaLogAnswer {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var (
@@ -213,25 +250,21 @@ func (c *Controller) askCandidates(ctx context.Context, r metastate.Round, addrs
 		answers []metastate.ReplicaLogAnswer
 		wg      sync.WaitGroup
 	)
-	for i, b := range r.Candidates {
-		if addrs[i] == "" {
+	for _, t := range targets {
+		if t.Addr == "" {
 			continue
 		}
-		epoch := int64(-1)
-		if i < len(r.CandidateEpochs) {
-			epoch = r.CandidateEpochs[i]
-		}
 		wg.Add(1)
-		go func(b int32, addr string, epoch int64) {
+		go func(t RoundTarget) {
 			defer wg.Done()
-			a, ok := c.askOne(ctx, r, b, addr, epoch)
+			a, ok := c.askOne(ctx, r, t.Broker, t.Addr, t.BrokerEpoch)
 			if !ok {
 				return
 			}
 			mu.Lock()
 			answers = append(answers, a)
 			mu.Unlock()
-		}(b, addrs[i], epoch)
+		}(t)
 	}
 	wg.Wait()
 	return answers

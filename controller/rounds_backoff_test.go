@@ -133,12 +133,12 @@ func TestRecoveryRoundBackoff(t *testing.T) {
 	}
 }
 
-// TestRoundRetryBackoff: the wait doubles from roundRetryInitialBackoff and
+// TestRoundRetryBackoff: the default wait doubles from roundRetryInitialBackoff and
 // stops at roundRetryMaxBackoff, without overflowing for any count.
 func TestRoundRetryBackoff(t *testing.T) {
 	for n, want := range map[int]time.Duration{1: 500 * time.Millisecond, 2: time.Second, 3: 2 * time.Second,
 		6: 16 * time.Second, 7: 30 * time.Second, 8: 30 * time.Second, 1 << 30: 30 * time.Second} {
-		if got := roundRetryBackoff(n); got != want {
+		if got := (&roundBackoff{initial: roundRetryInitialBackoff, max: roundRetryMaxBackoff}).backoff(n); got != want {
 			t.Errorf("roundRetryBackoff(%d) = %v, want %v", n, got, want)
 		}
 	}

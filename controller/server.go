@@ -33,6 +33,12 @@ func registerServices(s *grpc.Server, c *Controller) {
 	twinlogv1.RegisterMirrorServiceServer(s, mirrorServer{c: c})
 }
 
+// ControllerService is the broker-facing service the controller serves over
+// gRPC, for in-process callers (the simulator's brokers).
+func (c *Controller) ControllerService() twinlogv1.ControllerServiceServer {
+	return controllerServer{c: c}
+}
+
 func toStatus(err error) error {
 	switch {
 	case err == nil:
@@ -52,7 +58,7 @@ func toStatus(err error) error {
 // durable.
 func run[R any](c *Controller, fn func(s *metastate.State) (*twinlogv1.MetadataDelta, R)) (R, error) {
 	var resp R
-	err := c.propose(func(s *metastate.State) *twinlogv1.MetadataDelta {
+	err := c.Propose(func(s *metastate.State) *twinlogv1.MetadataDelta {
 		var d *twinlogv1.MetadataDelta
 		d, resp = fn(s)
 		return d

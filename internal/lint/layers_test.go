@@ -54,7 +54,7 @@ var layers = map[string][]string{
 	"broker":                         {"", "api/proto/twinlog/v1", "broker/codec", "broker/replica", "metadata", "mirror/plan", "mirror/runner", "mirror/source", "storage", "storage/epoch", "internal/configdef", "internal/rpcopt"},
 	"metrics":                        {"api/proto/twinlog/v1", "broker", "controller"},
 	"broker/brokertest":              {"", "api/proto/twinlog/v1", "broker", "controller", "internal/rpcopt", "storage"},
-	"internal/sim":                   {"", "api/proto/twinlog/v1", "broker/replica", "controller/metastate", "internal/history", "metadata", "mirror/plan", "mirror/runner", "storage", "storage/epoch"},
+	"internal/sim":                   {"", "api/proto/twinlog/v1", "broker/replica", "controller", "controller/memstore", "controller/metastate", "internal/history", "metadata", "mirror/plan", "mirror/runner", "storage", "storage/epoch"},
 	"scripts/runlocal":               nil,
 	"cmd/twinctl/internal/cli":       {"api/proto/twinlog/v1", "errcode"},
 	"cmd/twinctl":                    {"cmd/twinctl/internal/cli", "storage", "storage/epoch"},

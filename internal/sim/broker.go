@@ -124,13 +124,8 @@ func (b *simBroker) sendRegister() {
 	seq := b.registerSeq
 	s.net.send(b.node(), controllerNode, "register", func() {
 		c := s.ctl
-		var resp *pb.RegisterBrokerResponse
-		c.do(fmt.Sprintf("register %d", b.id), false, func() *pb.MetadataDelta {
-			d, r := c.state.RegisterBroker(&pb.RegisterBrokerRequest{BrokerId: b.id, IncarnationId: fmt.Sprintf("%d.%d", b.id, inc),
-				Host: "sim", Port: 9092 + b.id, LogDirs: []string{logDir}, PreviousBrokerEpoch: prev, ClusterId: s.clusterID}, s.now)
-			resp = r
-			return d
-		})
+		resp := rpc(c, fmt.Sprintf("register %d", b.id), false, c.svc.RegisterBroker, &pb.RegisterBrokerRequest{BrokerId: b.id, IncarnationId: fmt.Sprintf("%d.%d", b.id, inc),
+			Host: "sim", Port: 9092 + b.id, LogDirs: []string{logDir}, PreviousBrokerEpoch: prev, ClusterId: s.clusterID})
 		s.net.send(controllerNode, b.node(), "register-resp", func() {
 			if b.inc != inc || b.registerSeq != seq || b.epoch == resp.GetBrokerEpoch() || resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 				return
@@ -252,12 +247,7 @@ func (b *simBroker) heartbeat() {
 	inc := b.inc
 	s.net.send(b.node(), controllerNode, "heartbeat", func() {
 		c := s.ctl
-		var resp *pb.BrokerHeartbeatResponse
-		c.do(fmt.Sprintf("heartbeat %d", b.id), false, func() *pb.MetadataDelta {
-			d, r := c.state.Heartbeat(req, s.now)
-			resp = r
-			return d
-		})
+		resp := rpc(c, fmt.Sprintf("heartbeat %d", b.id), false, c.svc.BrokerHeartbeat, req)
 		s.net.send(controllerNode, b.node(), "heartbeat-resp", func() {
 			// broker.go heartbeat: a stale epoch (someone registered this
 			// id since) means register again, as a live broker.
@@ -276,7 +266,13 @@ func (b *simBroker) pollMetadata() {
 	inc := b.inc
 	b.metadataInFlight, b.metadataSentAt = true, s.now
 	s.net.send(b.node(), controllerNode, "fetch-metadata", func() {
-		ds := s.ctl.deltasFrom(from)
+		resp := s.ctl.fetchMetadata(from + 1)
+		if resp.GetSnapshot() != nil {
+			// The simulator never compacts the controller's log.
+			s.fail("metadata", "broker %d got a snapshot page", b.id)
+			return
+		}
+		ds := resp.GetDeltas()
 		s.net.send(controllerNode, b.node(), "metadata", func() {
 			if b.inc != inc || !b.up {
 				return
@@ -644,7 +640,7 @@ func (p *simPart) sendAlterPartitionAttempt(ap replica.AlterPartitionProposal, a
 			// The outcome may be unknown or the answer stale
 			// (INVALID_UPDATE_VERSION after a retried, applied request):
 			// the controller may hold an ISR the leader no longer counts.
-			pr := s.ctl.state.Partition(p.tp.Topic, p.tp.Partition)
+			pr := s.ctl.image.Partition(p.tp.Topic, p.tp.Partition)
 			if pr.GetLeaderEpoch() == int32(p.r.LeaderEpoch()) && pr.GetLeader() == b.id {
 				for _, id := range pr.GetIsr() {
 					if !slices.Contains(p.r.MaximalISR(), twinlog.BrokerID(id)) {
@@ -672,12 +668,7 @@ func (p *simPart) sendAlterPartitionAttempt(ap replica.AlterPartitionProposal, a
 	})
 	s.net.send(b.node(), controllerNode, "alter-partition", func() {
 		c := s.ctl
-		var resp *pb.AlterPartitionResponse
-		c.do(fmt.Sprintf("alter-partition %d", b.id), false, func() *pb.MetadataDelta {
-			d, r := c.state.AlterPartition(req)
-			resp = r
-			return d
-		})
+		resp := rpc(c, fmt.Sprintf("alter-partition %d", b.id), false, c.svc.AlterPartition, req)
 		s.tracef("ctl alter-partition from %d seq %d: %v", b.id, ap.Seq, shortCode(resp.GetError()))
 		s.net.send(controllerNode, b.node(), "alter-partition-resp", func() { answer(resp) })
 	})

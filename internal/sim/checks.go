@@ -78,7 +78,7 @@ func (p *simPart) check() {
 func (s *Sim) checkStep() {
 	for _, tp := range s.topics {
 		key := tp.String()
-		pr := s.ctl.state.Partition(tp.Topic, tp.Partition)
+		pr := s.ctl.image.Partition(tp.Topic, tp.Partition)
 		if pr == nil {
 			continue
 		}
@@ -89,10 +89,10 @@ func (s *Sim) checkStep() {
 		for _, id := range append(slices.Clone(pr.GetIsr()), pr.GetElr()...) {
 			b := s.brokers[id-1]
 			p := b.parts[tp]
-			if !b.up || !b.registered || p == nil || !s.ctl.state.Acceptable(id) {
+			if !b.up || !b.registered || p == nil || !s.ctl.image.Acceptable(id) {
 				continue
 			}
-			if s.ctl.state.Broker(id).GetBrokerEpoch() != b.epoch {
+			if s.ctl.image.Broker(id).GetBrokerEpoch() != b.epoch {
 				continue
 			}
 			if leo := int64(p.r.LogEndOffset()); leo < s.trueHW[key] {

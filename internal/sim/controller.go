@@ -1,54 +1,91 @@
 package sim
 
 import (
+	"context"
 	"fmt"
-	"slices"
+	"time"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	ctlshell "github.com/twinlog/twinlog/controller"
+	"github.com/twinlog/twinlog/controller/memstore"
 	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/metadata"
 )
 
-// controller is the controller shell of one cluster: metastate.State plus
-// the persisted change log (the bbolt store in production), recovery rounds
-// in flight and the checks of SPEC §8 controller invariants on every change.
+// controller is one cluster's controller: the shipped shell
+// (controller.Controller) on an in-memory store (controller/memstore),
+// driven by the simulator's clock and network. The simulator calls the
+// shell's broker-facing service for brokers' RPCs, Tick on the controller's
+// tick, Propose for the operator's commands, and carries recovery rounds'
+// questions over its network (AskReplicaLogs).
+//
+// The checks of SPEC §8's controller invariants watch every change the
+// shell commits (committed): CheckTransition (invariants 3, 4, 6) against
+// the image before it, CheckInvariants (1, 2, 4) on the shell's state.
 type controller struct {
-	s      *Sim
-	state  *metastate.State
-	deltas []*pb.MetadataDelta // every written change, offset i+1 at index i
-	inc    int                 // incarnation: a restart drops connections and soft state
-	rounds map[uint64]*roundRun
-}
-
-type roundRun struct {
-	round   metastate.Round
-	answers map[int32]metastate.ReplicaLogAnswer
+	s     *Sim
+	shell *ctlshell.Controller
+	svc   pb.ControllerServiceServer
+	store *memstore.Store
+	// image is the checker's copy of the metadata the shell committed (every
+	// delta, applied as brokers apply them): the simulator reads the
+	// cluster's metadata from here, and it is the "before" of each change.
+	image *metadata.Image
+	inc   int // incarnation: a restart drops connections and soft state
+	// what and bumped describe the command in progress, for traces and
+	// CheckTransition (a BumpLeaderEpoch may raise the LE by more than one).
+	what   string
+	bumped bool
 }
 
 func newController(s *Sim) *controller {
-	return &controller{s: s, state: metastate.New(metastate.Config{ClusterID: s.clusterID, Rand: s.rng}), rounds: map[uint64]*roundRun{}}
+	c := &controller{s: s, store: memstore.New(memstore.Options{}), image: metadata.New(s.clusterID)}
+	c.start(c.store)
+	return c
 }
 
-// commit is the shell's persist-then-apply with the simulator's checks:
-// CheckTransition (invariants 3, 4, 6) on the delta against the image it was
-// computed on, Apply, CheckInvariants (1, 2, 4).
-func (c *controller) commit(what string, before *pb.MetadataSnapshot, d *pb.MetadataDelta, bumped bool) {
+// start runs a new shell on store.
+func (c *controller) start(store *memstore.Store) {
 	s := c.s
-	if d == nil {
+	rpc := time.Duration(s.cfg.RPCTimeoutMs) * time.Millisecond
+	shell, err := ctlshell.New(ctlshell.Config{
+		ClusterID:          s.clusterID,
+		RecoveryRPCTimeout: rpc,
+		// Time runs compressed here (sessions of 600 ms, recovery rounds
+		// of 1.5 s): the backoff between failed rounds scales with it.
+		RecoveryRetryBackoff:    rpc / 5,
+		RecoveryRetryMaxBackoff: time.Duration(s.cfg.UncleanRecoveryTimeoutMs) * time.Millisecond,
+	}, ctlshell.Deps{
+		// The state machine's clock is the simulator's: ms since the start.
+		Now:       func() time.Time { return time.UnixMilli(s.now) },
+		Rand:      s.rng,
+		Store:     store,
+		Rounds:    c,
+		Committed: c.committed,
+	})
+	if err != nil {
+		s.fail("controller start", "%v", err)
 		return
 	}
+	c.shell, c.svc = shell, shell.ControllerService()
+}
+
+// committed is the shell's commit hook: the checks, the trace and the
+// history of every change.
+func (c *controller) committed(st *metastate.State, d *pb.MetadataDelta, evs []metastate.Event) {
+	s := c.s
+	what := c.what
 	s.report.Checks["controller-transition"]++
-	if err := metastate.CheckTransition(before, d, bumped); err != nil {
+	if err := metastate.CheckTransition(c.image.Snapshot(), d, c.bumped); err != nil {
 		s.fail("§8.1-6 controller transition ("+what+")", "%v\ndelta: %v", err, d)
 		return
 	}
-	evs, err := c.state.Apply(d)
-	if err != nil {
+	if err := c.image.Apply(d); err != nil {
 		s.fail("controller apply", "%s: %v", what, err)
 		return
 	}
-	c.deltas = append(c.deltas, d)
 	s.report.Checks["controller-invariants"]++
-	if err := c.state.CheckInvariants(); err != nil {
+	if err := st.CheckInvariants(); err != nil {
 		s.fail("§8.1-4 controller invariants", "after %s: %v", what, err)
 	}
 	for _, p := range d.GetPartitions() {
@@ -78,115 +115,110 @@ func (c *controller) commit(what string, before *pb.MetadataSnapshot, d *pb.Meta
 	}
 }
 
-// do runs one command: fn computes a delta against the current image.
-// Commands never change the image (only soft state), so the snapshot taken
-// after computing the delta is the image it was computed on.
-func (c *controller) do(what string, bumped bool, fn func() *pb.MetadataDelta) {
-	d := fn()
-	if d == nil {
-		return
-	}
-	c.commit(what, c.state.Snapshot(), d, bumped)
+// call runs one command on the shell as what (bumped: a BumpLeaderEpoch).
+func (c *controller) call(what string, bumped bool, fn func()) {
+	c.what, c.bumped = what, bumped
+	fn()
+	c.what, c.bumped = "", false
+}
+
+// do runs one operator command: fn computes a delta on the shell's state,
+// which the shell persists and applies (Controller.Propose, the path every
+// admin RPC takes).
+func (c *controller) do(what string, fn func(st *metastate.State) *pb.MetadataDelta) {
+	c.call(what, false, func() {
+		if err := c.shell.Propose(fn); err != nil {
+			c.s.fail("controller command", "%s: %v", what, err)
+		}
+	})
+}
+
+// rpc calls a broker-facing RPC of the shell, as its gRPC server would.
+// An error (none is expected: the in-memory store does not fail) fails
+// the run.
+func rpc[Req, Resp any](c *controller, what string, bumped bool, call func(context.Context, Req) (Resp, error), req Req) Resp {
+	var resp Resp
+	c.call(what, bumped, func() {
+		var err error
+		if resp, err = call(context.Background(), req); err != nil {
+			c.s.fail("controller rpc", "%s: %v", what, err)
+		}
+	})
+	return resp
 }
 
 func (c *controller) tick() {
-	now := c.s.now
-	// Aggressive rounds use what arrived; complete them before Tick ends
-	// them at their deadline.
-	for _, id := range c.roundIDs() {
-		rr := c.rounds[id]
-		if now >= rr.round.DeadlineMs-100 && len(rr.answers) > 0 {
-			c.completeRound(id)
+	c.call("tick", false, func() {
+		if err := c.shell.Tick(context.Background()); err != nil {
+			c.s.fail("controller tick", "%v", err)
 		}
-	}
-	var res metastate.TickResult
-	c.do("tick", false, func() *pb.MetadataDelta {
-		d, r := c.state.Tick(now)
-		res = r
-		return d
 	})
-	for _, r := range res.EndedRounds {
-		delete(c.rounds, r.ID)
-	}
-	for _, r := range res.StartRounds {
-		c.startRound(r)
-	}
 }
 
-func (c *controller) roundIDs() []uint64 {
-	ids := make([]uint64, 0, len(c.rounds))
-	for id := range c.rounds {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-func (c *controller) startRound(r metastate.Round) {
+// AskReplicaLogs carries a recovery round's GetReplicaLogInfo questions
+// over the simulated network (controller.RoundTransport): done gets the
+// answers once all candidates answered, or what arrived when timeout
+// passes.
+func (c *controller) AskReplicaLogs(ctx context.Context, r metastate.Round, targets []ctlshell.RoundTarget, timeout time.Duration, done func([]metastate.ReplicaLogAnswer)) {
 	s := c.s
 	s.report.RecoveryRounds++
 	s.tracef("ctl round %d %s-%d %s candidates %v", r.ID, r.Topic, r.Partition, r.Strategy, r.Candidates)
-	c.rounds[r.ID] = &roundRun{round: r, answers: map[int32]metastate.ReplicaLogAnswer{}}
-	inc := c.inc
-	for _, cand := range r.Candidates {
-		b := s.brokers[cand-1]
-		s.net.send(controllerNode, nodeID(cand), "get-replica-log-info", func() {
+	answers := map[int32]metastate.ReplicaLogAnswer{}
+	asked, finished := 0, false
+	finish := func() {
+		if finished {
+			return
+		}
+		finished = true
+		var out []metastate.ReplicaLogAnswer
+		for _, t := range targets {
+			if a, ok := answers[t.Broker]; ok {
+				out = append(out, a)
+			}
+		}
+		c.call("round", false, func() { done(out) })
+		s.tracef("ctl round %d done: %d answers", r.ID, len(out))
+	}
+	s.after(timeout.Milliseconds(), finish)
+	for _, t := range targets {
+		if t.Addr == "" || t.Broker < 1 || int(t.Broker) > len(s.brokers) {
+			continue
+		}
+		asked++
+		b := s.brokers[t.Broker-1]
+		s.net.send(controllerNode, nodeID(t.Broker), "get-replica-log-info", func() {
 			ans := b.replicaLogInfo(r.Topic, r.TopicID, r.Partition)
-			s.net.send(nodeID(cand), controllerNode, "replica-log-info", func() {
-				rr := c.rounds[r.ID]
-				if rr == nil || c.inc != inc {
+			s.net.send(nodeID(t.Broker), controllerNode, "replica-log-info", func() {
+				if finished {
 					return
 				}
-				rr.answers[cand] = ans
-				if len(rr.answers) == len(rr.round.Candidates) {
-					c.completeRound(r.ID)
+				answers[t.Broker] = ans
+				if len(answers) == asked {
+					finish()
 				}
 			})
 		})
 	}
 }
 
-func (c *controller) completeRound(id uint64) {
-	rr := c.rounds[id]
-	delete(c.rounds, id)
-	var answers []metastate.ReplicaLogAnswer
-	for _, cand := range rr.round.Candidates {
-		if a, ok := rr.answers[cand]; ok {
-			answers = append(answers, a)
-		}
-	}
-	var out metastate.RoundOutcome
-	c.do("round", false, func() *pb.MetadataDelta {
-		d, o := c.state.CompleteRecoveryRound(id, answers, c.s.now)
-		out = o
-		return d
-	})
-	c.s.tracef("ctl round %d done: applied %t winner %d %s", id, out.Applied, out.Winner, out.Reason)
-}
-
-// restart models a controller fail-over to the same persisted log: the
-// image is rebuilt from the deltas, soft state (heartbeat times, rounds) is
-// lost and connections break.
+// restart models a controller fail-over to the same persisted log: a new
+// shell starts on what the store kept (every change: the in-memory store
+// syncs each write), soft state (heartbeat times, rounds) is lost and
+// connections break.
 func (c *controller) restart() {
 	s := c.s
-	snap := c.state.Snapshot()
-	c.state = metastate.New(metastate.Config{ClusterID: s.clusterID, Rand: s.rng})
-	c.state.Restore(snap)
-	c.rounds = map[uint64]*roundRun{}
+	c.shell.Close()
+	c.store = c.store.CrashClone()
 	c.inc++
+	c.start(c.store)
 	s.report.Faults["controller-restart"]++
-	s.tracef("controller restart at offset %d", snap.GetOffset())
+	s.tracef("controller restart at offset %d", c.image.Offset())
 }
 
-// deltasFrom returns the changes after offset from (exclusive).
-func (c *controller) deltasFrom(from int64) []*pb.MetadataDelta {
-	if from >= int64(len(c.deltas)) {
-		return nil
-	}
-	if from < 0 {
-		from = 0
-	}
-	return c.deltas[from:]
+// fetchMetadata is a broker's FetchMetadata from offset from, without a
+// long-poll wait (brokers poll on their own timer here).
+func (c *controller) fetchMetadata(from int64) *pb.FetchMetadataResponse {
+	return rpc(c, "fetch-metadata", false, c.svc.FetchMetadata, &pb.FetchMetadataRequest{FromOffset: from})
 }
 
 func shortRecovery(r pb.LeaderRecoveryState) string {

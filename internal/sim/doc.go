@@ -1,6 +1,6 @@
 // Package sim is twinlog's deterministic simulator (STYLE tier 2, issue 7):
-// one seed drives a whole cluster — the controller's metastate.State, 3–5
-// brokers each with one replica.Replica per hosted partition over a real
+// one seed drives a whole cluster — the shipped controller (controller.Controller
+// on a controller/memstore store), 3–5 brokers each with one replica.Replica per hosted partition over a real
 // storage.LogDir on its own crashable storage.MemFS — plus producers and
 // consumers, on one goroutine with simulated time. The model is etcd raft's
 // network.send loop plus TigerBeetle's packet simulator and FoundationDB's
@@ -19,7 +19,11 @@
 // timers (heartbeat, metadata poll, replica Tick, follower fetch, flush,
 // checkpoint), clients act, faults strike, and the invariants are checked.
 //
-// The shells here mirror broker/ and controller/: RegisterBroker with the
+// The controller is the shipped shell: brokers' RPCs call its
+// ControllerService in-process, the operator's commands go through
+// Propose, Tick runs on the controller's tick, and recovery rounds ask
+// their candidates over the simulated network (controller.RoundTransport).
+// The broker shell here mirrors broker/: RegisterBroker with the
 // PreviousBrokerEpoch of the clean-shutdown file (−1 after a crash),
 // heartbeats (STALE_BROKER_EPOCH → register again), metadata followed as
 // deltas into a per-broker metadata.Image and reconciled into
@@ -36,15 +40,16 @@
 // broker crash (kill -9: MemFS.CrashClone keeps only synced data; it comes
 // back with PreviousBrokerEpoch −1, an unclean registration), clean restart
 // (LogDir.Close writes the clean-shutdown file; previous epoch kept),
-// controller restart (image rebuilt from its log; heartbeat times and
-// rounds lost; in-flight requests dropped), session-timeout fencing (a
+// controller restart (a new controller on the store's CrashClone: heartbeat
+// times and rounds lost; in-flight requests dropped), session-timeout fencing (a
 // consequence of the above), config flips (min.insync.replicas 1–3,
 // unclean.leader.election.enable) and preferred elections. Data is flushed
 // at random intervals per partition, so crashes lose random tails.
 //
 // # Checks
 //
-// After every controller change: metastate.CheckTransition (SPEC §8.3, 4, 6)
+// After every change the controller commits (its Committed hook):
+// metastate.CheckTransition (SPEC §8.3, 4, 6) against the image before it,
 // and CheckInvariants (1, 2, 4). After every replica Ready: its
 // CheckInvariants, its view (LEO, HW, epoch cache) equal to storage and to the
 // simulator's shadow of the applied log ops, leader HW monotonic within an LE

@@ -255,10 +255,10 @@ func (w *world) run() {
 		}
 	}
 	a.setupTopic(nil)
-	topicID := a.ctl.state.Topic("t").GetTopicId()
+	topicID := a.ctl.image.Topic("t").GetTopicId()
 	b.setupTopic(func(rf int) {
-		b.ctl.do("create-mirror", false, func() *pb.MetadataDelta {
-			d, resp := b.ctl.state.CreateMirror(&pb.CreateMirrorRequest{Name: mirrorName, SourceBootstrap: []string{"a"}, Topics: []string{"t"}}, "a",
+		b.ctl.do("create-mirror", func(st *metastate.State) *pb.MetadataDelta {
+			d, resp := st.CreateMirror(&pb.CreateMirrorRequest{Name: mirrorName, SourceBootstrap: []string{"a"}, Topics: []string{"t"}}, "a",
 				map[string]metastate.SourceTopic{"t": {TopicID: topicID, Partitions: int32(a.report.Partitions), ReplicationFactor: int32(rf)}})
 			if resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 				b.fail("setup", "create mirror: %v", resp)
@@ -486,7 +486,7 @@ func (w *world) onUncleanElection(s *Sim, key string, broker int32) {
 	if !ok || tp.Topic != "t" {
 		return
 	}
-	topicID := s.ctl.state.Topic(tp.Topic).GetTopicId()
+	topicID := s.ctl.image.Topic(tp.Topic).GetTopicId()
 	tainted := slices.Contains(w.tables[s].taints(topicID, tp.Partition), broker)
 	for _, b := range s.brokers {
 		if p := b.parts[tp]; b.up && p != nil && p.r.Role() == replica.RoleLeader {
@@ -1201,7 +1201,7 @@ func (s *Sim) pickBrokerW(w *world) *simBroker {
 // answerLMLE is the source side of GetLastMirroredEpochs: the state
 // partition's leader, caught up (sometimes not yet: a retriable error).
 func (w *world) answerLMLE(src *Sim, requester, topicID string, tp twinlog.TopicPartition) (twinlog.Epoch, pb.ErrorCode) {
-	st := src.ctl.state
+	st := src.ctl.image
 	v := plan.SourceView{HasStateTopic: st.Topic("__mirror_state") != nil, StateLeader: true, CaughtUp: true, Partition: tp.Partition}
 	if w.faultsOn {
 		v.StateLeader = w.rng.Float64() >= 0.05
@@ -1256,12 +1256,7 @@ func (r *mirrorRunner) sendBump(a plan.BumpLeaderEpoch) {
 	s.tracef("mirror %s broker %d: bump LE %d min %d truncation %d", p.key, b.id, a.LeaderEpoch, a.MinLeaderEpoch, a.TruncationOffset)
 	s.net.send(b.node(), controllerNode, "bump-leader-epoch", func() {
 		c := s.ctl
-		var resp *pb.BumpLeaderEpochResponse
-		c.do(fmt.Sprintf("bump %d", b.id), true, func() *pb.MetadataDelta {
-			d, rs := c.state.BumpLeaderEpoch(req)
-			resp = rs
-			return d
-		})
+		resp := rpc(c, fmt.Sprintf("bump %d", b.id), true, c.svc.BumpLeaderEpoch, req)
 		if resp.GetError() == pb.ErrorCode_ERROR_CODE_NONE && req.GetTruncationOffset() >= 0 {
 			w.recordTruncationPoint(s, p.key, resp.GetLeaderEpoch(), req.GetTruncationOffset())
 		}
@@ -1665,8 +1660,8 @@ func (w *world) injectFaults() {
 		val := strconv.FormatBool(w.rng.IntN(2) == 0)
 		w.rep.CrossFaults["config-flip-support-unclean"]++
 		s.tracef("config %s=%s on t", metadata.KeyMirrorSupportUnclean, val)
-		s.ctl.do("config support unclean", false, func() *pb.MetadataDelta {
-			d, _ := s.ctl.state.AlterConfigs(&pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
+		s.ctl.do("config support unclean", func(st *metastate.State) *pb.MetadataDelta {
+			d, _ := st.AlterConfigs(&pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
 				Resource: &pb.ConfigResource{Type: pb.ConfigResourceType_CONFIG_RESOURCE_TYPE_TOPIC, Name: "t"},
 				Set:      map[string]string{metadata.KeyMirrorSupportUnclean: val}}}})
 			return d
@@ -1702,8 +1697,8 @@ func (w *world) operator() {
 func (w *world) failover(planned bool) {
 	d := w.dst
 	ok := true
-	d.ctl.do("stop-mirror", false, func() *pb.MetadataDelta {
-		delta, res := d.ctl.state.SetMirrorTopicsDesiredState(mirrorName, []string{"t"}, metastate.MirrorStop, nil)
+	d.ctl.do("stop-mirror", func(st *metastate.State) *pb.MetadataDelta {
+		delta, res := st.SetMirrorTopicsDesiredState(mirrorName, []string{"t"}, metastate.MirrorStop, nil)
 		for _, r := range res {
 			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 				ok = false
@@ -1737,22 +1732,22 @@ func (w *world) failover(planned bool) {
 // failback: the old source mirrors from the cluster that took over.
 func (w *world) failback() {
 	nd, ns := w.src, w.dst
-	topicID := ns.ctl.state.Topic("t").GetTopicId()
+	topicID := ns.ctl.image.Topic("t").GetTopicId()
 	sources := map[string]metastate.SourceTopic{"t": {TopicID: topicID, Partitions: int32(ns.report.Partitions)}}
 	ok := true
-	nd.ctl.do("start-mirror", false, func() *pb.MetadataDelta {
+	nd.ctl.do("start-mirror", func(st *metastate.State) *pb.MetadataDelta {
 		var d *pb.MetadataDelta
 		var res []*pb.MirrorTopicResult
-		if nd.ctl.state.Mirror(mirrorName) == nil {
+		if st.Mirror(mirrorName) == nil {
 			var resp *pb.CreateMirrorResponse
-			d, resp = nd.ctl.state.CreateMirror(&pb.CreateMirrorRequest{Name: mirrorName, SourceBootstrap: []string{ns.clusterID}, Topics: []string{"t"}}, ns.clusterID, sources)
+			d, resp = st.CreateMirror(&pb.CreateMirrorRequest{Name: mirrorName, SourceBootstrap: []string{ns.clusterID}, Topics: []string{"t"}}, ns.clusterID, sources)
 			if resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 				ok = false
 				nd.tracef("mirror: create mirror: %v", resp)
 			}
 			res = resp.GetTopics()
 		} else {
-			d, res = nd.ctl.state.StartMirrorTopics(mirrorName, []string{"t"}, []string{ns.clusterID}, ns.clusterID, sources)
+			d, res = st.StartMirrorTopics(mirrorName, []string{"t"}, []string{ns.clusterID}, ns.clusterID, sources)
 		}
 		for _, r := range res {
 			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
@@ -1777,7 +1772,7 @@ func (w *world) failback() {
 // leaderPart is the partition's current leader replica if it runs in the
 // controller's LE.
 func (s *Sim) leaderPart(tp twinlog.TopicPartition) *simPart {
-	pr := s.ctl.state.Partition(tp.Topic, tp.Partition)
+	pr := s.ctl.image.Partition(tp.Topic, tp.Partition)
 	if pr.GetLeader() < 1 {
 		return nil
 	}
@@ -1961,8 +1956,8 @@ func origin(value string) string {
 func (w *world) untainted(tp twinlog.TopicPartition) []*simPart {
 	var out []*simPart
 	for _, s := range []*Sim{w.a, w.b} {
-		t := s.ctl.state.Topic(tp.Topic)
-		pr := s.ctl.state.Partition(tp.Topic, tp.Partition)
+		t := s.ctl.image.Topic(tp.Topic)
+		pr := s.ctl.image.Partition(tp.Topic, tp.Partition)
 		tainted := map[int32]bool{}
 		for _, id := range w.tables[s].taints(t.GetTopicId(), tp.Partition) {
 			tainted[id] = true

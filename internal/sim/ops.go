@@ -101,8 +101,8 @@ func (w *world) stepOps() {
 // mirrorOp sets the desired state of the mirror topic t on s's controller.
 func (w *world) mirrorOp(s *Sim, op metastate.MirrorOp, what string) bool {
 	ok := true
-	s.ctl.do(what, false, func() *pb.MetadataDelta {
-		d, res := s.ctl.state.SetMirrorTopicsDesiredState(mirrorName, []string{"t"}, op, nil)
+	s.ctl.do(what, func(st *metastate.State) *pb.MetadataDelta {
+		d, res := st.SetMirrorTopicsDesiredState(mirrorName, []string{"t"}, op, nil)
 		for _, r := range res {
 			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 				ok = false
@@ -234,7 +234,7 @@ func (w *world) check18(p *simPart, d replica.ProposeDecision, leoBefore twinlog
 func (w *world) reassign(s *Sim) {
 	o := w.ops
 	part := int32(o.rng.IntN(s.report.Partitions))
-	pr := s.ctl.state.Partition("t", part)
+	pr := s.ctl.image.Partition("t", part)
 	if pr == nil {
 		return
 	}
@@ -247,7 +247,7 @@ func (w *world) reassign(s *Sim) {
 		// broker outside them, only the order changes.
 		target = slices.DeleteFunc(slices.Clone(pr.GetReplicas()), func(id int32) bool { return slices.Contains(pr.GetAddingReplicas(), id) })
 		var outside []int32
-		for _, br := range s.ctl.state.Brokers() {
+		for _, br := range s.ctl.image.Brokers() {
 			if !slices.Contains(target, br.GetBrokerId()) {
 				outside = append(outside, br.GetBrokerId())
 			}
@@ -261,8 +261,8 @@ func (w *world) reassign(s *Sim) {
 		o.rng.Shuffle(len(target), func(i, j int) { target[i], target[j] = target[j], target[i] })
 	}
 	ok := true
-	s.ctl.do("reassign", false, func() *pb.MetadataDelta {
-		d, resp := s.ctl.state.AlterPartitionReassignments(&pb.AlterPartitionReassignmentsRequest{
+	s.ctl.do("reassign", func(st *metastate.State) *pb.MetadataDelta {
+		d, resp := st.AlterPartitionReassignments(&pb.AlterPartitionReassignmentsRequest{
 			Partitions: []*pb.ReassignablePartition{{Topic: "t", Partition: part, Replicas: target}}})
 		for _, r := range resp.GetResults() {
 			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {

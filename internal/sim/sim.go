@@ -14,6 +14,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/internal/history"
 	"github.com/twinlog/twinlog/metadata"
 )
@@ -356,8 +357,8 @@ func (s *Sim) setupStart() {
 	// below the floor an operator may set (internal/configdef). The record
 	// is the one AlterConfigs wrote here before that floor existed, so
 	// every seed runs as it did.
-	s.ctl.do("configs", false, func() *pb.MetadataDelta {
-		cc := s.ctl.state.ClusterConfigs()
+	s.ctl.do("configs", func(st *metastate.State) *pb.MetadataDelta {
+		cc := st.ClusterConfigs()
 		if cc == nil {
 			cc = map[string]string{}
 		}
@@ -368,7 +369,7 @@ func (s *Sim) setupStart() {
 			metadata.KeyMinInsyncReplicas:         strconv.Itoa(minISR),
 			metadata.KeyUncleanLeaderElection:     strconv.FormatBool(unclean),
 		})
-		return &pb.MetadataDelta{Offset: s.ctl.state.Offset() + 1, ClusterConfig: &pb.ClusterConfigRecord{Configs: cc}}
+		return &pb.MetadataDelta{Offset: st.Offset() + 1, ClusterConfig: &pb.ClusterConfigRecord{Configs: cc}}
 	})
 	for i := 1; i <= n; i++ {
 		b := newBroker(s, int32(i))
@@ -380,7 +381,7 @@ func (s *Sim) setupStart() {
 // registeredAll: every broker is registered and unfenced.
 func (s *Sim) registeredAll() bool {
 	for _, b := range s.brokers {
-		if br := s.ctl.state.Broker(b.id); br == nil || br.GetFenced() {
+		if br := s.ctl.image.Broker(b.id); br == nil || br.GetFenced() {
 			return false
 		}
 	}
@@ -395,8 +396,8 @@ func (s *Sim) setupTopic(create func(rf int)) {
 	if create != nil {
 		create(rf)
 	} else {
-		s.ctl.do("create-topics", false, func() *pb.MetadataDelta {
-			d, resp := s.ctl.state.CreateTopics(&pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{{Name: "t", NumPartitions: int32(parts), ReplicationFactor: int32(rf)}}})
+		s.ctl.do("create-topics", func(st *metastate.State) *pb.MetadataDelta {
+			d, resp := st.CreateTopics(&pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{{Name: "t", NumPartitions: int32(parts), ReplicationFactor: int32(rf)}}})
 			for _, r := range resp.GetTopics() {
 				if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 					s.fail("setup", "create topic: %v", r)
@@ -468,7 +469,7 @@ func (s *Sim) healFinish() {
 	s.fullCheck()
 	for _, tp := range s.topics {
 		key := tp.String()
-		pr := s.ctl.state.Partition(tp.Topic, tp.Partition)
+		pr := s.ctl.image.Partition(tp.Topic, tp.Partition)
 		if pr.GetLeader() < 1 {
 			continue
 		}
@@ -503,7 +504,7 @@ func (s *Sim) healFinish() {
 func (s *Sim) quiescent() bool {
 topics:
 	for _, tp := range s.topics {
-		pr := s.ctl.state.Partition(tp.Topic, tp.Partition)
+		pr := s.ctl.image.Partition(tp.Topic, tp.Partition)
 		for _, id := range pr.GetReplicas() {
 			if p := s.brokers[id-1].parts[tp]; p != nil && p.stalled {
 				continue topics
@@ -536,7 +537,7 @@ topics:
 func (s *Sim) describe() string {
 	var b strings.Builder
 	for _, tp := range s.topics {
-		pr := s.ctl.state.Partition(tp.Topic, tp.Partition)
+		pr := s.ctl.image.Partition(tp.Topic, tp.Partition)
 		fmt.Fprintf(&b, "%s: L %d LE %d PE %d R %v ISR %v ELR %v LKE %v LKL %d %s\n", tp, pr.GetLeader(), pr.GetLeaderEpoch(), pr.GetPartitionEpoch(),
 			pr.GetReplicas(), pr.GetIsr(), pr.GetElr(), pr.GetLastKnownElr(), pr.GetLastKnownLeader(), shortRecovery(pr.GetRecoveryState()))
 		for _, id := range pr.GetReplicas() {
@@ -548,14 +549,14 @@ func (s *Sim) describe() string {
 			}
 		}
 	}
-	for _, br := range s.ctl.state.Brokers() {
+	for _, br := range s.ctl.image.Brokers() {
 		sb := s.brokers[br.GetBrokerId()-1]
 		applied := int64(-1)
 		if sb.up {
 			applied = sb.image.Offset()
 		}
 		fmt.Fprintf(&b, "broker record %d: epoch %d fenced %t shutdown %t; broker up %t metadata offset %d of %d\n", br.GetBrokerId(), br.GetBrokerEpoch(),
-			br.GetFenced(), br.GetInControlledShutdown(), sb.up, applied, s.ctl.state.Offset())
+			br.GetFenced(), br.GetInControlledShutdown(), sb.up, applied, s.ctl.image.Offset())
 	}
 	return b.String()
 }
@@ -664,7 +665,7 @@ func (s *Sim) clock() time.Time { return time.UnixMilli(1_700_000_000_000 + s.no
 // broker (possibly stale), else the controller's.
 func (s *Sim) leaderFor(tp twinlog.TopicPartition) (int32, int32) {
 	b := s.brokers[s.rng.IntN(len(s.brokers))]
-	img := s.ctl.state.Image
+	img := s.ctl.image
 	if b.up && b.registered && b.image.Offset() > 0 {
 		img = b.image
 	}
@@ -677,8 +678,8 @@ func (s *Sim) leaderFor(tp twinlog.TopicPartition) (int32, int32) {
 
 // minISRNow is m = min(min.insync.replicas, |R|) of the topic now.
 func (s *Sim) minISRNow(topic string) int {
-	pr := s.ctl.state.Partition(topic, 0)
-	return s.ctl.state.MinISR(topic, len(pr.GetReplicas()))
+	pr := s.ctl.image.Partition(topic, 0)
+	return s.ctl.image.MinISR(topic, len(pr.GetReplicas()))
 }
 
 func (s *Sim) noteUnclean(tp string, le int32) {
@@ -823,20 +824,20 @@ func (s *Sim) injectFaults() {
 			key, val = metadata.KeyUncleanLeaderElection, strconv.FormatBool(s.chance(0.3))
 		}
 		s.tracef("config %s=%s", key, val)
-		s.ctl.do("config "+key, false, func() *pb.MetadataDelta {
-			d, _ := s.ctl.state.AlterConfigs(&pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
+		s.ctl.do("config "+key, func(st *metastate.State) *pb.MetadataDelta {
+			d, _ := st.AlterConfigs(&pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
 				Resource: &pb.ConfigResource{Type: pb.ConfigResourceType_CONFIG_RESOURCE_TYPE_CLUSTER},
 				Set:      map[string]string{key: val}}}})
 			return d
 		})
 		if key == metadata.KeyMinInsyncReplicas {
-			s.lastMinISRChange = s.ctl.state.Offset()
+			s.lastMinISRChange = s.ctl.image.Offset()
 		}
 	}
 	if s.chance(cfg.PreferredElectionProb) {
 		s.report.Faults["preferred-election"]++
-		s.ctl.do("elect-preferred", false, func() *pb.MetadataDelta {
-			d, _ := s.ctl.state.ElectLeaders(&pb.ElectLeadersRequest{Type: pb.ElectionType_ELECTION_TYPE_PREFERRED}, s.now)
+		s.ctl.do("elect-preferred", func(st *metastate.State) *pb.MetadataDelta {
+			d, _ := st.ElectLeaders(&pb.ElectLeadersRequest{Type: pb.ElectionType_ELECTION_TYPE_PREFERRED}, s.now)
 			return d
 		})
 	}
