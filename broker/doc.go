@@ -35,9 +35,9 @@
 // # Concurrency contract
 //
 // Each partition's mutex serialises every call into its replica together
-// with the Ready handling that follows (persist LogOps and epoch/aligned
-// checkpoints, then expose HW, answer produce waiters and send
-// AlterPartition, then Advance). gRPC handlers take the partition lock only
+// with the Ready handling that follows (broker/ready.Drain: persist LogOps
+// and epoch/aligned checkpoints, then expose HW, answer produce waiters and
+// send AlterPartition, then Advance; the simulator runs the same Drain). gRPC handlers take the partition lock only
 // for the machine's decision; log reads happen outside it (storage.Log is
 // safe for concurrent use). Lock order: partition.mu, then metaMu / wmu.
 //

@@ -2,16 +2,15 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/ready"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/storage"
-	"github.com/twinlog/twinlog/storage/epoch"
 )
 
 // partition is one hosted replica: the pure replica machine, its log and the
@@ -87,67 +86,13 @@ func (p *partition) usableLocked() error {
 	return p.failed
 }
 
-// processReadyLocked handles the machine's output per the Ready contract:
-// (1) log ops, epoch checkpoint, aligned epoch; (2) HW, produce results,
-// AlterPartition; (3) Advance, and after a truncation the log's real end
-// (ConfirmTruncation). p.mu is held.
+// processReadyLocked carries out the machine's output (ready.Drain, the
+// Ready contract) and wakes the waiters it may help. p.mu is held.
 func (p *partition) processReadyLocked() {
-	changed := false
-	progressOnly := true // only appends and HW moves: wake only waiters they help
-	for p.r.HasReady() {
-		rd := p.r.Ready()
-		if !onlyHWEvents(rd.Events) || rd.EpochsChanged || rd.AlignedEpoch != nil || p.failed != nil {
-			progressOnly = false
-		}
-		for _, op := range rd.LogOps {
-			if op.Kind != replica.OpAppend {
-				progressOnly = false
-			}
-		}
-		truncated := false
-		if p.failed == nil {
-			truncated = p.applyLogOpsLocked(rd)
-		}
-		if p.failed == nil && rd.EpochsChanged {
-			p.syncEpochsLocked(rd.EpochEntries)
-		}
-		if p.failed == nil && rd.AlignedEpoch != nil {
-			if err := p.log.WritePartitionMetadata(storage.PartitionMetadata{TopicID: p.topicID, AlignedEpoch: *rd.AlignedEpoch}); err != nil {
-				p.failLocked(err)
-			}
-		}
-		if len(rd.LogOps) > 0 {
-			changed = true
-		}
-		if len(rd.TaintsCleared) > 0 {
-			p.b.repaired(p.tp, rd.TaintsCleared)
-		}
-		if rd.HighWatermark != nil && p.failed == nil {
-			p.log.SetHighWatermark(*rd.HighWatermark)
-			changed = true
-		}
-		for _, res := range rd.ProduceResults {
-			p.deliverLocked(res)
-		}
-		if rd.AlterPartition != nil && p.failed == nil {
-			p.b.sendAlterPartition(p, *rd.AlterPartition, len(p.r.ISR()))
-		}
-		for _, ev := range rd.Events {
-			p.logEvent(ev)
-		}
-		p.r.Advance()
-		if truncated && p.failed == nil {
-			// Storage truncates in whole batches: a batch straddling the
-			// offset went too, and the replica takes the log's end (the
-			// follower refetches from there, SPEC §4.4).
-			if err := p.r.ConfirmTruncation(p.log.LogEndOffset(), p.b.nowMs()); err != nil {
-				p.failLocked(err)
-			}
-		}
-	}
+	sum := ready.Drain(p.r, p.log, p.topicID, readyHost{p})
 	p.fetched = storage.Validated{}
-	if changed {
-		if progressOnly && p.failed == nil {
+	if sum.Changed {
+		if sum.ProgressOnly {
 			p.signalProgress(p.r.LogEndOffset(), p.r.HighWatermark())
 		} else {
 			p.signal()
@@ -156,88 +101,47 @@ func (p *partition) processReadyLocked() {
 	}
 }
 
-// onlyHWEvents reports whether evs are at most HW moves. Every HW move comes
-// with an EventHighWatermark: counting it as more than progress made each
-// acks=all completion wake every follower long-poll of the partition (their
-// bound is the LEO, which did not move), and each woken fetch re-evaluated
-// all its partitions for nothing, competing with the produce answer. An HW that
-// drops (truncation, a new leader's lower HW) comes with a log op, role
-// change or epoch change, which still wakes everyone.
-func onlyHWEvents(evs []replica.Event) bool {
-	for _, ev := range evs {
-		if ev.Type != replica.EventHighWatermark {
-			return false
-		}
-	}
-	return true
+// readyHost is the partition as ready.Drain's host. p.mu is held.
+type readyHost struct{ p *partition }
+
+func (h readyHost) Err() error                        { return h.p.failed }
+func (h readyHost) Fail(err error)                    { h.p.failLocked(err) }
+func (h readyHost) NowMs() int64                      { return h.p.b.nowMs() }
+func (h readyHost) Event(ev replica.Event)            { h.p.logEvent(ev) }
+func (h readyHost) Deliver(res replica.ProduceResult) { h.p.deliverLocked(res) }
+func (h readyHost) Cut(replica.LogOp)                 {}
+
+func (h readyHost) Repaired(cleared []twinlog.BrokerID) { h.p.b.repaired(h.p.tp, cleared) }
+
+func (h readyHost) AlterPartition(ap replica.AlterPartitionProposal) {
+	h.p.b.sendAlterPartition(h.p, ap, len(h.p.r.ISR()))
 }
 
-// applyLogOpsLocked applies rd's log ops and reports whether one was a
-// truncation. p.mu is held.
-func (p *partition) applyLogOpsLocked(rd replica.Ready) (truncated bool) {
-	for _, op := range rd.LogOps {
-		var err error
-		switch op.Kind {
-		case replica.OpAppend:
-			if op.Leader {
-				buf, ok := p.proposals[op.ProposalID]
-				delete(p.proposals, op.ProposalID)
-				if !ok {
-					err = errors.New("broker: leader append without its batch")
-					break
-				}
-				// One call for all of the request's batches: one write.
-				var info storage.AppendInfo
-				info, err = p.log.AppendValidatedAsLeader(buf, op.Batches[0].Epoch)
-				if err == nil && (info.FirstOffset != op.Batches[0].BaseOffset || info.LastOffset != op.Batches[len(op.Batches)-1].LastOffset) {
-					err = errors.New("broker: leader append offsets disagree with the replica")
-				}
-				if err == nil {
-					p.b.obs.ObserveBytesIn(info.Bytes)
-					if p.b.cfg.FlushPolicy == FlushEveryBatch {
-						// Fsync while the followers replicate: the ack
-						// still waits for it (deliverLocked), but by the
-						// time the HW passes the batch it is usually done,
-						// instead of starting only then.
-						p.sync.start(info.LastOffset + 1)
-					}
-				}
-			} else {
-				if len(p.fetched.Batches()) == 0 {
-					err = errors.New("broker: follower append without fetched bytes")
-					break
-				}
-				_, err = p.log.AppendValidatedAsFollower(p.fetched)
-				p.fetched = storage.Validated{}
-			}
-		case replica.OpTruncate:
-			truncated = true
-			err = p.log.TruncateTo(op.Offset)
-		case replica.OpRestart:
-			err = p.log.TruncateFullyAndStartAt(op.Offset)
-		case replica.OpAdvanceLogStart:
-			// storage has no log-start advance outside retention yet; the
-			// replica's view moves, the files keep the older prefix.
-			p.logger.Debug("log start advance not applied to storage", "offset", op.Offset)
-		}
-		if err != nil {
-			p.failLocked(err)
-			return truncated
-		}
-	}
-	return truncated
+func (h readyHost) Proposal(id replica.ProposalID) (storage.Validated, bool) {
+	v, ok := h.p.proposals[id]
+	delete(h.p.proposals, id)
+	return v, ok
 }
 
-// syncEpochsLocked makes the log's epoch cache match the machine's
-// (storage.Log.SyncEpochs).
-func (p *partition) syncEpochsLocked(want []epoch.Entry) {
-	ok, err := p.log.SyncEpochs(want)
-	if err != nil {
-		p.failLocked(err)
+func (h readyHost) Fetched() storage.Validated {
+	v := h.p.fetched
+	h.p.fetched = storage.Validated{}
+	return v
+}
+
+// Appended counts a leader's bytes in and, with FlushEveryBatch, starts
+// its fsync while the followers replicate: the ack still waits for it
+// (deliverLocked), but by the time the HW passes the batch it is usually
+// done, instead of starting only then. A follower's fetch flushes once per
+// response (fetcher.go), a mirror's once per append (mirror.go).
+func (h readyHost) Appended(op replica.LogOp, info storage.AppendInfo, _ storage.Validated) {
+	if !op.Leader {
 		return
 	}
-	if !ok {
-		p.logger.Debug("epoch cache differs from the replica's view", "log", p.log.Epochs().Entries(), "replica", want)
+	p := h.p
+	p.b.obs.ObserveBytesIn(info.Bytes)
+	if p.b.cfg.FlushPolicy == FlushEveryBatch {
+		p.sync.start(info.LastOffset + 1)
 	}
 }
 

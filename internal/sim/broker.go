@@ -1,18 +1,16 @@
 package sim
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/ready"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/storage"
-	"github.com/twinlog/twinlog/storage/epoch"
 )
 
 const logDir = "/data"
@@ -57,7 +55,7 @@ type simPart struct {
 	proposals map[replica.ProposalID]*produceReq
 	results   map[replica.ProposalID]*produceReq
 	nextID    replica.ProposalID
-	fetched   []byte
+	fetched   storage.Validated // the batches of the append in progress (simReadyHost.Fetched)
 
 	fetchSentAt int64 // 0: no fetch in flight
 	// validatedLE is the LE of the last fetch answered NONE without
@@ -424,148 +422,90 @@ func (b *simBroker) openPart(tp twinlog.TopicPartition, topicID string) *simPart
 	return p
 }
 
-// processReady is broker/partition.go's processReadyLocked: log ops, epoch
-// checkpoint, aligned epoch; then HW, produce results, AlterPartition; then
-// Advance, and after a truncation the log's real end (ConfirmTruncation).
-// Invariants are checked after.
+// processReady runs the broker shell's Ready loop (ready.Drain) with the
+// simulator as host, then checks the replica's invariants.
 func (p *simPart) processReady() {
-	s := p.b.s
-	for p.r.HasReady() && !s.failed {
-		rd := p.r.Ready()
-		truncated := p.applyLogOps(rd)
-		if rd.EpochsChanged {
-			p.syncEpochs(rd.EpochEntries)
-		}
-		if rd.AlignedEpoch != nil {
-			if err := p.log.WritePartitionMetadata(storage.PartitionMetadata{TopicID: p.topicID, AlignedEpoch: *rd.AlignedEpoch}); err != nil {
-				s.fail("storage", "%v", err)
-			}
-		}
-		if len(rd.TaintsCleared) > 0 && s.w != nil {
-			s.w.repaired(p, rd.TaintsCleared) // broker.repaired (mirror.go)
-		}
-		if rd.HighWatermark != nil {
-			p.log.SetHighWatermark(*rd.HighWatermark)
-		}
-		for _, ev := range rd.Events {
-			if ev.Type == replica.EventTruncation {
-				s.report.Truncations++
-			}
-			if ev.Type != replica.EventHighWatermark && ev.Type != replica.EventIgnored {
-				s.tracef("broker %d %s: %v", p.b.id, p.key, ev)
-			}
-		}
-		for _, res := range rd.ProduceResults {
-			p.deliverResult(res)
-		}
-		if ap := rd.AlterPartition; ap != nil {
-			p.sendAlterPartition(*ap)
-		}
-		p.r.Advance()
-		if truncated && !s.failed {
-			// A batch straddling the offset went whole: the replica takes
-			// the log's end (SPEC §4.4; the follower refetches from there).
-			if err := p.r.ConfirmTruncation(p.log.LogEndOffset(), s.now); err != nil {
-				s.fail("replica view = storage", "broker %d %s: %v", p.b.id, p.key, err)
-			}
-		}
+	if p.b.s.failed {
+		return
 	}
-	p.fetched = nil
+	ready.Drain(p.r, p.log, p.topicID, simReadyHost{p})
+	p.fetched = storage.Validated{}
 	p.check()
 }
 
-// applyLogOps applies rd's log ops and reports whether one was a truncation.
-func (p *simPart) applyLogOps(rd replica.Ready) (truncated bool) {
-	s := p.b.s
-	for _, op := range rd.LogOps {
-		var err error
-		switch op.Kind {
-		case replica.OpAppend:
-			if op.Leader {
-				pr := p.proposals[op.ProposalID]
-				delete(p.proposals, op.ProposalID)
-				if pr == nil {
-					err = errors.New("leader append without its batch")
-					break
-				}
-				var info storage.AppendInfo
-				info, err = p.log.AppendAsLeader(pr.buf, op.Batches[0].Epoch)
-				if err == nil && (info.FirstOffset != op.Batches[0].BaseOffset || info.LastOffset != op.Batches[len(op.Batches)-1].LastOffset) {
-					err = fmt.Errorf("leader append at [%d, %d], replica says %v", info.FirstOffset, info.LastOffset, op.Batches)
-				}
-				if err == nil {
-					p.shadow.startBatch(int64(info.FirstOffset))
-					for i, v := range pr.values {
-						p.shadow.append(int64(info.FirstOffset)+int64(i), int32(op.Batches[0].Epoch), v)
-					}
-				}
-			} else {
-				err = p.appendFetched(op.Batches)
-			}
-		case replica.OpTruncate:
-			truncated = true
-			err = p.log.TruncateTo(op.Offset)
-			p.shadow.truncate(int64(op.Offset)) // in whole batches, as storage
-		case replica.OpRestart:
-			err = p.log.TruncateFullyAndStartAt(op.Offset)
-			p.shadow.restart(int64(op.Offset))
-		case replica.OpAdvanceLogStart:
-			// storage has no log-start advance outside retention (as the
-			// broker shell); the replica's view moves.
-		}
-		if err != nil {
-			s.fail("log op", "broker %d %s: %v: %v", p.b.id, p.key, op, err)
-			return truncated
-		}
+// simReadyHost is a simulated partition as ready.Drain's host: a storage
+// failure fails the run, and the shadow log follows every append and cut.
+type simReadyHost struct{ p *simPart }
+
+func (h simReadyHost) Err() error {
+	if h.p.b.s.failed {
+		return errSimFailed
 	}
-	return truncated
+	return nil
 }
 
-// appendFetched appends the fetched batches the op names, one call per batch
-// (as the broker shell does).
-func (p *simPart) appendFetched(want []replica.BatchMeta) error {
-	buf := p.fetched
-	i := 0
-	for len(buf) > 0 && i < len(want) {
-		if len(buf) < 12 {
-			return storage.ErrCorrupt
-		}
-		n := int(int32(binary.BigEndian.Uint32(buf[8:12]))) + 12
-		if n < 12 || n > len(buf) {
-			return storage.ErrCorrupt
-		}
-		one := buf[:n:n]
-		buf = buf[n:]
-		bv, _, err := storage.DecodeBatch(one)
-		if err != nil {
-			return err
-		}
-		if bv.BaseOffset() != want[i].BaseOffset {
-			continue
-		}
-		if _, err := p.log.AppendAsFollower(one); err != nil {
-			return err
-		}
+func (h simReadyHost) Fail(err error) {
+	h.p.b.s.fail("log op", "broker %d %s: %v", h.p.b.id, h.p.key, err)
+}
+
+func (h simReadyHost) NowMs() int64 { return h.p.b.s.now }
+
+func (h simReadyHost) Proposal(id replica.ProposalID) (storage.Validated, bool) {
+	pr := h.p.proposals[id]
+	delete(h.p.proposals, id)
+	if pr == nil {
+		return storage.Validated{}, false
+	}
+	return pr.batches, true
+}
+
+func (h simReadyHost) Fetched() storage.Validated {
+	v := h.p.fetched
+	h.p.fetched = storage.Validated{}
+	return v
+}
+
+// Appended records the appended batches in the shadow, batch by batch.
+func (h simReadyHost) Appended(_ replica.LogOp, _ storage.AppendInfo, batches storage.Validated) {
+	p := h.p
+	for _, bv := range batches.Batches() {
 		recs, err := bv.Records()
 		if err != nil {
-			return err
+			p.b.s.fail("storage batch", "broker %d %s: appended batch: %v", p.b.id, p.key, err)
+			return
 		}
 		p.shadow.startBatch(int64(bv.BaseOffset()))
 		for _, r := range recs {
 			p.shadow.append(int64(r.Offset), int32(bv.LeaderEpoch()), string(r.Value))
 		}
-		i++
 	}
-	if i != len(want) {
-		return fmt.Errorf("fetched bytes hold %d of %d batches %v", i, len(want), want)
-	}
-	return nil
 }
 
-// syncEpochs is broker/partition.go's syncEpochsLocked: storage.Log.SyncEpochs.
-func (p *simPart) syncEpochs(want []epoch.Entry) {
-	if _, err := p.log.SyncEpochs(want); err != nil {
-		p.b.s.fail("storage assign epoch", "broker %d %s: %v", p.b.id, p.key, err)
+func (h simReadyHost) Cut(op replica.LogOp) {
+	if op.Kind == replica.OpTruncate {
+		h.p.shadow.truncate(int64(op.Offset)) // in whole batches, as storage
+	} else {
+		h.p.shadow.restart(int64(op.Offset))
+	}
+}
+
+func (h simReadyHost) Repaired(cleared []twinlog.BrokerID) {
+	if s := h.p.b.s; s.w != nil {
+		s.w.repaired(h.p, cleared) // broker.repaired (mirror.go)
+	}
+}
+
+func (h simReadyHost) Deliver(res replica.ProduceResult) { h.p.deliverResult(res) }
+
+func (h simReadyHost) AlterPartition(ap replica.AlterPartitionProposal) { h.p.sendAlterPartition(ap) }
+
+func (h simReadyHost) Event(ev replica.Event) {
+	p, s := h.p, h.p.b.s
+	if ev.Type == replica.EventTruncation {
+		s.report.Truncations++
+	}
+	if ev.Type != replica.EventHighWatermark && ev.Type != replica.EventIgnored {
+		s.tracef("broker %d %s: %v", p.b.id, p.key, ev)
 	}
 }
 
@@ -777,13 +717,14 @@ func (b *simBroker) serveFetch(tp twinlog.TopicPartition, req replica.FetchReque
 
 func (p *simPart) handleFetchResponse(resp replica.FetchResponse, recs []byte) {
 	s := p.b.s
+	var batches storage.Validated
 	if len(recs) > 0 {
-		bs, err := storage.SplitBatches(recs)
-		if err != nil {
+		var err error
+		if batches, err = storage.ValidateBatches(recs); err != nil {
 			s.fail("storage batch", "broker %d %s: corrupt fetched batch: %v", p.b.id, p.key, err)
 			return
 		}
-		for _, bv := range bs {
+		for _, bv := range batches.Batches() {
 			resp.Batches = append(resp.Batches, replica.BatchMeta{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()})
 		}
 	}
@@ -792,7 +733,7 @@ func (p *simPart) handleFetchResponse(resp replica.FetchResponse, recs []byte) {
 	}
 	leBefore := p.r.LeaderEpoch()
 	leoBefore, cacheBefore := p.r.LogEndOffset(), p.r.EpochEntries()
-	p.fetched = recs
+	p.fetched = batches
 	p.r.HandleFetchResponse(resp, s.now)
 	if d := resp.DivergingEpoch; d != nil && resp.Error == pb.ErrorCode_ERROR_CODE_NONE && resp.Request == p.lastDiverging &&
 		p.r.LogEndOffset() == leoBefore && slices.Equal(p.r.EpochEntries(), cacheBefore) &&

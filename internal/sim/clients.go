@@ -116,10 +116,10 @@ func (s *Sim) readShadow(l *storage.Log) shadowLog {
 
 // produceReq is one produce request as the leader holds it.
 type produceReq struct {
-	buf    []byte
-	values []string
-	le     int32
-	reply  func(code pb.ErrorCode, base int64, le int32)
+	batches storage.Validated // validated as the broker's produce path does
+	values  []string
+	le      int32
+	reply   func(code pb.ErrorCode, base int64, le int32)
 }
 
 // producer writes unique values to random partitions with acks=all or 1.
@@ -212,7 +212,11 @@ func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, 
 	}
 	p.nextID++
 	id := p.nextID
-	own := append([]byte(nil), buf...)
+	batches, _, err := storage.ValidateProducerBatches(append([]byte(nil), buf...))
+	if err != nil {
+		s.fail("produce", "broker %d %s: the producer's batch: %v", b.id, p.key, err)
+		return
+	}
 	leo := p.r.LogEndOffset()
 	d := p.r.Propose(replica.Proposal{ID: id, Acks: acks, TimeoutMs: s.cfg.ProduceTimeoutMs, NumRecords: len(values)}, s.now)
 	if s.w != nil {
@@ -223,7 +227,7 @@ func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, 
 		p.processReady()
 		return
 	}
-	req := &produceReq{buf: own, values: values, le: int32(d.LeaderEpoch), reply: reply}
+	req := &produceReq{batches: batches, values: values, le: int32(d.LeaderEpoch), reply: reply}
 	p.proposals[id] = req
 	p.results[id] = req
 	p.processReady()

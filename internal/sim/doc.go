@@ -27,8 +27,8 @@
 // PreviousBrokerEpoch of the clean-shutdown file (−1 after a crash),
 // heartbeats (STALE_BROKER_EPOCH → register again), metadata followed as
 // deltas into a per-broker metadata.Image and reconciled into
-// ApplyPartitionState, the Ready contract (log ops and epoch checkpoint,
-// then HW, produce results and AlterPartition, then Advance),
+// ApplyPartitionState; the Ready contract is the broker's own
+// (broker/ready.Drain, with storage's AppendValidated* appends),
 // AlterPartition with an RPC deadline (REQUEST_TIMED_OUT), fetch served by
 // HandleFollowerFetch + storage.Log.Read, GetReplicaLogInfo answered from the
 // replica for recovery rounds.

@@ -1550,11 +1550,7 @@ func (l simMirrorLog) AppendMirrored(metas []replica.BatchMeta, batches storage.
 		s.tracef("mirror %s broker %d: append rejected: %v", p.key, p.b.id, err)
 		return err
 	}
-	var buf []byte
-	for _, b := range batches.Batches() {
-		buf = append(buf, b...)
-	}
-	p.fetched = buf
+	p.fetched = batches
 	p.processReady()
 	if s.failed {
 		return errSimFailed
