@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
-	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/broker/assign"
 	"github.com/twinlog/twinlog/internal/configdef"
 	"github.com/twinlog/twinlog/metadata"
-	"github.com/twinlog/twinlog/mirror/runner"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -246,33 +244,17 @@ func (b *Broker) reconcile() {
 		b.metaMu.Unlock()
 		return
 	}
-	type want struct {
-		rec      *pb.PartitionRecord
-		minISR   int
-		inMirror bool
-		// hasTaints: the topic is mirrored or once-mirrored, so it may have
-		// durable taints in __mirror_state (SPEC §6.4).
-		hasTaints bool
+	wanted := map[twinlog.TopicPartition]assign.Assignment{}
+	for _, a := range assign.Of(b.image, b.cfg.ID) {
+		wanted[a.TP] = a
 	}
-	wanted := map[twinlog.TopicPartition]want{}
 	registered, brokers := b.image.BrokerEpochs()
-	for _, name := range b.image.TopicNames() {
-		t := b.image.Topic(name)
-		m := b.image.MinISR(name, 0)
-		for i := int32(0); i < t.GetPartitionCount(); i++ {
-			pr := b.image.Partition(name, i)
-			if pr == nil || !slices.Contains(pr.GetReplicas(), int32(b.cfg.ID)) {
-				continue
-			}
-			wanted[twinlog.TopicPartition{Topic: name, Partition: i}] = want{pr, m, t.GetMirrorName() != "", t.GetMirrorName() != "" || t.GetOnceMirrored()}
-		}
-	}
 	b.metaMu.Unlock()
 
 	// Remove partitions that left (or whose topic id changed).
 	for _, p := range b.partitions() {
 		w, ok := wanted[p.tp]
-		if ok && w.rec.GetTopicId() == p.topicID {
+		if ok && w.Record.GetTopicId() == p.topicID {
 			continue
 		}
 		b.removePartition(p)
@@ -292,7 +274,7 @@ func (b *Broker) reconcile() {
 		p := b.partition(tp)
 		if p == nil {
 			var err error
-			if p, err = b.openPartition(tp, w.rec.GetTopicId()); err != nil {
+			if p, err = b.openPartition(tp, w.Record.GetTopicId()); err != nil {
 				if b.offlineErr(tp) == nil {
 					// An offline log was logged with its file at start and
 					// stays offline until a restart: not again at every
@@ -302,50 +284,17 @@ func (b *Broker) reconcile() {
 				continue
 			}
 		}
-		st := replica.PartitionState{
-			Leader:         twinlog.BrokerID(w.rec.GetLeader()),
-			LeaderEpoch:    twinlog.Epoch(w.rec.GetLeaderEpoch()),
-			PartitionEpoch: twinlog.PartitionEpoch(w.rec.GetPartitionEpoch()),
-			Replicas:       toIDs(w.rec.GetReplicas()),
-			ISR:            toIDs(w.rec.GetIsr()),
-			ELR:            toIDs(w.rec.GetElr()),
-			LastKnownELR:   toIDs(w.rec.GetLastKnownElr()),
-			AddingReplicas: toIDs(w.rec.GetAddingReplicas()),
-			RecoveryState:  w.rec.GetRecoveryState(),
-			MinISR:         w.minISR,
-			Brokers:        brokers,
-			Registered:     registered,
-		}
-		for _, t := range w.rec.GetTruncationPoints() {
-			st.TruncationPoints = append(st.TruncationPoints, replica.TruncationPoint{
-				LeaderEpoch: twinlog.Epoch(t.GetLeaderEpoch()), Offset: twinlog.Offset(t.GetOffset())})
-		}
+		st := w.State(registered, brokers)
 		p.mu.Lock()
 		if p.usableLocked() == nil {
-			p.state = w.rec
-			p.mirrorWritable = runner.ApplyMirrorFlags(p.r, w.inMirror, runner.BecomingLeader(p.r, st, b.cfg.ID, p.mirrorWritableLE), p.mirrorWritable)
-			wasLeader, le := p.r.Role() == replica.RoleLeader, p.r.LeaderEpoch()
-			p.r.ApplyPartitionState(st, now)
-			if w.hasTaints && p.r.Role() == replica.RoleLeader && (!wasLeader || p.r.LeaderEpoch() != le) {
-				// A new LE: serve no follower fetch until the mirror runner
-				// has loaded the taints (SPEC §6.4); set under the same lock
-				// as the leadership, so no fetch sees the gap.
-				p.r.SetTaintsPending(true)
-			}
+			p.state = w.Record
+			p.mirrorWritable = assign.Apply(p.r, w, st, b.cfg.ID, p.mirrorWritable, p.mirrorWritableLE, now)
 			p.processReadyLocked()
 		}
 		p.mu.Unlock()
 	}
 	b.retargetFetchers()
 	b.syncMirrorRunners()
-}
-
-func toIDs(in []int32) []twinlog.BrokerID {
-	out := make([]twinlog.BrokerID, len(in))
-	for i, v := range in {
-		out[i] = twinlog.BrokerID(v)
-	}
-	return out
 }
 
 // openPartition opens (or creates) the log of tp and its replica. A dir

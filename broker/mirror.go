@@ -14,6 +14,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/assign"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/mirror/plan"
@@ -326,7 +327,7 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 		st.ISR = p.r.ISR()
 		st.MaximalISR = p.r.MaximalISR()
 		if p.state != nil {
-			st.Replicas = toIDs(p.state.GetReplicas())
+			st.Replicas = assign.IDs(p.state.GetReplicas())
 		}
 		st.FollowerAlignedEpoch = map[twinlog.BrokerID]twinlog.Epoch{}
 		for _, id := range st.Replicas {

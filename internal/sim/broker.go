@@ -6,6 +6,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/assign"
 	"github.com/twinlog/twinlog/broker/ready"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/controller/metastate"
@@ -303,76 +304,33 @@ func (b *simBroker) reconcile() {
 		return
 	}
 	registered, brokers := b.image.BrokerEpochs()
-	for _, name := range b.image.TopicNames() {
-		t := b.image.Topic(name)
-		m := b.image.MinISR(name, 0)
-		for i := int32(0); i < t.GetPartitionCount(); i++ {
-			pr := b.image.Partition(name, i)
-			if pr == nil || !slices.Contains(pr.GetReplicas(), b.id) {
+	for _, a := range assign.Of(b.image, twinlog.BrokerID(b.id)) {
+		p := b.parts[a.TP]
+		if p == nil {
+			if p = b.openPart(a.TP, a.Record.GetTopicId()); p == nil {
 				continue
 			}
-			tp := twinlog.TopicPartition{Topic: name, Partition: i}
-			p := b.parts[tp]
-			if p == nil {
-				p = b.openPart(tp, pr.GetTopicId())
-				if p == nil {
-					continue
-				}
-			}
-			st := replica.PartitionState{
-				Leader:         twinlog.BrokerID(pr.GetLeader()),
-				LeaderEpoch:    twinlog.Epoch(pr.GetLeaderEpoch()),
-				PartitionEpoch: twinlog.PartitionEpoch(pr.GetPartitionEpoch()),
-				Replicas:       toIDs(pr.GetReplicas()),
-				ISR:            toIDs(pr.GetIsr()),
-				ELR:            toIDs(pr.GetElr()),
-				LastKnownELR:   toIDs(pr.GetLastKnownElr()),
-				AddingReplicas: toIDs(pr.GetAddingReplicas()),
-				RecoveryState:  pr.GetRecoveryState(),
-				MinISR:         m,
-				Brokers:        brokers,
-				Registered:     registered,
-			}
-			for _, tpt := range pr.GetTruncationPoints() {
-				st.TruncationPoints = append(st.TruncationPoints, replica.TruncationPoint{
-					LeaderEpoch: twinlog.Epoch(tpt.GetLeaderEpoch()), Offset: twinlog.Offset(tpt.GetOffset())})
-			}
-			if s.w != nil {
-				// As broker/metadata.go: mirror/runner's flags.
-				s.w.applyMirrorFlags(p, t.GetMirrorName() != "", st)
-			}
-			wasLeader, le := p.r.Role() == replica.RoleLeader, p.r.LeaderEpoch()
-			hwBefore := p.r.HighWatermark()
-			p.r.ApplyPartitionState(st, s.now)
-			if s.w != nil && p.r.Role() == replica.RoleLeader && p.r.LeaderEpoch() != le && p.r.HighWatermark() < hwBefore {
-				// A new leader's HW only drops when broker/replica caps it
-				// at a truncation point it has not validated (SPEC §6.2f;
-				// see world.staleLeader).
-				s.w.rep.HWCaps++
-				s.tracef("broker %d %s: leader in LE %d, HW capped %d -> %d (truncation points %v, aligned epoch %d)",
-					b.id, p.key, p.r.LeaderEpoch(), hwBefore, p.r.HighWatermark(), st.TruncationPoints, p.r.AlignedEpoch())
-			}
-			if s.w != nil && (t.GetMirrorName() != "" || t.GetOnceMirrored()) && p.r.Role() == replica.RoleLeader && (!wasLeader || p.r.LeaderEpoch() != le) {
-				// broker/metadata.go: a new LE of a (once-)mirrored topic
-				// answers follower fetches UNKNOWN_LEADER_EPOCH until the
-				// mirror runner has loaded the taints (SPEC §6.4;
-				// mirrorRunner.settleTaintsPending).
-				p.r.SetTaintsPending(true)
-			}
-			p.processReady()
 		}
+		st := a.State(registered, brokers)
+		le, hwBefore := p.r.LeaderEpoch(), p.r.HighWatermark()
+		if s.w == nil {
+			assign.Apply(p.r, a, st, twinlog.BrokerID(b.id), false, twinlog.NoEpoch, s.now)
+		} else {
+			s.w.applyAssignment(p, a, st)
+		}
+		if s.w != nil && p.r.Role() == replica.RoleLeader && p.r.LeaderEpoch() != le && p.r.HighWatermark() < hwBefore {
+			// A new leader's HW only drops when broker/replica caps it
+			// at a truncation point it has not validated (SPEC §6.2f;
+			// see world.staleLeader).
+			s.w.rep.HWCaps++
+			s.tracef("broker %d %s: leader in LE %d, HW capped %d -> %d (truncation points %v, aligned epoch %d)",
+				b.id, p.key, p.r.LeaderEpoch(), hwBefore, p.r.HighWatermark(), st.TruncationPoints, p.r.AlignedEpoch())
+		}
+		p.processReady()
 	}
 	if s.w != nil {
 		b.removeUnassigned() // ops.go: replicas a reassignment moved away
 	}
-}
-
-func toIDs(in []int32) []twinlog.BrokerID {
-	out := make([]twinlog.BrokerID, len(in))
-	for i, v := range in {
-		out[i] = twinlog.BrokerID(v)
-	}
-	return out
 }
 
 func (b *simBroker) openPart(tp twinlog.TopicPartition, topicID string) *simPart {

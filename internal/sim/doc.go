@@ -26,8 +26,8 @@
 // The broker shell here mirrors broker/: RegisterBroker with the
 // PreviousBrokerEpoch of the clean-shutdown file (−1 after a crash),
 // heartbeats (STALE_BROKER_EPOCH → register again), metadata followed as
-// deltas into a per-broker metadata.Image and reconciled into
-// ApplyPartitionState; the Ready contract is the broker's own
+// deltas into a per-broker metadata.Image and reconciled into the replicas
+// as the broker does (broker/assign); the Ready contract is the broker's own
 // (broker/ready.Drain, with storage's AppendValidated* appends),
 // AlterPartition with an RPC deadline (REQUEST_TIMED_OUT), fetch served by
 // HandleFollowerFetch + storage.Log.Read, GetReplicaLogInfo answered from the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/assign"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/metadata"
@@ -419,17 +420,15 @@ func (t *stateTable) taints(topicID string, part int32) []int32 {
 
 // ---- hooks called by the cluster shells ----
 
-// applyMirrorFlags sets the replica's mirror flags before a metadata
-// change as broker/metadata.go does (runner.ApplyMirrorFlags,
-// runner.BecomingLeader), with the world's record of the runner's
-// writable flag and the LE it was set in.
-func (w *world) applyMirrorFlags(p *simPart, inMirror bool, st replica.PartitionState) {
+// applyAssignment hands a metadata change to the replica as
+// broker/metadata.go does (assign.Apply), with the world's record of the
+// runner's writable flag and the LE it was set in.
+func (w *world) applyAssignment(p *simPart, a assign.Assignment, st replica.PartitionState) {
 	le, ok := w.writableLE[p]
 	if !ok {
 		le = twinlog.NoEpoch
 	}
-	becoming := runner.BecomingLeader(p.r, st, twinlog.BrokerID(p.b.id), le)
-	w.writable[p] = runner.ApplyMirrorFlags(p.r, inMirror, becoming, w.writable[p])
+	w.writable[p] = assign.Apply(p.r, a, st, twinlog.BrokerID(p.b.id), w.writable[p], le, w.now())
 }
 
 // repaired is broker.repaired: cleared taints go to the partition's runner
@@ -782,7 +781,7 @@ func (r *mirrorRunner) observe() {
 		st.ISR = p.r.ISR()
 		st.MaximalISR = p.r.MaximalISR()
 		if pr := b.image.Partition(p.tp.Topic, p.tp.Partition); pr != nil {
-			st.Replicas = toIDs(pr.GetReplicas())
+			st.Replicas = assign.IDs(pr.GetReplicas())
 		}
 		st.FollowerAlignedEpoch = map[twinlog.BrokerID]twinlog.Epoch{}
 		for _, id := range st.Replicas {
