@@ -27,6 +27,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/alter"
 	"github.com/twinlog/twinlog/broker/codec"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/internal/rpcopt"
@@ -724,15 +725,11 @@ func (b *Broker) minISR(topic string) int {
 // metadata carrying the newer partition epoch resolves it. A request that
 // could not be sent at all (no controller connection) is aborted after a few
 // attempts, so the machine rolls back (Kafka's OPERATION_NOT_ATTEMPTED).
+// alter.Retry holds those rules; the simulator follows it too.
 func (b *Broker) sendAlterPartition(p *partition, ap replica.AlterPartitionProposal, isrNow int) {
 	if n := len(ap.Request.GetNewIsr()); n != isrNow {
 		b.obs.ObserveISRChange(n > isrNow)
 	}
-	const (
-		minBackoff     = 100 * time.Millisecond
-		maxBackoff     = 2 * time.Second
-		notSentAborted = 5
-	)
 	pending := func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -741,40 +738,42 @@ func (b *Broker) sendAlterPartition(p *partition, ap replica.AlterPartitionPropo
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		backoff, sent, notSent := minBackoff, false, 0
-		var resp *pb.AlterPartitionResponse
+		var (
+			retry   alter.Retry
+			resp    *pb.AlterPartitionResponse
+			verdict alter.Verdict
+			wait    time.Duration
+		)
 		for attempt := 0; ; attempt++ {
 			if attempt > 0 && !pending() {
 				return // answered by metadata (newer PE), a new LE or a re-proposal
 			}
+			resp = nil
 			ctl, err := b.controller()
-			if err == nil {
-				sent = true
+			sent := err == nil
+			if sent {
 				ctx, cancel := context.WithTimeout(b.runCtx, b.cfg.RPCTimeout)
 				resp, err = ctl.AlterPartition(ctx, ap.Request)
 				cancel()
-			} else {
-				notSent++
+				if err != nil {
+					resp = nil
+				}
 			}
-			if err == nil && resp.GetError() != pb.ErrorCode_ERROR_CODE_NOT_CONTROLLER {
+			verdict, wait = retry.Attempted(sent, resp)
+			if verdict != alter.Again {
 				break
 			}
-			resp = nil
-			p.logger.Debug("alter partition: retrying", "seq", ap.Seq, "err", err, "attempt", attempt)
-			if !sent && notSent >= notSentAborted {
-				break
-			}
-			if b.crashed() || !sleep(b.runCtx, backoff) {
+			p.logger.Debug("alter partition: retrying", "seq", ap.Seq, "err", err, "code", resp.GetError(), "attempt", attempt, "wait", wait)
+			if b.crashed() || !sleep(b.runCtx, wait) {
 				return // stopping: the machine goes with the broker
 			}
-			backoff = min(2*backoff, maxBackoff)
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.usableLocked() != nil {
 			return
 		}
-		if resp == nil {
+		if verdict == alter.Abort {
 			p.r.AbortAlterPartition(ap.Seq, b.nowMs())
 		} else {
 			p.r.HandleAlterPartitionResponse(ap.Seq, resp, b.nowMs())

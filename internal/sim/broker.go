@@ -6,6 +6,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/alter"
 	"github.com/twinlog/twinlog/broker/assign"
 	"github.com/twinlog/twinlog/broker/ready"
 	"github.com/twinlog/twinlog/broker/replica"
@@ -497,14 +498,14 @@ func (p *simPart) deliverResult(res replica.ProduceResult) {
 }
 
 func (p *simPart) sendAlterPartition(ap replica.AlterPartitionProposal) {
-	p.sendAlterPartitionAttempt(ap, 0)
+	p.sendAlterPartitionAttempt(ap, &alter.Retry{}, 0)
 }
 
-// sendAlterPartitionAttempt is broker.sendAlterPartition: an attempt without
-// an answer within RPCTimeoutMs (or answered NOT_CONTROLLER) is retried with
-// backoff while the replica still waits for the seq; any other answer goes to
-// the replica.
-func (p *simPart) sendAlterPartitionAttempt(ap replica.AlterPartitionProposal, attempt int) {
+// sendAlterPartitionAttempt is broker.sendAlterPartition: every attempt is
+// sent (the controller node is always addressable here; the network may
+// drop it), and one without an answer within RPCTimeoutMs counts as
+// unanswered; alter.Retry decides what an outcome means.
+func (p *simPart) sendAlterPartitionAttempt(ap replica.AlterPartitionProposal, policy *alter.Retry, attempt int) {
 	s := p.b.s
 	b := p.b
 	inc := b.inc
@@ -512,21 +513,29 @@ func (p *simPart) sendAlterPartitionAttempt(ap replica.AlterPartitionProposal, a
 	s.tracef("broker %d %s: alter-partition seq %d LE %d PE %d m %d isr %v (attempt %d)", b.id, p.key, ap.Seq, req.GetLeaderEpoch(), req.GetPartitionEpoch(), req.GetMinInsyncReplicas(), isrString(req.GetNewIsr()), attempt)
 	live := func() bool { return b.inc == inc && b.up && b.parts[p.tp] == p }
 	answered := false
-	retry := func() {
-		backoff := min(int64(100)<<min(attempt, 4), 1000)
-		s.after(backoff, func() {
-			if live() && p.r.AlterPartitionPending(ap.Seq) {
-				p.sendAlterPartitionAttempt(ap, attempt+1)
-			}
-		})
+	// outcome applies alter.Retry's verdict on this attempt; it reports
+	// whether the answer goes to the replica.
+	outcome := func(resp *pb.AlterPartitionResponse) bool {
+		verdict, wait := policy.Attempted(true, resp)
+		switch verdict {
+		case alter.Again:
+			s.after(wait.Milliseconds(), func() {
+				if live() && p.r.AlterPartitionPending(ap.Seq) {
+					p.sendAlterPartitionAttempt(ap, policy, attempt+1)
+				}
+			})
+		case alter.Abort:
+			p.r.AbortAlterPartition(ap.Seq, s.now)
+			p.processReady()
+		}
+		return verdict == alter.Deliver
 	}
 	answer := func(resp *pb.AlterPartitionResponse) {
 		if answered || !live() {
 			return
 		}
 		answered = true
-		if resp.GetError() == pb.ErrorCode_ERROR_CODE_NOT_CONTROLLER {
-			retry()
+		if !outcome(resp) {
 			return
 		}
 		pending := p.r.AlterPartitionPending(ap.Seq)
@@ -562,7 +571,7 @@ func (p *simPart) sendAlterPartitionAttempt(ap replica.AlterPartitionProposal, a
 		}
 		answered = true
 		s.tracef("broker %d %s: alter-partition seq %d timed out", b.id, p.key, ap.Seq)
-		retry()
+		outcome(nil)
 	})
 	s.net.send(b.node(), controllerNode, "alter-partition", func() {
 		c := s.ctl
