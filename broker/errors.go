@@ -7,10 +7,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/codec"
+	"github.com/twinlog/twinlog/internal/rpcopt"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -25,27 +25,15 @@ var (
 	ErrPartitionClosed = errors.New("broker: partition closed")
 )
 
-// toStatus maps an error to a gRPC status (etcd rpctypes style). Protocol
-// outcomes travel as ErrorCode inside responses and never come here.
-func toStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := status.FromError(err); ok {
-		return err
-	}
-	switch {
-	case errors.Is(err, ErrInvalidRequest):
-		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, ErrNotRunning):
-		return status.Error(codes.Unavailable, err.Error())
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, err.Error())
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
-	}
-	return status.Error(codes.Internal, err.Error())
+// statusRules are the broker's own errors' gRPC codes (rpcopt.ToStatus).
+var statusRules = []rpcopt.StatusRule{
+	{Err: ErrInvalidRequest, Code: codes.InvalidArgument},
+	{Err: ErrNotRunning, Code: codes.Unavailable},
 }
+
+// toStatus maps an error to a gRPC status. Protocol outcomes travel as
+// ErrorCode inside responses and never come here.
+func toStatus(err error) error { return rpcopt.ToStatus(err, statusRules...) }
 
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidRequest, fmt.Sprintf(format, args...))

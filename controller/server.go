@@ -39,18 +39,10 @@ func (c *Controller) ControllerService() twinlogv1.ControllerServiceServer {
 	return controllerServer{c: c}
 }
 
+// toStatus maps an error to a gRPC status: a store failure is Unavailable
+// (rpcopt.ToStatus).
 func toStatus(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ErrUnavailable):
-		return status.Error(codes.Unavailable, err.Error())
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, err.Error())
-	}
-	return status.Error(codes.Internal, err.Error())
+	return rpcopt.ToStatus(err, rpcopt.StatusRule{Err: ErrUnavailable, Code: codes.Unavailable})
 }
 
 // run is the common shape of a mutating command: compute the delta and the

@@ -9,6 +9,11 @@
 // entry whose name is the enum's. Adding a value to the enum therefore
 // fails that test until its entry is written here.
 //
+// The table has no gRPC status per code, by design: a code travels inside
+// the response message, and a gRPC status means the request itself could
+// not be handled (malformed, the server stopping, a store failure); every
+// service maps those errors in one place, rpcopt.ToStatus.
+//
 // The package is pure data over the API's enum: it imports only the
 // standard library and api/proto/twinlog/v1, so the pure state machines
 // (mirror/plan) may read it. Concurrency: everything is read-only after

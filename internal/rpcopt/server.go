@@ -2,6 +2,7 @@ package rpcopt
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -100,4 +101,40 @@ func CapWait(d, max time.Duration) time.Duration {
 		return max
 	}
 	return d
+}
+
+// StatusRule maps errors matching Err (errors.Is) to a gRPC status code.
+type StatusRule struct {
+	Err  error
+	Code codes.Code
+}
+
+// ToStatus maps a handler's error to the gRPC status a client sees, in the
+// one way every twinlog service does (etcd's rpctypes style): a status
+// error passes as it is; then the caller's rules, in order; then a
+// context's end (DeadlineExceeded, Canceled); anything else is Internal.
+//
+// Protocol outcomes (twinlogv1.ErrorCode, errcode's table) never come here:
+// they travel in the response message, and a gRPC status means the request
+// itself could not be handled (malformed, the server stopping, its store
+// failing). So the error table has no gRPC status per code.
+func ToStatus(err error, rules ...StatusRule) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	for _, r := range rules {
+		if errors.Is(err, r.Err) {
+			return status.Error(r.Code, err.Error())
+		}
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
 }

@@ -2,10 +2,14 @@ package rpcopt_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/twinlog/twinlog/internal/rpcopt"
 )
@@ -48,5 +52,31 @@ func TestDeadlineUnary(t *testing.T) {
 	defer cancel()
 	if d := left(ctx); d > time.Second {
 		t.Fatalf("client deadline of a second: %v left", d)
+	}
+}
+
+// TestToStatus: a status passes unchanged, the caller's rules come first
+// (wrapped errors too), then a context's end, and the rest is Internal;
+// the message is kept.
+func TestToStatus(t *testing.T) {
+	errBusy := errors.New("busy")
+	rules := []rpcopt.StatusRule{{Err: errBusy, Code: codes.Unavailable}}
+	for _, tc := range []struct {
+		err  error
+		want codes.Code
+	}{
+		{status.Error(codes.NotFound, "gone"), codes.NotFound},
+		{fmt.Errorf("store: %w", errBusy), codes.Unavailable},
+		{fmt.Errorf("wait: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
+		{context.Canceled, codes.Canceled},
+		{errors.New("boom"), codes.Internal},
+	} {
+		got := rpcopt.ToStatus(tc.err, rules...)
+		if status.Code(got) != tc.want || status.Convert(got).Message() != status.Convert(tc.err).Message() {
+			t.Errorf("ToStatus(%v) = %v, want code %v with its message", tc.err, got, tc.want)
+		}
+	}
+	if rpcopt.ToStatus(nil, rules...) != nil {
+		t.Error("ToStatus(nil) is not nil")
 	}
 }
