@@ -316,50 +316,24 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 	p.mu.Lock()
 	usable := p.usableLocked() == nil
 	role, le := p.r.Role(), p.r.LeaderEpoch()
-	var st plan.ReplicaStatus
 	// The truncation points applied with le: BecameLeader in an LE created
 	// by a bump whose answer was lost must do its truncation first (§6.2f).
-	var truncPts []plan.TruncationPoint
-	for _, t := range p.state.GetTruncationPoints() {
-		truncPts = append(truncPts, plan.TruncationPoint{LeaderEpoch: twinlog.Epoch(t.GetLeaderEpoch()), Offset: twinlog.Offset(t.GetOffset())})
+	truncPts := runner.TruncationPointsOf(p.state)
+	var replicas []twinlog.BrokerID
+	if p.state != nil {
+		replicas = assign.IDs(p.state.GetReplicas())
 	}
+	var lead plan.ReplicaStatus
 	if usable && role == replica.RoleLeader {
-		st.ISR = p.r.ISR()
-		st.MaximalISR = p.r.MaximalISR()
-		if p.state != nil {
-			st.Replicas = assign.IDs(p.state.GetReplicas())
-		}
-		st.FollowerAlignedEpoch = map[twinlog.BrokerID]twinlog.Epoch{}
-		for _, id := range st.Replicas {
-			if id == b.cfg.ID {
-				continue
-			}
-			if e := p.r.FollowerAlignedEpoch(id); e >= 0 {
-				st.FollowerAlignedEpoch[id] = e
-			}
-		}
+		lead = runner.LeaderStatus(p.r, replicas, b.cfg.ID)
 	}
 	p.mu.Unlock()
 
 	b.metaMu.Lock()
-	var desired plan.Desired
-	var bootstrap []string
-	mirror := ""
-	if t := b.image.Topic(r.tp.Topic); t != nil {
-		mirror = t.GetMirrorName()
-		if m := b.image.Mirror(mirror); m != nil {
-			bootstrap = m.GetSourceBootstrap()
-			desired.SourceClusterID = m.GetSourceClusterId()
-			for _, mt := range m.GetTopics() {
-				if mt.GetTopic() == r.tp.Topic {
-					desired.State, desired.Generation = mt.GetDesiredState(), mt.GetGeneration()
-				}
-			}
-		}
-		st.MinInsyncReplicas = b.image.MinISR(r.tp.Topic, 0)
-		st.SupportUncleanLeaderElection = b.image.TopicConfig(r.tp.Topic, metadata.KeyMirrorSupportUnclean) == "true"
-	}
+	view := runner.ViewOf(b.image, r.tp.Topic)
 	b.metaMu.Unlock()
+	st := view.Status(lead)
+	desired, bootstrap, mirror := view.Desired, view.Bootstrap, view.Mirror
 
 	if r.src == nil {
 		r.src = source.New(source.Dialer(b.conn), bootstrap, b.cfg.RPCTimeout)

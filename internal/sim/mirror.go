@@ -761,38 +761,16 @@ func (r *mirrorRunner) observe() {
 	s, p, b := r.s, r.p, r.p.b
 	leading := b.registered && p.r.Role() == replica.RoleLeader
 	le := p.r.LeaderEpoch()
-	var st plan.ReplicaStatus
-	var desired plan.Desired
-	mirror := ""
-	if t := b.image.Topic(p.tp.Topic); t != nil {
-		mirror = t.GetMirrorName()
-		if m := b.image.Mirror(mirror); m != nil {
-			desired.SourceClusterID = m.GetSourceClusterId()
-			for _, mt := range m.GetTopics() {
-				if mt.GetTopic() == p.tp.Topic {
-					desired.State, desired.Generation = mt.GetDesiredState(), mt.GetGeneration()
-				}
-			}
-		}
-		st.MinInsyncReplicas = b.image.MinISR(p.tp.Topic, 0)
-		st.SupportUncleanLeaderElection = b.image.TopicConfig(p.tp.Topic, metadata.KeyMirrorSupportUnclean) == "true"
-	}
+	view := runner.ViewOf(b.image, p.tp.Topic)
+	var lead plan.ReplicaStatus
 	if leading {
-		st.ISR = p.r.ISR()
-		st.MaximalISR = p.r.MaximalISR()
+		var replicas []twinlog.BrokerID
 		if pr := b.image.Partition(p.tp.Topic, p.tp.Partition); pr != nil {
-			st.Replicas = assign.IDs(pr.GetReplicas())
+			replicas = assign.IDs(pr.GetReplicas())
 		}
-		st.FollowerAlignedEpoch = map[twinlog.BrokerID]twinlog.Epoch{}
-		for _, id := range st.Replicas {
-			if id == twinlog.BrokerID(b.id) {
-				continue
-			}
-			if e := p.r.FollowerAlignedEpoch(id); e >= 0 {
-				st.FollowerAlignedEpoch[id] = e
-			}
-		}
+		lead = runner.LeaderStatus(p.r, replicas, twinlog.BrokerID(b.id))
 	}
+	st, desired, mirror := view.Status(lead), view.Desired, view.Mirror
 	r.mirror = mirror
 	end, begin := r.leadership.Observe(leading, le)
 	if !leading {
@@ -837,10 +815,7 @@ func (r *mirrorRunner) observe() {
 		}
 		ld := r.loaded
 		r.loaded = nil
-		var truncPts []plan.TruncationPoint
-		for _, tp := range b.image.Partition(p.tp.Topic, p.tp.Partition).GetTruncationPoints() {
-			truncPts = append(truncPts, plan.TruncationPoint{LeaderEpoch: twinlog.Epoch(tp.GetLeaderEpoch()), Offset: twinlog.Offset(tp.GetOffset())})
-		}
+		truncPts := runner.TruncationPointsOf(b.image.Partition(p.tp.Topic, p.tp.Partition))
 		became := plan.BecameLeader{LeaderEpoch: le, Run: ld.run, Lmle: ld.lmle, Desired: desired, TruncationPoints: truncPts}
 		if se := max(ld.run.GetStateEpoch(), ld.run.GetTruncationEpoch(), ld.lmle.GetStateEpoch()); se > int32(le) {
 			// A zombie leader (stale metadata) loaded records written in a
@@ -1697,7 +1672,7 @@ func (w *world) failover(planned bool) {
 		for _, r := range res {
 			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 				ok = false
-				d.tracef("mirror: stop: %v", r)
+				d.tracef("mirror: stop: %s", errText(r))
 			}
 		}
 		return delta
@@ -1738,7 +1713,7 @@ func (w *world) failback() {
 			d, resp = st.CreateMirror(&pb.CreateMirrorRequest{Name: mirrorName, SourceBootstrap: []string{ns.clusterID}, Topics: []string{"t"}}, ns.clusterID, sources)
 			if resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 				ok = false
-				nd.tracef("mirror: create mirror: %v", resp)
+				nd.tracef("mirror: create mirror: %s", errText(resp))
 			}
 			res = resp.GetTopics()
 		} else {
@@ -1747,7 +1722,7 @@ func (w *world) failback() {
 		for _, r := range res {
 			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 				ok = false
-				nd.tracef("mirror: start: %v", r)
+				nd.tracef("mirror: start: %s", errText(r))
 			}
 		}
 		if !ok {

@@ -106,7 +106,7 @@ func (w *world) mirrorOp(s *Sim, op metastate.MirrorOp, what string) bool {
 		for _, r := range res {
 			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 				ok = false
-				s.tracef("mirror: %s: %v", what, r)
+				s.tracef("mirror: %s: %s", what, errText(r))
 			}
 		}
 		if !ok {
@@ -267,7 +267,7 @@ func (w *world) reassign(s *Sim) {
 		for _, r := range resp.GetResults() {
 			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 				ok = false
-				s.tracef("reassign t-%d to %v: %v", part, target, r)
+				s.tracef("reassign t-%d to %v: %s", part, target, errText(r))
 			}
 		}
 		if !ok {

@@ -855,3 +855,14 @@ func (s *Sim) pickBroker(up bool) *simBroker {
 	}
 	return c[s.rng.IntN(len(c))]
 }
+
+// errText is a response's error for traces. Not the message's %v: the
+// protobuf text format varies its spacing from binary to binary on
+// purpose, which would make a seed's trace hash differ between builds of
+// the same logic.
+func errText(m interface {
+	GetError() pb.ErrorCode
+	GetErrorMessage() string
+}) string {
+	return fmt.Sprintf("%s %q", shortCode(m.GetError()), m.GetErrorMessage())
+}
