@@ -7,6 +7,7 @@ import (
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/broker/wire"
 )
 
 // Fetch serves FOLLOWER, CONSUMER and MIRROR fetches (SPEC §4.3): the
@@ -170,18 +171,7 @@ func (b *Broker) fetchOnce(req *pb.FetchRequest, parts []*partition, waits []*fe
 			stop = true
 			continue
 		}
-		fr := replica.FetchRequest{
-			ReplicaID:          twinlog.BrokerID(req.GetReplicaId()),
-			BrokerEpoch:        twinlog.BrokerEpoch(req.GetReplicaBrokerEpoch()),
-			FetcherType:        req.GetFetcherType(),
-			FetchOffset:        twinlog.Offset(fp.GetFetchOffset()),
-			CurrentLeaderEpoch: twinlog.Epoch(fp.GetCurrentLeaderEpoch()),
-			LastFetchedEpoch:   twinlog.Epoch(fp.GetLastFetchedEpoch()),
-			Seq:                fp.GetFetchSeq(),
-		}
-		if fr.FetcherType != pb.FetcherType_FETCHER_TYPE_FOLLOWER {
-			fr.ReplicaID = twinlog.NoBroker
-		}
+		fr := wire.FetchRequest(req, fp)
 		p.mu.Lock()
 		if err := p.usableLocked(); err != nil {
 			p.mu.Unlock()
@@ -200,26 +190,12 @@ func (b *Broker) fetchOnce(req *pb.FetchRequest, parts []*partition, waits []*fe
 		p.processReadyLocked()
 		leader := p.r.Leader()
 		p.mu.Unlock()
-		out.Error = d.Error
-		out.LeaderEpoch = int32(d.LeaderEpoch)
-		out.HighWatermark = int64(d.HighWatermark)
-		out.LogStartOffset = int64(d.LogStartOffset)
-		out.LogEndOffset = int64(d.LogEndOffset)
-		out.LeaderId = int32(leader)
-		if d.Error == pb.ErrorCode_ERROR_CODE_LOG_TRUNCATED {
-			v := int64(d.TruncationOffset)
-			out.TruncationOffset = &v
-		}
-		if d.DivergingEpoch != nil {
-			out.DivergingEpoch = &pb.EpochEndOffset{Epoch: int32(d.DivergingEpoch.Epoch), EndOffset: int64(d.DivergingEpoch.EndOffset)}
+		wire.FillAnswer(out, d, leader)
+		if d.DivergingEpoch != nil || d.Error != pb.ErrorCode_ERROR_CODE_NONE {
 			stop = true
 			continue
 		}
-		if d.Error != pb.ErrorCode_ERROR_CODE_NONE {
-			stop = true
-			continue
-		}
-		if d.ReadUpTo <= d.ReadFrom || budget <= 0 {
+		if !wire.Readable(d) || budget <= 0 {
 			continue
 		}
 		limit := budget

@@ -11,7 +11,7 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/codec"
 	"github.com/twinlog/twinlog/broker/replica"
-	"github.com/twinlog/twinlog/storage"
+	"github.com/twinlog/twinlog/broker/wire"
 )
 
 // fetcher replicates every partition this broker follows from one leader
@@ -127,11 +127,7 @@ func (f *fetcher) run(ctx context.Context) {
 			MaxBytes: int32(b.cfg.ReplicaFetchMaxBytes),
 		}
 		for _, it := range items {
-			req.Partitions = append(req.Partitions, &pb.FetchPartition{
-				Topic: it.p.tp.Topic, Partition: it.p.tp.Partition, FetchOffset: int64(it.req.FetchOffset),
-				CurrentLeaderEpoch: int32(it.req.CurrentLeaderEpoch), LastFetchedEpoch: int32(it.req.LastFetchedEpoch),
-				PartitionMaxBytes: int32(b.cfg.ReplicaFetchPartitionMaxBytes), FetchSeq: it.req.Seq,
-			})
+			req.Partitions = append(req.Partitions, wire.FetchPartition(it.p.tp, it.req, int32(b.cfg.ReplicaFetchPartitionMaxBytes)))
 		}
 		rctx, cancel := context.WithTimeout(ctx, b.cfg.ReplicaFetchMaxWait+b.cfg.RPCTimeout)
 		f.mu.Lock()
@@ -231,29 +227,11 @@ func (f *fetcher) apply(items []fetchItem, resp *pb.FetchResponse) bool {
 		if pr == nil {
 			continue
 		}
-		fr := replica.FetchResponse{
-			Request:        it.req,
-			Error:          pr.GetError(),
-			LeaderEpoch:    twinlog.Epoch(pr.GetLeaderEpoch()),
-			HighWatermark:  twinlog.Offset(pr.GetHighWatermark()),
-			LogStartOffset: twinlog.Offset(pr.GetLogStartOffset()),
-			LogEndOffset:   twinlog.Offset(pr.GetLogEndOffset()),
-		}
-		if d := pr.GetDivergingEpoch(); d != nil {
-			fr.DivergingEpoch = &replica.EpochEndOffset{Epoch: twinlog.Epoch(d.GetEpoch()), EndOffset: twinlog.Offset(d.GetEndOffset())}
-		}
-		// Validated once here; the log appends it without re-checking crcs.
-		var recs storage.Validated
-		if raw := pr.GetRecords(); len(raw) > 0 {
-			var err error
-			if recs, err = storage.ValidateBatches(raw); err != nil {
-				// SPEC §2.2: followers verify too; refetch.
-				it.p.logger.Warn("follower fetch: corrupt batch from leader", "err", err)
-				continue
-			}
-			for _, bv := range recs.Batches() {
-				fr.Batches = append(fr.Batches, replica.BatchMeta{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()})
-			}
+		fr, recs, err := wire.Answer(it.req, pr)
+		if err != nil {
+			// SPEC §2.2: followers verify too; refetch.
+			it.p.logger.Warn("follower fetch", "err", err)
+			continue
 		}
 		if fr.Error == pb.ErrorCode_ERROR_CODE_NONE {
 			progress = true

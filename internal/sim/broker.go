@@ -10,6 +10,7 @@ import (
 	"github.com/twinlog/twinlog/broker/assign"
 	"github.com/twinlog/twinlog/broker/ready"
 	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/broker/wire"
 	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/storage"
@@ -620,55 +621,58 @@ func (p *simPart) maybeFetch() {
 	// On the wire the broker's registration epoch, as broker/fetcher.go
 	// sends (the machine's is its metadata view: −1 while it shows this
 	// broker fenced); the answer goes back with the machine's request.
-	req := t.Request
-	req.BrokerEpoch = twinlog.BrokerEpoch(b.epoch)
+	req := &pb.FetchRequest{ReplicaId: b.id, ReplicaBrokerEpoch: b.epoch, FetcherType: pb.FetcherType_FETCHER_TYPE_FOLLOWER,
+		Partitions: []*pb.FetchPartition{wire.FetchPartition(p.tp, t.Request, 0)}}
 	maxRecords := 1 + s.rng.IntN(20)
 	s.net.send(b.node(), leader.node(), "fetch", func() {
-		resp, recs := leader.serveFetch(p.tp, req, maxRecords)
-		resp.Request = t.Request
+		pr := leader.serveFetch(req, maxRecords)
 		s.net.send(leader.node(), b.node(), "fetch-resp", func() {
 			if b.inc != inc || !b.up || b.parts[p.tp] != p {
 				return
 			}
 			p.fetchSentAt = 0
-			p.handleFetchResponse(resp, recs)
+			resp, batches, err := wire.Answer(t.Request, pr)
+			if err != nil {
+				s.fail("storage batch", "broker %d %s: %v", b.id, p.key, err)
+				return
+			}
+			p.handleFetchResponse(resp, batches)
 		})
 	})
 }
 
-// serveFetch decides one partition fetch as the leader shell does
-// (broker/fetch.go fetchOnce): the replica decides, the log supplies bytes.
-func (b *simBroker) serveFetch(tp twinlog.TopicPartition, req replica.FetchRequest, maxRecords int) (replica.FetchResponse, []byte) {
+// serveFetch answers the one partition of fetch req as the leader shell
+// does (broker/fetch.go fetchOnce, through broker/wire): the replica
+// decides, the log supplies the bytes — at most maxRecords records, the
+// simulator's stand-in for the byte budgets.
+func (b *simBroker) serveFetch(req *pb.FetchRequest, maxRecords int) *pb.FetchPartitionResponse {
 	s := b.s
-	resp := replica.FetchResponse{Request: req, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}
-	if !b.up || !b.registered {
-		resp.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
-		return resp, nil
-	}
+	fp := req.GetPartitions()[0]
+	tp := twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()}
+	out := &pb.FetchPartitionResponse{Topic: tp.Topic, Partition: tp.Partition, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1, LeaderId: -1}
 	p := b.parts[tp]
-	if p == nil {
-		resp.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
-		return resp, nil
+	if !b.up || !b.registered || p == nil {
+		out.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+		return out
 	}
-	d := p.r.HandleFollowerFetch(req, s.now)
+	fr := wire.FetchRequest(req, fp)
+	d := p.r.HandleFollowerFetch(fr, s.now)
 	p.processReady()
 	if d.Error == pb.ErrorCode_ERROR_CODE_INVALID_FETCH_SESSION_EPOCH || d.Error == pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH {
 		s.tracef("broker %d %s: refused stale fetch from %d (broker epoch %d seq %d offset %d LE %d last %d): %s",
-			b.id, p.key, req.ReplicaID, req.BrokerEpoch, req.Seq, req.FetchOffset, req.CurrentLeaderEpoch, req.LastFetchedEpoch, shortCode(d.Error))
+			b.id, p.key, fr.ReplicaID, fr.BrokerEpoch, fr.Seq, fr.FetchOffset, fr.CurrentLeaderEpoch, fr.LastFetchedEpoch, shortCode(d.Error))
 	}
-	resp.Error, resp.LeaderEpoch = d.Error, d.LeaderEpoch
-	resp.HighWatermark, resp.LogStartOffset, resp.LogEndOffset = d.HighWatermark, d.LogStartOffset, d.LogEndOffset
-	resp.DivergingEpoch = d.DivergingEpoch
-	if d.Error != pb.ErrorCode_ERROR_CODE_NONE || d.DivergingEpoch != nil || d.ReadUpTo <= d.ReadFrom {
-		return resp, nil
+	wire.FillAnswer(out, d, p.r.Leader())
+	if !wire.Readable(d) {
+		return out
 	}
 	upTo := min(d.ReadUpTo, d.ReadFrom+twinlog.Offset(maxRecords))
 	rr, err := p.log.Read(d.ReadFrom, 1<<20, upTo)
 	if err != nil {
 		s.fail("storage read", "broker %d %s: read [%d, %d): %v (log [%d, %d))", b.id, p.key, d.ReadFrom, upTo, err, p.log.LogStartOffset(), p.log.LogEndOffset())
-		return resp, nil
+		return out
 	}
-	if req.FetcherType == pb.FetcherType_FETCHER_TYPE_CONSUMER {
+	if fr.FetcherType == pb.FetcherType_FETCHER_TYPE_CONSUMER {
 		s.report.Checks["read-below-hw"]++
 		for bv, err := range storage.Batches(rr.Batches) {
 			if err != nil {
@@ -679,22 +683,12 @@ func (b *simBroker) serveFetch(tp twinlog.TopicPartition, req replica.FetchReque
 			}
 		}
 	}
-	return resp, rr.Batches
+	out.Records = rr.Batches
+	return out
 }
 
-func (p *simPart) handleFetchResponse(resp replica.FetchResponse, recs []byte) {
+func (p *simPart) handleFetchResponse(resp replica.FetchResponse, batches storage.Validated) {
 	s := p.b.s
-	var batches storage.Validated
-	if len(recs) > 0 {
-		var err error
-		if batches, err = storage.ValidateBatches(recs); err != nil {
-			s.fail("storage batch", "broker %d %s: corrupt fetched batch: %v", p.b.id, p.key, err)
-			return
-		}
-		for _, bv := range batches.Batches() {
-			resp.Batches = append(resp.Batches, replica.BatchMeta{BaseOffset: bv.BaseOffset(), LastOffset: bv.LastOffset(), Epoch: bv.LeaderEpoch()})
-		}
-	}
 	if s.cfg.mutation == "ignore-divergence" && resp.DivergingEpoch != nil {
 		resp.DivergingEpoch = nil
 	}

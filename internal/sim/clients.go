@@ -261,31 +261,32 @@ func (c *consumer) poll() {
 	}
 	c.inflight, c.sentAt = true, s.now
 	b := s.brokers[leader-1]
-	req := replica.FetchRequest{ReplicaID: twinlog.NoBroker, BrokerEpoch: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER,
-		FetchOffset: twinlog.Offset(c.pos), CurrentLeaderEpoch: twinlog.Epoch(c.le), LastFetchedEpoch: twinlog.NoEpoch}
+	req := &pb.FetchRequest{ReplicaId: -1, ReplicaBrokerEpoch: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER,
+		Partitions: []*pb.FetchPartition{{Topic: c.tp.Topic, Partition: c.tp.Partition, FetchOffset: c.pos, CurrentLeaderEpoch: c.le, LastFetchedEpoch: -1}}}
 	pos := c.pos
 	s.net.send(c.node(), b.node(), "consume", func() {
-		resp, recs := b.serveFetch(c.tp, req, 1+s.rng.IntN(30))
+		pr := b.serveFetch(req, 1+s.rng.IntN(30))
 		s.net.send(b.node(), c.node(), "consume-resp", func() {
 			c.inflight = false
 			if c.pos != pos {
 				return
 			}
-			c.handle(resp, recs)
+			c.handle(pr)
 		})
 	})
 }
 
-func (c *consumer) handle(resp replica.FetchResponse, recs []byte) {
+func (c *consumer) handle(pr *pb.FetchPartitionResponse) {
 	s := c.s
 	key := c.tp.String()
-	switch resp.Error {
+	hw := twinlog.Offset(pr.GetHighWatermark())
+	switch pr.GetError() {
 	case pb.ErrorCode_ERROR_CODE_NONE:
 	case pb.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE:
 		// auto.offset.reset=earliest-known: restart from the leader's HW
 		// (the offset we held is gone: an unclean election cut it).
-		s.tracef("consumer %s %s: out of range at %d (HW %d, logStart %d)", c.name, key, c.pos, resp.HighWatermark, resp.LogStartOffset)
-		c.pos = int64(max(resp.LogStartOffset, 0))
+		s.tracef("consumer %s %s: out of range at %d (HW %d, logStart %d)", c.name, key, c.pos, hw, pr.GetLogStartOffset())
+		c.pos = max(pr.GetLogStartOffset(), 0)
 		s.hist.RecordReset(c.name, key)
 		return
 	case pb.ErrorCode_ERROR_CODE_LOG_TRUNCATED:
@@ -295,7 +296,7 @@ func (c *consumer) handle(resp replica.FetchResponse, recs []byte) {
 	default:
 		return
 	}
-	for bv, err := range storage.Batches(recs) {
+	for bv, err := range storage.Batches(pr.GetRecords()) {
 		if err != nil {
 			s.fail("consumer batch", "%s: %v", key, err)
 			return
@@ -309,11 +310,11 @@ func (c *consumer) handle(resp replica.FetchResponse, recs []byte) {
 			if int64(r.Offset) < c.pos {
 				continue
 			}
-			if r.Offset >= resp.HighWatermark {
-				s.fail("§8.13 read at or above HW", "consumer %s got offset %d with HW %d", c.name, r.Offset, resp.HighWatermark)
+			if r.Offset >= hw {
+				s.fail("§8.13 read at or above HW", "consumer %s got offset %d with HW %d", c.name, r.Offset, hw)
 				return
 			}
-			s.hist.RecordRead(c.name, key, int64(r.Offset), string(r.Value), int32(resp.LeaderEpoch))
+			s.hist.RecordRead(c.name, key, int64(r.Offset), string(r.Value), pr.GetLeaderEpoch())
 			s.report.Consumed++
 			c.pos = int64(r.Offset) + 1
 		}

@@ -1396,25 +1396,25 @@ func (r *mirrorRunner) performFetch(st runner.Step) {
 // checkServed runs on the source when it answers a Fetch{MIRROR}: §8.17
 // (only a writable partition serves it), §8.15 (records below the HW). It
 // returns the served records as the source's shadow holds them.
-func (w *world) checkServed(src *Sim, sb *simBroker, tp twinlog.TopicPartition, req replica.FetchRequest, resp replica.FetchResponse, recs []byte) map[int64]shadowRec {
+func (w *world) checkServed(src *Sim, sb *simBroker, tp twinlog.TopicPartition, req *pb.FetchRequest, pr *pb.FetchPartitionResponse) map[int64]shadowRec {
 	sp := sb.parts[tp]
-	if resp.Error != pb.ErrorCode_ERROR_CODE_NONE || resp.DivergingEpoch != nil || sp == nil {
+	if pr.GetError() != pb.ErrorCode_ERROR_CODE_NONE || pr.GetDivergingEpoch() != nil || sp == nil {
 		return nil
 	}
 	w.rep.Checks["§8.17 mirror source writable"]++
 	if !w.partWritable(sp) {
-		src.fail("§8.17 Fetch{MIRROR} from a non-writable partition", "broker %d %s answered a mirror fetch at %d NONE while not writable", sb.id, sp.key, req.FetchOffset)
+		src.fail("§8.17 Fetch{MIRROR} from a non-writable partition", "broker %d %s answered a mirror fetch at %d NONE while not writable", sb.id, sp.key, req.GetPartitions()[0].GetFetchOffset())
 		return nil
 	}
 	out := map[int64]shadowRec{}
-	for bv, err := range storage.Batches(recs) {
+	for bv, err := range storage.Batches(pr.GetRecords()) {
 		if err != nil {
 			src.fail("mirror serve", "%v", err)
 			return nil
 		}
 		w.rep.Checks["§8.15 served below source HW"]++
-		if bv.LastOffset() >= resp.HighWatermark {
-			src.fail("§8.15 mirror read at or above the source HW", "broker %d %s served batch [%d, %d] with HW %d", sb.id, sp.key, bv.BaseOffset(), bv.LastOffset(), resp.HighWatermark)
+		if bv.LastOffset() >= twinlog.Offset(pr.GetHighWatermark()) {
+			src.fail("§8.15 mirror read at or above the source HW", "broker %d %s served batch [%d, %d] with HW %d", sb.id, sp.key, bv.BaseOffset(), bv.LastOffset(), twinlog.Offset(pr.GetHighWatermark()))
 			return nil
 		}
 		for o := bv.BaseOffset(); o <= bv.LastOffset(); o++ {
@@ -1432,8 +1432,9 @@ func (w *world) checkServed(src *Sim, sb *simBroker, tp twinlog.TopicPartition, 
 func (r *mirrorRunner) sendFetch(step runner.SendFetch) {
 	s, w, p := r.s, r.w, r.p
 	src := w.other(s)
-	req := replica.FetchRequest{ReplicaID: twinlog.NoBroker, BrokerEpoch: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_MIRROR,
-		FetchOffset: step.Request.FetchOffset, CurrentLeaderEpoch: step.Request.CurrentLeaderEpoch, LastFetchedEpoch: step.Request.LastFetchedEpoch}
+	req := &pb.FetchRequest{ReplicaId: -1, ReplicaBrokerEpoch: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_MIRROR,
+		Partitions: []*pb.FetchPartition{{Topic: p.tp.Topic, Partition: p.tp.Partition, FetchOffset: int64(step.Request.FetchOffset),
+			CurrentLeaderEpoch: int32(step.Request.CurrentLeaderEpoch), LastFetchedEpoch: int32(step.Request.LastFetchedEpoch)}}}
 	w.fetchSeq++
 	id := w.fetchSeq
 	r.fetchID, r.fetchSentAt = id, s.now
@@ -1441,21 +1442,21 @@ func (r *mirrorRunner) sendFetch(step runner.SendFetch) {
 	sb := src.brokers[step.Leader.Leader-1]
 	maxRecords := 1 + w.rng.IntN(40)
 	w.xsend(src, sb.node(), "mirror-fetch", func() {
-		resp, recs := sb.serveFetch(p.tp, req, maxRecords)
-		served := w.checkServed(src, sb, p.tp, req, resp, recs)
+		pr := sb.serveFetch(req, maxRecords)
+		served := w.checkServed(src, sb, p.tp, req, pr)
 		w.xsend(s, p.b.node(), "mirror-fetch-resp", func() {
 			if r.fetchID != id || !r.live() || !r.fetching || r.fetch != fetch || !r.leadership.Leading {
 				return
 			}
 			r.fetchID = 0
 			a := &runner.Answer{
-				FetchAnswer:   plan.FetchAnswer{Error: resp.Error, LogStartOffset: resp.LogStartOffset},
-				HighWatermark: resp.HighWatermark, LogEndOffset: resp.LogEndOffset, Records: recs,
+				FetchAnswer:   plan.FetchAnswer{Error: pr.GetError(), LogStartOffset: twinlog.Offset(pr.GetLogStartOffset())},
+				HighWatermark: twinlog.Offset(pr.GetHighWatermark()), LogEndOffset: twinlog.Offset(pr.GetLogEndOffset()), Records: pr.GetRecords(),
 			}
-			if d := resp.DivergingEpoch; d != nil {
-				a.Diverging = &plan.Diverging{Epoch: d.Epoch, EndOffset: d.EndOffset}
+			if d := pr.GetDivergingEpoch(); d != nil {
+				a.Diverging = &plan.Diverging{Epoch: twinlog.Epoch(d.GetEpoch()), EndOffset: twinlog.Offset(d.GetEndOffset())}
 			}
-			r.served, r.servedHW, r.servedBy = served, resp.HighWatermark, src
+			r.served, r.servedHW, r.servedBy = served, twinlog.Offset(pr.GetHighWatermark()), src
 			r.performFetch(fetch.Answer(a, nil))
 			r.served, r.servedBy = nil, nil
 		})
