@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -264,95 +263,5 @@ func TestMetadataCatchUpThroughSnapshotPages(t *testing.T) {
 		if !proto.Equal(p, got.GetPartitions()[i]) {
 			t.Fatalf("partition %s-%d: broker %v, controller %v", p.GetTopic(), p.GetPartition(), got.GetPartitions()[i], p)
 		}
-	}
-}
-
-// TestSnapshotPagesRefusesBadPages: the accumulation joins only pages that
-// continue it, stays within its cap, and restarts on a first page; any
-// refused page resets it, so the next request asks for the first page.
-func TestSnapshotPagesRefusesBadPages(t *testing.T) {
-	parts := func(n int) []*pb.PartitionRecord {
-		out := make([]*pb.PartitionRecord, n)
-		for i := range out {
-			out[i] = &pb.PartitionRecord{Topic: "t", Partition: int32(i)}
-		}
-		return out
-	}
-	first := func(offset int64, n int, next int64) *pb.FetchMetadataResponse {
-		r := &pb.FetchMetadataResponse{Snapshot: &pb.MetadataSnapshot{Offset: offset, ClusterId: "c",
-			ClusterConfig: &pb.ClusterConfigRecord{}, Partitions: parts(n)}}
-		if next >= 0 {
-			r.NextSnapshotCursor = &pb.SnapshotCursor{Offset: offset, Position: next}
-		}
-		return r
-	}
-	page := func(offset, pos int64, n int, next int64) *pb.FetchMetadataResponse {
-		r := &pb.FetchMetadataResponse{Snapshot: &pb.MetadataSnapshot{Offset: offset, Partitions: parts(n)}, SnapshotPosition: pos}
-		if next >= 0 {
-			r.NextSnapshotCursor = &pb.SnapshotCursor{Offset: offset, Position: next}
-		}
-		return r
-	}
-	withDeltas := func(r *pb.FetchMetadataResponse) *pb.FetchMetadataResponse {
-		r.Deltas = []*pb.MetadataDelta{{Offset: r.GetSnapshot().GetOffset() + 1}}
-		return r
-	}
-	for _, tc := range []struct {
-		name  string
-		pages []*pb.FetchMetadataResponse
-		cap   int64
-		err   string // of the last page; "" means it completes the snapshot
-	}{
-		{"three pages", []*pb.FetchMetadataResponse{first(5, 2, 2), page(5, 2, 2, 4), withDeltas(page(5, 4, 1, -1))}, 10, ""},
-		{"one page", []*pb.FetchMetadataResponse{withDeltas(first(5, 3, -1))}, 10, ""},
-		{"restart on a newer snapshot", []*pb.FetchMetadataResponse{first(5, 2, 2), first(9, 2, 2), page(9, 2, 1, -1)}, 10, ""},
-		{"continuation without a first page", []*pb.FetchMetadataResponse{page(5, 2, 2, -1)}, 10, "no snapshot in progress"},
-		{"page of another snapshot", []*pb.FetchMetadataResponse{first(5, 2, 2), page(9, 2, 1, -1)}, 10, "does not continue"},
-		{"page at another position", []*pb.FetchMetadataResponse{first(5, 2, 2), page(5, 3, 1, -1)}, 10, "does not continue"},
-		{"partial page without items", []*pb.FetchMetadataResponse{first(5, 2, 2), page(5, 2, 0, 2)}, 10, "without items"},
-		{"partial page with deltas", []*pb.FetchMetadataResponse{withDeltas(first(5, 2, 2))}, 10, "carries 1 deltas"},
-		{"next cursor skips items", []*pb.FetchMetadataResponse{first(5, 2, 3)}, 10, "names the next page"},
-		{"next cursor of another snapshot", []*pb.FetchMetadataResponse{func() *pb.FetchMetadataResponse {
-			r := first(5, 2, 2)
-			r.NextSnapshotCursor.Offset = 6
-			return r
-		}()}, 10, "names the next page"},
-		{"past the cap", []*pb.FetchMetadataResponse{first(5, 2, 2), page(5, 2, 2, -1)}, 3, "exceeds the cluster caps"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			a := snapshotPages{maxItems: tc.cap}
-			var snap *pb.MetadataSnapshot
-			var err error
-			for i, r := range tc.pages {
-				snap, err = a.add(r)
-				if i < len(tc.pages)-1 && (err != nil || snap != nil) {
-					t.Fatalf("page %d: %v, complete %v", i, err, snap != nil)
-				}
-			}
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("last page: %v, want an error containing %q", err, tc.err)
-				}
-				if a.cursor() != nil {
-					t.Fatalf("refused page left cursor %v", a.cursor())
-				}
-				return
-			}
-			if err != nil || snap == nil {
-				t.Fatalf("last page: %v, complete %v", err, snap != nil)
-			}
-			last := tc.pages[len(tc.pages)-1].GetSnapshot()
-			var want int64
-			for _, r := range tc.pages {
-				if r.GetSnapshotPosition() == 0 {
-					want = 0
-				}
-				want += int64(len(r.GetSnapshot().GetPartitions()))
-			}
-			if snap.GetOffset() != last.GetOffset() || int64(len(snap.GetPartitions())) != want || snap.GetClusterId() != "c" || a.cursor() != nil {
-				t.Fatalf("snapshot %d with %d partitions, cluster %q, cursor %v; want %d with %d", snap.GetOffset(),
-					len(snap.GetPartitions()), snap.GetClusterId(), a.cursor(), last.GetOffset(), want)
-			}
-		})
 	}
 }

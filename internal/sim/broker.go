@@ -33,6 +33,7 @@ type simBroker struct {
 	epoch      int64               // registered broker epoch, 0 before
 	registered bool
 	image      *metadata.Image
+	follow     *metadata.Follower // the metadata loop's snapshot paging (as broker/metadata.go)
 	parts      map[twinlog.TopicPartition]*simPart
 
 	nextHeartbeat, nextMetadata, nextTick, nextFlush, nextCheckpoint int64
@@ -107,6 +108,7 @@ func (b *simBroker) start() {
 	b.registered = false
 	b.epoch = 0
 	b.image = metadata.New("")
+	b.follow = metadata.NewFollower(metadata.MaxSnapshotItems)
 	b.parts = map[twinlog.TopicPartition]*simPart{}
 	b.metadataInFlight = false
 	s.tracef("broker %d start, previous epoch %d", b.id, b.prevEpoch)
@@ -261,37 +263,43 @@ func (b *simBroker) heartbeat() {
 	})
 }
 
+// pollMetadata is broker/metadata.go's metadataLoop, one request at a time:
+// FetchMetadata from the image's offset with the snapshot cursor, and the
+// answer taken by the same metadata.Follower.
 func (b *simBroker) pollMetadata() {
 	s := b.s
-	from := b.image.Offset()
+	req := &pb.FetchMetadataRequest{BrokerId: b.id, BrokerEpoch: b.epoch, FromOffset: b.image.Offset() + 1, SnapshotCursor: b.follow.Cursor()}
 	inc := b.inc
 	b.metadataInFlight, b.metadataSentAt = true, s.now
 	s.net.send(b.node(), controllerNode, "fetch-metadata", func() {
-		resp := s.ctl.fetchMetadata(from + 1)
-		if resp.GetSnapshot() != nil {
-			// The simulator never compacts the controller's log.
-			s.fail("metadata", "broker %d got a snapshot page", b.id)
-			return
-		}
-		ds := resp.GetDeltas()
+		resp := s.ctl.fetchMetadata(req)
 		s.net.send(controllerNode, b.node(), "metadata", func() {
 			if b.inc != inc || !b.up {
 				return
 			}
 			b.metadataInFlight = false
-			applied := false
-			for _, d := range ds {
-				if d.GetOffset() <= b.image.Offset() {
-					continue
-				}
-				if err := b.image.Apply(d); err != nil {
-					s.tracef("broker %d metadata apply: %v; reloading", b.id, err)
-					b.image = metadata.New("")
-					return
-				}
-				applied = true
+			taken := b.follow.Take(resp)
+			switch taken.Step {
+			case metadata.Wait:
+				return
+			case metadata.Reload:
+				s.tracef("broker %d metadata: offset %d ahead of the controller (%d); reloading", b.id, b.image.Offset(), resp.GetHighOffset())
+				b.image = metadata.New("")
+				return
+			case metadata.Restart:
+				s.tracef("broker %d metadata: %v", b.id, taken.Err)
+				return
 			}
-			if applied {
+			before := b.image.Offset()
+			if err := metadata.ApplyTo(b.image, taken.Apply); err != nil {
+				s.tracef("broker %d metadata apply: %v; reloading", b.id, err)
+				b.image = metadata.New("")
+				return
+			}
+			if taken.Apply.GetSnapshot() != nil {
+				s.report.Checks["metadata snapshot applied"]++
+			}
+			if b.image.Offset() != before || taken.Apply.GetSnapshot() != nil {
 				b.reconcile()
 			}
 		})

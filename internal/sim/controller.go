@@ -215,10 +215,10 @@ func (c *controller) restart() {
 	s.tracef("controller restart at offset %d", c.image.Offset())
 }
 
-// fetchMetadata is a broker's FetchMetadata from offset from, without a
-// long-poll wait (brokers poll on their own timer here).
-func (c *controller) fetchMetadata(from int64) *pb.FetchMetadataResponse {
-	return rpc(c, "fetch-metadata", false, c.svc.FetchMetadata, &pb.FetchMetadataRequest{FromOffset: from})
+// fetchMetadata is a broker's FetchMetadata, without a long-poll wait
+// (brokers poll on their own timer here).
+func (c *controller) fetchMetadata(req *pb.FetchMetadataRequest) *pb.FetchMetadataResponse {
+	return rpc(c, "fetch-metadata", false, c.svc.FetchMetadata, req)
 }
 
 func shortRecovery(r pb.LeaderRecoveryState) string {
