@@ -281,6 +281,9 @@ func (b *simBroker) pollMetadata() {
 			taken := b.follow.Take(resp)
 			switch taken.Step {
 			case metadata.Wait:
+				if b.follow.Cursor() != nil {
+					s.report.Checks["metadata snapshot page gathered"]++
+				}
 				return
 			case metadata.Reload:
 				s.tracef("broker %d metadata: offset %d ahead of the controller (%d); reloading", b.id, b.image.Offset(), resp.GetHighOffset())

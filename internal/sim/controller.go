@@ -55,6 +55,11 @@ func (c *controller) start(store *memstore.Store) {
 		// of 1.5 s): the backoff between failed rounds scales with it.
 		RecoveryRetryBackoff:    rpc / 5,
 		RecoveryRetryMaxBackoff: time.Duration(s.cfg.UncleanRecoveryTimeoutMs) * time.Millisecond,
+		// Compaction (a fault, compact) keeps few deltas, and responses
+		// are small: a broker that restarts or falls behind catches up
+		// through a snapshot of several pages.
+		RetainDeltas:  compactRetain,
+		MaxFetchBytes: 300,
 	}, ctlshell.Deps{
 		// The state machine's clock is the simulator's: ms since the start.
 		Now:       func() time.Time { return time.UnixMilli(s.now) },
@@ -213,6 +218,22 @@ func (c *controller) restart() {
 	c.start(c.store)
 	s.report.Faults["controller-restart"]++
 	s.tracef("controller restart at offset %d", c.image.Offset())
+}
+
+// compactRetain is how many deltas a compaction keeps behind its snapshot.
+const compactRetain = 16
+
+// compact has the controller snapshot its image and drop the deltas before
+// the last compactRetain (controller.Compact, what its Run loop does every
+// CompactEveryDeltas changes).
+func (c *controller) compact() {
+	s := c.s
+	if err := c.shell.Compact(); err != nil {
+		s.fail("controller compact", "%v", err)
+		return
+	}
+	s.report.Faults["controller-compact"]++
+	s.tracef("controller compacted at offset %d", c.image.Offset())
 }
 
 // fetchMetadata is a broker's FetchMetadata, without a long-poll wait

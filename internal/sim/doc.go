@@ -41,7 +41,10 @@
 // back with PreviousBrokerEpoch −1, an unclean registration), clean restart
 // (LogDir.Close writes the clean-shutdown file; previous epoch kept),
 // controller restart (a new controller on the store's CrashClone: heartbeat
-// times and rounds lost; in-flight requests dropped), session-timeout fencing (a
+// times and rounds lost; in-flight requests dropped), controller compaction
+// (a snapshot that keeps 16 deltas; with responses capped at 300 bytes, a
+// broker that restarts or falls behind catches up through a snapshot of
+// several pages, gathered by the broker's metadata.Follower), session-timeout fencing (a
 // consequence of the above), config flips (min.insync.replicas 1–3,
 // unclean.leader.election.enable) and preferred elections. Data is flushed
 // at random intervals per partition, so crashes lose random tails.

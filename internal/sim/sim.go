@@ -35,6 +35,7 @@ type Config struct {
 	CleanRestartProb        float64
 	CutProb, IsolateProb    float64 // one link; all links of one broker
 	ControllerRestartProb   float64
+	ControllerCompactProb   float64 // the controller snapshots its log and drops older deltas
 	ConfigFlipProb          float64 // min.insync.replicas, unclean.leader.election.enable
 	PreferredElectionProb   float64
 
@@ -103,6 +104,7 @@ func (c Config) withDefaults() Config {
 	deff(&c.CutProb, 0.0015)
 	deff(&c.IsolateProb, 0.0006)
 	deff(&c.ControllerRestartProb, 0.0003)
+	deff(&c.ControllerCompactProb, 0.0005)
 	deff(&c.ConfigFlipProb, 0.0008)
 	deff(&c.PreferredElectionProb, 0.0005)
 	deff(&c.PauseProb, 0.001)
@@ -816,6 +818,9 @@ func (s *Sim) injectFaults() {
 	}
 	if s.chance(cfg.ControllerRestartProb) {
 		s.ctl.restart()
+	}
+	if s.chance(cfg.ControllerCompactProb) {
+		s.ctl.compact()
 	}
 	if s.chance(cfg.ConfigFlipProb) {
 		s.report.Faults["config-flip"]++

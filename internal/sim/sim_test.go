@@ -94,16 +94,18 @@ func TestSimSeeds(t *testing.T) {
 	}
 	// Coverage: over many seeds the simulator must really do these things.
 	want := map[string][2]int{
-		"crashes":           {total.Faults["crash"], len(list)},
-		"clean restarts":    {total.Faults["clean-restart"], len(list) / 4},
-		"link cuts":         {total.Faults["link-cut"], len(list)},
-		"config flips":      {total.Faults["config-flip"], len(list) / 4},
-		"clean elections":   {total.Elections, 2 * len(list)},
-		"unclean elections": {total.UncleanElections, 1},
-		"truncations":       {total.Truncations, len(list) / 2},
-		"lossy crashes":     {total.LossyCrashes, len(list) / 4},
-		"acks=all records":  {total.AckedAll, 100 * len(list)},
-		"consumed records":  {total.Consumed, 100 * len(list)},
+		"crashes":                 {total.Faults["crash"], len(list)},
+		"clean restarts":          {total.Faults["clean-restart"], len(list) / 4},
+		"link cuts":               {total.Faults["link-cut"], len(list)},
+		"config flips":            {total.Faults["config-flip"], len(list) / 4},
+		"clean elections":         {total.Elections, 2 * len(list)},
+		"unclean elections":       {total.UncleanElections, 1},
+		"truncations":             {total.Truncations, len(list) / 2},
+		"lossy crashes":           {total.LossyCrashes, len(list) / 4},
+		"acks=all records":        {total.AckedAll, 100 * len(list)},
+		"consumed records":        {total.Consumed, 100 * len(list)},
+		"controller compactions":  {total.Faults["controller-compact"], len(list) / 4},
+		"snapshot pages gathered": {total.Checks["metadata snapshot page gathered"], len(list) / 4},
 	}
 	for what, v := range want {
 		if v[0] < v[1] {
