@@ -230,9 +230,9 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     the previous leader's (LE 2) late LMLE write with a taint of replica
 //     1 then landed as the newest record, and the next leader loaded it.
 //     Fixed: a leadership that loaded no LMLE record writes an empty one
-//     of its LE before it owns its taints (plan.Machine.ownTaints). On
-//     this tree the seed's run takes another course; the plan's
-//     TestStateOwnedAfterRewrite is the test.
+//     of its LE before it owns its taints (plan.Machine.ownTaints). With
+//     the rule reverted the seed fails §8.19 again (checked on 6b0303d);
+//     the plan's TestStateOwnedAfterRewrite is the unit test.
 //   - 1950059 (§8.21, a checker's error): the final check compared A and B
 //     once their LEOs were equal, right after A's failback, before A's
 //     first fetch, whose DivergingEpoch would cut A's own records past

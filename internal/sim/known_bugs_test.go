@@ -26,7 +26,8 @@ import (
 //
 // Fixed: truncateLog(o == LEO) trims the cache and emits OpTruncate(LEO),
 // whose Log.TruncateTo drops the entry on disk too. With the fix disabled,
-// seed 220 now livelocks at step 3713 and seed 72 at step 744.
+// seed 220 livelocks (not healed; checked on 6b0303d; seed 72 did too when
+// the fix was made, its run has changed since).
 func TestKnownBugEmptyEpochAtLEO(t *testing.T) {
 	for _, seed := range []uint64{220, 72} {
 		rep, err := Run(Config{Seed: seed, FailOnKnownBugs: true})
@@ -54,7 +55,8 @@ func TestKnownBugEmptyEpochAtLEO(t *testing.T) {
 // the controller refuses a different one with INVALID_UPDATE_VERSION; the
 // leader keeps its maximal ISR and re-proposes once it has applied the new
 // m. Seed 169 no longer reaches the race after the AlterPartition retry fix;
-// with the controller check disabled, seeds 850 and 1375 break §8.7.
+// with the controller check disabled, seed 1375 breaks §8.7 (checked on
+// 6b0303d; seed 850 did when the fix was made, its run has changed since).
 func TestMinISRRaceELRBelowHW(t *testing.T) {
 	for _, seed := range []uint64{169, 850, 1375} {
 		rep, err := Run(Config{Seed: seed, Strict87: true, FailOnKnownBugs: true})
@@ -471,9 +473,9 @@ func TestKnownBugExemptionLeaderlessLE(t *testing.T) {
 // the simulator's copy) steps Pause on every change of the desired state
 // to PAUSED, whatever the machine's state. The simulator's workaround
 // (stepping the operation again) is gone; checkPauseHonoured still counts
-// the known bug. With the machine change reverted, seed 59 fails
-// "liveness: mirror not caught up" and seeds 37 (2 replicas) and 31 (1)
-// count the bug; with only the shell's reverted, seeds 37 and 31 count it.
+// the known bug. With the machine change reverted, seed 37 counts the
+// bug (1 replica; checked on 6b0303d). When the fix was made seed 59 also
+// failed "liveness: mirror not caught up"; its run has changed since.
 func TestKnownBugPauseResumeDropped(t *testing.T) {
 	for _, seed := range []uint64{37, 59} {
 		noKnownBug(t, Config{Seed: seed, Clusters: 2, FaultMs: 8000, HealMs: 20_000, ReassignProb: -1}, "mirror-pause-resume-dropped")
@@ -504,9 +506,10 @@ func TestKnownBugPauseResumeDropped(t *testing.T) {
 // bump-le case). The simulator's workaround (withholding such answers) is
 // gone; simPart.checkAlterAnswerNewLE counts the known bug when a leader's
 // maximal ISR lacks a member of such an answer's ISR. With the LE-mismatch
-// branch dropping the change again, each seed fails §8.7: seed 4 at t=6165
-// (t-1, broker 3 LEO 16 < trueHW 19, as found), 168 at t=6775 and 189 at
-// t=4845.
+// branch dropping the change again, each seed counts the known bug (4 and
+// 168 once, 189 twice; checked on 6b0303d). When the fix was made each
+// also failed §8.7 (seed 4 at t=6165: t-1, broker 3 LEO 16 < trueHW 19);
+// the runs have changed since.
 func TestKnownBugAlterAnswerNewLEDropsExpansion(t *testing.T) {
 	for _, seed := range []uint64{4, 168, 189} {
 		noKnownBug(t, Config{Seed: seed, Clusters: 2, FaultMs: 8000, HealMs: 20_000}, "replica-alter-answer-new-le-drops-expansion")
