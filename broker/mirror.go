@@ -21,7 +21,6 @@ import (
 	"github.com/twinlog/twinlog/mirror/runner"
 	"github.com/twinlog/twinlog/mirror/source"
 	"github.com/twinlog/twinlog/storage"
-	"github.com/twinlog/twinlog/storage/epoch"
 )
 
 // The mirror runner (SPEC §6, NATS-style leader-only loop): one goroutine
@@ -52,13 +51,10 @@ type mirrorRunner struct {
 	srcLE atomic.Int32
 
 	// Runner goroutine only.
-	m          *plan.Machine
+	core       runner.Core
 	mirror     string
 	src        *source.Client
 	bootstrap  []string
-	leadership runner.Leadership
-	desired    plan.Desired
-	replicas   *plan.ReplicaStatus
 	fetchStop  context.CancelFunc
 	writes     chan writeJob
 	writerStop context.CancelFunc
@@ -68,37 +64,6 @@ type writeJob struct {
 	seq   uint64
 	key   []byte
 	value proto.Message
-}
-
-// planLog is the machine's view of the partition log (through the replica,
-// which the shell keeps in lockstep with storage).
-type planLog struct{ p *partition }
-
-func (l planLog) EpochCache() *epoch.Cache {
-	l.p.mu.Lock()
-	defer l.p.mu.Unlock()
-	c, _ := epoch.NewCache(l.p.r.EpochEntries())
-	return c
-}
-func (l planLog) LogStartOffset() twinlog.Offset {
-	l.p.mu.Lock()
-	defer l.p.mu.Unlock()
-	return l.p.r.LogStartOffset()
-}
-func (l planLog) LogEndOffset() twinlog.Offset {
-	l.p.mu.Lock()
-	defer l.p.mu.Unlock()
-	return l.p.r.LogEndOffset()
-}
-func (l planLog) HighWatermark() twinlog.Offset {
-	l.p.mu.Lock()
-	defer l.p.mu.Unlock()
-	return l.p.r.HighWatermark()
-}
-func (l planLog) AlignedEpoch() twinlog.Epoch {
-	l.p.mu.Lock()
-	defer l.p.mu.Unlock()
-	return l.p.r.AlignedEpoch()
 }
 
 type lockedRand struct {
@@ -222,7 +187,11 @@ func (b *Broker) newMirrorRunner(p *partition) *mirrorRunner {
 		b: b, p: p, tp: p.tp, topicID: p.topicID,
 		log:  p.logger.With("component", "mirror"),
 		kick: make(chan struct{}, 1), evc: make(chan plan.Event, 256),
-		cancel: cancel, done: make(chan struct{}), leadership: runner.Leadership{KnownLE: twinlog.NoEpoch},
+		cancel: cancel, done: make(chan struct{}),
+	}
+	r.core.Leadership.KnownLE = twinlog.NoEpoch
+	r.core.Rejected = func(ev plan.Event, err error) {
+		r.log.Warn("mirror request rejected", "event", fmt.Sprintf("%T", ev), "err", err)
 	}
 	go r.run(ctx)
 	return r
@@ -273,8 +242,8 @@ func (r *mirrorRunner) run(ctx context.Context) {
 			return
 		case <-r.kick:
 		case <-t.C:
-			if r.m != nil {
-				r.step(plan.Tick{NowMs: r.b.nowMs()})
+			if r.core.M != nil {
+				r.core.Step(plan.Tick{NowMs: r.b.nowMs()})
 			}
 		case ev := <-r.evc:
 			r.onEvent(ev)
@@ -294,19 +263,7 @@ func (r *mirrorRunner) teardown() {
 
 // onEvent feeds an outcome to the machine; BumpDone also tells the runner
 // which LE is its own.
-func (r *mirrorRunner) onEvent(ev plan.Event) {
-	if r.m == nil {
-		return
-	}
-	r.leadership.Note(ev)
-	r.step(ev)
-}
-
-func (r *mirrorRunner) step(ev plan.Event) {
-	if err := r.m.Step(ev); err != nil {
-		r.log.Warn("mirror request rejected", "event", fmt.Sprintf("%T", ev), "err", err)
-	}
-}
+func (r *mirrorRunner) onEvent(ev plan.Event) { r.core.Post(ev) }
 
 // observe compares leadership, desired state and replica status with what
 // the machine knows and steps it accordingly.
@@ -347,12 +304,12 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 	r.mirror = mirror
 
 	leading := usable && role == replica.RoleLeader
-	end, begin := r.leadership.Observe(leading, le)
+	end, begin := r.core.Leadership.Observe(leading, le)
 	if !leading {
 		if end {
-			r.leadership.Leading = false
-			if r.m != nil {
-				r.step(plan.LostLeadership{})
+			r.core.Leadership.Leading = false
+			if r.core.M != nil {
+				r.core.Step(plan.LostLeadership{})
 			}
 			b.mobs.ForgetMirrorPartition(r.tp.Topic, r.tp.Partition)
 			r.stopFetcher()
@@ -360,7 +317,7 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 		r.publishStatus()
 		return
 	}
-	if r.m == nil {
+	if r.core.M == nil {
 		initial := b.mirrorConfigMs(b.cfg.MirrorRetryInitialBackoff.Milliseconds(), metadata.KeyMirrorRetryInitialBackoff)
 		maxBackoff := b.mirrorConfigMs(b.cfg.MirrorRetryMaxBackoff.Milliseconds(), metadata.KeyMirrorRetryMaxBackoff)
 		if maxBackoff == 0 {
@@ -372,21 +329,21 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 			RetryInitialBackoffMs: initial,
 			RetryMaxBackoffMs:     max(maxBackoff, initial),
 			RetryMaxAttempts:      int32(b.mirrorConfigMs(int64(b.cfg.MirrorRetryMaxAttempts), metadata.KeyMirrorRetryMaxAttempts)),
-		}, plan.Deps{Log: planLog{p}, Rand: &lockedRand{r: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(b.cfg.ID)))}})
+		}, plan.Deps{Log: runner.ReplicaLog{Replica: p.r, Lock: &p.mu}, Rand: &lockedRand{r: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(b.cfg.ID)))}})
 		if err != nil {
 			r.log.Error("mirror machine", "err", err)
 			return
 		}
-		r.m = m
+		r.core.M = m
 		// The machine's clock starts at the first Tick: set it before any
 		// deadline (PREPARING, PENDING) is computed from it.
-		r.step(plan.Tick{NowMs: b.nowMs()})
+		r.core.Step(plan.Tick{NowMs: b.nowMs()})
 	}
 	if end {
 		// A leadership this machine did not cause ends before the records
 		// load (runner.Leadership.Observe).
-		r.leadership.Leading = false
-		r.step(plan.LostLeadership{})
+		r.core.Leadership.Leading = false
+		r.core.Step(plan.LostLeadership{})
 		r.stopFetcher()
 	}
 	if begin {
@@ -397,20 +354,13 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 			r.log.Debug("read __mirror_state", "err", err)
 			return // retried on the next tick
 		}
-		r.leadership.Leading = true
-		r.leadership.KnownLE = le
-		r.desired = desired
-		r.replicas = nil
+		r.core.Began(le, desired)
 		r.ensureWriter()
-		r.step(plan.BecameLeader{LeaderEpoch: le, Run: run, Lmle: lmle, Desired: desired, TruncationPoints: truncPts})
+		r.core.Step(plan.BecameLeader{LeaderEpoch: le, Run: run, Lmle: lmle, Desired: desired, TruncationPoints: truncPts})
 		r.loadTaints(lmle)
 	}
-	r.applyDesired(desired)
-	if r.replicas == nil || !r.replicas.Equal(st) {
-		cp := st
-		r.replicas = &cp
-		r.step(plan.ReplicaStatusChanged{Status: st})
-	}
+	r.core.ApplyDesired(desired)
+	r.core.NoteStatus(st)
 	r.publishStatus()
 }
 
@@ -422,7 +372,7 @@ func (r *mirrorRunner) settleTaintsPending() {
 	p := r.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.usableLocked() != nil || !r.leadership.TaintsSettled(r.m, p.r) {
+	if p.usableLocked() != nil || !r.core.Leadership.TaintsSettled(r.core.M, p.r) {
 		return
 	}
 	p.r.SetTaintsPending(false)
@@ -473,16 +423,8 @@ func (b *Broker) mirrorConfigMs(own int64, key string) int64 {
 }
 
 // applyDesired turns metadata desired-state changes into operator events.
-func (r *mirrorRunner) applyDesired(d plan.Desired) {
-	old := r.desired
-	r.desired = d
-	for _, ev := range plan.DesiredChange(old, d, r.m.State()) {
-		r.step(ev)
-	}
-}
-
 func (r *mirrorRunner) publishStatus() {
-	if r.m == nil || !r.leadership.Leading || r.mirror == "" {
+	if r.core.M == nil || !r.core.Leadership.Leading || r.mirror == "" {
 		// A once-mirrored topic in no mirror keeps a runner only for its
 		// taints: no mirror status, heartbeat entry or metrics.
 		if r.status.Swap(nil) != nil && r.mirror == "" {
@@ -490,24 +432,15 @@ func (r *mirrorRunner) publishStatus() {
 		}
 		return
 	}
-	st := r.m.Status()
-	st.DesiredState = r.desired.State
+	st := r.core.M.Status()
+	st.DesiredState = r.core.Desired().State
 	r.status.Store(st)
 	r.b.mobs.ObserveMirrorPartition(st)
 }
 
 // drain performs the machine's actions until it has none.
 func (r *mirrorRunner) drain(ctx context.Context) {
-	if r.m == nil {
-		return
-	}
-	for r.m.HasReady() {
-		rd := r.m.Ready()
-		r.m.Advance()
-		for _, a := range rd.Actions {
-			r.perform(ctx, a)
-		}
-	}
+	r.core.Drain(func(a plan.Action) { r.perform(ctx, a) }, nil)
 	r.publishStatus()
 }
 
@@ -517,7 +450,7 @@ func (r *mirrorRunner) perform(ctx context.Context, a plan.Action) {
 	case plan.QueryLMLE:
 		go r.queryLMLE(ctx, a.Seq)
 	case plan.BumpLeaderEpoch:
-		r.leadership.Sent()
+		r.core.Leadership.Sent()
 		go r.bump(ctx, a)
 	case plan.TruncateTo:
 		r.truncate(a.Seq, a.Offset, false, a.Reason)
@@ -706,7 +639,7 @@ func (r *mirrorRunner) truncate(seq uint64, o twinlog.Offset, full bool, reason 
 	r.log.Warn("mirror truncation", "reason", reason, "offset", o, "log_end_offset_before", before, "log_end_offset", after)
 	r.b.obs.ObserveTruncation(string(reason))
 	r.b.mobs.ObserveMirrorTruncation(r.tp.Topic, r.tp.Partition, string(reason), max(0, int64(before-after)))
-	r.step(plan.TruncationDone{Seq: seq})
+	r.core.Step(plan.TruncationDone{Seq: seq})
 }
 
 // ensureWriter starts the ordered __mirror_state writer of this leadership.

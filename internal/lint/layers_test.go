@@ -44,7 +44,7 @@ var layers = map[string][]string{
 	"controller/metastate":           {"", "api/proto/twinlog/v1", "internal/configdef", "metadata"},
 	"mirror/plan":                    {"", "api/proto/twinlog/v1", "errcode", "storage/epoch"},
 	"mirror/source":                  {"", "api/proto/twinlog/v1", "mirror/plan"},
-	"mirror/runner":                  {"", "api/proto/twinlog/v1", "broker/replica", "metadata", "mirror/plan", "storage"},
+	"mirror/runner":                  {"", "api/proto/twinlog/v1", "broker/replica", "metadata", "mirror/plan", "storage", "storage/epoch"},
 	"broker/codec":                   {"api/proto/twinlog/v1"},
 	"broker/ready":                   {"", "broker/replica", "storage"},
 	"broker/alter":                   {"api/proto/twinlog/v1"},

@@ -22,7 +22,6 @@ import (
 	"github.com/twinlog/twinlog/mirror/plan"
 	"github.com/twinlog/twinlog/mirror/runner"
 	"github.com/twinlog/twinlog/storage"
-	"github.com/twinlog/twinlog/storage/epoch"
 )
 
 // Two-cluster mode (Config.Clusters = 2): clusters A and B are two Sims
@@ -606,7 +605,11 @@ func (w *world) syncRunners() {
 				}
 				live[p] = true
 				if w.byPart[p] == nil {
-					r := &mirrorRunner{w: w, s: s, p: p, leadership: runner.Leadership{KnownLE: twinlog.NoEpoch}, owedLE: twinlog.NoEpoch}
+					r := &mirrorRunner{w: w, s: s, p: p, owedLE: twinlog.NoEpoch}
+					r.core.Leadership.KnownLE = twinlog.NoEpoch
+					r.core.Rejected = func(ev plan.Event, err error) {
+						r.s.tracef("mirror %s broker %d: request rejected: %T: %v", r.p.key, r.p.b.id, ev, err)
+					}
 					w.byPart[p] = r
 					w.runners = append(w.runners, r)
 				}
@@ -628,15 +631,12 @@ type mirrorRunner struct {
 	w *world
 	s *Sim
 	p *simPart
-	m *plan.Machine
 
-	leadership runner.Leadership
-	srcLE      atomic.Int32 // runner.FetchConfig.Seen
-	desired    plan.Desired
-	replicas   *plan.ReplicaStatus
-	mirror     string
-	events     []plan.Event
-	nextTick   int64
+	core     runner.Core
+	srcLE    atomic.Int32 // runner.FetchConfig.Seen
+	mirror   string
+	events   []plan.Event
+	nextTick int64
 
 	loading   bool
 	loadSent  int64
@@ -688,21 +688,6 @@ type writeJob struct {
 	lmle *pb.MirrorLmleRecord
 }
 
-// planLog is the machine's view of the log, through the replica.
-type planLog struct{ p *simPart }
-
-func (l planLog) EpochCache() *epoch.Cache {
-	c, err := epoch.NewCache(l.p.r.EpochEntries())
-	if err != nil {
-		panic(err)
-	}
-	return c
-}
-func (l planLog) LogStartOffset() twinlog.Offset { return l.p.r.LogStartOffset() }
-func (l planLog) LogEndOffset() twinlog.Offset   { return l.p.r.LogEndOffset() }
-func (l planLog) HighWatermark() twinlog.Offset  { return l.p.r.HighWatermark() }
-func (l planLog) AlignedEpoch() twinlog.Epoch    { return l.p.r.AlignedEpoch() }
-
 func (r *mirrorRunner) live() bool {
 	return r.w.byPart[r.p] == r && r.p.b.up && r.p.b.parts[r.p.tp] == r.p
 }
@@ -731,9 +716,9 @@ func (r *mirrorRunner) run() {
 		r.onEvent(ev)
 		r.drain()
 	}
-	if r.m != nil && s.now >= r.nextTick {
+	if r.core.M != nil && s.now >= r.nextTick {
 		r.nextTick = s.now + 50
-		r.stepM(plan.Tick{NowMs: s.now})
+		r.core.Step(plan.Tick{NowMs: s.now})
 		r.drain()
 	}
 	r.progressFetch()
@@ -741,19 +726,7 @@ func (r *mirrorRunner) run() {
 	r.settleTaintsPending()
 }
 
-func (r *mirrorRunner) onEvent(ev plan.Event) {
-	if r.m == nil {
-		return
-	}
-	r.leadership.Note(ev)
-	r.stepM(ev)
-}
-
-func (r *mirrorRunner) stepM(ev plan.Event) {
-	if err := r.m.Step(ev); err != nil {
-		r.s.tracef("mirror %s broker %d: request rejected: %T: %v", r.p.key, r.p.b.id, ev, err)
-	}
-}
+func (r *mirrorRunner) onEvent(ev plan.Event) { r.core.Post(ev) }
 
 // observe is mirrorRunner.observe: leadership, desired state and replica
 // status into the machine.
@@ -772,36 +745,36 @@ func (r *mirrorRunner) observe() {
 	}
 	st, desired, mirror := view.Status(lead), view.Desired, view.Mirror
 	r.mirror = mirror
-	end, begin := r.leadership.Observe(leading, le)
+	end, begin := r.core.Leadership.Observe(leading, le)
 	if !leading {
 		if end {
-			r.leadership.Leading = false
-			if r.m != nil {
-				r.stepM(plan.LostLeadership{})
+			r.core.Leadership.Leading = false
+			if r.core.M != nil {
+				r.core.Step(plan.LostLeadership{})
 			}
 			r.fetching = false
 		}
 		r.loaded, r.loading = nil, false
 		return
 	}
-	if r.m == nil {
+	if r.core.M == nil {
 		m, err := plan.New(plan.Config{
 			BrokerID: twinlog.BrokerID(b.id), Mirror: mirror, TopicPartition: p.tp, TopicID: p.topicID,
 			PendingTimeoutMs: 4000, RetryInitialBackoffMs: 100, RetryMaxBackoffMs: 2000, RetryMaxAttempts: 1 << 30,
-		}, plan.Deps{Log: planLog{p}, Rand: s.rng})
+		}, plan.Deps{Log: runner.ReplicaLog{Replica: p.r}, Rand: s.rng})
 		if err != nil {
 			s.fail("mirror machine", "%v", err)
 			return
 		}
-		r.m = m
-		r.stepM(plan.Tick{NowMs: s.now})
+		r.core.M = m
+		r.core.Step(plan.Tick{NowMs: s.now})
 	}
 	if end {
 		// The old leadership ends before the records load, so none of its
 		// late outcomes acts in le (runner.Leadership.Observe).
-		s.tracef("mirror %s broker %d: leadership in LE %d ends (LE %d is not its own)", p.key, b.id, r.leadership.KnownLE, le)
-		r.leadership.Leading = false
-		r.stepM(plan.LostLeadership{})
+		s.tracef("mirror %s broker %d: leadership in LE %d ends (LE %d is not its own)", p.key, b.id, r.core.Leadership.KnownLE, le)
+		r.core.Leadership.Leading = false
+		r.core.Step(plan.LostLeadership{})
 		r.fetching = false
 	}
 	if begin {
@@ -827,10 +800,7 @@ func (r *mirrorRunner) observe() {
 			r.stale(became)
 			return
 		}
-		r.leadership.Leading = true
-		r.leadership.KnownLE = le
-		r.desired = desired
-		r.replicas = nil
+		r.core.Began(le, desired)
 		r.lead++
 		r.wq, r.wInflight = nil, nil
 		r.fetching = false
@@ -853,14 +823,10 @@ func (r *mirrorRunner) observe() {
 			r.owedLE = le
 			w.rep.Checks["§6.2f owed truncation at BecameLeader"]++
 		}
-		r.stepM(became)
+		r.core.Step(became)
 	}
-	r.applyDesired(desired)
-	if r.replicas == nil || !r.replicas.Equal(st) {
-		cp := st
-		r.replicas = &cp
-		r.stepM(plan.ReplicaStatusChanged{Status: st})
-	}
+	r.core.ApplyDesired(desired)
+	r.core.NoteStatus(st)
 }
 
 // stale steps a BecameLeader whose records were written in a later LE (a
@@ -871,17 +837,14 @@ func (r *mirrorRunner) observe() {
 // waiting). Like broker/'s runner it then waits for newer metadata.
 func (r *mirrorRunner) stale(ev plan.BecameLeader) {
 	s, p := r.s, r.p
-	r.leadership.Leading = true
-	r.leadership.KnownLE = ev.LeaderEpoch
-	r.desired = ev.Desired
-	r.replicas = nil
+	r.core.Began(ev.LeaderEpoch, ev.Desired)
 	r.lead++
 	r.wq, r.wInflight = nil, nil
 	r.fetching = false
 	s.tracef("mirror %s broker %d: stale leadership LE %d (run %v, lmle %v written later)", p.key, p.b.id, ev.LeaderEpoch, shortRun(ev.Run), shortLmle(ev.Lmle))
 	r.w.rep.Checks["stale leadership refused by plan"]++
-	r.stepM(ev)
-	for _, a := range r.m.Ready().Actions {
+	r.core.Step(ev)
+	for _, a := range r.core.M.Ready().Actions {
 		harmful := false
 		switch a := a.(type) {
 		case plan.WriteRunRecord, plan.WriteLmleRecord, plan.BumpLeaderEpoch, plan.QueryLMLE, plan.TruncateTo, plan.TruncateFully,
@@ -896,9 +859,9 @@ func (r *mirrorRunner) stale(ev plan.BecameLeader) {
 			return
 		}
 	}
-	if r.m.Writable() || r.m.Leading() {
+	if r.core.M.Writable() || r.core.M.Leading() {
 		s.fail("mirror: plan acts on a stale leadership", "broker %d %s: after BecameLeader in LE %d with run %s, lmle %s: writable %t, leading %t",
-			p.b.id, p.key, ev.LeaderEpoch, shortRun(ev.Run), shortLmle(ev.Lmle), r.m.Writable(), r.m.Leading())
+			p.b.id, p.key, ev.LeaderEpoch, shortRun(ev.Run), shortLmle(ev.Lmle), r.core.M.Writable(), r.core.M.Leading())
 		return
 	}
 	r.loadTaints(ev.Lmle) // as broker/mirror.go observe, after any BecameLeader
@@ -916,7 +879,7 @@ func (r *mirrorRunner) checkOwed() {
 	}
 	le := r.owedLE
 	r.owedLE = twinlog.NoEpoch
-	if !r.live() || !r.leadership.Leading || r.m == nil || !r.m.Leading() || p.r.Role() != replica.RoleLeader || p.r.LeaderEpoch() != le {
+	if !r.live() || !r.core.Leadership.Leading || r.core.M == nil || !r.core.M.Leading() || p.r.Role() != replica.RoleLeader || p.r.LeaderEpoch() != le {
 		return
 	}
 	s.fail("§6.2f truncation point not executed", "broker %d %s: BecameLeader in LE %d, which carries a truncation point (%v), left it undone: follower fetches get UNKNOWN_LEADER_EPOCH for the whole LE",
@@ -932,7 +895,7 @@ func (r *mirrorRunner) checkOwed() {
 // record and the leadership's first run record).
 func (r *mirrorRunner) settleTaintsPending() {
 	p := r.p
-	if !r.live() || !r.leadership.TaintsSettled(r.m, p.r) {
+	if !r.live() || !r.core.Leadership.TaintsSettled(r.core.M, p.r) {
 		return
 	}
 	p.r.SetTaintsPending(false)
@@ -1008,26 +971,8 @@ func (r *mirrorRunner) loadTaints(lmle *pb.MirrorLmleRecord) {
 
 // taintsOf returns a __mirror_state (topic, partition) record's taints.
 
-// applyDesired is mirrorRunner.applyDesired.
-func (r *mirrorRunner) applyDesired(d plan.Desired) {
-	old := r.desired
-	r.desired = d
-	for _, ev := range plan.DesiredChange(old, d, r.m.State()) {
-		r.stepM(ev)
-	}
-}
-
 func (r *mirrorRunner) drain() {
-	if r.m == nil {
-		return
-	}
-	for r.m.HasReady() && !r.s.failed {
-		rd := r.m.Ready()
-		r.m.Advance()
-		for _, a := range rd.Actions {
-			r.perform(a)
-		}
-	}
+	r.core.Drain(r.perform, func() bool { return r.s.failed })
 }
 
 func (r *mirrorRunner) perform(a plan.Action) {
@@ -1036,7 +981,7 @@ func (r *mirrorRunner) perform(a plan.Action) {
 	case plan.QueryLMLE:
 		r.queryLMLE(a.Seq)
 	case plan.BumpLeaderEpoch:
-		r.leadership.Sent()
+		r.core.Leadership.Sent()
 		r.sendBump(a)
 	case plan.TruncateTo:
 		r.truncate(a.Seq, a.Offset, false, a.Reason)
@@ -1206,7 +1151,7 @@ func (w *world) answerLMLE(src *Sim, requester, topicID string, tp twinlog.Topic
 func (r *mirrorRunner) sendBump(a plan.BumpLeaderEpoch) {
 	s, p, b, w := r.s, r.p, r.p.b, r.w
 	w.rep.Bumps++
-	if cur := r.m.LeaderEpoch(); a.LeaderEpoch < cur {
+	if cur := r.core.M.LeaderEpoch(); a.LeaderEpoch < cur {
 		// plan.Machine re-emits a failed bump as first requested (tick:
 		// m.emit(m.bump)), with the LE it had then, even after a late
 		// BumpDone of an earlier bump raised its LE: the controller answers
@@ -1290,7 +1235,7 @@ func (r *mirrorRunner) truncate(seq uint64, o twinlog.Offset, full bool, reason 
 		w.rep.LMLENoOps++
 	}
 	s.tracef("mirror %s broker %d: truncation %s to %d (full %t): LEO %d -> %d, HW %d, epochs %v", p.key, p.b.id, reason, o, full, before, p.r.LogEndOffset(), p.r.HighWatermark(), p.r.EpochEntries())
-	r.stepM(plan.TruncationDone{Seq: seq})
+	r.core.Step(plan.TruncationDone{Seq: seq})
 }
 
 // progressWrites is the ordered __mirror_state writer: one write in flight;
@@ -1345,7 +1290,7 @@ var errNoAnswer = errors.New("no answer")
 // over the cross-cluster network.
 func (r *mirrorRunner) progressFetch() {
 	s := r.s
-	if !r.fetching || !r.leadership.Leading || r.m == nil {
+	if !r.fetching || !r.core.Leadership.Leading || r.core.M == nil {
 		return
 	}
 	if r.fetchID != 0 {
@@ -1445,7 +1390,7 @@ func (r *mirrorRunner) sendFetch(step runner.SendFetch) {
 		pr := sb.serveFetch(req, maxRecords)
 		served := w.checkServed(src, sb, p.tp, req, pr)
 		w.xsend(s, p.b.node(), "mirror-fetch-resp", func() {
-			if r.fetchID != id || !r.live() || !r.fetching || r.fetch != fetch || !r.leadership.Leading {
+			if r.fetchID != id || !r.live() || !r.fetching || r.fetch != fetch || !r.core.Leadership.Leading {
 				return
 			}
 			r.fetchID = 0
@@ -1767,7 +1712,7 @@ func (w *world) caughtUp() bool {
 		// The machine's own view too: equal LEOs are no proof of equal logs
 		// before this run's first fetch, which may still cut the log
 		// (seed 1950059).
-		if r == nil || r.m == nil || !r.leadership.Leading || !r.m.CaughtUp() || !r.fetching {
+		if r == nil || r.core.M == nil || !r.core.Leadership.Leading || !r.core.M.CaughtUp() || !r.fetching {
 			return false
 		}
 		if sp.r.HighWatermark() != sp.r.LogEndOffset() || dp.r.LogEndOffset() != sp.r.LogEndOffset() {
@@ -1829,8 +1774,8 @@ func (w *world) describe(s *Sim) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster %s:\n%s", s.clusterID, s.describe())
 	for _, r := range w.runners {
-		if r.s == s && r.leadership.Leading && r.m != nil {
-			st := r.m.Status()
+		if r.s == s && r.core.Leadership.Leading && r.core.M != nil {
+			st := r.core.M.Status()
 			fmt.Fprintf(&b, "  mirror %s broker %d: %s lmle %d srcHW %d LEO %d HW %d fetching %t lastError %q retries %d taints %v\n", r.p.key, r.p.b.id,
 				shortState(st.GetState()), st.GetLmle(), st.GetSourceHighWatermark(), st.GetLogEndOffset(), st.GetHighWatermark(), r.fetching, st.GetLastError(), st.GetRetryCount(), st.GetTaints())
 		}
@@ -1857,7 +1802,7 @@ func (w *world) checkStep() {
 					return
 				}
 				r := w.byPart[p]
-				if r == nil || !r.leadership.Leading || r.m == nil || r.m.State() != plan.Mirroring || p.r.Role() != replica.RoleLeader {
+				if r == nil || !r.core.Leadership.Leading || r.core.M == nil || r.core.M.State() != plan.Mirroring || p.r.Role() != replica.RoleLeader {
 					continue
 				}
 				if !r.fetching {
@@ -1869,7 +1814,7 @@ func (w *world) checkStep() {
 					// TestKnownBugResumeMirroringKeepsOwnEmptyEpoch).
 					continue
 				}
-				lmle := r.m.Status().GetLmle()
+				lmle := r.core.M.Status().GetLmle()
 				if lmle < 0 && p.r.LogEndOffset() == p.r.LogStartOffset() && len(es) > 0 {
 					// plan.LMLETruncationOffset(−1) on an empty log is a
 					// no-op, so an entry the leader assigned while the
@@ -1968,7 +1913,7 @@ func (w *world) check20() {
 		if dp == nil {
 			continue
 		}
-		if r := w.byPart[dp]; r == nil || !r.leadership.Leading || r.m == nil || r.m.State() != plan.Mirroring {
+		if r := w.byPart[dp]; r == nil || !r.core.Leadership.Leading || r.core.M == nil || r.core.M.State() != plan.Mirroring {
 			continue
 		}
 		w.rep.Checks["§8.20 one cluster per epoch"]++
