@@ -47,13 +47,13 @@ func newController(s *Sim) *controller {
 // start runs a new shell on store.
 func (c *controller) start(store *memstore.Store) {
 	s := c.s
-	rpc := time.Duration(s.cfg.RPCTimeoutMs) * time.Millisecond
+	rpcTimeout := time.Duration(s.cfg.RPCTimeoutMs) * time.Millisecond
 	shell, err := ctlshell.New(ctlshell.Config{
 		ClusterID:          s.clusterID,
-		RecoveryRPCTimeout: rpc,
+		RecoveryRPCTimeout: rpcTimeout,
 		// Time runs compressed here (sessions of 600 ms, recovery rounds
 		// of 1.5 s): the backoff between failed rounds scales with it.
-		RecoveryRetryBackoff:    rpc / 5,
+		RecoveryRetryBackoff:    rpcTimeout / 5,
 		RecoveryRetryMaxBackoff: time.Duration(s.cfg.UncleanRecoveryTimeoutMs) * time.Millisecond,
 		// Compaction (a fault, compact) keeps few deltas, and responses
 		// are small: a broker that restarts or falls behind catches up
