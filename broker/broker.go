@@ -742,7 +742,6 @@ func (b *Broker) sendAlterPartition(p *partition, ap replica.AlterPartitionPropo
 			retry   alter.Retry
 			resp    *pb.AlterPartitionResponse
 			verdict alter.Verdict
-			wait    time.Duration
 		)
 		for attempt := 0; ; attempt++ {
 			if attempt > 0 && !pending() {
@@ -759,8 +758,8 @@ func (b *Broker) sendAlterPartition(p *partition, ap replica.AlterPartitionPropo
 					resp = nil
 				}
 			}
-			verdict, wait = retry.Attempted(sent, resp)
-			if verdict != alter.Again {
+			var wait time.Duration
+			if verdict, wait = retry.Attempted(sent, resp); verdict != alter.Again {
 				break
 			}
 			p.logger.Debug("alter partition: retrying", "seq", ap.Seq, "err", err, "code", resp.GetError(), "attempt", attempt, "wait", wait)

@@ -307,10 +307,7 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 	end, begin := r.core.Leadership.Observe(leading, le)
 	if !leading {
 		if end {
-			r.core.Leadership.Leading = false
-			if r.core.M != nil {
-				r.core.Step(plan.LostLeadership{})
-			}
+			r.core.Ended()
 			b.mobs.ForgetMirrorPartition(r.tp.Topic, r.tp.Partition)
 			r.stopFetcher()
 		}
@@ -342,8 +339,7 @@ func (r *mirrorRunner) observe(ctx context.Context) {
 	if end {
 		// A leadership this machine did not cause ends before the records
 		// load (runner.Leadership.Observe).
-		r.core.Leadership.Leading = false
-		r.core.Step(plan.LostLeadership{})
+		r.core.Ended()
 		r.stopFetcher()
 	}
 	if begin {

@@ -748,10 +748,7 @@ func (r *mirrorRunner) observe() {
 	end, begin := r.core.Leadership.Observe(leading, le)
 	if !leading {
 		if end {
-			r.core.Leadership.Leading = false
-			if r.core.M != nil {
-				r.core.Step(plan.LostLeadership{})
-			}
+			r.core.Ended()
 			r.fetching = false
 		}
 		r.loaded, r.loading = nil, false
@@ -773,8 +770,7 @@ func (r *mirrorRunner) observe() {
 		// The old leadership ends before the records load, so none of its
 		// late outcomes acts in le (runner.Leadership.Observe).
 		s.tracef("mirror %s broker %d: leadership in LE %d ends (LE %d is not its own)", p.key, b.id, r.core.Leadership.KnownLE, le)
-		r.core.Leadership.Leading = false
-		r.core.Step(plan.LostLeadership{})
+		r.core.Ended()
 		r.fetching = false
 	}
 	if begin {

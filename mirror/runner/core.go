@@ -58,6 +58,15 @@ func (c *Core) Began(le twinlog.Epoch, desired plan.Desired) {
 // Desired is the desired state last stepped into the machine.
 func (c *Core) Desired() plan.Desired { return c.desired }
 
+// Ended ends the leadership the machine knows (Leadership.Observe said
+// it ended): the machine, if any, steps LostLeadership.
+func (c *Core) Ended() {
+	c.Leadership.Leading = false
+	if c.M != nil {
+		c.Step(plan.LostLeadership{})
+	}
+}
+
 // ApplyDesired steps the change from the last desired state to d
 // (plan.DesiredChange).
 func (c *Core) ApplyDesired(d plan.Desired) {
