@@ -1864,7 +1864,12 @@ func origin(value string) string {
 // controller's replica set is no replica: the log a removed broker still
 // holds is dead (a broker added back restarts it at 0), so it is left out
 // (sweep seed 728689: removed b4 kept epoch-8 records its cluster's
-// failback truncated on every replica).
+// failback truncated on every replica). So is a broker being added back
+// whose replica has not yet applied the addition: its log is still that
+// dead one, which it restarts at 0 when it does (replica's
+// discardLogIfAddedBack; sweep seed 4101812: b4, cut off from its
+// controller while a reassignment removed it and a failback truncated,
+// counted again the moment a reassignment re-added it).
 func (w *world) untainted(tp twinlog.TopicPartition) []*simPart {
 	var out []*simPart
 	for _, s := range []*Sim{w.a, w.b} {
@@ -1885,9 +1890,16 @@ func (w *world) untainted(tp twinlog.TopicPartition) []*simPart {
 			}
 		}
 		for _, b := range s.brokers {
-			if p := b.parts[tp]; b.up && p != nil && !tainted[b.id] && slices.Contains(pr.GetReplicas(), b.id) {
-				out = append(out, p)
+			p := b.parts[tp]
+			if !b.up || p == nil || tainted[b.id] || !slices.Contains(pr.GetReplicas(), b.id) {
+				continue
 			}
+			if slices.Contains(pr.GetAddingReplicas(), b.id) && p.r.PartitionEpoch() < twinlog.PartitionEpoch(pr.GetPartitionEpoch()) {
+				// Being added and behind the record (it may not have
+				// applied the addition yet): its log may be the dead one.
+				continue
+			}
+			out = append(out, p)
 		}
 	}
 	return out
