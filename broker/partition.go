@@ -184,7 +184,7 @@ func (p *partition) logEvent(ev replica.Event) {
 		p.logger.Warn("truncation", "cause", ev.Cause.Label(), "detail", ev.Detail)
 		if ev.Cause != replica.CauseAsLeader {
 			// A mirror leader's cut is counted by its runner, which
-			// knows the reason (mirrorRunner.truncate).
+			// knows the reason (mirror/runner.Runner's truncate, counted by mirrorObserver).
 			p.b.obs.ObserveTruncation(ev.Cause.Label())
 		}
 	case replica.EventFenced, replica.EventAlterRejected:

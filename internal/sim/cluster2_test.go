@@ -190,7 +190,7 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     __mirror_state its old machine finished a stop and made the partition
 //     writable in LE 10 before any STOPPED record of that LE. Fixed: a
 //     leadership the machine did not cause ends the old one before loading
-//     (mirrorRunner.observe).
+//     (runner.Runner's observe).
 //   - 1416997 (§8.19): a zombie leader's LMLE record with a taint (LE 3)
 //     landed after the next leader (LE 4) had loaded the state without it
 //     and let the replica into the ISR; LE 5 loaded the taint. Fixed as

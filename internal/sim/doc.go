@@ -79,14 +79,13 @@
 //
 // Config{Clusters: 2} (or Mirror) runs clusters A and B in lockstep (a
 // world, mirror.go): B's topic is created by CreateMirror from A's and
-// mirrored by the real mirror/plan.Machine on B's partition leaders, behind
-// a shell that copies broker/mirror.go (Start from metadata, LMLE queries
-// answered from the other cluster's __mirror_state by
-// plan.AnswerLastMirroredEpoch, BumpLeaderEpoch through metastate with
-// truncation points, taints) and runs broker/'s Fetch{MIRROR} session
-// (mirror/runner.FetchSession: source metadata from a random source
-// broker's image, possibly stale; fetches over the cross-cluster network,
-// served by the source replica below its HW). __mirror_state is a
+// mirrored by the real mirror/plan.Machine on B's partition leaders, run by
+// the shipped mirror/runner.Runner (mirrorhost.go hosts it as
+// broker/mirror.go does: LMLE queries answered from the other cluster's
+// __mirror_state by plan.AnswerLastMirroredEpoch, BumpLeaderEpoch through
+// the controller shell with truncation points, source metadata from a
+// random source broker's image, possibly stale, and fetches over the
+// cross-cluster network, served by the source replica below its HW). __mirror_state is a
 // durable table per cluster at the controller node, written in order by
 // the leader with stateEpoch = LE. At random moments the destination fails
 // over (Stop; half of the time after draining the source) and the old

@@ -258,7 +258,7 @@ func TestKnownBugTruncateMidBatch(t *testing.T) {
 // not fetching; mirror/plan TestBecameLeaderWithNewerRecordIsIgnored). The
 // simulator's shell now steps it as broker/mirror.go does and fails if the
 // machine writes, bumps, queries, truncates, touches taints, fetches, or is
-// writable or leading afterwards (mirrorRunner.stale); broker/mirror.go's
+// writable or leading afterwards (simObserver.BecameLeader); broker/mirror.go's
 // settleTaintsPending keeps such a zombie's follower fetches waiting.
 // Seed 104 no longer reaches a stale leadership after the later fixes;
 // seed 296 does (A's t-2, broker 2 in LE 11 loads a STOPPED record of LE

@@ -132,19 +132,19 @@ func (w *world) checkPauseHonoured() {
 	o := w.ops
 	for _, r := range w.runners {
 		p := r.p
-		if !r.live() || r.core.M == nil || !r.core.Leadership.Leading || !r.core.M.Leading() || p.r.Role() != replica.RoleLeader {
+		if !r.live() || r.core().M == nil || !r.core().Leadership.Leading || !r.core().M.Leading() || p.r.Role() != replica.RoleLeader {
 			delete(o.mirroringPaused, p)
 			delete(o.pausedMirroring, p)
 			continue
 		}
-		if r.core.Desired().State == plan.Paused {
+		if r.core().Desired().State == plan.Paused {
 			w.rep.Checks["§6.5 pause honoured"]++
 		}
-		if r.core.Desired().State == plan.Mirroring && r.core.M.State() == plan.Paused {
+		if r.core().Desired().State == plan.Mirroring && r.core().M.State() == plan.Paused {
 			w.rep.Checks["§6.5 resume honoured"]++
 		}
-		w.honoured(r, o.mirroringPaused, r.core.Desired().State == plan.Paused && r.core.M.State() == plan.Mirroring && r.fetching, "PAUSED", "MIRRORING and fetching")
-		w.honoured(r, o.pausedMirroring, r.core.Desired().State == plan.Mirroring && r.core.M.State() == plan.Paused, "MIRRORING", "PAUSED")
+		w.honoured(r, o.mirroringPaused, r.core().Desired().State == plan.Paused && r.core().M.State() == plan.Mirroring && r.rn.Fetching(), "PAUSED", "MIRRORING and fetching")
+		w.honoured(r, o.pausedMirroring, r.core().Desired().State == plan.Mirroring && r.core().M.State() == plan.Paused, "MIRRORING", "PAUSED")
 		if r.s.failed {
 			return
 		}

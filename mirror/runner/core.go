@@ -9,11 +9,10 @@ import (
 	"github.com/twinlog/twinlog/storage/epoch"
 )
 
-// Core is what every host of a partition's mirror runner keeps and steps
-// the same way (broker/mirror.go, and the simulator's runner): the machine,
+// Core is what a partition's Runner keeps and steps: the machine,
 // the leadership, and the desired state and replica status last stepped
-// into the machine. A host owns one Core per partition and uses it from
-// one goroutine.
+// into the machine. Its Runner uses it on its turns; hosts read it
+// (Runner.Core) on theirs.
 type Core struct {
 	// M is the machine, nil until the host creates it on its first
 	// leadership.

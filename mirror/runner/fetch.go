@@ -1,6 +1,11 @@
-// Package runner holds the parts of a mirror partition's runner (SPEC §6)
-// that every host runs the same way: the broker in production, the
-// deterministic simulator in tests. It decides; its host does the I/O.
+// Package runner is a mirror partition's runner (SPEC §6), the one copy
+// every host runs: the broker in production, the deterministic simulator
+// in tests. It decides; its host does the I/O.
+//
+// A Runner (runner.go) is the loop around a partition's plan.Machine: it
+// observes leadership and metadata, loads the __mirror_state records of a
+// new leadership, performs the machine's actions and runs its fetch
+// sessions, all through an Env its host implements.
 //
 // A FetchSession is one session of the Fetch{MIRROR} loop that
 // plan.StartFetcher starts (SPEC §6.3): it resolves the source leader,
@@ -8,9 +13,9 @@
 // answer, decides and makes the append, and reports outcomes to the
 // machine. It starts no goroutine and keeps no clock: each call returns the
 // Step the host performs next and reports its result back with the
-// matching method, the shape of etcd raft's Ready. The broker performs the
-// steps with blocking RPCs on one goroutine per session; the simulator
-// performs them as messages on its network and timers on its clock.
+// matching method, the shape of etcd raft's Ready. A Runner performs the
+// steps through its Env: RPCs on goroutines in the broker, messages on
+// the simulated network and timers on its clock in the simulator.
 package runner
 
 import (

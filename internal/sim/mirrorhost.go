@@ -1,0 +1,644 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/mirror/plan"
+	"github.com/twinlog/twinlog/mirror/runner"
+	"github.com/twinlog/twinlog/storage"
+)
+
+// The simulator hosts the shipped mirror runner (mirror/runner.Runner) as
+// broker/mirror.go does, with the world behind its Env: the other
+// cluster's brokers over the cross-cluster network, the cluster's
+// controller and __mirror_state over its own network, timers on the
+// simulated clock. The world turns every live runner once per step. The
+// runner's Observer hooks carry the checks that watch it (§8.15, §8.19,
+// §6.2f, §6.4, the stale leadership) and the trace.
+
+// syncRunners keeps one runner per hosted partition of a (once-)mirrored
+// topic on every running broker, as syncMirrorRunners does.
+func (w *world) syncRunners() {
+	live := map[*simPart]bool{}
+	for _, s := range []*Sim{w.a, w.b} {
+		for _, b := range s.brokers {
+			if !b.up || !b.registered {
+				continue
+			}
+			for _, p := range b.sortedParts() {
+				t := b.image.Topic(p.tp.Topic)
+				if p.tp.Topic != "t" || t == nil || (t.GetMirrorName() == "" && !t.GetOnceMirrored()) || t.GetTopicId() != p.topicID {
+					continue
+				}
+				live[p] = true
+				if w.byPart[p] == nil {
+					w.byPart[p] = w.newRunner(s, p)
+					w.runners = append(w.runners, w.byPart[p])
+				}
+			}
+		}
+	}
+	w.runners = slices.DeleteFunc(w.runners, func(r *mirrorRunner) bool {
+		if live[r.p] {
+			return false
+		}
+		delete(w.byPart, r.p)
+		return true
+	})
+}
+
+// mirrorRunner hosts one partition's runner.Runner.
+type mirrorRunner struct {
+	w  *world
+	s  *Sim
+	p  *simPart
+	rn *runner.Runner
+
+	// owedLE: BecameLeader was stepped in this LE, which carries a
+	// truncation point (a bump whose answer was lost); the machine must
+	// truncate before anything else (checkOwed). −1 none.
+	owedLE twinlog.Epoch
+	// served: what the source served for an answer the runner has yet to
+	// append (the §8.15 checks of AppendMirrored).
+	served map[*runner.Answer]servedBy
+	wseq   uint64 // __mirror_state writes sent (the idempotent producer's sequence)
+}
+
+type servedBy struct {
+	recs map[int64]shadowRec
+	hw   twinlog.Offset
+	src  *Sim
+}
+
+func (w *world) newRunner(s *Sim, p *simPart) *mirrorRunner {
+	r := &mirrorRunner{w: w, s: s, p: p, owedLE: twinlog.NoEpoch, served: map[*runner.Answer]servedBy{}}
+	r.rn = runner.New(runner.Config{
+		Self: twinlog.BrokerID(p.b.id), TopicPartition: p.tp, TopicID: p.topicID, Tick: 50 * time.Millisecond,
+		Pace: r.pace, Stop: func() bool { return s.failed },
+	}, simEnv{r}, simMirrorPart{r}, simObserver{r})
+	return r
+}
+
+func (r *mirrorRunner) core() *runner.Core { return r.rn.Core() }
+
+func (r *mirrorRunner) live() bool {
+	return r.w.byPart[r.p] == r && r.p.b.up && r.p.b.parts[r.p.tp] == r.p
+}
+
+// post hands the runner an event (broker/mirror.go post).
+func (r *mirrorRunner) post(ev plan.Event) {
+	if r.live() {
+		r.rn.Post(ev)
+	}
+}
+
+// run is one turn of the runner, then the check of an owed truncation.
+func (r *mirrorRunner) run() {
+	r.rn.Turn()
+	r.checkOwed()
+}
+
+// checkOwed runs after a turn in which BecameLeader was stepped in an LE
+// with a truncation point (the runner truncates synchronously): the machine
+// must have truncated in that LE, else the replica answers every follower
+// fetch UNKNOWN_LEADER_EPOCH for the whole LE (SPEC §6.2f).
+func (r *mirrorRunner) checkOwed() {
+	s, p := r.s, r.p
+	if r.owedLE < 0 {
+		return
+	}
+	le := r.owedLE
+	r.owedLE = twinlog.NoEpoch
+	c := r.core()
+	if !r.live() || !c.Leadership.Leading || c.M == nil || !c.M.Leading() || p.r.Role() != replica.RoleLeader || p.r.LeaderEpoch() != le {
+		return
+	}
+	s.fail("§6.2f truncation point not executed", "broker %d %s: BecameLeader in LE %d, which carries a truncation point (%v), left it undone: follower fetches get UNKNOWN_LEADER_EPOCH for the whole LE",
+		p.b.id, p.key, le, p.b.image.Partition(p.tp.Topic, p.tp.Partition).GetTruncationPoints())
+}
+
+// pace is the wait after an answer: the simulated source answers at once
+// (no long-poll), so an empty answer waits a while before the next fetch.
+func (r *mirrorRunner) pace(empty bool) time.Duration {
+	if !empty {
+		return time.Millisecond
+	}
+	return time.Duration(10+r.w.rng.IntN(40)) * time.Millisecond
+}
+
+// errNoAnswer is an RPC whose answer did not come in time.
+var errNoAnswer = errors.New("no answer")
+
+// errSimFailed ends a fetch session once a check has failed the run.
+var errSimFailed = errors.New("sim: run failed")
+
+// once returns reply, which calls f the first time it is called, and arms
+// the timeout: after ms, reply(timeout).
+func (s *Sim) once(ms int64, timeout func()) (reply func(f func())) {
+	answered := false
+	reply = func(f func()) {
+		if !answered {
+			answered = true
+			f()
+		}
+	}
+	s.after(ms, func() { reply(timeout) })
+	return reply
+}
+
+// simEnv is the runner's world (runner.Env).
+type simEnv struct{ r *mirrorRunner }
+
+func (e simEnv) NowMs() int64    { return e.r.s.now }
+func (e simEnv) Rand() plan.Rand { return e.r.s.rng }
+func (e simEnv) Wake()           {} // the world turns every runner each step
+func (e simEnv) After(d time.Duration, f func()) {
+	e.r.s.after(d.Milliseconds(), f)
+}
+
+func (e simEnv) Observe() runner.Observation {
+	b, tp := e.r.p.b, e.r.p.tp
+	return runner.Observation{View: runner.ViewOf(b.image, tp.Topic), Record: b.image.Partition(tp.Topic, tp.Partition)}
+}
+
+func (e simEnv) MachineConfig() plan.Config {
+	return plan.Config{PendingTimeoutMs: 4000, RetryInitialBackoffMs: 100, RetryMaxBackoffMs: 2000, RetryMaxAttempts: 1 << 30}
+}
+
+// LoadState is a round trip to the cluster's __mirror_state.
+func (e simEnv) LoadState(mirror string, done func(*pb.MirrorRunRecord, *pb.MirrorLmleRecord, error)) {
+	r := e.r
+	s, b := r.s, r.p.b
+	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(nil, nil, errNoAnswer) })
+	topicID, part := r.p.topicID, r.p.tp.Partition
+	tbl := r.w.tables[s]
+	s.net.send(b.node(), controllerNode, "mirror-state-read", func() {
+		run := tbl.runRec(mirror, topicID, part)
+		lmle := tbl.lmleRec(topicID, part)
+		if run != nil {
+			run = cloneProto(run)
+		}
+		if lmle != nil {
+			lmle = cloneProto(lmle)
+		}
+		s.net.send(controllerNode, b.node(), "mirror-state", func() {
+			reply(func() { done(run, lmle, nil) })
+		})
+	})
+}
+
+// WriteState appends to the cluster's __mirror_state; a late copy of an
+// earlier write of the same writer is dropped (the idempotent producer).
+func (e simEnv) WriteState(ws runner.StateWrite, done func(error)) {
+	r := e.r
+	s, p, b := r.s, r.p, r.p.b
+	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(errNoAnswer) })
+	r.wseq++
+	wseq := r.wseq
+	wk := writerKey{cluster: s.clusterID, broker: b.id, inc: b.inc, lead: ws.Lead, tp: p.tp}
+	tbl := r.w.tables[s]
+	topicID, part := p.topicID, p.tp.Partition
+	s.net.send(b.node(), controllerNode, "mirror-state-write", func() {
+		if tbl.lastSeq[wk] >= wseq {
+			return
+		}
+		tbl.lastSeq[wk] = wseq
+		if ws.Run != nil {
+			tbl.run.Apply(plan.RunKey{Mirror: ws.Mirror, TopicID: topicID, Partition: part}, cloneProto(ws.Run))
+		} else {
+			tbl.lmle.Apply(plan.LmleKey{TopicID: topicID, Partition: part}, cloneProto(ws.Lmle))
+		}
+		s.net.send(controllerNode, b.node(), "mirror-state-write-resp", func() {
+			reply(func() { done(nil) })
+		})
+	})
+}
+
+// QueryLMLE asks the other cluster's GetLastMirroredEpochs, answered by a
+// running broker of it from its __mirror_state (answerLMLE).
+func (e simEnv) QueryLMLE(done func(twinlog.Epoch, pb.ErrorCode)) {
+	r := e.r
+	s, w, p := r.s, r.w, r.p
+	src := w.other(s)
+	w.rep.LMLEQueries++
+	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT) })
+	sb := src.pickBrokerW(w)
+	if sb == nil {
+		return
+	}
+	requester, topicID, tp := s.clusterID, p.topicID, p.tp
+	w.xsend(src, sb.node(), "get-last-mirrored-epochs", func() {
+		lmle, code := w.answerLMLE(src, requester, topicID, tp)
+		w.xsend(s, p.b.node(), "last-mirrored-epochs", func() {
+			reply(func() {
+				s.tracef("mirror %s broker %d: lmle from %s: %d %s", p.key, p.b.id, src.clusterID, lmle, shortCode(code))
+				done(lmle, code)
+			})
+		})
+	})
+}
+
+// Bump sends BumpLeaderEpoch to the cluster's controller shell.
+func (e simEnv) Bump(a plan.BumpLeaderEpoch, done func(twinlog.Epoch, pb.ErrorCode)) {
+	r := e.r
+	s, p, b, w := r.s, r.p, r.p.b, r.w
+	w.rep.Bumps++
+	if cur := r.core().M.LeaderEpoch(); a.LeaderEpoch < cur {
+		// plan.Machine re-emitted a failed bump as first requested, with
+		// the LE it had then, after a late BumpDone raised its LE: the
+		// controller answers FENCED_LEADER_EPOCH forever (fixed).
+		s.knownBug(p, "plan-bump-retry-stale-le", "broker %d %s: bump retried with LE %d, the machine knows LE %d (min %d, truncation %d)",
+			b.id, p.key, a.LeaderEpoch, cur, a.MinLeaderEpoch, a.TruncationOffset)
+		if !s.cfg.FailOnKnownBugs {
+			a.LeaderEpoch = cur
+		}
+	}
+	req := &pb.BumpLeaderEpochRequest{BrokerId: b.id, BrokerEpoch: b.epoch, Topic: p.tp.Topic, Partition: p.tp.Partition,
+		LeaderEpoch: int32(a.LeaderEpoch), MinLeaderEpoch: int32(a.MinLeaderEpoch), TruncationOffset: int64(a.TruncationOffset)}
+	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT) })
+	s.tracef("mirror %s broker %d: bump LE %d min %d truncation %d", p.key, b.id, a.LeaderEpoch, a.MinLeaderEpoch, a.TruncationOffset)
+	s.net.send(b.node(), controllerNode, "bump-leader-epoch", func() {
+		c := s.ctl
+		resp := rpc(c, fmt.Sprintf("bump %d", b.id), true, c.svc.BumpLeaderEpoch, req)
+		if resp.GetError() == pb.ErrorCode_ERROR_CODE_NONE && req.GetTruncationOffset() >= 0 {
+			w.recordTruncationPoint(s, p.key, resp.GetLeaderEpoch(), req.GetTruncationOffset())
+		}
+		s.net.send(controllerNode, b.node(), "bump-leader-epoch-resp", func() {
+			reply(func() { done(twinlog.Epoch(resp.GetLeaderEpoch()), resp.GetError()) })
+		})
+	})
+}
+
+// SourceLeader is answered by a random source broker's image
+// (Sim.leaderFor: possibly stale).
+func (e simEnv) SourceLeader(_ bool, done func(runner.SourceLeader, pb.ErrorCode, error)) {
+	r := e.r
+	leader, sle := r.w.other(r.s).leaderFor(r.p.tp)
+	if leader < 1 {
+		done(runner.SourceLeader{}, pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, nil)
+		return
+	}
+	done(runner.SourceLeader{TopicID: r.p.topicID, Leader: leader, LeaderEpoch: twinlog.Epoch(sle)}, pb.ErrorCode_ERROR_CODE_NONE, nil)
+}
+
+// Fetch sends the session's Fetch{MIRROR} to the source leader over the
+// cross-cluster network; what the source served is kept for the §8.15
+// checks of AppendMirrored.
+func (e simEnv) Fetch(step runner.SendFetch, done func(*runner.Answer, error)) {
+	r := e.r
+	s, w, p := r.s, r.w, r.p
+	src := w.other(s)
+	req := &pb.FetchRequest{ReplicaId: -1, ReplicaBrokerEpoch: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_MIRROR,
+		Partitions: []*pb.FetchPartition{{Topic: p.tp.Topic, Partition: p.tp.Partition, FetchOffset: int64(step.Request.FetchOffset),
+			CurrentLeaderEpoch: int32(step.Request.CurrentLeaderEpoch), LastFetchedEpoch: int32(step.Request.LastFetchedEpoch)}}}
+	reply := s.once(s.cfg.FetchTimeoutMs, func() { done(nil, errNoAnswer) })
+	sb := src.brokers[step.Leader.Leader-1]
+	maxRecords := 1 + w.rng.IntN(40)
+	w.xsend(src, sb.node(), "mirror-fetch", func() {
+		pr := sb.serveFetch(req, maxRecords)
+		served := w.checkServed(src, sb, p.tp, req, pr)
+		w.xsend(s, p.b.node(), "mirror-fetch-resp", func() {
+			reply(func() {
+				a := &runner.Answer{
+					FetchAnswer:   plan.FetchAnswer{Error: pr.GetError(), LogStartOffset: twinlog.Offset(pr.GetLogStartOffset())},
+					HighWatermark: twinlog.Offset(pr.GetHighWatermark()), LogEndOffset: twinlog.Offset(pr.GetLogEndOffset()), Records: pr.GetRecords(),
+				}
+				if d := pr.GetDivergingEpoch(); d != nil {
+					a.Diverging = &plan.Diverging{Epoch: twinlog.Epoch(d.GetEpoch()), EndOffset: twinlog.Offset(d.GetEndOffset())}
+				}
+				clear(r.served) // one fetch in flight: earlier answers were dropped
+				r.served[a] = servedBy{recs: served, hw: twinlog.Offset(pr.GetHighWatermark()), src: src}
+				done(a, nil)
+			})
+		})
+	})
+}
+
+// simMirrorPart is the partition as the runner uses it (runner.Partition);
+// the simulator runs one thing at a time, so its lock is nothing.
+type simMirrorPart struct{ r *mirrorRunner }
+
+func (simMirrorPart) Lock()                       {}
+func (simMirrorPart) Unlock()                     {}
+func (m simMirrorPart) Replica() *replica.Replica { return m.r.p.r }
+func (m simMirrorPart) Usable() bool              { return m.r.live() }
+func (m simMirrorPart) ProcessReady()             { m.r.p.processReady() }
+func (m simMirrorPart) NoteWritable(wr bool, le twinlog.Epoch) {
+	w, p := m.r.w, m.r.p
+	w.writable[p], w.writableLE[p] = wr, le
+}
+
+// AppendMirrored appends as broker/mirror.go's mirrorPartition does, then
+// checks §8.15: each copied record equals the one the source served at
+// that offset, and D.LEO ≤ the source HW the answer carried.
+func (m simMirrorPart) AppendMirrored(a *runner.Answer, metas []replica.BatchMeta, batches storage.Validated) error {
+	r := m.r
+	s, p, w := r.s, r.p, r.w
+	if err := p.r.AppendAsMirrorLeader(metas, s.now); err != nil {
+		s.tracef("mirror %s broker %d: append rejected: %v", p.key, p.b.id, err)
+		return err
+	}
+	p.fetched = batches
+	p.processReady()
+	if s.failed {
+		return errSimFailed
+	}
+	sv, ok := r.served[a]
+	if !ok {
+		s.fail("§8.15 mirrored record differs from the source", "broker %d %s: appended an answer the simulator did not serve", p.b.id, p.key)
+		return errSimFailed
+	}
+	delete(r.served, a)
+	copies := w.copies[s][p.key]
+	if copies == nil {
+		copies = map[int64]copyRec{}
+		w.copies[s][p.key] = copies
+	}
+	for o := int64(metas[0].BaseOffset); o <= int64(metas[len(metas)-1].LastOffset); o++ {
+		w.rep.Checks["§8.15 copy = source"]++
+		got, ok := p.shadow.at(o)
+		want, wok := sv.recs[o]
+		if !ok || !wok || got != want {
+			s.fail("§8.15 mirrored record differs from the source", "broker %d %s offset %d: copied %v (%t), source had %v (%t)", p.b.id, p.key, o, got, ok, want, wok)
+			return errSimFailed
+		}
+		copies[o] = copyRec{value: got.value, srcSeq: sv.src.hist.Seq()}
+		w.rep.MirroredRecords++
+	}
+	w.rep.Checks["§8.15 LEO ≤ source HW"]++
+	if p.r.LogEndOffset() > sv.hw {
+		s.fail("§8.15 D.LEO above the source HW", "broker %d %s: LEO %d after copying, source HW %d", p.b.id, p.key, p.r.LogEndOffset(), sv.hw)
+		return errSimFailed
+	}
+	return nil
+}
+
+// simObserver watches the runner: the trace, the report's counters, and
+// the checks on what the runner's machine does.
+type simObserver struct{ r *mirrorRunner }
+
+// BecameLeader checks the new leadership before its actions run: a
+// leadership loaded from records written in a later LE (a zombie leader on
+// stale metadata, seeds 104, 296) must be refused by the machine: nothing
+// that writes, bumps, queries, truncates, touches taints or fetches, not
+// writable, not leading. Otherwise §8.19: no replica the loaded record
+// taints is in the ISR (unless its own, or §6.8 exempts it); and an LE with
+// a truncation point owes its truncation (checkOwed).
+func (o simObserver) BecameLeader(ev plan.BecameLeader, m *plan.Machine) {
+	r := o.r
+	s, p, w := r.s, r.p, r.w
+	le := ev.LeaderEpoch
+	if se := max(ev.Run.GetStateEpoch(), ev.Run.GetTruncationEpoch(), ev.Lmle.GetStateEpoch()); se > int32(le) {
+		s.tracef("mirror %s broker %d: stale leadership LE %d (run %v, lmle %v written later)", p.key, p.b.id, le, shortRun(ev.Run), shortLmle(ev.Lmle))
+		w.rep.Checks["stale leadership refused by plan"]++
+		for _, a := range m.Ready().Actions {
+			harmful := false
+			switch a := a.(type) {
+			case plan.WriteRunRecord, plan.WriteLmleRecord, plan.BumpLeaderEpoch, plan.QueryLMLE, plan.TruncateTo, plan.TruncateFully,
+				plan.SetAlignedEpoch, plan.StartFetcher, plan.AddTaints, plan.ClearTaint:
+				harmful = true
+			case plan.SetWritable:
+				harmful = a.Writable
+			}
+			if harmful {
+				s.fail("mirror: plan acts on a stale leadership", "broker %d %s: BecameLeader in LE %d with run %s, lmle %s (written in a later LE) -> %#v",
+					p.b.id, p.key, le, shortRun(ev.Run), shortLmle(ev.Lmle), a)
+				return
+			}
+		}
+		if m.Writable() || m.Leading() {
+			s.fail("mirror: plan acts on a stale leadership", "broker %d %s: after BecameLeader in LE %d with run %s, lmle %s: writable %t, leading %t",
+				p.b.id, p.key, le, shortRun(ev.Run), shortLmle(ev.Lmle), m.Writable(), m.Leading())
+		}
+		return
+	}
+	s.tracef("mirror %s broker %d: became leader LE %d (run %v, lmle %v, desired %v gen %d)", p.key, p.b.id, le, shortRun(ev.Run), shortLmle(ev.Lmle), ev.Desired.State, ev.Desired.Generation)
+	w.rep.Checks["§8.19 no durably tainted replica in ISR"]++
+	for _, t := range ev.Lmle.GetTaints() {
+		// (Its own taint, or any once a tainted replica was elected
+		// uncleanly: the §6.8 exemption covers 19.)
+		if t.GetReplica() != p.b.id && !w.exempt[p.key] && slices.Contains(p.r.ISR(), twinlog.BrokerID(t.GetReplica())) {
+			s.fail("§8.19 tainted replica in ISR", "broker %d %s: new leader in LE %d loaded taint %v while replica %d is in the ISR %v (a leader served follower fetches before loading the taints?)",
+				p.b.id, p.key, le, t, t.GetReplica(), p.r.ISR())
+			return
+		}
+	}
+	want := runner.TaintsOf(ev.Lmle)
+	for id := range p.r.Taints() {
+		if _, ok := want[id]; !ok {
+			// An LE this broker leads again without having applied the
+			// leadership in between (it dropped its taints otherwise).
+			w.rep.Checks["§6.4 stale taints replaced at BecameLeader"]++
+			break
+		}
+	}
+	// With the LE's truncation points: a bump whose answer was lost left
+	// its truncation to this leadership (§6.2f; seed 1149).
+	if slices.ContainsFunc(ev.TruncationPoints, func(tp plan.TruncationPoint) bool { return tp.LeaderEpoch == le }) {
+		r.owedLE = le
+		w.rep.Checks["§6.2f owed truncation at BecameLeader"]++
+	}
+}
+
+// TaintsLoaded checks §6.4: once loaded the leader holds no taint the
+// record lacks. A taint from an earlier leadership, durably cleared since,
+// would cut an ISR member below the HW (§8.7), which §8.7's own check may
+// not see: it is suspended in an LE whose leader has not fetched since a
+// truncation point.
+func (o simObserver) TaintsLoaded(lmle *pb.MirrorLmleRecord) {
+	r := o.r
+	s, p := r.s, r.p
+	want := runner.TaintsOf(lmle)
+	r.w.rep.Checks["§6.4 leader taints ⊆ loaded record"]++
+	for id, t := range p.r.Taints() {
+		if _, ok := want[id]; !ok {
+			s.fail("§6.4 leader taints ⊆ loaded record", "broker %d %s: new leader in LE %d holds taint %v of replica %d; the loaded __mirror_state record has %v",
+				p.b.id, p.key, p.r.LeaderEpoch(), t, id, lmle.GetTaints())
+			return
+		}
+	}
+}
+
+func (o simObserver) LeadershipEnded() {
+	p := o.r.p
+	o.r.s.tracef("mirror %s broker %d: leadership ends (LE %d)", p.key, p.b.id, p.r.LeaderEpoch())
+}
+
+func (o simObserver) Transition(a plan.Transition) {
+	r := o.r
+	s, p, w := r.s, r.p, r.w
+	w.rep.Transitions[shortState(a.To)]++
+	s.tracef("mirror %s broker %d: %v -> %v (%s) LE %d LEO %d HW %d epochs %v", p.key, p.b.id, shortState(a.From), shortState(a.To), a.Reason,
+		p.r.LeaderEpoch(), p.r.LogEndOffset(), p.r.HighWatermark(), p.r.EpochEntries())
+	if a.To == plan.Stopped {
+		w.checkFailoverAcks(s, p)
+	}
+}
+
+// Truncating: §8.8's leader HW may drop now (§6.2f); the check restarts.
+func (o simObserver) Truncating() { o.r.p.leaderLE = -1 }
+
+func (o simObserver) Truncated(t runner.Truncation) {
+	r := o.r
+	s, p, w := r.s, r.p, r.w
+	if t.Err != nil {
+		s.tracef("mirror %s broker %d: truncation to %d failed: %v", p.key, p.b.id, t.Offset, t.Err)
+		return
+	}
+	// Its log is now the definitive one of its LE (see staleLeader).
+	p.validatedLE = max(p.validatedLE, int32(p.r.LeaderEpoch()))
+	if p.r.LeaderEpoch() == r.owedLE {
+		r.owedLE = twinlog.NoEpoch
+	}
+	// The truncation point recorded at the bump: the HW this leader exposes
+	// in its LE starts here (§8.7 trueHW).
+	if le := int32(p.r.LeaderEpoch()); le >= s.lastUnclean[p.key] {
+		s.trueHW[p.key] = min(s.trueHW[p.key], int64(p.r.HighWatermark()))
+	}
+	w.rep.Truncations[string(t.Reason)]++
+	if t.Reason == plan.ReasonLMLE && t.After == t.Before {
+		w.rep.LMLENoOps++
+	}
+	s.tracef("mirror %s broker %d: truncation %s to %d (full %t): LEO %d -> %d, HW %d, epochs %v", p.key, p.b.id, t.Reason, t.Offset, t.Full, t.Before, t.After, p.r.HighWatermark(), p.r.EpochEntries())
+}
+
+func (o simObserver) Taints(a plan.AddTaints, refused []twinlog.BrokerID) {
+	r := o.r
+	s, p := r.s, r.p
+	if len(refused) > 0 {
+		r.w.rep.Checks["§8.19 run taints refused for maximal-ISR members"]++
+		s.tracef("mirror %s broker %d: taints %v refused (maximal ISR %v)", p.key, p.b.id, a.Taints, p.r.MaximalISR())
+		return
+	}
+	s.tracef("mirror %s broker %d: taints %v", p.key, p.b.id, a.Taints)
+}
+
+func (o simObserver) Writable(wr bool, le twinlog.Epoch) {
+	p := o.r.p
+	o.r.s.tracef("mirror %s broker %d: writable %t LE %d", p.key, p.b.id, wr, le)
+}
+
+func (o simObserver) FetchEvent(ev plan.Event) {
+	s, p := o.r.s, o.r.p
+	switch ev := ev.(type) {
+	case plan.FetchDiverging:
+		s.tracef("mirror %s broker %d: fetch -> DivergingEpoch {%d %d}", p.key, p.b.id, ev.Epoch, ev.EndOffset)
+	case plan.FetchOutOfRange:
+		s.tracef("mirror %s broker %d: fetch -> OFFSET_OUT_OF_RANGE (source log start %d)", p.key, p.b.id, ev.SourceLogStartOffset)
+	case plan.FetchStraddle:
+		s.tracef("mirror %s broker %d: batch [%d, %d] straddles the LEO: no prefix of the source's log", p.key, p.b.id, ev.BaseOffset, ev.LastOffset)
+	case plan.FetchForeignEpoch:
+		s.tracef("mirror %s broker %d: batch at %d has epoch %d below the cached epochs (§6.8): foreign epoch", p.key, p.b.id, ev.BaseOffset, ev.Epoch)
+	case plan.FetchError:
+		if ev.Error == pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE {
+			s.tracef("mirror %s broker %d: corrupt answer: %s", p.key, p.b.id, ev.Message)
+		}
+	}
+}
+
+func (o simObserver) Status(*pb.MirrorPartitionStatus) {}
+
+func (o simObserver) Rejected(ev plan.Event, err error) {
+	p := o.r.p
+	o.r.s.tracef("mirror %s broker %d: request rejected: %T: %v", p.key, p.b.id, ev, err)
+}
+
+func shortState(st pb.MirrorState) string {
+	return strings.TrimPrefix(st.String(), "MIRROR_STATE_")
+}
+
+func shortRun(r *pb.MirrorRunRecord) string {
+	if r == nil {
+		return "none"
+	}
+	return fmt.Sprintf("{%s gen %d lmleUsed %d te %d lmleRec %d se %d}", shortState(r.GetState()), r.GetGeneration(), r.GetLmleUsed(), r.GetTruncationEpoch(), r.GetLmleRecorded(), r.GetStateEpoch())
+}
+
+func shortLmle(r *pb.MirrorLmleRecord) string {
+	if r == nil {
+		return "none"
+	}
+	return fmt.Sprintf("{lmle %d from %q leAfterStop %d leoAtStop %d taints %d se %d}", r.GetLmle(), r.GetSourceClusterId(), r.GetLeaderEpochAfterStop(), r.GetLeoAtStop(), len(r.GetTaints()), r.GetStateEpoch())
+}
+
+func (s *Sim) pickBrokerW(w *world) *simBroker {
+	var c []*simBroker
+	for _, b := range s.brokers {
+		if b.up && b.registered {
+			c = append(c, b)
+		}
+	}
+	if len(c) == 0 {
+		return nil
+	}
+	return c[w.rng.IntN(len(c))]
+}
+
+// answerLMLE is the source side of GetLastMirroredEpochs: the state
+// partition's leader, caught up (sometimes not yet: a retriable error).
+func (w *world) answerLMLE(src *Sim, requester, topicID string, tp twinlog.TopicPartition) (twinlog.Epoch, pb.ErrorCode) {
+	st := src.ctl.image
+	v := plan.SourceView{HasStateTopic: st.Topic("__mirror_state") != nil, StateLeader: true, CaughtUp: true, Partition: tp.Partition}
+	if w.faultsOn {
+		v.StateLeader = w.rng.Float64() >= 0.05
+		v.CaughtUp = w.rng.Float64() >= 0.05
+	}
+	t := st.Topic(tp.Topic)
+	tbl := w.tables[src]
+	if t != nil {
+		v.LocalTopicID, v.PartitionCount = t.GetTopicId(), t.GetPartitionCount()
+		if name := t.GetMirrorName(); name != "" {
+			v.InMirror = true
+			if m := st.Mirror(name); m != nil {
+				for _, mt := range m.GetTopics() {
+					if mt.GetTopic() == tp.Topic {
+						v.DesiredState = mt.GetDesiredState()
+					}
+				}
+			}
+			v.RunState = tbl.runRec(name, t.GetTopicId(), tp.Partition).GetState()
+		}
+		v.Record = tbl.lmleRec(t.GetTopicId(), tp.Partition)
+	}
+	return plan.AnswerLastMirroredEpoch(requester, topicID, v)
+}
+
+// checkServed runs on the source when it answers a Fetch{MIRROR}: §8.17
+// (only a writable partition serves it), §8.15 (records below the HW). It
+// returns the served records as the source's shadow holds them.
+func (w *world) checkServed(src *Sim, sb *simBroker, tp twinlog.TopicPartition, req *pb.FetchRequest, pr *pb.FetchPartitionResponse) map[int64]shadowRec {
+	sp := sb.parts[tp]
+	if pr.GetError() != pb.ErrorCode_ERROR_CODE_NONE || pr.GetDivergingEpoch() != nil || sp == nil {
+		return nil
+	}
+	w.rep.Checks["§8.17 mirror source writable"]++
+	if !w.partWritable(sp) {
+		src.fail("§8.17 Fetch{MIRROR} from a non-writable partition", "broker %d %s answered a mirror fetch at %d NONE while not writable", sb.id, sp.key, req.GetPartitions()[0].GetFetchOffset())
+		return nil
+	}
+	out := map[int64]shadowRec{}
+	for bv, err := range storage.Batches(pr.GetRecords()) {
+		if err != nil {
+			src.fail("mirror serve", "%v", err)
+			return nil
+		}
+		w.rep.Checks["§8.15 served below source HW"]++
+		if bv.LastOffset() >= twinlog.Offset(pr.GetHighWatermark()) {
+			src.fail("§8.15 mirror read at or above the source HW", "broker %d %s served batch [%d, %d] with HW %d", sb.id, sp.key, bv.BaseOffset(), bv.LastOffset(), twinlog.Offset(pr.GetHighWatermark()))
+			return nil
+		}
+		for o := bv.BaseOffset(); o <= bv.LastOffset(); o++ {
+			if rec, ok := sp.shadow.at(int64(o)); ok {
+				out[int64(o)] = rec
+			}
+		}
+	}
+	return out
+}
