@@ -7,7 +7,7 @@ import (
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
-	"github.com/twinlog/twinlog/broker/wire"
+	"github.com/twinlog/twinlog/broker/serve"
 )
 
 // Fetch serves FOLLOWER, CONSUMER and MIRROR fetches (SPEC §4.3): the
@@ -36,6 +36,7 @@ func (b *Broker) fetch(ctx context.Context, req *pb.FetchRequest, alloc func(int
 	for i, fp := range req.GetPartitions() {
 		parts[i] = b.partition(twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()})
 	}
+	targets := b.fetchTargets(req, parts, alloc)
 	var ch chan struct{}
 	var waits []*fetchWaiter // per partition; nil without a long poll
 	var timer *time.Timer
@@ -60,10 +61,10 @@ func (b *Broker) fetch(ctx context.Context, req *pb.FetchRequest, alloc func(int
 				}
 			}()
 		}
-		resp, bytes, stop := b.fetchOnce(req, parts, waits, alloc)
+		resp, bytes, stop := b.fetchOnce(req, targets, waits)
 		// minBytes above what one response may carry waits no longer
 		// than for a full response.
-		if stop || bytes >= min(int(max(req.GetMinBytes(), 1)), fetchBudget(req.GetMaxBytes(), b.cfg.FetchMaxBytes)) || wait <= 0 {
+		if stop || bytes >= min(int(max(req.GetMinBytes(), 1)), serve.Budget(req.GetMaxBytes(), b.cfg.FetchMaxBytes)) || wait <= 0 {
 			b.obs.ObserveBytesOut(bytes)
 			return resp, nil
 		}
@@ -77,7 +78,7 @@ func (b *Broker) fetch(ctx context.Context, req *pb.FetchRequest, alloc func(int
 		select {
 		case <-ch:
 		case <-timer.C:
-			resp, bytes, _ = b.fetchOnce(req, parts, nil, alloc)
+			resp, bytes, _ = b.fetchOnce(req, targets, nil)
 			b.obs.ObserveBytesOut(bytes)
 			return resp, nil
 		case <-ctx.Done():
@@ -139,80 +140,61 @@ func validateFetch(req *pb.FetchRequest, fetchMaxBytes, maxBatchBytes int) error
 	return nil
 }
 
-// fetchBudget is the record bytes one response may carry: the request's
-// maxBytes (0: no wish) clamped to fetch.max.bytes.
-func fetchBudget(maxBytes int32, fetchMaxBytes int) int {
-	if maxBytes <= 0 {
-		return fetchMaxBytes
+// fetchTargets resolves the request's partitions for serve.Once: a
+// partition not hosted, or a mirror fetch of another topic id, is refused
+// up front; the others read into buffers from alloc.
+func (b *Broker) fetchTargets(req *pb.FetchRequest, parts []*partition, alloc func(int) []byte) []serve.Target {
+	ts := make([]serve.Target, len(parts))
+	for i, fp := range req.GetPartitions() {
+		p := parts[i]
+		switch {
+		case p == nil:
+			ts[i].Error, ts[i].LeaderID = b.notHosted(twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()})
+		case mirrorFetchTopicCheck(req, fp, p) != pb.ErrorCode_ERROR_CODE_NONE:
+			ts[i].Error = mirrorFetchTopicCheck(req, fp, p)
+		default:
+			ts[i].P = servePartition{p: p, alloc: alloc}
+		}
 	}
-	return min(int(maxBytes), fetchMaxBytes)
+	return ts
 }
 
-// fetchOnce evaluates every partition once. stop reports an answer that must
-// go out now (an error or divergence for some partition). It records in
+// fetchOnce evaluates every partition once (serve.Once). It records in
 // waits (when non-nil) the read bound each partition was evaluated at, so
-// only growth beyond it wakes the long poll.
-func (b *Broker) fetchOnce(req *pb.FetchRequest, parts []*partition, waits []*fetchWaiter, alloc func(int) []byte) (*pb.FetchResponse, int, bool) {
-	resp := &pb.FetchResponse{Partitions: make([]*pb.FetchPartitionResponse, len(parts))}
-	budget := fetchBudget(req.GetMaxBytes(), b.cfg.FetchMaxBytes)
-	total, stop := 0, false
-	now := b.nowMs()
-	for i, fp := range req.GetPartitions() {
-		out := &pb.FetchPartitionResponse{Topic: fp.GetTopic(), Partition: fp.GetPartition(), HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1, LeaderId: -1}
-		resp.Partitions[i] = out
-		p := parts[i]
-		if p == nil {
-			out.Error, out.LeaderId = b.notHosted(twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()})
-			stop = true
-			continue
+// only growth beyond it wakes the long poll; and it does so before the
+// Ready is processed: the HW this very fetch advances must not wake its
+// own long poll (the waiter still said −1), which cost every acks=all
+// completion an empty re-evaluation of all the fetch's partitions.
+func (b *Broker) fetchOnce(req *pb.FetchRequest, targets []serve.Target, waits []*fetchWaiter) (*pb.FetchResponse, int, bool) {
+	var evaluated func(int, replica.FetchDecision)
+	if waits != nil {
+		evaluated = func(i int, d replica.FetchDecision) {
+			if d.Error == pb.ErrorCode_ERROR_CODE_NONE {
+				waits[i].seen.Store(int64(d.ReadUpTo))
+			}
 		}
-		if code := mirrorFetchTopicCheck(req, fp, p); code != pb.ErrorCode_ERROR_CODE_NONE {
-			out.Error = code
-			stop = true
-			continue
-		}
-		fr := wire.FetchRequest(req, fp)
-		p.mu.Lock()
-		if err := p.usableLocked(); err != nil {
-			p.mu.Unlock()
-			out.Error = storageCode(err)
-			stop = true
-			continue
-		}
-		d := p.r.HandleFollowerFetch(fr, now)
-		if waits != nil && d.Error == pb.ErrorCode_ERROR_CODE_NONE {
-			// Before processReadyLocked: the HW this very fetch advances
-			// must not wake its own long poll (the waiter still said −1),
-			// which cost every acks=all completion an empty re-evaluation
-			// of all the fetch's partitions.
-			waits[i].seen.Store(int64(d.ReadUpTo))
-		}
-		p.processReadyLocked()
-		leader := p.r.Leader()
-		p.mu.Unlock()
-		wire.FillAnswer(out, d, leader)
-		if d.DivergingEpoch != nil || d.Error != pb.ErrorCode_ERROR_CODE_NONE {
-			stop = true
-			continue
-		}
-		if !wire.Readable(d) || budget <= 0 {
-			continue
-		}
-		limit := budget
-		if pm := int(fp.GetPartitionMaxBytes()); pm > 0 {
-			limit = min(limit, pm)
-		}
-		rr, err := p.log.ReadInto(d.ReadFrom, limit, d.ReadUpTo, alloc)
-		if err != nil {
-			out.Error = storageCode(err)
-			stop = true
-			continue
-		}
-		out.Records = rr.Batches
-		total += len(rr.Batches)
-		budget -= len(rr.Batches)
 	}
-	return resp, total, stop
+	return serve.Once(req, targets, serve.Budget(req.GetMaxBytes(), b.cfg.FetchMaxBytes), b.nowMs(), evaluated)
+}
+
+// servePartition is a hosted partition as serve.Once reads it.
+type servePartition struct {
+	p     *partition
+	alloc func(int) []byte
+}
+
+func (s servePartition) Lock()                     { s.p.mu.Lock() }
+func (s servePartition) Unlock()                   { s.p.mu.Unlock() }
+func (s servePartition) Replica() *replica.Replica { return s.p.r }
+func (s servePartition) Unusable() pb.ErrorCode    { return storageCode(s.p.usableLocked()) }
+func (s servePartition) ProcessReady()             { s.p.processReadyLocked() }
+
+func (s servePartition) Read(from twinlog.Offset, maxBytes int, upTo twinlog.Offset) ([]byte, pb.ErrorCode) {
+	rr, err := s.p.log.ReadInto(from, maxBytes, upTo, s.alloc)
+	if err != nil {
+		return nil, storageCode(err)
+	}
+	return rr.Batches, pb.ErrorCode_ERROR_CODE_NONE
 }
 
 // epochCheck applies SPEC §4.3 step 2 to a non-fetch request (ListOffsets,

@@ -379,13 +379,20 @@ func (e mirrorEnv) Bump(a plan.BumpLeaderEpoch, done func(twinlog.Epoch, pb.Erro
 	}()
 }
 
+// SourceLeader answers from the source client's metadata cache at once
+// when it may, else after a Metadata RPC on its own goroutine.
 func (e mirrorEnv) SourceLeader(refresh bool, done func(runner.SourceLeader, pb.ErrorCode, error)) {
 	r := e.r
 	src := r.src
-	go func() {
+	lookup := func() {
 		pl, code, err := src.Leader(r.ctx, r.tp, refresh)
 		done(runner.SourceLeader{TopicID: pl.TopicID, Leader: pl.Leader, LeaderEpoch: pl.LeaderEpoch, Addr: pl.Addr}, code, err)
-	}()
+	}
+	if !refresh && src.Topic(r.tp.Topic) != nil {
+		lookup()
+		return
+	}
+	go lookup()
 }
 
 // Fetch sends one Fetch{MIRROR}, which long-polls at the source.

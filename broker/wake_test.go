@@ -78,7 +78,7 @@ func followerFetch(t *testing.T, b *Broker, p *partition, id twinlog.BrokerID, o
 		p.addWaiter(w)
 		waits = []*fetchWaiter{w}
 	}
-	resp, _, _ := b.fetchOnce(req, []*partition{p}, waits, nil)
+	resp, _, _ := b.fetchOnce(req, b.fetchTargets(req, []*partition{p}, nil), waits)
 	if e := resp.Partitions[0].GetError(); e != pb.ErrorCode_ERROR_CODE_NONE {
 		t.Fatalf("follower %d fetch at %d: %v", id, offset, e)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twinlog/twinlog/broker/assign"
 	"github.com/twinlog/twinlog/broker/ready"
 	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/broker/serve"
 	"github.com/twinlog/twinlog/broker/wire"
 	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/metadata"
@@ -634,9 +635,9 @@ func (p *simPart) maybeFetch() {
 	// broker fenced); the answer goes back with the machine's request.
 	req := &pb.FetchRequest{ReplicaId: b.id, ReplicaBrokerEpoch: b.epoch, FetcherType: pb.FetcherType_FETCHER_TYPE_FOLLOWER,
 		Partitions: []*pb.FetchPartition{wire.FetchPartition(p.tp, t.Request, 0)}}
-	maxRecords := 1 + s.rng.IntN(20)
+	maxBytes := 1 + s.rng.IntN(1200)
 	s.net.send(b.node(), leader.node(), "fetch", func() {
-		pr := leader.serveFetch(req, maxRecords)
+		pr := leader.serveFetch(req, maxBytes)
 		s.net.send(leader.node(), b.node(), "fetch-resp", func() {
 			if b.inc != inc || !b.up || b.parts[p.tp] != p {
 				return
@@ -653,49 +654,58 @@ func (p *simPart) maybeFetch() {
 }
 
 // serveFetch answers the one partition of fetch req as the leader shell
-// does (broker/fetch.go fetchOnce, through broker/wire): the replica
-// decides, the log supplies the bytes — at most maxRecords records, the
-// simulator's stand-in for the byte budgets.
-func (b *simBroker) serveFetch(req *pb.FetchRequest, maxRecords int) *pb.FetchPartitionResponse {
+// does (broker/serve.Once, the broker's fetch handler evaluating a request
+// once): the replica decides, the log supplies at most maxBytes of batches
+// (at least one).
+func (b *simBroker) serveFetch(req *pb.FetchRequest, maxBytes int) *pb.FetchPartitionResponse {
 	s := b.s
 	fp := req.GetPartitions()[0]
 	tp := twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()}
-	out := &pb.FetchPartitionResponse{Topic: tp.Topic, Partition: tp.Partition, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1, LeaderId: -1}
+	t := serve.Target{Error: pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, LeaderID: -1}
 	p := b.parts[tp]
-	if !b.up || !b.registered || p == nil {
-		out.Error = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
-		return out
+	if b.up && b.registered && p != nil {
+		t = serve.Target{P: servedPart{p}}
 	}
-	fr := wire.FetchRequest(req, fp)
-	d := p.r.HandleFollowerFetch(fr, s.now)
-	p.processReady()
-	if d.Error == pb.ErrorCode_ERROR_CODE_INVALID_FETCH_SESSION_EPOCH || d.Error == pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH {
-		s.tracef("broker %d %s: refused stale fetch from %d (broker epoch %d seq %d offset %d LE %d last %d): %s",
-			b.id, p.key, fr.ReplicaID, fr.BrokerEpoch, fr.Seq, fr.FetchOffset, fr.CurrentLeaderEpoch, fr.LastFetchedEpoch, shortCode(d.Error))
-	}
-	wire.FillAnswer(out, d, p.r.Leader())
-	if !wire.Readable(d) {
-		return out
-	}
-	upTo := min(d.ReadUpTo, d.ReadFrom+twinlog.Offset(maxRecords))
-	rr, err := p.log.Read(d.ReadFrom, 1<<20, upTo)
-	if err != nil {
-		s.fail("storage read", "broker %d %s: read [%d, %d): %v (log [%d, %d))", b.id, p.key, d.ReadFrom, upTo, err, p.log.LogStartOffset(), p.log.LogEndOffset())
-		return out
-	}
-	if fr.FetcherType == pb.FetcherType_FETCHER_TYPE_CONSUMER {
+	resp, _, _ := serve.Once(req, []serve.Target{t}, maxBytes, s.now, func(_ int, d replica.FetchDecision) {
+		if d.Error == pb.ErrorCode_ERROR_CODE_INVALID_FETCH_SESSION_EPOCH || d.Error == pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH {
+			fr := wire.FetchRequest(req, fp)
+			s.tracef("broker %d %s: refused stale fetch from %d (broker epoch %d seq %d offset %d LE %d last %d): %s",
+				b.id, p.key, fr.ReplicaID, fr.BrokerEpoch, fr.Seq, fr.FetchOffset, fr.CurrentLeaderEpoch, fr.LastFetchedEpoch, shortCode(d.Error))
+		}
+	})
+	out := resp.GetPartitions()[0]
+	if req.GetFetcherType() == pb.FetcherType_FETCHER_TYPE_CONSUMER && len(out.GetRecords()) > 0 {
 		s.report.Checks["read-below-hw"]++
-		for bv, err := range storage.Batches(rr.Batches) {
+		for bv, err := range storage.Batches(out.GetRecords()) {
 			if err != nil {
 				break
 			}
-			if bv.LastOffset() >= d.HighWatermark {
-				s.fail("§8.13 read at or above HW", "broker %d %s served batch [%d, %d] with HW %d", b.id, p.key, bv.BaseOffset(), bv.LastOffset(), d.HighWatermark)
+			if bv.LastOffset() >= twinlog.Offset(out.GetHighWatermark()) {
+				s.fail("§8.13 read at or above HW", "broker %d %s served batch [%d, %d] with HW %d", b.id, p.key, bv.BaseOffset(), bv.LastOffset(), out.GetHighWatermark())
 			}
 		}
 	}
-	out.Records = rr.Batches
 	return out
+}
+
+// servedPart is a hosted partition as serve.Once reads it; a read error is
+// a storage bug here (the simulated disk fails no read).
+type servedPart struct{ p *simPart }
+
+func (servedPart) Lock()                        {}
+func (servedPart) Unlock()                      {}
+func (sp servedPart) Replica() *replica.Replica { return sp.p.r }
+func (servedPart) Unusable() pb.ErrorCode       { return pb.ErrorCode_ERROR_CODE_NONE }
+func (sp servedPart) ProcessReady()             { sp.p.processReady() }
+
+func (sp servedPart) Read(from twinlog.Offset, maxBytes int, upTo twinlog.Offset) ([]byte, pb.ErrorCode) {
+	p := sp.p
+	rr, err := p.log.Read(from, maxBytes, upTo)
+	if err != nil {
+		p.b.s.fail("storage read", "broker %d %s: read [%d, %d): %v (log [%d, %d))", p.b.id, p.key, from, upTo, err, p.log.LogStartOffset(), p.log.LogEndOffset())
+		return nil, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+	}
+	return rr.Batches, pb.ErrorCode_ERROR_CODE_NONE
 }
 
 func (p *simPart) handleFetchResponse(resp replica.FetchResponse, batches storage.Validated) {

@@ -265,7 +265,7 @@ func (c *consumer) poll() {
 		Partitions: []*pb.FetchPartition{{Topic: c.tp.Topic, Partition: c.tp.Partition, FetchOffset: c.pos, CurrentLeaderEpoch: c.le, LastFetchedEpoch: -1}}}
 	pos := c.pos
 	s.net.send(c.node(), b.node(), "consume", func() {
-		pr := b.serveFetch(req, 1+s.rng.IntN(30))
+		pr := b.serveFetch(req, 1+s.rng.IntN(1800))
 		s.net.send(b.node(), c.node(), "consume-resp", func() {
 			c.inflight = false
 			if c.pos != pos {

@@ -300,9 +300,9 @@ func (e simEnv) Fetch(step runner.SendFetch, done func(*runner.Answer, error)) {
 			CurrentLeaderEpoch: int32(step.Request.CurrentLeaderEpoch), LastFetchedEpoch: int32(step.Request.LastFetchedEpoch)}}}
 	reply := s.once(s.cfg.FetchTimeoutMs, func() { done(nil, errNoAnswer) })
 	sb := src.brokers[step.Leader.Leader-1]
-	maxRecords := 1 + w.rng.IntN(40)
+	maxBytes := 1 + w.rng.IntN(2400)
 	w.xsend(src, sb.node(), "mirror-fetch", func() {
-		pr := sb.serveFetch(req, maxRecords)
+		pr := sb.serveFetch(req, maxBytes)
 		served := w.checkServed(src, sb, p.tp, req, pr)
 		w.xsend(s, p.b.node(), "mirror-fetch-resp", func() {
 			reply(func() {

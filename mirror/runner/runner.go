@@ -797,7 +797,9 @@ func (r *Runner) postFetch(ev plan.Event) {
 		r.log.Warn("mirror fetch: source batch epoch below the latest cached epoch", "offset", ev.BaseOffset, "epoch", ev.Epoch)
 	}
 	r.obs.FetchEvent(ev)
-	r.deliver(func() { r.core.Post(ev) })
+	// A session reports only from the answers its runner hands it, on the
+	// runner's turn: the machine hears at once.
+	r.core.Post(ev)
 }
 
 // sessionLog is the partition as session f uses it (Log): its calls run

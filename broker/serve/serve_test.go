@@ -1,0 +1,127 @@
+package serve_test
+
+import (
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/broker/serve"
+	"github.com/twinlog/twinlog/storage/epoch"
+)
+
+const batchBytes = 50
+
+// part is a partition whose log holds batches of batchBytes.
+type part struct {
+	sync.Mutex
+	r        *replica.Replica
+	unusable pb.ErrorCode
+	events   *[]string
+	name     string
+}
+
+func (p *part) Replica() *replica.Replica { return p.r }
+func (p *part) Unusable() pb.ErrorCode    { return p.unusable }
+func (p *part) ProcessReady()             { *p.events = append(*p.events, p.name+" ready") }
+
+// Read returns whole batches up to maxBytes, at least one.
+func (p *part) Read(from twinlog.Offset, maxBytes int, upTo twinlog.Offset) ([]byte, pb.ErrorCode) {
+	*p.events = append(*p.events, p.name+" read")
+	n := max(1, maxBytes/batchBytes)
+	n = min(n, int(upTo-from))
+	return make([]byte, n*batchBytes), pb.ErrorCode_ERROR_CODE_NONE
+}
+
+// newPart is a replica of broker 1 holding [0, 10), committed, led by
+// leader in LE 1.
+func newPart(t *testing.T, name string, leader twinlog.BrokerID, events *[]string) *part {
+	t.Helper()
+	r, err := replica.New(replica.Config{ID: 1, Partition: twinlog.TopicPartition{Topic: "t"}},
+		replica.LogState{LogEndOffset: 10, HighWatermark: 10, Epochs: []epoch.Entry{{Epoch: 0, StartOffset: 0}}, AlignedEpoch: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ApplyPartitionState(replica.PartitionState{Leader: leader, LeaderEpoch: 1, PartitionEpoch: 1, Replicas: []twinlog.BrokerID{1}, ISR: []twinlog.BrokerID{1},
+		MinISR: 1, Brokers: map[twinlog.BrokerID]twinlog.BrokerEpoch{1: 1, 2: 1}}, 0)
+	return &part{r: r, events: events, name: name}
+}
+
+func consumerFetch(caps ...int32) *pb.FetchRequest {
+	req := &pb.FetchRequest{ReplicaId: -1, ReplicaBrokerEpoch: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER}
+	for i, c := range caps {
+		req.Partitions = append(req.Partitions, &pb.FetchPartition{Topic: "t", Partition: int32(i), FetchOffset: 0, CurrentLeaderEpoch: 1, LastFetchedEpoch: -1, PartitionMaxBytes: c})
+	}
+	return req
+}
+
+// TestOnce: one budget across the partitions in request order, each
+// partition's own cap, at least one batch for the first partition a
+// budget reaches; refused targets, closed partitions and replica errors
+// answered and marked stop, without a read; each decision heard before
+// its Ready is processed.
+func TestOnce(t *testing.T) {
+	var events []string
+	p0, p1 := newPart(t, "p0", 1, &events), newPart(t, "p1", 1, &events)
+	follower := newPart(t, "p3", 2, &events)
+	closed := newPart(t, "p4", 1, &events)
+	closed.unusable = pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+	targets := []serve.Target{{P: p0}, {P: p1}, {Error: pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, LeaderID: 3}, {P: follower}, {P: closed}}
+	req := consumerFetch(120, 0, 0, 0, 0)
+	var heard []int
+	resp, total, stop := serve.Once(req, targets, 300, 1, func(i int, _ replica.FetchDecision) {
+		heard = append(heard, i)
+		events = append(events, "heard")
+	})
+	if !stop || total != 300 {
+		t.Fatalf("stop %t, total %d: want stop (errors) and 300 bytes", stop, total)
+	}
+	ps := resp.GetPartitions()
+	if len(ps[0].GetRecords()) != 100 || len(ps[1].GetRecords()) != 200 {
+		t.Fatalf("records %d and %d, want 100 (its cap, whole batches) and 200 (the rest of the budget)", len(ps[0].GetRecords()), len(ps[1].GetRecords()))
+	}
+	if ps[0].GetHighWatermark() != 10 || ps[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+		t.Fatalf("p0 answer %v", ps[0])
+	}
+	if ps[2].GetError() != pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION || ps[2].GetLeaderId() != 3 {
+		t.Fatalf("refused target answered %v", ps[2])
+	}
+	if ps[3].GetError() != pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER || len(ps[3].GetRecords()) != 0 {
+		t.Fatalf("follower answered %v", ps[3])
+	}
+	if ps[4].GetError() != pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER || ps[4].GetHighWatermark() != -1 {
+		t.Fatalf("closed partition answered %v", ps[4])
+	}
+	if !slices.Equal(heard, []int{0, 1, 3}) {
+		t.Fatalf("decisions heard for %v, want 0, 1, 3", heard)
+	}
+	want := []string{"heard", "p0 ready", "p0 read", "heard", "p1 ready", "p1 read", "heard", "p3 ready"}
+	if !slices.Equal(events, want) {
+		t.Fatalf("events %v, want %v", events, want)
+	}
+
+	// A budget below one batch still reads one; nothing is left for the
+	// next partition, which is answered without records.
+	events = nil
+	resp, total, stop = serve.Once(consumerFetch(0, 0), targets[:2], 30, 1, nil)
+	if stop || total != batchBytes || len(resp.GetPartitions()[0].GetRecords()) != batchBytes || len(resp.GetPartitions()[1].GetRecords()) != 0 ||
+		resp.GetPartitions()[1].GetHighWatermark() != 10 {
+		t.Fatalf("small budget: stop %t total %d, answers %v", stop, total, resp.GetPartitions())
+	}
+}
+
+// TestBudget: the request's wish clamped to the broker's limit; no wish is
+// the limit.
+func TestBudget(t *testing.T) {
+	for _, c := range []struct {
+		max   int32
+		limit int
+		want  int
+	}{{0, 1000, 1000}, {-1, 1000, 1000}, {500, 1000, 500}, {5000, 1000, 1000}} {
+		if got := serve.Budget(c.max, c.limit); got != c.want {
+			t.Errorf("Budget(%d, %d) = %d, want %d", c.max, c.limit, got, c.want)
+		}
+	}
+}
