@@ -10,8 +10,9 @@ import (
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/codec"
+	"github.com/twinlog/twinlog/broker/follow"
 	"github.com/twinlog/twinlog/broker/replica"
-	"github.com/twinlog/twinlog/broker/wire"
+	"github.com/twinlog/twinlog/storage"
 )
 
 // fetcher replicates every partition this broker follows from one leader
@@ -85,24 +86,20 @@ func (f *fetcher) kick() {
 	}
 }
 
-type fetchItem struct {
-	p   *partition
-	req replica.FetchRequest
-}
-
 func (f *fetcher) run(ctx context.Context) {
 	defer close(f.done)
 	b := f.b
 	log := b.log.With("fetcher_leader", f.leader)
-	backoff := 20 * time.Millisecond
+	var backoff follow.Backoff
+	limits := follow.Limits{MaxWait: b.cfg.ReplicaFetchMaxWait, MaxBytes: int32(b.cfg.ReplicaFetchMaxBytes), PartitionMaxBytes: int32(b.cfg.ReplicaFetchPartitionMaxBytes)}
 	// The responses' records alias a pooled receive buffer until
 	// recv.Release, instead of a protobuf copy of every replicated byte.
 	recv := codec.NewCall(BufferPool)
 	for ctx.Err() == nil {
-		items := f.nextItems()
+		items := follow.Next(f.leader, b.followPartitions())
 		if len(items) == 0 {
 			// Nothing to fetch from this leader now; wait for a retarget.
-			if !f.waitKick(ctx, time.Second) {
+			if !f.waitKick(ctx, follow.IdleWait) {
 				return
 			}
 			continue
@@ -120,15 +117,7 @@ func (f *fetcher) run(ctx context.Context) {
 			}
 			continue
 		}
-		req := &pb.FetchRequest{
-			ReplicaId: int32(b.cfg.ID), ReplicaBrokerEpoch: b.epoch.Load(),
-			FetcherType: pb.FetcherType_FETCHER_TYPE_FOLLOWER,
-			MaxWaitMs:   int32(b.cfg.ReplicaFetchMaxWait.Milliseconds()), MinBytes: 1,
-			MaxBytes: int32(b.cfg.ReplicaFetchMaxBytes),
-		}
-		for _, it := range items {
-			req.Partitions = append(req.Partitions, wire.FetchPartition(it.p.tp, it.req, int32(b.cfg.ReplicaFetchPartitionMaxBytes)))
-		}
+		req := follow.Request(b.cfg.ID, b.epoch.Load(), items, limits)
 		rctx, cancel := context.WithTimeout(ctx, b.cfg.ReplicaFetchMaxWait+b.cfg.RPCTimeout)
 		f.mu.Lock()
 		if f.kicked {
@@ -153,45 +142,55 @@ func (f *fetcher) run(ctx context.Context) {
 				continue
 			}
 			log.Debug("follower fetch", "err", err)
-			if !f.waitKick(ctx, backoff) {
+			if !f.waitKick(ctx, backoff.Failed()) {
 				return
 			}
-			backoff = min(backoff*2, time.Second)
 			continue
 		}
-		backoff = 20 * time.Millisecond
-		progress := f.apply(items, resp)
+		progress, grew := follow.Apply(items, resp, func(it follow.Item, err error) {
+			// SPEC §2.2: followers verify too; the partition refetches.
+			it.P.(followPartition).p.logger.Warn("follower fetch", "err", err)
+		})
+		if b.cfg.FlushPolicy == FlushEveryBatch {
+			// Durable before the next fetch reports the new LEO to the
+			// leader. The partitions' fsyncs run side by side: the next
+			// fetch waits for the slowest one, not for their sum.
+			flushAll(grew)
+		}
 		recv.Release() // applied: nothing refers to the records any more
-		if !progress {
+		if d := backoff.Answered(progress); d > 0 {
 			// Only errors (fenced, not leader yet): wait for metadata.
-			if !f.waitKick(ctx, 50*time.Millisecond) {
+			if !f.waitKick(ctx, d) {
 				return
 			}
 		}
 	}
 }
 
-// nextItems numbers the next fetch of every partition this broker follows
-// from f.leader. Only those: NextFetch makes its answer the only one the
-// replica takes, so numbering a partition another leader's fetcher has a
-// request in flight for made that fetcher's answer stale. With partitions
-// led by k brokers each follower fetched every record about 1+(k-1)/2
-// times (3 fetches per acks=all produce instead of 2 with two leaders),
-// reading, sending and validating the copies it then dropped.
-func (f *fetcher) nextItems() []fetchItem {
-	var items []fetchItem
-	for _, p := range f.b.partitions() {
-		p.mu.Lock()
-		// NextFetch numbers nothing unless the replica follows; the leader
-		// check keeps it to this fetcher's partitions.
-		if p.usableLocked() == nil && p.r.Leader() == f.leader {
-			if t, ok := p.r.NextFetch(); ok {
-				items = append(items, fetchItem{p, t.Request})
-			}
-		}
-		p.mu.Unlock()
+// followPartitions is every hosted partition as a fetcher numbers them.
+func (b *Broker) followPartitions() []follow.Partition {
+	ps := b.partitions()
+	out := make([]follow.Partition, len(ps))
+	for i, p := range ps {
+		out[i] = followPartition{p}
 	}
-	return items
+	return out
+}
+
+// followPartition is a hosted partition as a fetcher uses it.
+type followPartition struct{ p *partition }
+
+func (f followPartition) Lock()                                  { f.p.mu.Lock() }
+func (f followPartition) Unlock()                                { f.p.mu.Unlock() }
+func (f followPartition) TopicPartition() twinlog.TopicPartition { return f.p.tp }
+func (f followPartition) Replica() *replica.Replica              { return f.p.r }
+func (f followPartition) Usable() bool                           { return f.p.usableLocked() == nil }
+
+func (f followPartition) Fetched(resp replica.FetchResponse, batches storage.Validated) {
+	p := f.p
+	p.fetched = batches
+	p.r.HandleFetchResponse(resp, p.b.nowMs())
+	p.processReadyLocked()
 }
 
 // waitKick waits d or until kicked; false when ctx ended.
@@ -211,51 +210,6 @@ func (f *fetcher) waitKick(ctx context.Context, d time.Duration) bool {
 	return true
 }
 
-// apply hands every partition's answer to its replica and handles Ready. It
-// reports whether any partition made progress (no error).
-func (f *fetcher) apply(items []fetchItem, resp *pb.FetchResponse) bool {
-	b := f.b
-	byTP := make(map[twinlog.TopicPartition]*pb.FetchPartitionResponse, len(resp.GetPartitions()))
-	for _, pr := range resp.GetPartitions() {
-		byTP[twinlog.TopicPartition{Topic: pr.GetTopic(), Partition: pr.GetPartition()}] = pr
-	}
-	progress := false
-	var flush []*partition
-	now := b.nowMs()
-	for _, it := range items {
-		pr := byTP[it.p.tp]
-		if pr == nil {
-			continue
-		}
-		fr, recs, err := wire.Answer(it.req, pr)
-		if err != nil {
-			// SPEC §2.2: followers verify too; refetch.
-			it.p.logger.Warn("follower fetch", "err", err)
-			continue
-		}
-		if fr.Error == pb.ErrorCode_ERROR_CODE_NONE {
-			progress = true
-		}
-		p := it.p
-		p.mu.Lock()
-		if p.usableLocked() == nil {
-			leo := p.r.LogEndOffset()
-			p.fetched = recs
-			p.r.HandleFetchResponse(fr, now)
-			p.processReadyLocked()
-			if b.cfg.FlushPolicy == FlushEveryBatch && p.r.LogEndOffset() > leo {
-				flush = append(flush, p)
-			}
-		}
-		p.mu.Unlock()
-	}
-	// Durable before the next fetch reports the new LEO to the leader. The
-	// partitions' fsyncs run side by side: the next fetch waits for the
-	// slowest one, not for their sum.
-	flushAll(flush)
-	return progress
-}
-
 // fetchSeqClock is the origin of fetchSeqStart.
 var fetchSeqClock = time.Now()
 
@@ -270,8 +224,9 @@ func fetchSeqStart() int64 { return max(time.Since(fetchSeqClock).Nanoseconds(),
 
 // flushAll fsyncs the partitions' logs concurrently and fails those whose
 // flush fails.
-func flushAll(ps []*partition) {
-	flushOne := func(p *partition) {
+func flushAll(ps []follow.Partition) {
+	flushOne := func(fp follow.Partition) {
+		p := fp.(followPartition).p
 		if err := p.log.Flush(); err != nil {
 			p.mu.Lock()
 			p.failLocked(err)

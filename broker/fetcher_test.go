@@ -5,6 +5,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/follow"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -26,15 +27,13 @@ func followerFixture(t *testing.T) (*Broker, []*partition) {
 // acks=all produce instead of 2.
 func TestFetcherKeepsOtherLeadersFetchCurrent(t *testing.T) {
 	b, parts := followerFixture(t)
-	f1 := &fetcher{b: b, leader: 1}
-	f2 := &fetcher{b: b, leader: 2}
-	items1 := f1.nextItems()
-	if len(items1) != 1 || items1[0].p != parts[0] {
+	items1 := follow.Next(1, b.followPartitions())
+	if len(items1) != 1 || items1[0].P.(followPartition).p != parts[0] {
 		t.Fatalf("leader 1's fetcher took %d items, want t/0 only", len(items1))
 	}
 	// Leader 2's fetcher builds its request while leader 1's is in flight.
-	items2 := f2.nextItems()
-	if len(items2) != 1 || items2[0].p != parts[1] {
+	items2 := follow.Next(2, b.followPartitions())
+	if len(items2) != 1 || items2[0].P.(followPartition).p != parts[1] {
 		t.Fatalf("leader 2's fetcher took %d items, want t/1 only", len(items2))
 	}
 	batch, err := storage.EncodeBatch([]storage.Record{{Value: []byte("v")}}, storage.BatchOptions{LeaderEpoch: 1})
@@ -44,7 +43,7 @@ func TestFetcherKeepsOtherLeadersFetchCurrent(t *testing.T) {
 	resp := &pb.FetchResponse{Partitions: []*pb.FetchPartitionResponse{{
 		Topic: "t", Partition: 0, LeaderEpoch: 1, HighWatermark: 0, LogStartOffset: 0, LogEndOffset: 1, Records: batch,
 	}}}
-	if !f1.apply(items1, resp) {
+	if progress, _ := follow.Apply(items1, resp, corruptFails(t)); !progress {
 		t.Fatal("apply reported no progress")
 	}
 	parts[0].mu.Lock()
@@ -53,4 +52,9 @@ func TestFetcherKeepsOtherLeadersFetchCurrent(t *testing.T) {
 	if leo != 1 {
 		t.Fatalf("t/0 LEO %d after leader 1 answered with offset 0, want 1 (answer dropped as stale)", leo)
 	}
+}
+
+// corruptFails fails the test if an answer is dropped as corrupt.
+func corruptFails(t *testing.T) func(follow.Item, error) {
+	return func(it follow.Item, err error) { t.Errorf("%v: answer dropped: %v", it.P.TopicPartition(), err) }
 }

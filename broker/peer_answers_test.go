@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/follow"
 )
 
 // TestFetcherEmptyAnswer (issue 13, peers): a leader's answer with no
@@ -12,18 +13,17 @@ import (
 // the next fetch is numbered and sent as usual (the fetcher does not wedge).
 func TestFetcherEmptyAnswer(t *testing.T) {
 	b, parts := followerFixture(t)
-	f := &fetcher{b: b, leader: 1}
 	for _, resp := range []*pb.FetchResponse{
 		nil,
 		{},
 		{Partitions: []*pb.FetchPartitionResponse{nil}},
 		{Partitions: []*pb.FetchPartitionResponse{{Topic: "other", Partition: 7, LeaderEpoch: 1, HighWatermark: 5, LogEndOffset: 5}}},
 	} {
-		items := f.nextItems()
-		if len(items) != 1 || items[0].p != parts[0] {
+		items := follow.Next(1, b.followPartitions())
+		if len(items) != 1 || items[0].P.(followPartition).p != parts[0] {
 			t.Fatalf("fetcher took %d items, want t/0", len(items))
 		}
-		if f.apply(items, resp) {
+		if progress, _ := follow.Apply(items, resp, corruptFails(t)); progress {
 			t.Errorf("answer %v reported progress", resp)
 		}
 		parts[0].mu.Lock()

@@ -2,13 +2,13 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/broker/serve"
 	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/storage"
 )
@@ -168,14 +168,8 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 	}
 	p.nextID++
 	id := p.nextID
-	d := p.r.Propose(replica.Proposal{ID: id, Acks: acks, TimeoutMs: timeout.Milliseconds(), NumRecords: numRecords}, b.nowMs())
-	out.LeaderEpoch = int32(d.LeaderEpoch)
-	out.LogStartOffset = int64(p.r.LogStartOffset())
+	d := serve.Propose(p.r, replica.Proposal{ID: id, Acks: acks, TimeoutMs: timeout.Milliseconds(), NumRecords: numRecords}, b.nowMs(), out)
 	if d.Error != pb.ErrorCode_ERROR_CODE_NONE {
-		out.Error = d.Error
-		if d.Error == pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER {
-			out.LeaderId = int32(p.r.Leader())
-		}
 		p.processReadyLocked()
 		return nil, nil
 	}
@@ -189,49 +183,13 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 	// Appended by now unless the log failed: drop the batch either way, as
 	// its buffer goes back to the pool when the request ends.
 	delete(p.proposals, id)
-	out.BaseOffset = int64(d.BaseOffset)
 	return ch, p
 }
 
-// validateBatches checks the producer's batches (SPEC §2.2, and
-// storage.ValidateProducerBatches: dense offsets, a true maxTimestamp →
-// else INVALID_RECORD) and their record timestamps against
-// log.message.timestamp.{before,after}.max.ms (INVALID_TIMESTAMP), and
-// returns the number of offsets they take.
+// validateBatches checks the producer's batches with the broker's limits
+// (serve.ValidateProduce).
 func (b *Broker) validateBatches(records []byte) (storage.Validated, int, pb.ErrorCode) {
-	if len(records) == 0 {
-		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
-	}
-	v, ts, err := storage.ValidateProducerBatches(records)
-	switch {
-	case errors.Is(err, storage.ErrInvalidProducerBatch):
-		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_INVALID_RECORD
-	case err != nil:
-		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
-	case !timestampsAllowed(ts, b.nowMs(), b.cfg.LogMessageTimestampBeforeMax, b.cfg.LogMessageTimestampAfterMax):
-		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_INVALID_TIMESTAMP
-	}
-	n := 0
-	for _, bv := range v.Batches() {
-		if bv.Size() > b.cfg.Log.MaxBatchBytes {
-			return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_MESSAGE_TOO_LARGE
-		}
-		n += int(bv.LastOffsetDelta()) + 1
-		if n > 1<<30 {
-			return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
-		}
-	}
-	return v, n, pb.ErrorCode_ERROR_CODE_NONE
-}
-
-// timestampsAllowed applies log.message.timestamp.before.max.ms (0:
-// unbounded, Kafka's default) and after.max.ms to the records' timestamp
-// range at broker time nowMs. The bounds are computed on the clock side
-// (a Duration is under 2^63 ns, so nowMs ± it cannot overflow), never as
-// nowMs − timestamp, which overflows for extreme timestamps.
-func timestampsAllowed(ts storage.TimestampRange, nowMs int64, before, after time.Duration) bool {
-	if before > 0 && ts.Min < nowMs-before.Milliseconds() {
-		return false
-	}
-	return ts.Max <= nowMs+after.Milliseconds()
+	return serve.ValidateProduce(records, b.nowMs(), serve.ProduceLimits{
+		MaxBatchBytes: b.cfg.Log.MaxBatchBytes, TimestampBeforeMax: b.cfg.LogMessageTimestampBeforeMax, TimestampAfterMax: b.cfg.LogMessageTimestampAfterMax,
+	})
 }

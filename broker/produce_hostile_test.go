@@ -10,6 +10,7 @@ import (
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/broker/serve"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -89,10 +90,10 @@ func TestProduceRefusesHostileBatches(t *testing.T) {
 func TestTimestampBoundsDefault(t *testing.T) {
 	c := Config{}.withDefaults()
 	now := int64(1_700_000_000_000)
-	if !timestampsAllowed(storage.TimestampRange{Min: math.MinInt64, Max: now}, now, c.LogMessageTimestampBeforeMax, c.LogMessageTimestampAfterMax) {
+	if !serve.TimestampsAllowed(storage.TimestampRange{Min: math.MinInt64, Max: now}, now, c.LogMessageTimestampBeforeMax, c.LogMessageTimestampAfterMax) {
 		t.Error("old timestamp refused with before.max.ms unbounded")
 	}
-	if timestampsAllowed(storage.TimestampRange{Min: now, Max: now + 2*time.Hour.Milliseconds()}, now, c.LogMessageTimestampBeforeMax, c.LogMessageTimestampAfterMax) {
+	if serve.TimestampsAllowed(storage.TimestampRange{Min: now, Max: now + 2*time.Hour.Milliseconds()}, now, c.LogMessageTimestampBeforeMax, c.LogMessageTimestampAfterMax) {
 		t.Error("timestamp 2h ahead allowed with after.max.ms 1h")
 	}
 }

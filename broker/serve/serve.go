@@ -1,9 +1,13 @@
-// Package serve is the leader's side of one Fetch: every partition of the
-// request evaluated by its replica (broker/replica HandleFollowerFetch),
-// answered through broker/wire, and read from its log within the
-// response's byte budget. The broker's fetch handler evaluates a request
-// with it once per long-poll wake-up; the simulator's leaders answer every
-// fetch (follower, consumer, mirror) with it.
+// Package serve is a leader's side of a Fetch and of a Produce, the one
+// copy the broker's handlers and the simulator's leaders run.
+//
+// Once evaluates a Fetch: every partition of the request is decided by
+// its replica (broker/replica HandleFollowerFetch), answered through
+// broker/wire, and read from its log within the response's byte budget.
+// The broker's handler evaluates a request once per long-poll wake-up;
+// the simulator's leaders answer every fetch (follower, consumer, mirror)
+// with it. ValidateProduce and Propose (produce.go) check a producer's
+// batches and put them to the replica.
 package serve
 
 import (

@@ -4,11 +4,13 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/broker/serve"
+	"github.com/twinlog/twinlog/storage"
 	"github.com/twinlog/twinlog/storage/epoch"
 )
 
@@ -122,6 +124,63 @@ func TestBudget(t *testing.T) {
 	}{{0, 1000, 1000}, {-1, 1000, 1000}, {500, 1000, 500}, {5000, 1000, 1000}} {
 		if got := serve.Budget(c.max, c.limit); got != c.want {
 			t.Errorf("Budget(%d, %d) = %d, want %d", c.max, c.limit, got, c.want)
+		}
+	}
+}
+
+// TestPropose: an accepted proposal answers its base offset and LE; a
+// refused one its error, with the leader for NOT_LEADER_OR_FOLLOWER.
+func TestPropose(t *testing.T) {
+	var events []string
+	lead := newPart(t, "p0", 1, &events)
+	var out pb.ProducePartitionResponse
+	d := serve.Propose(lead.r, replica.Proposal{ID: 1, Acks: replica.AcksLeader, TimeoutMs: 1000, NumRecords: 3}, 1, &out)
+	if d.Error != pb.ErrorCode_ERROR_CODE_NONE || out.GetError() != pb.ErrorCode_ERROR_CODE_NONE || out.GetBaseOffset() != 10 || out.GetLeaderEpoch() != 1 {
+		t.Fatalf("accepted: decision %+v, answer %v", d, &out)
+	}
+	follower := newPart(t, "p1", 2, &events)
+	out = pb.ProducePartitionResponse{}
+	serve.Propose(follower.r, replica.Proposal{ID: 1, Acks: replica.AcksLeader, TimeoutMs: 1000, NumRecords: 1}, 1, &out)
+	if out.GetError() != pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER || out.GetLeaderId() != 2 {
+		t.Fatalf("refused: %v", &out)
+	}
+}
+
+// TestValidateProduce: nothing, garbage and batches over the size limit or
+// outside the timestamp bounds are refused with their codes; a good batch
+// passes with its record count.
+func TestValidateProduce(t *testing.T) {
+	now := int64(1_700_000_000_000)
+	batch := func(ts int64, n int) []byte {
+		recs := make([]storage.Record, n)
+		for i := range recs {
+			recs[i] = storage.Record{Timestamp: ts, Value: []byte("v")}
+		}
+		b, err := storage.EncodeBatch(recs, storage.BatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	l := serve.ProduceLimits{MaxBatchBytes: 1 << 20, TimestampAfterMax: time.Hour}
+	for _, c := range []struct {
+		name string
+		recs []byte
+		l    serve.ProduceLimits
+		want pb.ErrorCode
+		n    int
+	}{
+		{"empty", nil, l, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, 0},
+		{"garbage", []byte("not a batch at all, not even close to one"), l, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, 0},
+		{"good", batch(now, 3), l, pb.ErrorCode_ERROR_CODE_NONE, 3},
+		{"too large", batch(now, 3), serve.ProduceLimits{MaxBatchBytes: 10, TimestampAfterMax: time.Hour}, pb.ErrorCode_ERROR_CODE_MESSAGE_TOO_LARGE, 0},
+		{"future", batch(now+2*time.Hour.Milliseconds(), 1), l, pb.ErrorCode_ERROR_CODE_INVALID_TIMESTAMP, 0},
+		{"old, before bounded", batch(now-2*time.Hour.Milliseconds(), 1), serve.ProduceLimits{MaxBatchBytes: 1 << 20, TimestampBeforeMax: time.Hour, TimestampAfterMax: time.Hour}, pb.ErrorCode_ERROR_CODE_INVALID_TIMESTAMP, 0},
+		{"old, before unbounded", batch(now-2*time.Hour.Milliseconds(), 1), l, pb.ErrorCode_ERROR_CODE_NONE, 1},
+	} {
+		_, n, code := serve.ValidateProduce(c.recs, now, c.l)
+		if code != c.want || n != c.n {
+			t.Errorf("%s: %v, %d offsets; want %v, %d", c.name, code, n, c.want, c.n)
 		}
 	}
 }

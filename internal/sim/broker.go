@@ -8,6 +8,7 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/alter"
 	"github.com/twinlog/twinlog/broker/assign"
+	"github.com/twinlog/twinlog/broker/follow"
 	"github.com/twinlog/twinlog/broker/ready"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/broker/serve"
@@ -42,6 +43,9 @@ type simBroker struct {
 	registerSeq                                                      int
 	metadataInFlight                                                 bool
 	metadataSentAt                                                   int64
+	// fetchers: one per leader broker this broker follows a partition
+	// from (broker/fetcher.go).
+	fetchers map[int32]*simFetcher
 	// lostLEO holds each partition's LEO at the last crash, to detect
 	// lossy shutdowns when the log is reopened.
 	lostLEO map[string]int64
@@ -62,7 +66,6 @@ type simPart struct {
 	nextID    replica.ProposalID
 	fetched   storage.Validated // the batches of the append in progress (simReadyHost.Fetched)
 
-	fetchSentAt int64 // 0: no fetch in flight
 	// validatedLE is the LE of the last fetch answered NONE without
 	// divergence (its own LE while leading): SPEC §8.9's suspension ends
 	// when it reaches the latest unclean election.
@@ -111,6 +114,7 @@ func (b *simBroker) start() {
 	b.image = metadata.New("")
 	b.follow = metadata.NewFollower(metadata.MaxSnapshotItems)
 	b.parts = map[twinlog.TopicPartition]*simPart{}
+	b.fetchers = map[int32]*simFetcher{}
 	b.metadataInFlight = false
 	s.tracef("broker %d start, previous epoch %d", b.id, b.prevEpoch)
 	b.sendRegister()
@@ -224,9 +228,7 @@ func (b *simBroker) timers() {
 			p.processReady()
 		}
 	}
-	for _, p := range b.sortedParts() {
-		p.maybeFetch()
-	}
+	b.fetch()
 	if s.now >= b.nextFlush {
 		b.nextFlush = s.now + int64(s.rng.IntN(int(s.cfg.FlushEveryMs))+1)
 		for _, p := range b.sortedParts() {
@@ -614,67 +616,137 @@ func shortCode(c pb.ErrorCode) string {
 	return str
 }
 
-// maybeFetch sends the follower's next fetch unless one is in flight (a
-// lost one is given up after FetchTimeoutMs).
-func (p *simPart) maybeFetch() {
-	s := p.b.s
-	if p.fetchSentAt != 0 && s.now-p.fetchSentAt < s.cfg.FetchTimeoutMs {
+// simFetcher is broker/fetcher.go's fetcher of one leader: one fetch in
+// flight carrying every partition this broker follows from it (a lost one
+// is given up after FetchTimeoutMs), paced by follow.Backoff.
+type simFetcher struct {
+	sentAt  int64 // 0: no fetch in flight
+	seq     uint64
+	nextAt  int64
+	backoff follow.Backoff
+}
+
+// fetch sends each leader's next follower fetch (follow.Next numbers it,
+// follow.Request builds it) unless one is in flight or the fetcher waits;
+// the leader answers it with serve.Once and follow.Apply hands each
+// partition its answer, as the broker's fetchers do.
+func (b *simBroker) fetch() {
+	s := b.s
+	var leaders []int32
+	for _, p := range b.sortedParts() {
+		if l := int32(p.r.Leader()); p.r.Role() == replica.RoleFollower && l > 0 && !slices.Contains(leaders, l) {
+			leaders = append(leaders, l)
+		}
+	}
+	slices.Sort(leaders)
+	for _, l := range leaders {
+		f := b.fetchers[l]
+		if f == nil {
+			f = &simFetcher{}
+			b.fetchers[l] = f
+		}
+		if f.sentAt != 0 {
+			if s.now-f.sentAt < s.cfg.FetchTimeoutMs {
+				continue
+			}
+			f.sentAt, f.nextAt = 0, s.now+f.backoff.Failed().Milliseconds()
+		}
+		if s.now < f.nextAt {
+			continue
+		}
+		b.sendFetch(l, f)
+	}
+}
+
+func (b *simBroker) sendFetch(l int32, f *simFetcher) {
+	s := b.s
+	items := follow.Next(twinlog.BrokerID(l), b.followParts())
+	if len(items) == 0 {
 		return
 	}
-	t, ok := p.r.NextFetch()
-	if !ok {
-		p.fetchSentAt = 0
-		return
-	}
-	p.fetchSentAt = s.now
-	b := p.b
-	inc := b.inc
-	leader := s.brokers[t.Leader-1]
 	// On the wire the broker's registration epoch, as broker/fetcher.go
 	// sends (the machine's is its metadata view: −1 while it shows this
-	// broker fenced); the answer goes back with the machine's request.
-	req := &pb.FetchRequest{ReplicaId: b.id, ReplicaBrokerEpoch: b.epoch, FetcherType: pb.FetcherType_FETCHER_TYPE_FOLLOWER,
-		Partitions: []*pb.FetchPartition{wire.FetchPartition(p.tp, t.Request, 0)}}
+	// broker fenced); each answer goes back with the machine's request.
+	req := follow.Request(twinlog.BrokerID(b.id), b.epoch, items, follow.Limits{})
+	leader := s.brokers[l-1]
+	f.seq++
+	seq, inc := f.seq, b.inc
+	f.sentAt = s.now
 	maxBytes := 1 + s.rng.IntN(1200)
 	s.net.send(b.node(), leader.node(), "fetch", func() {
-		pr := leader.serveFetch(req, maxBytes)
+		resp := leader.serveFetch(req, maxBytes)
 		s.net.send(leader.node(), b.node(), "fetch-resp", func() {
-			if b.inc != inc || !b.up || b.parts[p.tp] != p {
+			if b.inc != inc || !b.up {
 				return
 			}
-			p.fetchSentAt = 0
-			resp, batches, err := wire.Answer(t.Request, pr)
-			if err != nil {
+			progress, _ := follow.Apply(items, resp, func(it follow.Item, err error) {
+				p := it.P.(simFollowPart).p
 				s.fail("storage batch", "broker %d %s: %v", b.id, p.key, err)
-				return
+			})
+			if f.seq == seq {
+				f.sentAt, f.nextAt = 0, s.now+f.backoff.Answered(progress).Milliseconds()
 			}
-			p.handleFetchResponse(resp, batches)
 		})
 	})
 }
 
-// serveFetch answers the one partition of fetch req as the leader shell
-// does (broker/serve.Once, the broker's fetch handler evaluating a request
-// once): the replica decides, the log supplies at most maxBytes of batches
-// (at least one).
-func (b *simBroker) serveFetch(req *pb.FetchRequest, maxBytes int) *pb.FetchPartitionResponse {
-	s := b.s
-	fp := req.GetPartitions()[0]
-	tp := twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()}
-	t := serve.Target{Error: pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, LeaderID: -1}
-	p := b.parts[tp]
-	if b.up && b.registered && p != nil {
-		t = serve.Target{P: servedPart{p}}
+// followParts is every hosted partition as a fetcher numbers them.
+func (b *simBroker) followParts() []follow.Partition {
+	ps := b.sortedParts()
+	out := make([]follow.Partition, len(ps))
+	for i, p := range ps {
+		out[i] = simFollowPart{p}
 	}
-	resp, _, _ := serve.Once(req, []serve.Target{t}, maxBytes, s.now, func(_ int, d replica.FetchDecision) {
+	return out
+}
+
+// simFollowPart is a hosted partition as a fetcher uses it; one the broker
+// no longer hosts takes no answer.
+type simFollowPart struct{ p *simPart }
+
+func (simFollowPart) Lock()                                    {}
+func (simFollowPart) Unlock()                                  {}
+func (f simFollowPart) TopicPartition() twinlog.TopicPartition { return f.p.tp }
+func (f simFollowPart) Replica() *replica.Replica              { return f.p.r }
+func (f simFollowPart) Usable() bool                           { return f.p.b.up && f.p.b.parts[f.p.tp] == f.p }
+func (f simFollowPart) Fetched(r replica.FetchResponse, v storage.Validated) {
+	f.p.handleFetchResponse(r, v)
+}
+
+// serveFetch answers fetch req as the leader shell does (broker/serve.Once,
+// the broker's fetch handler evaluating a request once): each partition's
+// replica decides, the logs supply at most maxBytes of batches in all (at
+// least one).
+func (b *simBroker) serveFetch(req *pb.FetchRequest, maxBytes int) *pb.FetchResponse {
+	s := b.s
+	targets := make([]serve.Target, len(req.GetPartitions()))
+	parts := make([]*simPart, len(targets))
+	for i, fp := range req.GetPartitions() {
+		targets[i] = serve.Target{Error: pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, LeaderID: -1}
+		p := b.parts[twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()}]
+		if b.up && b.registered && p != nil {
+			targets[i], parts[i] = serve.Target{P: servedPart{p}}, p
+		}
+	}
+	resp, _, _ := serve.Once(req, targets, maxBytes, s.now, func(i int, d replica.FetchDecision) {
 		if d.Error == pb.ErrorCode_ERROR_CODE_INVALID_FETCH_SESSION_EPOCH || d.Error == pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH {
-			fr := wire.FetchRequest(req, fp)
+			fr := wire.FetchRequest(req, req.GetPartitions()[i])
 			s.tracef("broker %d %s: refused stale fetch from %d (broker epoch %d seq %d offset %d LE %d last %d): %s",
-				b.id, p.key, fr.ReplicaID, fr.BrokerEpoch, fr.Seq, fr.FetchOffset, fr.CurrentLeaderEpoch, fr.LastFetchedEpoch, shortCode(d.Error))
+				b.id, parts[i].key, fr.ReplicaID, fr.BrokerEpoch, fr.Seq, fr.FetchOffset, fr.CurrentLeaderEpoch, fr.LastFetchedEpoch, shortCode(d.Error))
 		}
 	})
-	out := resp.GetPartitions()[0]
-	if req.GetFetcherType() == pb.FetcherType_FETCHER_TYPE_CONSUMER && len(out.GetRecords()) > 0 {
+	if req.GetFetcherType() == pb.FetcherType_FETCHER_TYPE_CONSUMER {
+		for i, out := range resp.GetPartitions() {
+			b.checkConsumerRead(parts[i], out)
+		}
+	}
+	return resp
+}
+
+// checkConsumerRead is §8.13: a consumer reads only below the HW.
+func (b *simBroker) checkConsumerRead(p *simPart, out *pb.FetchPartitionResponse) {
+	s := b.s
+	if len(out.GetRecords()) > 0 {
 		s.report.Checks["read-below-hw"]++
 		for bv, err := range storage.Batches(out.GetRecords()) {
 			if err != nil {
@@ -685,7 +757,6 @@ func (b *simBroker) serveFetch(req *pb.FetchRequest, maxBytes int) *pb.FetchPart
 			}
 		}
 	}
-	return out
 }
 
 // servedPart is a hosted partition as serve.Once reads it; a read error is

@@ -3,10 +3,12 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/broker/serve"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -212,18 +214,23 @@ func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, 
 	}
 	p.nextID++
 	id := p.nextID
-	batches, _, err := storage.ValidateProducerBatches(append([]byte(nil), buf...))
-	if err != nil {
-		s.fail("produce", "broker %d %s: the producer's batch: %v", b.id, p.key, err)
+	// The broker's checks (serve.ValidateProduce with Kafka's default
+	// timestamp bounds) and proposal (serve.Propose); the simulated
+	// producer sends only valid batches.
+	batches, n, code := serve.ValidateProduce(append([]byte(nil), buf...), s.clock().UnixMilli(),
+		serve.ProduceLimits{MaxBatchBytes: storage.DefaultMaxBatchBytes, TimestampAfterMax: time.Hour})
+	if code != pb.ErrorCode_ERROR_CODE_NONE || n != len(values) {
+		s.fail("produce", "broker %d %s: the producer's batch of %d records: %s (%d offsets)", b.id, p.key, len(values), shortCode(code), n)
 		return
 	}
 	leo := p.r.LogEndOffset()
-	d := p.r.Propose(replica.Proposal{ID: id, Acks: acks, TimeoutMs: s.cfg.ProduceTimeoutMs, NumRecords: len(values)}, s.now)
+	var out pb.ProducePartitionResponse
+	d := serve.Propose(p.r, replica.Proposal{ID: id, Acks: acks, TimeoutMs: s.cfg.ProduceTimeoutMs, NumRecords: n}, s.now, &out)
 	if s.w != nil {
 		s.w.checkProduce(p, d, leo)
 	}
-	if d.Error != pb.ErrorCode_ERROR_CODE_NONE {
-		reply(d.Error, -1, -1)
+	if out.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+		reply(out.GetError(), -1, -1)
 		p.processReady()
 		return
 	}
@@ -265,7 +272,7 @@ func (c *consumer) poll() {
 		Partitions: []*pb.FetchPartition{{Topic: c.tp.Topic, Partition: c.tp.Partition, FetchOffset: c.pos, CurrentLeaderEpoch: c.le, LastFetchedEpoch: -1}}}
 	pos := c.pos
 	s.net.send(c.node(), b.node(), "consume", func() {
-		pr := b.serveFetch(req, 1+s.rng.IntN(1800))
+		pr := b.serveFetch(req, 1+s.rng.IntN(1800)).GetPartitions()[0]
 		s.net.send(b.node(), c.node(), "consume-resp", func() {
 			c.inflight = false
 			if c.pos != pos {

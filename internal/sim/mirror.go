@@ -147,7 +147,6 @@ type world struct {
 	xq       []*xmsg
 	xseq     uint64
 	cutUntil int64 // cross-cluster link cut until (0: none)
-	fetchSeq uint64
 
 	runners  []*mirrorRunner
 	byPart   map[*simPart]*mirrorRunner

@@ -302,7 +302,7 @@ func (e simEnv) Fetch(step runner.SendFetch, done func(*runner.Answer, error)) {
 	sb := src.brokers[step.Leader.Leader-1]
 	maxBytes := 1 + w.rng.IntN(2400)
 	w.xsend(src, sb.node(), "mirror-fetch", func() {
-		pr := sb.serveFetch(req, maxBytes)
+		pr := sb.serveFetch(req, maxBytes).GetPartitions()[0]
 		served := w.checkServed(src, sb, p.tp, req, pr)
 		w.xsend(s, p.b.node(), "mirror-fetch-resp", func() {
 			reply(func() {

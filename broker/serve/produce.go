@@ -1,0 +1,83 @@
+package serve
+
+import (
+	"errors"
+	"time"
+
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/storage"
+)
+
+// ProduceLimits are the broker's checks of a producer's batches beyond
+// their format: log.message.max.bytes per batch and
+// log.message.timestamp.{before,after}.max.ms (before 0: unbounded).
+type ProduceLimits struct {
+	MaxBatchBytes      int
+	TimestampBeforeMax time.Duration
+	TimestampAfterMax  time.Duration
+}
+
+// ValidateProduce checks a producer's batches at broker time nowMs (SPEC
+// §2.2, storage.ValidateProducerBatches: dense offsets, a true
+// maxTimestamp, else INVALID_RECORD; CORRUPT_MESSAGE for what does not
+// parse or check; INVALID_TIMESTAMP, MESSAGE_TOO_LARGE by the limits) and
+// returns them validated with the number of offsets they take.
+func ValidateProduce(records []byte, nowMs int64, l ProduceLimits) (storage.Validated, int, pb.ErrorCode) {
+	if len(records) == 0 {
+		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+	}
+	v, ts, err := storage.ValidateProducerBatches(records)
+	switch {
+	case errors.Is(err, storage.ErrInvalidProducerBatch):
+		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_INVALID_RECORD
+	case err != nil:
+		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+	case !TimestampsAllowed(ts, nowMs, l.TimestampBeforeMax, l.TimestampAfterMax):
+		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_INVALID_TIMESTAMP
+	}
+	n := 0
+	for _, bv := range v.Batches() {
+		if bv.Size() > l.MaxBatchBytes {
+			return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_MESSAGE_TOO_LARGE
+		}
+		n += int(bv.LastOffsetDelta()) + 1
+		if n > 1<<30 {
+			return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+		}
+	}
+	return v, n, pb.ErrorCode_ERROR_CODE_NONE
+}
+
+// TimestampsAllowed applies the before and after bounds to the records'
+// timestamp range at broker time nowMs. The bounds are computed on the
+// clock side (a Duration is under 2^63 ns, so nowMs ± it cannot
+// overflow), never as nowMs − timestamp, which overflows for extreme
+// timestamps.
+func TimestampsAllowed(ts storage.TimestampRange, nowMs int64, before, after time.Duration) bool {
+	if before > 0 && ts.Min < nowMs-before.Milliseconds() {
+		return false
+	}
+	return ts.Max <= nowMs+after.Milliseconds()
+}
+
+// Propose proposes a producer's batches (p, validated) to the leader's
+// replica r (partition locked) and fills what the decision settles of
+// the partition's answer: its LE and log start, and on a refusal the
+// error, with the leader for NOT_LEADER_OR_FOLLOWER. The host appends
+// the batches with the Ready it processes next (and answers the producer
+// when the replica reports the proposal's result).
+func Propose(r *replica.Replica, p replica.Proposal, nowMs int64, out *pb.ProducePartitionResponse) replica.ProposeDecision {
+	d := r.Propose(p, nowMs)
+	out.LeaderEpoch = int32(d.LeaderEpoch)
+	out.LogStartOffset = int64(r.LogStartOffset())
+	if d.Error != pb.ErrorCode_ERROR_CODE_NONE {
+		out.Error = d.Error
+		if d.Error == pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER {
+			out.LeaderId = int32(r.Leader())
+		}
+		return d
+	}
+	out.BaseOffset = int64(d.BaseOffset)
+	return d
+}
