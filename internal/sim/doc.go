@@ -29,9 +29,11 @@
 // deltas into a per-broker metadata.Image and reconciled into the replicas
 // as the broker does (broker/assign); the Ready contract is the broker's own
 // (broker/ready.Drain, with storage's AppendValidated* appends),
-// AlterPartition with an RPC deadline (REQUEST_TIMED_OUT), fetch served by
-// HandleFollowerFetch + storage.Log.Read, GetReplicaLogInfo answered from the
-// replica for recovery rounds.
+// AlterPartition with an RPC deadline (REQUEST_TIMED_OUT), one follower
+// fetcher per leader (broker/follow), every fetch answered by
+// broker/serve.Once within a random byte budget, produced batches checked
+// and proposed by serve.ValidateProduce and serve.Propose,
+// GetReplicaLogInfo answered from the replica for recovery rounds.
 //
 // # Faults (per step, Config probabilities)
 //

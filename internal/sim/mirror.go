@@ -604,6 +604,15 @@ func (w *world) checkFailoverAcks(d *Sim, p *simPart) {
 		w.rep.Checks["failover acked write on destination"]++
 		v, ok := p.shadow.at(o)
 		if ok && v.value == a.Value {
+			if w.exempt[p.key] && !w.isrHolds(d, p, o, a.Value) {
+				// The §6.8 exemption on the destination: a tainted replica
+				// elected uncleanly left replicas that disagree below the
+				// HW (§6.10 case 2), so an ack the leader holds and an ISR
+				// member lacks is not the destination's to keep (seed
+				// 4238303).
+				w.rep.Checks["failover ack not handed over (exempt destination, ISR disagrees)"]++
+				continue
+			}
 			d.hist.RecordAck(p.key, o, a.Value, int32(p.r.LeaderEpoch()), true, m)
 			w.rep.TransferredAcks++
 			continue
@@ -637,6 +646,23 @@ func (w *world) checkFailoverAcks(d *Sim, p *simPart) {
 			p.key, o, a.Value, src.clusterID, a.LeaderEpoch, d.clusterID, v.value, hw, c.srcSeq, a.Seq)
 		return
 	}
+}
+
+// isrHolds reports whether every member of leader p's ISR in cluster d
+// hosts the partition with value at offset o (a member down or without the
+// partition does not).
+func (w *world) isrHolds(d *Sim, p *simPart, o int64, value string) bool {
+	for _, id := range p.r.ISR() {
+		b := d.brokers[id-1]
+		q := b.parts[p.tp]
+		if !b.up || q == nil {
+			return false
+		}
+		if v, ok := q.shadow.at(o); !ok || v.value != value {
+			return false
+		}
+	}
+	return true
 }
 
 // ---- faults and operator ----

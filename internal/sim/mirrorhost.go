@@ -65,10 +65,12 @@ type mirrorRunner struct {
 	// truncation point (a bump whose answer was lost); the machine must
 	// truncate before anything else (checkOwed). −1 none.
 	owedLE twinlog.Epoch
-	// served: what the source served for an answer the runner has yet to
-	// append (the §8.15 checks of AppendMirrored).
-	served map[*runner.Answer]servedBy
-	wseq   uint64 // __mirror_state writes sent (the idempotent producer's sequence)
+	// served: what the source served for the answers the runner may yet
+	// append (the §8.15 checks of AppendMirrored), the latest
+	// maxServed of them (answers of ended sessions are never appended).
+	served     map[*runner.Answer]servedBy
+	servedFIFO []*runner.Answer
+	wseq       uint64 // __mirror_state writes sent (the idempotent producer's sequence)
 }
 
 type servedBy struct {
@@ -313,12 +315,26 @@ func (e simEnv) Fetch(step runner.SendFetch, done func(*runner.Answer, error)) {
 				if d := pr.GetDivergingEpoch(); d != nil {
 					a.Diverging = &plan.Diverging{Epoch: twinlog.Epoch(d.GetEpoch()), EndOffset: twinlog.Offset(d.GetEndOffset())}
 				}
-				clear(r.served) // one fetch in flight: earlier answers were dropped
-				r.served[a] = servedBy{recs: served, hw: twinlog.Offset(pr.GetHighWatermark()), src: src}
+				r.noteServed(a, servedBy{recs: served, hw: twinlog.Offset(pr.GetHighWatermark()), src: src})
 				done(a, nil)
 			})
 		})
 	})
+}
+
+// maxServed bounds the answers whose served records a runner keeps. An
+// answer is appended on the runner's next turn or never, but answers of a
+// stopped session and of its successor may arrive in either order before
+// that turn (seed 4238020: keeping only the latest lost the current one).
+const maxServed = 16
+
+func (r *mirrorRunner) noteServed(a *runner.Answer, sv servedBy) {
+	if len(r.servedFIFO) == maxServed {
+		delete(r.served, r.servedFIFO[0])
+		r.servedFIFO = r.servedFIFO[1:]
+	}
+	r.served[a] = sv
+	r.servedFIFO = append(r.servedFIFO, a)
 }
 
 // simMirrorPart is the partition as the runner uses it (runner.Partition);
