@@ -184,8 +184,14 @@ func twoClusterKnownBug(seed uint64) Config {
 // still fails §8.19 at t=15990 (replica 4 in the ISR), as do 116 and 87
 // (558, found with 584, no longer reaches the window and is not replayed
 // here).
+//
+// Since the mirror runner moved into mirror/runner (one loop for the broker
+// and the simulator) these seeds no longer reach the window; seed 25 does:
+// with SetTaintsPending(true) removed from assign.Apply it fails §8.19
+// (broker 2 t-0, new leader in LE 3 loads the taint of replica 3, which is
+// in the ISR).
 func TestKnownBugTaintsNotLoadedBeforeFollowerFetch(t *testing.T) {
-	for _, seed := range []uint64{584, 116, 87} {
+	for _, seed := range []uint64{584, 116, 87, 25} {
 		if rep, err := Run(twoClusterKnownBug(seed)); err != nil {
 			t.Fatalf("seed %d: %v\n%v", seed, err, rep)
 		}
@@ -264,8 +270,14 @@ func TestKnownBugTruncateMidBatch(t *testing.T) {
 // seed 296 does (A's t-2, broker 2 in LE 11 loads a STOPPED record of LE
 // 12) and, with plan's staleLeadership check disabled, fails "plan acts on
 // a stale leadership" (it rewrites the record in LE 11).
+//
+// Since the mirror runner moved into mirror/runner neither seed reaches a
+// stale leadership; with staleLeadership disabled seed 17 fails "plan acts
+// on a stale leadership" (broker 2 t-1 writes the LMLE record in LE 3)
+// and seed 84 panics as the original did ("truncation epoch 2 above LE
+// 0").
 func TestKnownBugPlanStaleLeaderPanic(t *testing.T) {
-	for _, seed := range []uint64{104, 296} {
+	for _, seed := range []uint64{104, 296, 17, 84} {
 		if rep, err := Run(twoClusterKnownBug(seed)); err != nil {
 			t.Fatalf("seed %d: %v\n%v", seed, err, rep)
 		}
@@ -298,8 +310,14 @@ func TestKnownBugPlanStaleLeaderPanic(t *testing.T) {
 // halves of the fix disabled seeds 312 (again broker 3, LE 4, taint {-1, 0}
 // of replica 1) and 101 fail that check; with only the drop on loss kept,
 // seed 558 does.
+//
+// Since the mirror runner moved into mirror/runner these seeds no longer
+// reach the window; with both halves disabled seed 80 fails "§6.4 leader
+// taints ⊆ loaded record" (broker 5 t-0, LE 4, taint {-1 0} of replica 1,
+// the record has none). No seed of 1–600 replaces 558 (only the drop on
+// loss kept).
 func TestKnownBugStaleTaintOnNewLeader(t *testing.T) {
-	for _, seed := range []uint64{312, 101, 558} {
+	for _, seed := range []uint64{312, 101, 558, 80} {
 		if rep, err := Run(twoClusterKnownBug(seed)); err != nil {
 			t.Fatalf("seed %d: %v\n%v", seed, err, rep)
 		}
@@ -318,8 +336,12 @@ func TestKnownBugStaleTaintOnNewLeader(t *testing.T) {
 // UNKNOWN_LEADER_EPOCH and the ISR shrinks to the leader. Fixed in
 // mirror/plan: a retried bump carries the current LE (a stop bump also
 // recomputes its minimum from it).
+//
+// Since the mirror runner moved into mirror/runner these seeds no longer
+// reach the window; with the retry sent as first emitted seed 66 fails
+// the known bug (broker 2 t-1 retries with LE 2, the machine knows LE 3).
 func TestKnownBugPlanBumpRetryStaleLE(t *testing.T) {
-	for _, seed := range []uint64{297, 210} {
+	for _, seed := range []uint64{297, 210, 66} {
 		if rep, err := Run(twoClusterKnownBug(seed)); err != nil {
 			t.Fatalf("seed %d: %v\n%v", seed, err, rep)
 		}
@@ -349,8 +371,13 @@ func TestKnownBugPlanBumpRetryStaleLE(t *testing.T) {
 // seed 1149 fails that check on A's t-0 in LE 2 at t=5575 (so do about one
 // in ten of the first 120 two-cluster seeds of this length, e.g. 19, 66, 82).
 func TestKnownBugTruncationPointOrphaned(t *testing.T) {
-	if rep, err := Run(twoClusterKnownBug(1149)); err != nil {
-		t.Fatalf("%v\n%v", err, rep)
+	// Since the mirror runner moved into mirror/runner seed 1149 no longer
+	// reaches the window; with the owed truncation disabled (isOwed false
+	// in becomeLeader) seed 1 fails the check (broker 2 t-0, LE 3).
+	for _, seed := range []uint64{1149, 1} {
+		if rep, err := Run(twoClusterKnownBug(seed)); err != nil {
+			t.Fatalf("seed %d: %v\n%v", seed, err, rep)
+		}
 	}
 }
 
@@ -541,9 +568,11 @@ func TestKnownBugAlterAnswerNewLEDropsExpansion(t *testing.T) {
 // Since sweep seed 760568 a straddling batch is no corrupt answer but proof
 // that the log is no prefix of the source's (plan.FetchStraddle: a full
 // truncation and re-copy from the source's log start). Seed 262 no longer
-// reaches a straddle on this tree and stays as a replay; the corrupt
-// counter itself is covered by mirror/plan's
-// TestRetryAfterCorruptKeepsTruncation.
+// reaches a straddle on this tree and stays as a replay (no two-cluster
+// seed of 1–600 reaches a corrupt answer). The fix is covered by
+// mirror/runner's TestFetchSessionStraddleAndCorrupt, which fails with the
+// session posting Fetched after a corrupt answer (checked; mirror/plan's
+// TestRetryAfterCorruptKeepsTruncation does not).
 func TestKnownBugCorruptFetchNeverFails(t *testing.T) {
 	if rep, err := Run(Config{Seed: 262, Clusters: 2, FaultMs: 8000, HealMs: 20_000}); err != nil {
 		t.Fatalf("%v\n%v", err, rep)
