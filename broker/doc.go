@@ -17,17 +17,20 @@
 //     timeouts §4.1) and reports metrics.
 //   - checkpointLoop writes HW/log-start/recovery checkpoints every 5 s (§2.5).
 //   - one fetcher per leader broker replicates every partition followed from
-//     it with one pipelined long-poll Fetch (§4.4).
+//     it with one pipelined long-poll Fetch (§4.4; its decisions are
+//     broker/follow's, the leader's answer broker/serve.Once).
 //   - one goroutine per in-flight AlterPartition (the machine keeps at most
 //     one per partition) feeds the controller's answer back.
 //   - with FlushEveryBatch, a per-partition syncer group-commits fsyncs.
-//   - one mirror runner per hosted partition of a mirror topic (mirror.go,
-//     SPEC §6): while this broker leads the partition it owns a
-//     mirror/plan.Machine and performs its actions — BumpLeaderEpoch RPCs,
-//     replica.TruncateAsLeader, __mirror_state writes (one ordered writer,
-//     acks=all, mirrorstate.go), the Fetch{MIRROR} loop (one goroutine
-//     per session performing a mirror/runner.FetchSession's steps with a
-//     mirror/source.Client), the writable flag and taints; heartbeats carry
+//   - one goroutine per hosted partition of a mirror topic (mirror.go,
+//     SPEC §6) turns its mirror/runner.Runner, which owns the
+//     mirror/plan.Machine while this broker leads the partition and
+//     decides everything: BumpLeaderEpoch, replica.TruncateAsLeader,
+//     ordered acks=all __mirror_state writes (mirrorstate.go), the
+//     Fetch{MIRROR} session's steps, the writable flag and taints. Each
+//     call it makes through its Env (the controller, the source cluster
+//     through a mirror/source.Client, __mirror_state) runs on a short-lived
+//     goroutine and answers through the Runner's queue; heartbeats carry
 //     the runners' MirrorPartitionStatus. Every broker answers
 //     GetLastMirroredEpochs (MirrorSourceService) from what it read of
 //     __mirror_state.
