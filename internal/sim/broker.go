@@ -633,12 +633,13 @@ type simFetcher struct {
 func (b *simBroker) fetch() {
 	s := b.s
 	var leaders []int32
-	for _, p := range b.sortedParts() {
+	for _, p := range b.parts {
 		if l := int32(p.r.Leader()); p.r.Role() == replica.RoleFollower && l > 0 && !slices.Contains(leaders, l) {
 			leaders = append(leaders, l)
 		}
 	}
 	slices.Sort(leaders)
+	var parts []follow.Partition // built once a fetcher sends
 	for _, l := range leaders {
 		f := b.fetchers[l]
 		if f == nil {
@@ -654,13 +655,20 @@ func (b *simBroker) fetch() {
 		if s.now < f.nextAt {
 			continue
 		}
-		b.sendFetch(l, f)
+		if parts == nil {
+			ps := b.sortedParts()
+			parts = make([]follow.Partition, len(ps))
+			for i, p := range ps {
+				parts[i] = simFollowPart{p}
+			}
+		}
+		b.sendFetch(l, f, parts)
 	}
 }
 
-func (b *simBroker) sendFetch(l int32, f *simFetcher) {
+func (b *simBroker) sendFetch(l int32, f *simFetcher, parts []follow.Partition) {
 	s := b.s
-	items := follow.Next(twinlog.BrokerID(l), b.followParts())
+	items := follow.Next(twinlog.BrokerID(l), parts)
 	if len(items) == 0 {
 		return
 	}
@@ -688,16 +696,6 @@ func (b *simBroker) sendFetch(l int32, f *simFetcher) {
 			}
 		})
 	})
-}
-
-// followParts is every hosted partition as a fetcher numbers them.
-func (b *simBroker) followParts() []follow.Partition {
-	ps := b.sortedParts()
-	out := make([]follow.Partition, len(ps))
-	for i, p := range ps {
-		out[i] = simFollowPart{p}
-	}
-	return out
 }
 
 // simFollowPart is a hosted partition as a fetcher uses it; one the broker
