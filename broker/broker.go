@@ -30,6 +30,7 @@ import (
 	"github.com/twinlog/twinlog/broker/alter"
 	"github.com/twinlog/twinlog/broker/codec"
 	"github.com/twinlog/twinlog/broker/replica"
+	"github.com/twinlog/twinlog/broker/session"
 	"github.com/twinlog/twinlog/internal/rpcopt"
 	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/storage"
@@ -533,10 +534,7 @@ func (b *Broker) register(inner, outer context.Context) error {
 	if err != nil {
 		return err
 	}
-	prev := int64(b.prevEp)
-	if cur := b.epoch.Load(); cur > 0 {
-		prev = cur // re-registering a live broker: its logs are intact
-	}
+	prev := session.PreviousEpoch(b.prevEp, b.epoch.Load())
 	req := &pb.RegisterBrokerRequest{
 		BrokerId: int32(b.cfg.ID), IncarnationId: b.incarn, Host: host, Port: port,
 		LogDirs: b.cfg.LogDirs, PreviousBrokerEpoch: prev, ClusterId: b.cfg.ClusterID,
@@ -604,8 +602,9 @@ func (b *Broker) heartbeat(ctx context.Context) *pb.BrokerHeartbeatResponse {
 	b.metaMu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, b.cfg.RPCTimeout)
 	defer cancel()
+	sent := b.epoch.Load()
 	resp, err := ctl.BrokerHeartbeat(rctx, &pb.BrokerHeartbeatRequest{
-		BrokerId: int32(b.cfg.ID), BrokerEpoch: b.epoch.Load(), AppliedOffset: applied,
+		BrokerId: int32(b.cfg.ID), BrokerEpoch: sent, AppliedOffset: applied,
 		WantShutDown: b.wantShutdown.Load(), MirrorPartitions: b.mirrorStatuses(),
 		OfflinePartitions: b.offlineReport,
 	})
@@ -613,7 +612,7 @@ func (b *Broker) heartbeat(ctx context.Context) *pb.BrokerHeartbeatResponse {
 		b.log.Debug("heartbeat", "err", err)
 		return nil
 	}
-	if resp.GetError() == pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH && !b.wantShutdown.Load() {
+	if session.ReRegister(resp.GetError(), sent, b.epoch.Load(), b.wantShutdown.Load()) {
 		b.log.Warn("heartbeat: stale broker epoch; re-registering", "broker_epoch", b.epoch.Load())
 		if err := b.register(ctx, ctx); err == nil {
 			b.log.Info("broker re-registered", "broker_epoch", b.epoch.Load())

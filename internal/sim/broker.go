@@ -12,6 +12,7 @@ import (
 	"github.com/twinlog/twinlog/broker/ready"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/broker/serve"
+	"github.com/twinlog/twinlog/broker/session"
 	"github.com/twinlog/twinlog/broker/wire"
 	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/metadata"
@@ -123,10 +124,7 @@ func (b *simBroker) start() {
 func (b *simBroker) sendRegister() {
 	s := b.s
 	b.registerSentAt = s.now
-	prev := int64(b.prevEpoch)
-	if b.epoch > 0 {
-		prev = b.epoch // re-registering a live broker: its logs are intact
-	}
+	prev := session.PreviousEpoch(b.prevEpoch, b.epoch)
 	inc := b.inc
 	b.registerSeq++
 	seq := b.registerSeq
@@ -255,9 +253,10 @@ func (b *simBroker) heartbeat() {
 		c := s.ctl
 		resp := rpc(c, fmt.Sprintf("heartbeat %d", b.id), false, c.svc.BrokerHeartbeat, req)
 		s.net.send(controllerNode, b.node(), "heartbeat-resp", func() {
-			// broker.go heartbeat: a stale epoch (someone registered this
-			// id since) means register again, as a live broker.
-			if b.inc == inc && b.up && resp.GetError() == pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH && req.GetBrokerEpoch() == b.epoch &&
+			// A stale epoch (someone registered this id since) means
+			// register again, as a live broker (session.ReRegister, as
+			// broker.go); one registration in flight at a time.
+			if b.inc == inc && b.up && session.ReRegister(resp.GetError(), req.GetBrokerEpoch(), b.epoch, false) &&
 				s.now-b.registerSentAt > s.cfg.RPCTimeoutMs {
 				s.tracef("broker %d heartbeat: stale broker epoch %d; re-registering", b.id, b.epoch)
 				b.sendRegister()
