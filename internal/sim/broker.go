@@ -526,7 +526,6 @@ func (p *simPart) sendAlterPartitionAttempt(ap replica.AlterPartitionProposal, p
 	req := ap.Request
 	s.tracef("broker %d %s: alter-partition seq %d LE %d PE %d m %d isr %v (attempt %d)", b.id, p.key, ap.Seq, req.GetLeaderEpoch(), req.GetPartitionEpoch(), req.GetMinInsyncReplicas(), isrString(req.GetNewIsr()), attempt)
 	live := func() bool { return b.inc == inc && b.up && b.parts[p.tp] == p }
-	answered := false
 	// outcome applies alter.Retry's verdict on this attempt; it reports
 	// whether the answer goes to the replica.
 	outcome := func(resp *pb.AlterPartitionResponse) bool {
@@ -545,11 +544,7 @@ func (p *simPart) sendAlterPartitionAttempt(ap replica.AlterPartitionProposal, p
 		return verdict == alter.Deliver
 	}
 	answer := func(resp *pb.AlterPartitionResponse) {
-		if answered || !live() {
-			return
-		}
-		answered = true
-		if !outcome(resp) {
+		if !live() || !outcome(resp) {
 			return
 		}
 		pending := p.r.AlterPartitionPending(ap.Seq)
@@ -579,19 +574,17 @@ func (p *simPart) sendAlterPartitionAttempt(ap replica.AlterPartitionProposal, p
 		p.processReady()
 	}
 	// The shell's RPC deadline: no answer in time is retried.
-	s.after(s.cfg.RPCTimeoutMs, func() {
-		if answered || !live() {
-			return
+	reply := s.once(s.cfg.RPCTimeoutMs, func() {
+		if live() {
+			s.tracef("broker %d %s: alter-partition seq %d timed out", b.id, p.key, ap.Seq)
+			outcome(nil)
 		}
-		answered = true
-		s.tracef("broker %d %s: alter-partition seq %d timed out", b.id, p.key, ap.Seq)
-		outcome(nil)
 	})
 	s.net.send(b.node(), controllerNode, "alter-partition", func() {
 		c := s.ctl
 		resp := rpc(c, fmt.Sprintf("alter-partition %d", b.id), false, c.svc.AlterPartition, req)
 		s.tracef("ctl alter-partition from %d seq %d: %v", b.id, ap.Seq, shortCode(resp.GetError()))
-		s.net.send(controllerNode, b.node(), "alter-partition-resp", func() { answer(resp) })
+		s.net.send(controllerNode, b.node(), "alter-partition-resp", func() { reply(func() { answer(resp) }) })
 	})
 }
 

@@ -141,20 +141,6 @@ var errNoAnswer = errors.New("no answer")
 // errSimFailed ends a fetch session once a check has failed the run.
 var errSimFailed = errors.New("sim: run failed")
 
-// once returns reply, which calls f the first time it is called, and arms
-// the timeout: after ms, reply(timeout).
-func (s *Sim) once(ms int64, timeout func()) (reply func(f func())) {
-	answered := false
-	reply = func(f func()) {
-		if !answered {
-			answered = true
-			f()
-		}
-	}
-	s.after(ms, func() { reply(timeout) })
-	return reply
-}
-
 // simEnv is the runner's world (runner.Env).
 type simEnv struct{ r *mirrorRunner }
 

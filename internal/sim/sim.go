@@ -661,6 +661,20 @@ func (s *Sim) incarnation(n nodeID) int {
 
 func (s *Sim) chance(p float64) bool { return s.rng.Float64() < p }
 
+// once returns reply, which calls f the first time it is called, and arms
+// the timeout: after ms, reply(timeout).
+func (s *Sim) once(ms int64, timeout func()) (reply func(f func())) {
+	answered := false
+	reply = func(f func()) {
+		if !answered {
+			answered = true
+			f()
+		}
+	}
+	s.after(ms, func() { reply(timeout) })
+	return reply
+}
+
 func (s *Sim) clock() time.Time { return time.UnixMilli(1_700_000_000_000 + s.now) }
 
 // leaderFor is a client's Metadata answer: the image of a random running

@@ -67,7 +67,7 @@ type Runner struct {
 	inflight bool
 
 	// The fetch session, nil when the machine runs none.
-	fetch *fetchRun
+	fetch *FetchSession
 	// answer is the source's answer being appended, for the host's
 	// Partition.AppendMirrored.
 	answer *Answer
@@ -95,10 +95,6 @@ type bumpWait struct {
 type queuedWrite struct {
 	seq uint64
 	w   StateWrite
-}
-
-type fetchRun struct {
-	s *FetchSession
 }
 
 // Config is what a Runner is for and how it paces itself.
@@ -350,18 +346,15 @@ func (r *Runner) Turn() {
 }
 
 // update runs f on the replica if the partition is usable, then processes
-// the replica's Ready; it reports whether it ran.
-func (r *Runner) update(f func(rep *replica.Replica)) bool {
-	ran := false
+// the replica's Ready.
+func (r *Runner) update(f func(rep *replica.Replica)) {
 	r.locked(func() {
 		if !r.part.Usable() {
 			return
 		}
-		ran = true
 		f(r.part.Replica())
 		r.part.ProcessReady()
 	})
-	return ran
 }
 
 // observe compares leadership, desired state and replica status with what
@@ -738,18 +731,19 @@ func (r *Runner) pumpWrites() {
 // ending any other: the runner performs its steps through the Env until
 // it is done or the machine stops it.
 func (r *Runner) startFetcher(a plan.StartFetcher) {
-	f := &fetchRun{}
-	f.s = NewFetchSession(FetchConfig{
+	l := &sessionLog{r: r}
+	f := NewFetchSession(FetchConfig{
 		Session: a.Session, MinSourceLeaderEpoch: a.MinSourceLeaderEpoch, TopicID: r.cfg.TopicID,
-		Seen: &r.srcLE, Log: sessionLog{r: r, f: f}, Post: r.postFetch, NowMs: r.env.NowMs, Pace: r.cfg.Pace,
+		Seen: &r.srcLE, Log: l, Post: r.postFetch, NowMs: r.env.NowMs, Pace: r.cfg.Pace,
 	})
+	l.f = f
 	r.fetch = f
-	r.fetchStep(f, f.s.Start())
+	r.fetchStep(f, f.Start())
 }
 
 // fetchStep performs session f's step st; each answer comes back on a
 // later turn and is dropped if f is no longer the runner's session.
-func (r *Runner) fetchStep(f *fetchRun, st Step) {
+func (r *Runner) fetchStep(f *FetchSession, st Step) {
 	if r.fetch != f {
 		return
 	}
@@ -758,7 +752,7 @@ func (r *Runner) fetchStep(f *fetchRun, st Step) {
 		r.env.SourceLeader(step.Refresh, func(l SourceLeader, code pb.ErrorCode, err error) {
 			r.deliver(func() {
 				if r.fetch == f {
-					r.fetchStep(f, f.s.Leader(l, code, err))
+					r.fetchStep(f, f.Leader(l, code, err))
 				}
 			})
 		})
@@ -769,7 +763,7 @@ func (r *Runner) fetchStep(f *fetchRun, st Step) {
 					return
 				}
 				r.answer = a
-				next := f.s.Answer(a, err)
+				next := f.Answer(a, err)
 				r.answer = nil
 				r.fetchStep(f, next)
 			})
@@ -778,7 +772,7 @@ func (r *Runner) fetchStep(f *fetchRun, st Step) {
 		r.env.After(step.D, func() {
 			r.deliver(func() {
 				if r.fetch == f {
-					r.fetchStep(f, f.s.Resume())
+					r.fetchStep(f, f.Resume())
 				}
 			})
 		})
@@ -810,22 +804,22 @@ func (r *Runner) postFetch(ev plan.Event) {
 // the writable leadership's own epoch entry.
 type sessionLog struct {
 	r *Runner
-	f *fetchRun
+	f *FetchSession
 }
 
-func (l sessionLog) Locked(f func(LockedLog)) { l.r.locked(func() { f(l) }) }
+func (l *sessionLog) Locked(f func(LockedLog)) { l.r.locked(func() { f(l) }) }
 
-func (l sessionLog) Leading() bool {
+func (l *sessionLog) Leading() bool {
 	p := l.r.part
 	return l.r.fetch == l.f && p.Usable() && p.Replica().Role() == replica.RoleLeader
 }
 
-func (l sessionLog) Position() plan.LeaderLog {
+func (l *sessionLog) Position() plan.LeaderLog {
 	rep := l.r.part.Replica()
 	return plan.LeaderLog{LogEndOffset: rep.LogEndOffset(), LeaderEpoch: rep.LeaderEpoch(), LatestEpoch: rep.LatestEpoch()}
 }
 
-func (l sessionLog) AppendMirrored(metas []replica.BatchMeta, batches storage.Validated) error {
+func (l *sessionLog) AppendMirrored(metas []replica.BatchMeta, batches storage.Validated) error {
 	if err := l.r.part.AppendMirrored(l.r.answer, metas, batches); err != nil {
 		l.r.log.Warn("mirror append rejected", "err", err)
 		return err
