@@ -109,7 +109,11 @@ mirror_partition() { # MIRROR TOPIC PARTITION: B's DescribeMirrors entry (JSON)
 # ---- 1. mirrors create over a local topic the source does not have --------
 $T --bootstrap $CTL_B topics create orders --partitions 1 --replication-factor 3 >/dev/null
 printf 'o1\no2\no3\n' | $T --bootstrap $BRK_B produce --topic orders >/dev/null
-wait_for "3 records in B's orders" 20 test "$(records $BRK_B orders 0)" = 3
+# (Predicates, not `test "$(…)"`: wait_for re-runs its command, and a
+# command substitution in its arguments is expanded only once.)
+orders_readable() { [ "$(records $BRK_B orders 0)" = 3 ]; }
+orders_leos() { [ "$(replica_leos orders 0)" = "3 3 3" ]; }
+wait_for "3 records in B's orders" 20 orders_readable
 out=$($T --bootstrap $CTL_B mirrors create oops --source $BRK_A orders 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && grep -qiE "UNKNOWN_TOPIC_OR_PARTITION|unknown topic or partition" <<<"$out"; then
@@ -122,6 +126,8 @@ if $T --bootstrap $CTL_B mirrors describe oops >/dev/null 2>&1; then
 else
   pass "1: no mirror oops left behind"
 fi
+# Brokers export log end offsets with their metrics every few ticks.
+wait_for "B's orders replica LEOs 3 3 3" 10 orders_leos
 n=$(records $BRK_B orders 0)
 leos=$(replica_leos orders 0)
 if [ "$n" = 3 ] && [ "$leos" = "3 3 3" ]; then
