@@ -713,71 +713,66 @@ func (b *Broker) minISR(topic string) int {
 	return b.image.MinISR(topic, 0)
 }
 
-// sendAlterPartition sends one ISR change (the machine keeps at most one in
-// flight per partition) and feeds the answer back. Like Kafka's
-// AlterPartitionManager it retries, with backoff, whatever leaves the outcome
-// unknown without news from the controller (transport errors and deadlines,
-// NOT_CONTROLLER) for as long as the machine still waits for seq: the
-// machine keeps its maximal ISR on such outcomes (SPEC §4.5; rolling back
-// after the controller committed would let the HW pass a member's LEO).
-// Retrying an applied request answers INVALID_UPDATE_VERSION, and the
-// metadata carrying the newer partition epoch resolves it. A request that
-// could not be sent at all (no controller connection) is aborted after a few
-// attempts, so the machine rolls back (Kafka's OPERATION_NOT_ATTEMPTED).
-// alter.Retry holds those rules; the simulator follows it too.
+// sendAlterPartition sends one ISR change of p (alter.Send: the retry
+// rules of SPEC §4.5, shared with the simulator) through alterEnv.
 func (b *Broker) sendAlterPartition(p *partition, ap replica.AlterPartitionProposal, isrNow int) {
 	if n := len(ap.Request.GetNewIsr()); n != isrNow {
 		b.obs.ObserveISRChange(n > isrNow)
 	}
-	pending := func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.usableLocked() == nil && p.r.AlterPartitionPending(ap.Seq)
-	}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		var (
-			retry   alter.Retry
-			resp    *pb.AlterPartitionResponse
-			verdict alter.Verdict
-		)
-		for attempt := 0; ; attempt++ {
-			if attempt > 0 && !pending() {
-				return // answered by metadata (newer PE), a new LE or a re-proposal
-			}
-			resp = nil
-			ctl, err := b.controller()
-			sent := err == nil
-			if sent {
-				ctx, cancel := context.WithTimeout(b.runCtx, b.cfg.RPCTimeout)
-				resp, err = ctl.AlterPartition(ctx, ap.Request)
-				cancel()
-				if err != nil {
-					resp = nil
-				}
-			}
-			var wait time.Duration
-			if verdict, wait = retry.Attempted(sent, resp); verdict != alter.Again {
-				break
-			}
-			p.logger.Debug("alter partition: retrying", "seq", ap.Seq, "err", err, "code", resp.GetError(), "attempt", attempt, "wait", wait)
-			if b.crashed() || !sleep(b.runCtx, wait) {
-				return // stopping: the machine goes with the broker
-			}
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.usableLocked() != nil {
+	alter.Send(alterEnv{b}, alterPartition{p}, alterLog{logger: p.logger}, ap)
+}
+
+// alterEnv sends AlterPartition on a goroutine of its own per attempt,
+// bounded by the RPC timeout; the broker's WaitGroup holds it, so a
+// stopping broker waits for the attempt in flight and starts no other.
+type alterEnv struct{ b *Broker }
+
+func (e alterEnv) NowMs() int64 { return e.b.nowMs() }
+
+func (e alterEnv) Call(ap replica.AlterPartitionProposal, answer func(bool, *pb.AlterPartitionResponse)) {
+	b := e.b
+	b.goLoop(b.runCtx, func(ctx context.Context) {
+		ctl, err := b.controller()
+		if err != nil {
+			answer(false, nil)
 			return
 		}
-		if verdict == alter.Abort {
-			p.r.AbortAlterPartition(ap.Seq, b.nowMs())
-		} else {
-			p.r.HandleAlterPartitionResponse(ap.Seq, resp, b.nowMs())
+		ctx, cancel := context.WithTimeout(ctx, b.cfg.RPCTimeout)
+		defer cancel()
+		resp, err := ctl.AlterPartition(ctx, ap.Request)
+		if err != nil {
+			resp = nil
 		}
-		p.processReadyLocked()
-	}()
+		answer(true, resp)
+	})
+}
+
+func (e alterEnv) After(d time.Duration, f func()) {
+	b := e.b
+	b.goLoop(b.runCtx, func(ctx context.Context) {
+		if !b.crashed() && sleep(ctx, d) {
+			f() // the machine goes with a stopping broker
+		}
+	})
+}
+
+// alterPartition is a partition as alter.Send sees it.
+type alterPartition struct{ p *partition }
+
+func (a alterPartition) Lock()                     { a.p.mu.Lock() }
+func (a alterPartition) Unlock()                   { a.p.mu.Unlock() }
+func (a alterPartition) Usable() bool              { return a.p.usableLocked() == nil }
+func (a alterPartition) Replica() *replica.Replica { return a.p.r }
+func (a alterPartition) ProcessReady()             { a.p.processReadyLocked() }
+
+// alterLog logs the retries of a partition's proposals.
+type alterLog struct {
+	alter.NoObserver
+	logger *slog.Logger
+}
+
+func (l alterLog) Retrying(ap replica.AlterPartitionProposal, n int, sent bool, resp *pb.AlterPartitionResponse, wait time.Duration) {
+	l.logger.Debug("alter partition: retrying", "seq", ap.Seq, "sent", sent, "code", resp.GetError(), "attempt", n, "wait", wait)
 }
 
 // brokerAddr returns the address of broker id from the metadata image.

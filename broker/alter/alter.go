@@ -1,8 +1,9 @@
-// Package alter is the send policy of a leader's AlterPartition proposals
-// (SPEC §4.5): when an attempt's outcome goes to the replica, when the
-// proposal is given up as never sent, and how long to wait before the next
-// attempt. The broker shell (broker.go) and the simulator both follow it;
-// the sending itself (gRPC, the simulated network) is theirs.
+// Package alter sends a leader's AlterPartition proposals (SPEC §4.5):
+// Retry is the policy (when an attempt's outcome goes to the replica, when
+// the proposal is given up as never sent, how long to wait before the next
+// attempt) and Send the attempts that follow it. The broker shell
+// (broker.go) and the simulator both run Send; the transport (gRPC, the
+// simulated network) and the clock are theirs.
 package alter
 
 import (

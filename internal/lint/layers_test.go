@@ -47,7 +47,7 @@ var layers = map[string][]string{
 	"mirror/runner":                  {"", "api/proto/twinlog/v1", "broker/replica", "metadata", "mirror/plan", "storage", "storage/epoch"},
 	"broker/codec":                   {"api/proto/twinlog/v1"},
 	"broker/ready":                   {"", "broker/replica", "storage"},
-	"broker/alter":                   {"api/proto/twinlog/v1"},
+	"broker/alter":                   {"api/proto/twinlog/v1", "broker/replica"},
 	"broker/wire":                    {"", "api/proto/twinlog/v1", "broker/replica", "storage"},
 	"broker/serve":                   {"", "api/proto/twinlog/v1", "broker/replica", "broker/wire", "storage"},
 	"broker/follow":                  {"", "api/proto/twinlog/v1", "broker/replica", "broker/wire", "storage"},

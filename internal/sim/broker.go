@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
@@ -512,80 +513,80 @@ func (p *simPart) deliverResult(res replica.ProduceResult) {
 }
 
 func (p *simPart) sendAlterPartition(ap replica.AlterPartitionProposal) {
-	p.sendAlterPartitionAttempt(ap, &alter.Retry{}, 0)
+	alter.Send(simAlter{p}, simAlter{p}, simAlter{p}, ap)
 }
 
-// sendAlterPartitionAttempt is broker.sendAlterPartition: every attempt is
-// sent (the controller node is always addressable here; the network may
-// drop it), and one without an answer within RPCTimeoutMs counts as
-// unanswered; alter.Retry decides what an outcome means.
-func (p *simPart) sendAlterPartitionAttempt(ap replica.AlterPartitionProposal, policy *alter.Retry, attempt int) {
-	s := p.b.s
-	b := p.b
-	inc := b.inc
-	req := ap.Request
-	s.tracef("broker %d %s: alter-partition seq %d LE %d PE %d m %d isr %v (attempt %d)", b.id, p.key, ap.Seq, req.GetLeaderEpoch(), req.GetPartitionEpoch(), req.GetMinInsyncReplicas(), isrString(req.GetNewIsr()), attempt)
-	live := func() bool { return b.inc == inc && b.up && b.parts[p.tp] == p }
-	// outcome applies alter.Retry's verdict on this attempt; it reports
-	// whether the answer goes to the replica.
-	outcome := func(resp *pb.AlterPartitionResponse) bool {
-		verdict, wait := policy.Attempted(true, resp)
-		switch verdict {
-		case alter.Again:
-			s.after(wait.Milliseconds(), func() {
-				if live() && p.r.AlterPartitionPending(ap.Seq) {
-					p.sendAlterPartitionAttempt(ap, policy, attempt+1)
-				}
-			})
-		case alter.Abort:
-			p.r.AbortAlterPartition(ap.Seq, s.now)
-			p.processReady()
-		}
-		return verdict == alter.Deliver
-	}
-	answer := func(resp *pb.AlterPartitionResponse) {
-		if !live() || !outcome(resp) {
-			return
-		}
-		pending := p.r.AlterPartitionPending(ap.Seq)
-		p.r.HandleAlterPartitionResponse(ap.Seq, resp, s.now)
-		if pending {
-			p.checkAlterAnswerNewLE(resp)
-		}
-		if resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE && p.r.Role() == replica.RoleLeader {
-			// The outcome may be unknown or the answer stale
-			// (INVALID_UPDATE_VERSION after a retried, applied request):
-			// the controller may hold an ISR the leader no longer counts.
-			pr := s.ctl.image.Partition(p.tp.Topic, p.tp.Partition)
-			if pr.GetLeaderEpoch() == int32(p.r.LeaderEpoch()) && pr.GetLeader() == b.id {
-				for _, id := range pr.GetIsr() {
-					if !slices.Contains(p.r.MaximalISR(), twinlog.BrokerID(id)) {
-						s.knownBug(p, "replica-rollback-after-commit",
-							"broker %d %s: alter-partition seq %d answered %v; the leader rolled back to maximal ISR %v but the controller committed ISR %v (LE %d PE %d): HW may now pass controller-ISR member %d (SPEC §8.7)",
-							b.id, p.key, ap.Seq, shortCode(resp.GetError()), p.r.MaximalISR(), pr.GetIsr(), pr.GetLeaderEpoch(), pr.GetPartitionEpoch(), id)
-						if !s.cfg.Strict87 {
-							s.suspend87[p.key] = pr.GetLeaderEpoch()
-						}
-						break
-					}
-				}
-			}
-		}
-		p.processReady()
-	}
-	// The shell's RPC deadline: no answer in time is retried.
+// simAlter is a partition's AlterPartition sending as alter.Send sees it:
+// its Env (the simulated network, the shell's RPC deadline: no answer in
+// time counts as none), the partition, and the Observer that traces the
+// attempts and checks the answers.
+type simAlter struct{ p *simPart }
+
+func (a simAlter) NowMs() int64                    { return a.p.b.s.now }
+func (a simAlter) After(d time.Duration, f func()) { a.p.b.s.after(d.Milliseconds(), f) }
+
+// Call: the controller node is always addressable here (sent is always
+// true); the network may drop the request or the answer.
+func (a simAlter) Call(ap replica.AlterPartitionProposal, answer func(bool, *pb.AlterPartitionResponse)) {
+	p, b, s := a.p, a.p.b, a.p.b.s
 	reply := s.once(s.cfg.RPCTimeoutMs, func() {
-		if live() {
+		if a.Usable() {
 			s.tracef("broker %d %s: alter-partition seq %d timed out", b.id, p.key, ap.Seq)
-			outcome(nil)
 		}
+		answer(true, nil)
 	})
 	s.net.send(b.node(), controllerNode, "alter-partition", func() {
 		c := s.ctl
-		resp := rpc(c, fmt.Sprintf("alter-partition %d", b.id), false, c.svc.AlterPartition, req)
+		resp := rpc(c, fmt.Sprintf("alter-partition %d", b.id), false, c.svc.AlterPartition, ap.Request)
 		s.tracef("ctl alter-partition from %d seq %d: %v", b.id, ap.Seq, shortCode(resp.GetError()))
-		s.net.send(controllerNode, b.node(), "alter-partition-resp", func() { reply(func() { answer(resp) }) })
+		s.net.send(controllerNode, b.node(), "alter-partition-resp", func() { reply(func() { answer(true, resp) }) })
 	})
+}
+
+func (simAlter) Lock()                       {}
+func (simAlter) Unlock()                     {}
+func (a simAlter) Usable() bool              { return a.p.b.up && a.p.b.parts[a.p.tp] == a.p }
+func (a simAlter) Replica() *replica.Replica { return a.p.r }
+func (a simAlter) ProcessReady()             { a.p.processReady() }
+
+func (a simAlter) Attempting(ap replica.AlterPartitionProposal, n int) {
+	p, req := a.p, ap.Request
+	p.b.s.tracef("broker %d %s: alter-partition seq %d LE %d PE %d m %d isr %v (attempt %d)", p.b.id, p.key, ap.Seq, req.GetLeaderEpoch(), req.GetPartitionEpoch(), req.GetMinInsyncReplicas(), isrString(req.GetNewIsr()), n)
+}
+
+func (simAlter) Retrying(replica.AlterPartitionProposal, int, bool, *pb.AlterPartitionResponse, time.Duration) {
+}
+
+// Delivered checks what the replica made of an answer: an answer in a new
+// LE must not drop the expansion it carries (checkAlterAnswerNewLE), and a
+// leader must not roll its maximal ISR back past what the controller
+// committed (SPEC §8.7).
+func (a simAlter) Delivered(ap replica.AlterPartitionProposal, resp *pb.AlterPartitionResponse, pending bool) {
+	p, b, s := a.p, a.p.b, a.p.b.s
+	if pending {
+		p.checkAlterAnswerNewLE(resp)
+	}
+	if resp.GetError() == pb.ErrorCode_ERROR_CODE_NONE || p.r.Role() != replica.RoleLeader {
+		return
+	}
+	// The outcome may be unknown or the answer stale
+	// (INVALID_UPDATE_VERSION after a retried, applied request): the
+	// controller may hold an ISR the leader no longer counts.
+	pr := s.ctl.image.Partition(p.tp.Topic, p.tp.Partition)
+	if pr.GetLeaderEpoch() != int32(p.r.LeaderEpoch()) || pr.GetLeader() != b.id {
+		return
+	}
+	for _, id := range pr.GetIsr() {
+		if !slices.Contains(p.r.MaximalISR(), twinlog.BrokerID(id)) {
+			s.knownBug(p, "replica-rollback-after-commit",
+				"broker %d %s: alter-partition seq %d answered %v; the leader rolled back to maximal ISR %v but the controller committed ISR %v (LE %d PE %d): HW may now pass controller-ISR member %d (SPEC §8.7)",
+				b.id, p.key, ap.Seq, shortCode(resp.GetError()), p.r.MaximalISR(), pr.GetIsr(), pr.GetLeaderEpoch(), pr.GetPartitionEpoch(), id)
+			if !s.cfg.Strict87 {
+				s.suspend87[p.key] = pr.GetLeaderEpoch()
+			}
+			return
+		}
+	}
 }
 
 func isrString(m []*pb.IsrMember) string {
