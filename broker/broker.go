@@ -61,11 +61,10 @@ type Broker struct {
 	health *health.Server
 	codec  *codec.Server
 
-	epoch        atomic.Int64 // registered broker epoch, 0 before registration
-	wantShutdown atomic.Bool
-	crashc       chan struct{}
-	crashOnce    sync.Once
-	runOnce      sync.Once
+	epoch     atomic.Int64 // registered broker epoch, 0 before registration
+	crashc    chan struct{}
+	crashOnce sync.Once
+	runOnce   sync.Once
 
 	conns *rpcopt.Pool // to controllers, leaders, other clusters' brokers
 
@@ -84,8 +83,14 @@ type Broker struct {
 	changed     chan struct{}
 	changeTaken bool // Changed handed out changed since it was made
 
-	hbKick chan struct{}
-	wg     sync.WaitGroup
+	// keeper keeps the registration and sends the heartbeats
+	// (keeper.go); registeredc closes at the first registration.
+	keeper      *session.Keeper
+	registeredc chan struct{}
+	regFatal    chan error    // a registration the controller refused as invalid
+	grantedc    chan struct{} // closed when a controlled shutdown is granted
+	grantOnce   sync.Once
+	wg          sync.WaitGroup
 	// runCtx is Run's inner context (it outlives Run's ctx through the
 	// controlled shutdown); background work started outside Run's loops
 	// (AlterPartition retries) stops with it.
@@ -111,7 +116,8 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		cfg: cfg, fs: deps.FS, dial: deps.Dial, now: deps.Now, log: deps.Logger, obs: deps.Observer,
 		lis: deps.Listener, crashc: make(chan struct{}),
 		image: metadata.New(""), parts: map[twinlog.TopicPartition]*partition{},
-		fetchers: map[twinlog.BrokerID]*fetcher{}, changed: make(chan struct{}), hbKick: make(chan struct{}, 1),
+		fetchers: map[twinlog.BrokerID]*fetcher{}, changed: make(chan struct{}),
+		registeredc: make(chan struct{}), regFatal: make(chan error, 1), grantedc: make(chan struct{}),
 	}
 	b.runCtx, b.stopRun = context.WithCancel(context.Background())
 	if b.fs == nil {
@@ -174,6 +180,10 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		so.ObserveOfflinePartitions(len(b.offline))
 	}
 	b.offlineReport = offlineReport(b.offline)
+	b.keeper = session.NewKeeper(keeperEnv{b}, keeperHost{b}, session.Config{
+		HeartbeatInterval: b.cfg.HeartbeatInterval,
+		PreviousEpoch:     b.prevEp,
+	})
 
 	b.codec = codec.NewServer(BufferPool)
 	// releaseProduce first, outside rpcopt's interceptors (panic recovery,
@@ -382,6 +392,7 @@ func (b *Broker) Run(ctx context.Context) error {
 		}
 	}()
 	if err := b.register(inner, ctx); err != nil {
+		b.keeper.Stop()
 		stop()
 		b.grpc.Stop()
 		b.closeDirs(false)
@@ -394,7 +405,6 @@ func (b *Broker) Run(ctx context.Context) error {
 	b.log.Info("broker registered", "broker_epoch", b.epoch.Load(), "previous_broker_epoch", b.prevEp)
 
 	b.goLoop(inner, b.metadataLoop)
-	b.goLoop(inner, b.heartbeatLoop)
 	b.goLoop(inner, b.tickLoop)
 	b.goLoop(inner, b.checkpointLoop)
 
@@ -409,6 +419,7 @@ func (b *Broker) Run(ctx context.Context) error {
 		}
 	}
 	if b.crashed() {
+		b.keeper.Stop()
 		stop()
 		b.grpc.Stop()
 		b.wg.Wait()
@@ -419,6 +430,7 @@ func (b *Broker) Run(ctx context.Context) error {
 		return nil
 	}
 	b.controlledShutdown(inner)
+	b.keeper.Stop()
 	b.stopMirrorRunners()
 	b.health.Shutdown()
 	stop()
@@ -525,121 +537,6 @@ func (b *Broker) advertised() (string, int32, error) {
 		return "", 0, fmt.Errorf("broker: advertised port %q: %w", port, err)
 	}
 	return host, int32(n), nil
-}
-
-// register sends RegisterBroker until it succeeds (SPEC §3.2) with
-// PreviousBrokerEpoch from the clean-shutdown files (§2.5).
-func (b *Broker) register(inner, outer context.Context) error {
-	host, port, err := b.advertised()
-	if err != nil {
-		return err
-	}
-	prev := session.PreviousEpoch(b.prevEp, b.epoch.Load())
-	req := &pb.RegisterBrokerRequest{
-		BrokerId: int32(b.cfg.ID), IncarnationId: b.incarn, Host: host, Port: port,
-		LogDirs: b.cfg.LogDirs, PreviousBrokerEpoch: prev, ClusterId: b.cfg.ClusterID,
-	}
-	for {
-		if outer.Err() != nil || inner.Err() != nil {
-			return ErrNotRunning
-		}
-		ctl, err := b.controller()
-		if err == nil {
-			ctx, cancel := context.WithTimeout(inner, b.cfg.RPCTimeout)
-			var resp *pb.RegisterBrokerResponse
-			resp, err = ctl.RegisterBroker(ctx, req)
-			cancel()
-			if err == nil && resp.GetError() == pb.ErrorCode_ERROR_CODE_NONE {
-				b.epoch.Store(resp.GetBrokerEpoch())
-				return nil
-			}
-			if err == nil {
-				err = fmt.Errorf("register: %v: %s", resp.GetError(), resp.GetErrorMessage())
-				if resp.GetError() == pb.ErrorCode_ERROR_CODE_INVALID_REQUEST {
-					return err
-				}
-			}
-		}
-		b.log.Debug("register broker", "err", err)
-		if !sleep(inner, 100*time.Millisecond) {
-			return ErrNotRunning
-		}
-	}
-}
-
-// heartbeatLoop sends BrokerHeartbeat every interval (and when kicked) with
-// the applied metadata offset; during a controlled shutdown it asks with
-// wantShutDown.
-func (b *Broker) heartbeatLoop(ctx context.Context) {
-	t := time.NewTicker(b.cfg.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		b.heartbeat(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-b.hbKick:
-		}
-	}
-}
-
-func (b *Broker) kickHeartbeat() {
-	select {
-	case b.hbKick <- struct{}{}:
-	default:
-	}
-}
-
-// heartbeat sends one heartbeat; it returns the response (nil on error).
-func (b *Broker) heartbeat(ctx context.Context) *pb.BrokerHeartbeatResponse {
-	ctl, err := b.controller()
-	if err != nil {
-		return nil
-	}
-	b.metaMu.Lock()
-	applied := b.image.Offset()
-	b.metaMu.Unlock()
-	rctx, cancel := context.WithTimeout(ctx, b.cfg.RPCTimeout)
-	defer cancel()
-	sent := b.epoch.Load()
-	resp, err := ctl.BrokerHeartbeat(rctx, &pb.BrokerHeartbeatRequest{
-		BrokerId: int32(b.cfg.ID), BrokerEpoch: sent, AppliedOffset: applied,
-		WantShutDown: b.wantShutdown.Load(), MirrorPartitions: b.mirrorStatuses(),
-		OfflinePartitions: b.offlineReport,
-	})
-	if err != nil {
-		b.log.Debug("heartbeat", "err", err)
-		return nil
-	}
-	if session.ReRegister(resp.GetError(), sent, b.epoch.Load(), b.wantShutdown.Load()) {
-		b.log.Warn("heartbeat: stale broker epoch; re-registering", "broker_epoch", b.epoch.Load())
-		if err := b.register(ctx, ctx); err == nil {
-			b.log.Info("broker re-registered", "broker_epoch", b.epoch.Load())
-		}
-	}
-	return resp
-}
-
-// controlledShutdown asks the controller to move leadership away (SPEC
-// §3.2 wantShutDown) and waits, bounded, until it grants the shutdown.
-func (b *Broker) controlledShutdown(ctx context.Context) {
-	b.wantShutdown.Store(true)
-	deadline := time.Now().Add(b.cfg.ControlledShutdownTimeout)
-	interval := min(b.cfg.HeartbeatInterval, 100*time.Millisecond)
-	for time.Now().Before(deadline) {
-		resp := b.heartbeat(ctx)
-		if resp != nil && (resp.GetShouldShutDown() || resp.GetError() == pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH) {
-			b.log.Info("controlled shutdown granted")
-			// Let the metadata that moved leadership arrive, so produce
-			// requests fail over with NOT_LEADER rather than timing out.
-			return
-		}
-		if !sleep(ctx, interval) {
-			return
-		}
-	}
-	b.log.Warn("controlled shutdown not granted in time; shutting down anyway")
 }
 
 // tickLoop turns a ticker into replica Tick (ISR shrink, produce timeouts)

@@ -1,7 +1,8 @@
 // Package session is a broker's registration with its controller (SPEC
-// §3.2): which previous broker epoch it registers with, and when a
-// heartbeat's answer means registering again. The broker shell
-// (broker.go) and the simulator both follow it; the RPCs are theirs.
+// §3.2): which previous broker epoch it registers with, when a heartbeat's
+// answer means registering again (the rules), and the Keeper that
+// registers and heartbeats by them. The broker shell (keeper.go) and the
+// simulator both run a Keeper; the RPCs and the clock are theirs.
 package session
 
 import (

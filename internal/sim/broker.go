@@ -34,17 +34,16 @@ type simBroker struct {
 	inc int
 
 	prevEpoch  twinlog.BrokerEpoch // from the clean-shutdown file
+	keeper     *session.Keeper     // registration and heartbeats (broker/session)
 	epoch      int64               // registered broker epoch, 0 before
 	registered bool
 	image      *metadata.Image
 	follow     *metadata.Follower // the metadata loop's snapshot paging (as broker/metadata.go)
 	parts      map[twinlog.TopicPartition]*simPart
 
-	nextHeartbeat, nextMetadata, nextTick, nextFlush, nextCheckpoint int64
-	registerSentAt                                                   int64
-	registerSeq                                                      int
-	metadataInFlight                                                 bool
-	metadataSentAt                                                   int64
+	nextMetadata, nextTick, nextFlush, nextCheckpoint int64
+	metadataInFlight                                  bool
+	metadataSentAt                                    int64
 	// fetchers: one per leader broker this broker follows a partition
 	// from (broker/fetcher.go).
 	fetchers map[int32]*simFetcher
@@ -119,30 +118,69 @@ func (b *simBroker) start() {
 	b.fetchers = map[int32]*simFetcher{}
 	b.metadataInFlight = false
 	s.tracef("broker %d start, previous epoch %d", b.id, b.prevEpoch)
-	b.sendRegister()
+	host := simSession{b, b.inc}
+	b.keeper = session.NewKeeper(host, host, session.Config{HeartbeatInterval: time.Duration(s.cfg.HeartbeatMs) * time.Millisecond, PreviousEpoch: b.prevEpoch})
+	b.keeper.Start()
 }
 
-func (b *simBroker) sendRegister() {
-	s := b.s
-	b.registerSentAt = s.now
-	prev := session.PreviousEpoch(b.prevEpoch, b.epoch)
-	inc := b.inc
-	b.registerSeq++
-	seq := b.registerSeq
+// simSession is a broker incarnation's session.Keeper host and Env: the
+// simulated network to the controller, with the shell's RPC deadline (no
+// answer in time counts as none).
+type simSession struct {
+	b   *simBroker
+	inc int
+}
+
+func (e simSession) After(d time.Duration, f func()) { e.b.s.after(d.Milliseconds(), f) }
+
+func (e simSession) Register(req *pb.RegisterBrokerRequest, done func(*pb.RegisterBrokerResponse, error)) {
+	b, s := e.b, e.b.s
+	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(nil, errNoAnswer) })
 	s.net.send(b.node(), controllerNode, "register", func() {
 		c := s.ctl
-		resp := rpc(c, fmt.Sprintf("register %d", b.id), false, c.svc.RegisterBroker, &pb.RegisterBrokerRequest{BrokerId: b.id, IncarnationId: fmt.Sprintf("%d.%d", b.id, inc),
-			Host: "sim", Port: 9092 + b.id, LogDirs: []string{logDir}, PreviousBrokerEpoch: prev, ClusterId: s.clusterID})
-		s.net.send(controllerNode, b.node(), "register-resp", func() {
-			if b.inc != inc || b.registerSeq != seq || b.epoch == resp.GetBrokerEpoch() || resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-				return
-			}
-			b.registered = true
-			b.epoch = resp.GetBrokerEpoch()
-			s.tracef("broker %d registered epoch %d (previous %d)", b.id, b.epoch, prev)
-			b.nextHeartbeat, b.nextMetadata = s.now, s.now
-		})
+		resp := rpc(c, fmt.Sprintf("register %d", b.id), false, c.svc.RegisterBroker, req)
+		s.net.send(controllerNode, b.node(), "register-resp", func() { reply(func() { done(resp, nil) }) })
 	})
+}
+
+func (e simSession) Heartbeat(req *pb.BrokerHeartbeatRequest, done func(*pb.BrokerHeartbeatResponse, error)) {
+	b, s := e.b, e.b.s
+	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(nil, errNoAnswer) })
+	s.net.send(b.node(), controllerNode, "heartbeat", func() {
+		c := s.ctl
+		resp := rpc(c, fmt.Sprintf("heartbeat %d", b.id), false, c.svc.BrokerHeartbeat, req)
+		s.net.send(controllerNode, b.node(), "heartbeat-resp", func() { reply(func() { done(resp, nil) }) })
+	})
+}
+
+func (e simSession) RegisterRequest() *pb.RegisterBrokerRequest {
+	b := e.b
+	return &pb.RegisterBrokerRequest{BrokerId: b.id, IncarnationId: fmt.Sprintf("%d.%d", b.id, e.inc),
+		Host: "sim", Port: 9092 + b.id, LogDirs: []string{logDir}, ClusterId: b.s.clusterID}
+}
+
+func (e simSession) HeartbeatRequest() *pb.BrokerHeartbeatRequest {
+	return &pb.BrokerHeartbeatRequest{BrokerId: e.b.id, AppliedOffset: e.b.image.Offset()}
+}
+
+func (e simSession) Registered(epoch int64, again bool) {
+	b, s := e.b, e.b.s
+	s.tracef("broker %d registered epoch %d (previous %d, again %t)", b.id, epoch, b.epoch, again)
+	b.registered = true
+	b.epoch = epoch
+	b.nextMetadata = s.now
+}
+
+func (e simSession) RegisterFailed(err error, fatal bool) {
+	if fatal {
+		e.b.s.fail("register", "broker %d: %v", e.b.id, err)
+	}
+}
+
+func (e simSession) HeartbeatAnswered(req *pb.BrokerHeartbeatRequest, _ *pb.BrokerHeartbeatResponse, _ error, reregister bool) {
+	if reregister {
+		e.b.s.tracef("broker %d heartbeat: stale broker epoch %d; re-registering", e.b.id, req.GetBrokerEpoch())
+	}
 }
 
 // crash stops the broker as kill -9 would: nothing is flushed. The next
@@ -156,6 +194,7 @@ func (b *simBroker) crash() {
 	for _, p := range b.sortedParts() {
 		lastLEO[p.key] = int64(p.r.LogEndOffset())
 	}
+	b.keeper.Stop()
 	b.up = false
 	b.dir = nil
 	b.parts = nil
@@ -174,6 +213,7 @@ func (b *simBroker) stopClean() {
 	if err := b.dir.Close(twinlog.BrokerEpoch(b.epoch)); err != nil {
 		s.fail("storage close", "broker %d: %v", b.id, err)
 	}
+	b.keeper.Stop()
 	b.up = false
 	b.dir = nil
 	b.parts = nil
@@ -207,14 +247,7 @@ func (b *simBroker) timers() {
 		return
 	}
 	if !b.registered {
-		if s.now-b.registerSentAt > 500 {
-			b.sendRegister()
-		}
 		return
-	}
-	if s.now >= b.nextHeartbeat {
-		b.nextHeartbeat = s.now + s.cfg.HeartbeatMs
-		b.heartbeat()
 	}
 	if s.now >= b.nextMetadata && (!b.metadataInFlight || s.now-b.metadataSentAt > s.cfg.FetchTimeoutMs) {
 		b.nextMetadata = s.now + s.cfg.MetadataPollMs
@@ -244,26 +277,6 @@ func (b *simBroker) timers() {
 			s.fail("storage checkpoint", "%v", err)
 		}
 	}
-}
-
-func (b *simBroker) heartbeat() {
-	s := b.s
-	req := &pb.BrokerHeartbeatRequest{BrokerId: b.id, BrokerEpoch: b.epoch, AppliedOffset: b.image.Offset()}
-	inc := b.inc
-	s.net.send(b.node(), controllerNode, "heartbeat", func() {
-		c := s.ctl
-		resp := rpc(c, fmt.Sprintf("heartbeat %d", b.id), false, c.svc.BrokerHeartbeat, req)
-		s.net.send(controllerNode, b.node(), "heartbeat-resp", func() {
-			// A stale epoch (someone registered this id since) means
-			// register again, as a live broker (session.ReRegister, as
-			// broker.go); one registration in flight at a time.
-			if b.inc == inc && b.up && session.ReRegister(resp.GetError(), req.GetBrokerEpoch(), b.epoch, false) &&
-				s.now-b.registerSentAt > s.cfg.RPCTimeoutMs {
-				s.tracef("broker %d heartbeat: stale broker epoch %d; re-registering", b.id, b.epoch)
-				b.sendRegister()
-			}
-		})
-	})
 }
 
 // pollMetadata is broker/metadata.go's metadataLoop, one request at a time:
@@ -308,6 +321,7 @@ func (b *simBroker) pollMetadata() {
 			if b.image.Offset() != before || taken.Apply.GetSnapshot() != nil {
 				b.reconcile()
 			}
+			b.keeper.Kick() // as broker/metadata.go: the applied offset, at once
 		})
 	})
 }
