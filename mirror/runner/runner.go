@@ -315,9 +315,15 @@ func (r *Runner) Stop() {
 func (r *Runner) stopped() bool { return r.cfg.Stop != nil && r.cfg.Stop() }
 
 // Turn observes the partition, performs what the machine decides, and
-// handles the queued answers.
+// handles the queued answers. What one event makes the machine emit is
+// performed before the next event (mirror/plan/doc.go), and an answered
+// bump is reported as soon as the replica runs in its LE, before the
+// machine hears anything else: an action emitted in the old LE and sent
+// after would be fenced.
 func (r *Runner) Turn() {
 	r.observe()
+	r.drain()
+	r.progressBumps()
 	r.drain()
 	r.settleTaintsPending()
 	for i := 0; i < maxTurnItems && !r.stopped(); i++ {
@@ -326,10 +332,10 @@ func (r *Runner) Turn() {
 			break
 		}
 		f()
+		r.drain()
 		r.progressBumps()
 		r.drain()
 	}
-	r.progressBumps()
 	if now := r.env.NowMs(); r.core.M != nil && now >= r.nextTick && !r.stopped() {
 		r.nextTick = now + r.cfg.Tick.Milliseconds()
 		r.core.Step(plan.Tick{NowMs: now})

@@ -200,12 +200,10 @@ func TestRunnerWritesInOrder(t *testing.T) {
 	if l := rn.Core().Leadership; l.Bumps != 0 || l.KnownLE != 3 || obs.ended != 0 {
 		t.Fatalf("after the bump's LE: %+v, ended %d", l, obs.ended)
 	}
-	ackAll()
-	rn.Turn()
-	if len(env.writes) == acked {
-		// The truncation is done; the run record follows. Send one more
-		// write to leave in flight.
-		t.Fatalf("no write after the truncation (%d)", len(env.writes))
+	// The truncation is done in the same turn; its run record is in
+	// flight.
+	if len(env.writes) != acked+1 || env.writes[acked].w.Run.GetTruncationEpoch() != 3 {
+		t.Fatalf("writes %d (acked %d): want the truncation's run record in flight", len(env.writes), acked)
 	}
 	pending := env.writes[len(env.writes)-1]
 	before := len(env.writes)
@@ -234,5 +232,58 @@ func TestRunnerWritesInOrder(t *testing.T) {
 	}
 	if n := len(env.writes); n != before+1 || env.writes[n-1].w.Lead == pending.w.Lead {
 		t.Fatalf("writes %d, want one of the new leadership", n)
+	}
+}
+
+// TestRunnerBumpDoneBeforeNextEvent: a bump answered while the replica was
+// still in the old LE is reported as soon as a turn finds the replica in
+// the new one, before the turn hands the machine anything else, and what
+// an event makes the machine emit is performed before the next event: a
+// stop bump requested by the STOPPING writes' ack carries the LE the
+// answered bump gave (simulator seed 312: the runner reported BumpDone
+// between the ack and sending the stop bump, which went out in the old LE
+// and was fenced).
+func TestRunnerBumpDoneBeforeNextEvent(t *testing.T) {
+	rn, env, part, _ := newRunner(t)
+	rn.Turn()
+	env.loads[0](nil, nil, nil)
+	rn.Turn()
+	rn.Turn()
+	env.lmles[0](-1, pb.ErrorCode_ERROR_CODE_NONE)
+	rn.Turn()
+	acked := 0
+	ackAll := func() {
+		for acked < len(env.writes) {
+			env.writes[acked].done(nil)
+			acked++
+			rn.Turn()
+		}
+	}
+	ackAll()
+	if len(env.bumps) != 1 || env.bumps[0].a.LeaderEpoch != 2 {
+		t.Fatalf("bumps %+v: want the LMLE truncation's from LE 2", env.bumps)
+	}
+	env.bumps[0].done(3, pb.ErrorCode_ERROR_CODE_NONE)
+	rn.Turn() // the answer waits for the replica to run in LE 3
+
+	// The operator stops the mirror: the machine writes the LMLE and the
+	// STOPPING run record, one at a time.
+	env.view.Desired.State = pb.MirrorState_MIRROR_STATE_STOPPED
+	rn.Turn()
+	for len(env.writes) == acked+1 && len(env.bumps) == 1 {
+		if acked == len(env.writes)-1 && env.writes[acked].w.Run != nil && env.writes[acked].w.Run.GetState() == pb.MirrorState_MIRROR_STATE_STOPPING {
+			// The last STOPPING write: the replica enters LE 3 before
+			// its ack is handled.
+			lead(t, part.r, 3)
+		}
+		env.writes[acked].done(nil)
+		acked++
+		rn.Turn()
+	}
+	if len(env.bumps) != 2 {
+		t.Fatalf("bumps %d after the STOPPING writes, want the stop bump", len(env.bumps))
+	}
+	if got := env.bumps[1].a.LeaderEpoch; got != 3 {
+		t.Fatalf("stop bump from LE %d, want 3 (the answered bump's LE, reported first)", got)
 	}
 }
