@@ -29,6 +29,7 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/alter"
 	"github.com/twinlog/twinlog/broker/codec"
+	"github.com/twinlog/twinlog/broker/metaloop"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/broker/session"
 	"github.com/twinlog/twinlog/internal/rpcopt"
@@ -86,6 +87,7 @@ type Broker struct {
 	// keeper keeps the registration and sends the heartbeats
 	// (keeper.go); registeredc closes at the first registration.
 	keeper      *session.Keeper
+	meta        *metaloop.Loop // the metadata loop (metadata.go), from registration
 	registeredc chan struct{}
 	regFatal    chan error    // a registration the controller refused as invalid
 	grantedc    chan struct{} // closed when a controlled shutdown is granted
@@ -404,7 +406,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	b.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	b.log.Info("broker registered", "broker_epoch", b.epoch.Load(), "previous_broker_epoch", b.prevEp)
 
-	b.goLoop(inner, b.metadataLoop)
+	b.startMetadata()
 	b.goLoop(inner, b.tickLoop)
 	b.goLoop(inner, b.checkpointLoop)
 
@@ -420,6 +422,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	}
 	if b.crashed() {
 		b.keeper.Stop()
+		b.meta.Stop()
 		stop()
 		b.grpc.Stop()
 		b.wg.Wait()
@@ -431,6 +434,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	}
 	b.controlledShutdown(inner)
 	b.keeper.Stop()
+	b.meta.Stop()
 	b.stopMirrorRunners()
 	b.health.Shutdown()
 	stop()

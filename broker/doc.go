@@ -4,23 +4,31 @@
 //
 // # Goroutines
 //
-//   - metadataLoop long-polls the controller's FetchMetadata, applies deltas in
-//     offset order (a snapshot when far behind) to a metadata.Image and
-//     reconciles: logs are opened for new assignments, partition state is
-//     applied (newer LE, or same LE with newer PE, decides inside replica),
-//     partitions left or re-created with another topic id are deleted (SPEC
-//     §2.1). Nothing is reconciled until the image has reached the broker's
-//     own registration, so a restarted broker never acts on old leadership.
-//   - heartbeatLoop reports the applied offset (unfencing) and, at shutdown,
-//     wantShutDown until the controller grants it (SPEC §3.2).
+//   - the metadata loop (broker/metaloop.Loop, metadata.go) long-polls the
+//     controller's FetchMetadata, applies deltas in offset order (a snapshot
+//     when far behind) to a metadata.Image and reconciles: logs are opened
+//     for new assignments, partition state is applied (newer LE, or same LE
+//     with newer PE, decides inside replica), partitions left or re-created
+//     with another topic id are deleted (SPEC §2.1). Nothing is reconciled
+//     until the image has reached the broker's own registration, so a
+//     restarted broker never acts on old leadership.
+//   - the session (broker/session.Keeper, keeper.go) registers, heartbeats
+//     with the applied offset (unfencing), registers again on a stale
+//     epoch and, at shutdown, sends wantShutDown until the controller
+//     grants it (SPEC §3.2).
+//   - the loop and the Keeper are callback-driven: each request runs on a
+//     goroutine of its own bounded by the RPC timeout, each pause on a
+//     goroutine that ends with the run, and the answer calls back into
+//     them (the simulator runs both on its scheduler and network).
 //   - tickLoop turns a ticker into Replica.Tick (ISR shrink §4.5, produce
 //     timeouts §4.1) and reports metrics.
 //   - checkpointLoop writes HW/log-start/recovery checkpoints every 5 s (§2.5).
 //   - one fetcher per leader broker replicates every partition followed from
 //     it with one pipelined long-poll Fetch (§4.4; its decisions are
 //     broker/follow's, the leader's answer broker/serve.Once).
-//   - one goroutine per in-flight AlterPartition (the machine keeps at most
-//     one per partition) feeds the controller's answer back.
+//   - AlterPartition (broker/alter.Send; the machine keeps at most one in
+//     flight per partition): one goroutine per attempt and per backoff
+//     pause; the answer goes back to the replica under its lock.
 //   - with FlushEveryBatch, a per-partition syncer group-commits fsyncs.
 //   - one goroutine per hosted partition of a mirror topic (mirror.go,
 //     SPEC §6) turns its mirror/runner.Runner, which owns the

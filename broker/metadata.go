@@ -10,75 +10,97 @@ import (
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/assign"
+	"github.com/twinlog/twinlog/broker/metaloop"
 	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/storage"
 )
 
-// metadataLoop follows the controller's change log (SPEC §3.1): long-poll
-// FetchMetadata from the next offset, apply deltas in order (a snapshot when
-// far behind), then reconcile the hosted partitions. The controller sends a
-// snapshot in pages bounded by metadata.fetch.max.bytes: the loop gathers
-// them in a snapshotPages and applies the snapshot, then the deltas of its
-// last page, only once it is whole, so the image never holds part of one.
-func (b *Broker) metadataLoop(ctx context.Context) {
-	follow := metadata.NewFollower(metadata.MaxSnapshotItems)
-	for ctx.Err() == nil {
+// startMetadata starts the broker's metadata loop (metaloop.Loop): it
+// long-polls the controller's FetchMetadata (SPEC §3.1) and, after each
+// answer applied, reconciles the hosted partitions (metadataHost.Applied).
+func (b *Broker) startMetadata() {
+	b.meta = metaloop.New(metaEnv{b}, metadataHost{b}, metaloop.Config{
+		BrokerID:         int32(b.cfg.ID),
+		MaxWait:          b.cfg.MetadataMaxWait,
+		Backoff:          100 * time.Millisecond,
+		MaxSnapshotItems: metadata.MaxSnapshotItems,
+	})
+	b.meta.Start()
+}
+
+// metaEnv runs each FetchMetadata on a goroutine of its own, bounded by
+// the long poll plus the RPC timeout.
+type metaEnv struct{ b *Broker }
+
+func (e metaEnv) After(d time.Duration, f func()) {
+	e.b.goLoop(e.b.runCtx, func(ctx context.Context) {
+		if sleep(ctx, d) {
+			f()
+		}
+	})
+}
+
+func (e metaEnv) Fetch(req *pb.FetchMetadataRequest, done func(*pb.FetchMetadataResponse, error)) {
+	b := e.b
+	b.goLoop(b.runCtx, func(ctx context.Context) {
 		ctl, err := b.controller()
 		if err != nil {
-			sleep(ctx, 100*time.Millisecond)
-			continue
+			done(nil, err)
+			return
 		}
-		b.metaMu.Lock()
-		from := b.image.Offset() + 1
-		b.metaMu.Unlock()
-		rctx, cancel := context.WithTimeout(ctx, b.cfg.MetadataMaxWait+b.cfg.RPCTimeout)
-		resp, err := ctl.FetchMetadata(rctx, &pb.FetchMetadataRequest{
-			BrokerId: int32(b.cfg.ID), BrokerEpoch: b.epoch.Load(), FromOffset: from,
-			MaxWaitMs:      int32(b.cfg.MetadataMaxWait.Milliseconds()),
-			SnapshotCursor: follow.Cursor(),
-		})
-		cancel()
-		if err != nil {
-			// The cursor stays: the next page is asked for again (the
-			// controller restarts it if its snapshot was replaced).
-			b.log.Debug("fetch metadata", "err", err)
-			sleep(ctx, 100*time.Millisecond)
-			continue
+		ctx, cancel := context.WithTimeout(ctx, b.cfg.MetadataMaxWait+b.cfg.RPCTimeout)
+		defer cancel()
+		done(ctl.FetchMetadata(ctx, req))
+	})
+}
+
+// metadataHost is the broker's image as the metadata loop's host.
+type metadataHost struct{ b *Broker }
+
+func (h metadataHost) Position() (int64, int64) {
+	b := h.b
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	return b.image.Offset(), b.epoch.Load()
+}
+
+func (h metadataHost) Reload() {
+	b := h.b
+	b.metaMu.Lock()
+	b.image = metadata.New("")
+	b.metaMu.Unlock()
+}
+
+func (h metadataHost) Apply(resp *pb.FetchMetadataResponse) error { return h.b.applyMetadata(resp) }
+
+// Applied reconciles the hosted partitions with the new image, wakes what
+// waits on a change and tells the controller the applied offset at once.
+func (h metadataHost) Applied(*pb.FetchMetadataResponse, int64) {
+	b := h.b
+	b.reconcile()
+	b.noteStateTombstones(b.runCtx)
+	b.notifyChange()
+	b.kickHeartbeat()
+}
+
+func (h metadataHost) Event(ev metaloop.Event) {
+	log := h.b.log
+	switch ev.Kind {
+	case metaloop.FetchFailed:
+		log.Debug("fetch metadata", "err", ev.Err)
+	case metaloop.Replaced:
+		log.Info("metadata snapshot replaced while paging; restarting")
+	case metaloop.Reloaded:
+		// The controller does not have what we applied: start over.
+		log.Warn("metadata offset ahead of the controller; reloading", "from", ev.From, "high", ev.HighOffset)
+	case metaloop.Restarted:
+		level := slog.LevelWarn
+		if errors.Is(ev.Err, metadata.ErrSnapshotTooLarge) {
+			level = slog.LevelError
 		}
-		taken := follow.Take(resp)
-		if taken.Replaced {
-			b.log.Info("metadata snapshot replaced while paging; restarting", "new_snapshot_offset", resp.GetSnapshot().GetOffset())
-		}
-		switch taken.Step {
-		case metadata.Wait:
-			continue
-		case metadata.Reload:
-			// The controller does not have what we applied: start over.
-			b.log.Warn("metadata offset ahead of the controller; reloading", "from", from, "high", resp.GetHighOffset())
-			b.metaMu.Lock()
-			b.image = metadata.New("")
-			b.metaMu.Unlock()
-			continue
-		case metadata.Restart:
-			level := slog.LevelWarn
-			if errors.Is(taken.Err, metadata.ErrSnapshotTooLarge) {
-				level = slog.LevelError
-			}
-			b.log.Log(ctx, level, "metadata snapshot refused; restarting the snapshot", "err", taken.Err)
-			sleep(ctx, 100*time.Millisecond)
-			continue
-		}
-		if err := b.applyMetadata(taken.Apply); err != nil {
-			b.log.Warn("apply metadata; reloading", "err", err)
-			b.metaMu.Lock()
-			b.image = metadata.New("")
-			b.metaMu.Unlock()
-			continue
-		}
-		b.reconcile()
-		b.noteStateTombstones(ctx)
-		b.notifyChange()
-		b.kickHeartbeat()
+		log.Log(context.Background(), level, "metadata snapshot refused; restarting the snapshot", "err", ev.Err)
+	case metaloop.ApplyFailed:
+		log.Warn("apply metadata; reloading", "err", ev.Err)
 	}
 }
 
@@ -105,30 +127,26 @@ func (b *Broker) MetadataOffset() int64 {
 // restarted broker never acts on leadership it held before.
 func (b *Broker) reconcile() {
 	now := b.nowMs()
+	hosted := map[twinlog.TopicPartition]string{}
+	for _, p := range b.partitions() {
+		hosted[p.tp] = p.topicID
+	}
 	b.metaMu.Lock()
-	if b.image.Offset() < b.epoch.Load() {
-		b.metaMu.Unlock()
-		return
-	}
-	wanted := map[twinlog.TopicPartition]assign.Assignment{}
-	for _, a := range assign.Of(b.image, b.cfg.ID) {
-		wanted[a.TP] = a
-	}
+	plan, ok := assign.Reconcile(b.image, b.cfg.ID, b.epoch.Load(), hosted)
 	registered, brokers := b.image.BrokerEpochs()
 	b.metaMu.Unlock()
-
-	// Remove partitions that left (or whose topic id changed).
-	for _, p := range b.partitions() {
-		w, ok := wanted[p.tp]
-		if ok && w.Record.GetTopicId() == p.topicID {
-			continue
+	if !ok {
+		return
+	}
+	for _, tp := range plan.Remove {
+		if p := b.partition(tp); p != nil {
+			b.removePartition(p)
 		}
-		b.removePartition(p)
 	}
 	// Logs on disk that no assignment wants (SPEC §2.1).
 	for _, d := range b.dirs {
 		for tp := range d.Logs() {
-			if _, ok := wanted[tp]; !ok && b.partition(tp) == nil {
+			if !plan.Wanted(tp) && b.partition(tp) == nil {
 				b.log.Info("deleting unassigned partition dir", "topic", tp.Topic, "partition", tp.Partition)
 				if err := d.Delete(tp); err != nil {
 					b.log.Error("delete partition dir", "topic", tp.Topic, "partition", tp.Partition, "err", err)
@@ -136,7 +154,8 @@ func (b *Broker) reconcile() {
 			}
 		}
 	}
-	for tp, w := range wanted {
+	for _, w := range plan.Host {
+		tp := w.TP
 		p := b.partition(tp)
 		if p == nil {
 			var err error

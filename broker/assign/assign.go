@@ -6,6 +6,9 @@
 package assign
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
@@ -109,4 +112,57 @@ func IDs(in []int32) []twinlog.BrokerID {
 		out[i] = twinlog.BrokerID(v)
 	}
 	return out
+}
+
+// Plan is a broker's reconcile for one image: the hosted partitions to
+// remove, then the assignments to host (opened if not hosted, their state
+// applied).
+type Plan struct {
+	// Remove are the hosted partitions no assignment wants, or wanted with
+	// another topic id (the topic was deleted and created again, SPEC
+	// §2.1), by topic name and partition.
+	Remove []twinlog.TopicPartition
+	// Host are the assignments, as Of returns them.
+	Host []Assignment
+
+	wanted map[twinlog.TopicPartition]bool
+}
+
+// Wanted reports whether the image assigns tp to the broker: a log dir on
+// disk that it does not is deleted (SPEC §2.1).
+func (p Plan) Wanted(tp twinlog.TopicPartition) bool { return p.wanted[tp] }
+
+// Reconcile plans broker self's reconcile for img; hosted maps each
+// partition it hosts to its topic id. ok is false, and nothing is to be
+// done, until the image has caught up with the broker's registration in
+// epoch (0: not registered): a restarted broker must not act on leadership
+// it held before, nor remove what an old image no longer shows.
+func Reconcile(img *metadata.Image, self twinlog.BrokerID, epoch int64, hosted map[twinlog.TopicPartition]string) (plan Plan, ok bool) {
+	if epoch <= 0 || img.Offset() < epoch {
+		return Plan{}, false
+	}
+	plan.Host = Of(img, self)
+	plan.wanted = make(map[twinlog.TopicPartition]bool, len(plan.Host))
+	ids := make(map[twinlog.TopicPartition]string, len(plan.Host))
+	for _, a := range plan.Host {
+		plan.wanted[a.TP] = true
+		ids[a.TP] = a.Record.GetTopicId()
+	}
+	for tp, id := range hosted {
+		if want, ok := ids[tp]; !ok || want != id {
+			plan.Remove = append(plan.Remove, tp)
+		}
+	}
+	SortPartitions(plan.Remove)
+	return plan, true
+}
+
+// SortPartitions sorts tps by topic name, then partition.
+func SortPartitions(tps []twinlog.TopicPartition) {
+	slices.SortFunc(tps, func(x, y twinlog.TopicPartition) int {
+		if c := cmp.Compare(x.Topic, y.Topic); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Partition, y.Partition)
+	})
 }

@@ -142,3 +142,48 @@ func TestApply(t *testing.T) {
 		t.Fatalf("plain: role %v LE %d", r.Role(), r.LeaderEpoch())
 	}
 }
+
+// TestReconcile: nothing until the image has reached the broker's
+// registration; then the hosted partitions no assignment wants, or wanted
+// with another topic id, are removed in order, and every assignment is
+// hosted.
+func TestReconcile(t *testing.T) {
+	img := image(t) // at offset 1
+	tp := func(topic string, p int32) twinlog.TopicPartition {
+		return twinlog.TopicPartition{Topic: topic, Partition: p}
+	}
+	hosted := map[twinlog.TopicPartition]string{
+		tp("plain", 0): "p",       // still wanted
+		tp("plain", 1): "p",       // moved away
+		tp("once", 0):  "o-older", // the topic was created again
+		tp("gone", 3):  "g",       // deleted topic
+	}
+	if _, ok := Reconcile(img, 1, 0, hosted); ok {
+		t.Fatal("planned before registration")
+	}
+	if _, ok := Reconcile(img, 1, 2, hosted); ok {
+		t.Fatal("planned on an image older than the registration")
+	}
+	plan, ok := Reconcile(img, 1, 1, hosted)
+	if !ok {
+		t.Fatal("no plan on a caught-up image")
+	}
+	if want := []twinlog.TopicPartition{tp("gone", 3), tp("once", 0), tp("plain", 1)}; !slices.Equal(plan.Remove, want) {
+		t.Fatalf("remove %v, want %v", plan.Remove, want)
+	}
+	var host []twinlog.TopicPartition
+	for _, a := range plan.Host {
+		host = append(host, a.TP)
+	}
+	if want := []twinlog.TopicPartition{tp("mirrored", 0), tp("once", 0), tp("plain", 0)}; !slices.Equal(host, want) {
+		t.Fatalf("host %v, want %v", host, want)
+	}
+	for _, c := range []struct {
+		tp   twinlog.TopicPartition
+		want bool
+	}{{tp("plain", 0), true}, {tp("once", 0), true}, {tp("plain", 1), false}, {tp("gone", 3), false}} {
+		if got := plan.Wanted(c.tp); got != c.want {
+			t.Errorf("Wanted(%v) = %t, want %t", c.tp, got, c.want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/twinlog/twinlog/broker/alter"
 	"github.com/twinlog/twinlog/broker/assign"
 	"github.com/twinlog/twinlog/broker/follow"
+	"github.com/twinlog/twinlog/broker/metaloop"
 	"github.com/twinlog/twinlog/broker/ready"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/broker/serve"
@@ -38,12 +39,10 @@ type simBroker struct {
 	epoch      int64               // registered broker epoch, 0 before
 	registered bool
 	image      *metadata.Image
-	follow     *metadata.Follower // the metadata loop's snapshot paging (as broker/metadata.go)
+	meta       *metaloop.Loop // the metadata loop (broker/metaloop), from registration
 	parts      map[twinlog.TopicPartition]*simPart
 
-	nextMetadata, nextTick, nextFlush, nextCheckpoint int64
-	metadataInFlight                                  bool
-	metadataSentAt                                    int64
+	nextTick, nextFlush, nextCheckpoint int64
 	// fetchers: one per leader broker this broker follows a partition
 	// from (broker/fetcher.go).
 	fetchers map[int32]*simFetcher
@@ -113,10 +112,10 @@ func (b *simBroker) start() {
 	b.registered = false
 	b.epoch = 0
 	b.image = metadata.New("")
-	b.follow = metadata.NewFollower(metadata.MaxSnapshotItems)
+	b.meta = metaloop.New(simMeta{b}, simMeta{b}, metaloop.Config{BrokerID: b.id, Idle: time.Duration(s.cfg.MetadataPollMs) * time.Millisecond,
+		Backoff: 100 * time.Millisecond, MaxSnapshotItems: metadata.MaxSnapshotItems})
 	b.parts = map[twinlog.TopicPartition]*simPart{}
 	b.fetchers = map[int32]*simFetcher{}
-	b.metadataInFlight = false
 	s.tracef("broker %d start, previous epoch %d", b.id, b.prevEpoch)
 	host := simSession{b, b.inc}
 	b.keeper = session.NewKeeper(host, host, session.Config{HeartbeatInterval: time.Duration(s.cfg.HeartbeatMs) * time.Millisecond, PreviousEpoch: b.prevEpoch})
@@ -168,7 +167,7 @@ func (e simSession) Registered(epoch int64, again bool) {
 	s.tracef("broker %d registered epoch %d (previous %d, again %t)", b.id, epoch, b.epoch, again)
 	b.registered = true
 	b.epoch = epoch
-	b.nextMetadata = s.now
+	b.meta.Start()
 }
 
 func (e simSession) RegisterFailed(err error, fatal bool) {
@@ -195,6 +194,7 @@ func (b *simBroker) crash() {
 		lastLEO[p.key] = int64(p.r.LogEndOffset())
 	}
 	b.keeper.Stop()
+	b.meta.Stop()
 	b.up = false
 	b.dir = nil
 	b.parts = nil
@@ -214,6 +214,7 @@ func (b *simBroker) stopClean() {
 		s.fail("storage close", "broker %d: %v", b.id, err)
 	}
 	b.keeper.Stop()
+	b.meta.Stop()
 	b.up = false
 	b.dir = nil
 	b.parts = nil
@@ -249,10 +250,6 @@ func (b *simBroker) timers() {
 	if !b.registered {
 		return
 	}
-	if s.now >= b.nextMetadata && (!b.metadataInFlight || s.now-b.metadataSentAt > s.cfg.FetchTimeoutMs) {
-		b.nextMetadata = s.now + s.cfg.MetadataPollMs
-		b.pollMetadata()
-	}
 	if s.now >= b.nextTick {
 		b.nextTick = s.now + s.cfg.ReplicaTickMs
 		for _, p := range b.sortedParts() {
@@ -279,62 +276,87 @@ func (b *simBroker) timers() {
 	}
 }
 
-// pollMetadata is broker/metadata.go's metadataLoop, one request at a time:
-// FetchMetadata from the image's offset with the snapshot cursor, and the
-// answer taken by the same metadata.Follower.
-func (b *simBroker) pollMetadata() {
-	s := b.s
-	req := &pb.FetchMetadataRequest{BrokerId: b.id, BrokerEpoch: b.epoch, FromOffset: b.image.Offset() + 1, SnapshotCursor: b.follow.Cursor()}
-	inc := b.inc
-	b.metadataInFlight, b.metadataSentAt = true, s.now
+// simMeta is a broker incarnation's metaloop.Loop host and Env: the
+// simulated network to the controller (which does not long-poll: an
+// answer with nothing new is followed by a pause of MetadataPollMs) with
+// the shell's deadline, and the broker's image.
+type simMeta struct{ b *simBroker }
+
+func (m simMeta) After(d time.Duration, f func()) { m.b.s.after(d.Milliseconds(), f) }
+
+func (m simMeta) Fetch(req *pb.FetchMetadataRequest, done func(*pb.FetchMetadataResponse, error)) {
+	b, s := m.b, m.b.s
+	reply := s.once(s.cfg.FetchTimeoutMs, func() { done(nil, errNoAnswer) })
 	s.net.send(b.node(), controllerNode, "fetch-metadata", func() {
 		resp := s.ctl.fetchMetadata(req)
-		s.net.send(controllerNode, b.node(), "metadata", func() {
-			if b.inc != inc || !b.up {
-				return
-			}
-			b.metadataInFlight = false
-			taken := b.follow.Take(resp)
-			switch taken.Step {
-			case metadata.Wait:
-				if b.follow.Cursor() != nil {
-					s.report.Checks["metadata snapshot page gathered"]++
-				}
-				return
-			case metadata.Reload:
-				s.tracef("broker %d metadata: offset %d ahead of the controller (%d); reloading", b.id, b.image.Offset(), resp.GetHighOffset())
-				b.image = metadata.New("")
-				return
-			case metadata.Restart:
-				s.tracef("broker %d metadata: %v", b.id, taken.Err)
-				return
-			}
-			before := b.image.Offset()
-			if err := metadata.ApplyTo(b.image, taken.Apply); err != nil {
-				s.tracef("broker %d metadata apply: %v; reloading", b.id, err)
-				b.image = metadata.New("")
-				return
-			}
-			if taken.Apply.GetSnapshot() != nil {
-				s.report.Checks["metadata snapshot applied"]++
-			}
-			if b.image.Offset() != before || taken.Apply.GetSnapshot() != nil {
-				b.reconcile()
-			}
-			b.keeper.Kick() // as broker/metadata.go: the applied offset, at once
-		})
+		s.net.send(controllerNode, b.node(), "metadata", func() { reply(func() { done(resp, nil) }) })
 	})
 }
 
-// reconcile makes the hosted partitions match the image (broker/metadata.go):
-// only once the image has caught up with this broker's own registration.
+func (m simMeta) Position() (int64, int64) { return m.b.image.Offset(), m.b.epoch }
+
+func (m simMeta) Reload() { m.b.image = metadata.New("") }
+
+func (m simMeta) Apply(resp *pb.FetchMetadataResponse) error {
+	return metadata.ApplyTo(m.b.image, resp)
+}
+
+// Applied reconciles when the image changed, and kicks a heartbeat, as
+// broker/metadata.go does.
+func (m simMeta) Applied(resp *pb.FetchMetadataResponse, before int64) {
+	b := m.b
+	if b.image.Offset() != before || resp.GetSnapshot() != nil {
+		b.reconcile()
+	}
+	b.keeper.Kick()
+}
+
+func (m simMeta) Event(ev metaloop.Event) {
+	b, s := m.b, m.b.s
+	switch ev.Kind {
+	case metaloop.PageGathered:
+		s.report.Checks["metadata snapshot page gathered"]++
+	case metaloop.SnapshotApplied:
+		s.report.Checks["metadata snapshot applied"]++
+	case metaloop.Reloaded:
+		s.tracef("broker %d metadata: offset %d ahead of the controller (%d); reloading", b.id, b.image.Offset(), ev.HighOffset)
+	case metaloop.Restarted, metaloop.ApplyFailed:
+		s.tracef("broker %d metadata (%d): %v", b.id, ev.Kind, ev.Err)
+	}
+}
+
+// reconcile makes the hosted partitions match the image with the broker's
+// plan (assign.Reconcile, as broker/metadata.go): remove what left, delete
+// unassigned log dirs, open and apply the assignments.
 func (b *simBroker) reconcile() {
 	s := b.s
-	if !b.registered || b.image.Offset() < b.epoch {
+	hosted := make(map[twinlog.TopicPartition]string, len(b.parts))
+	for tp, p := range b.parts {
+		hosted[tp] = p.topicID
+	}
+	plan, ok := assign.Reconcile(b.image, twinlog.BrokerID(b.id), b.epoch, hosted)
+	if !ok {
 		return
 	}
+	for _, tp := range plan.Remove {
+		b.removePart(b.parts[tp])
+	}
+	var orphans []twinlog.TopicPartition
+	for tp := range b.dir.Logs() {
+		if !plan.Wanted(tp) && b.parts[tp] == nil {
+			orphans = append(orphans, tp)
+		}
+	}
+	assign.SortPartitions(orphans)
+	for _, tp := range orphans {
+		s.tracef("broker %d deletes unassigned dir %v", b.id, tp)
+		if err := b.dir.Delete(tp); err != nil {
+			s.fail("storage delete", "broker %d %v: %v", b.id, tp, err)
+			return
+		}
+	}
 	registered, brokers := b.image.BrokerEpochs()
-	for _, a := range assign.Of(b.image, twinlog.BrokerID(b.id)) {
+	for _, a := range plan.Host {
 		p := b.parts[a.TP]
 		if p == nil {
 			if p = b.openPart(a.TP, a.Record.GetTopicId()); p == nil {
@@ -358,9 +380,18 @@ func (b *simBroker) reconcile() {
 		}
 		p.processReady()
 	}
-	if s.w != nil {
-		b.removeUnassigned() // ops.go: replicas a reassignment moved away
+}
+
+// removePart stops hosting p and deletes its log dir.
+func (b *simBroker) removePart(p *simPart) {
+	s := b.s
+	p.failPending()
+	delete(b.parts, p.tp)
+	if err := b.dir.Delete(p.tp); err != nil {
+		s.fail("storage delete", "broker %d %s: %v", b.id, p.key, err)
+		return
 	}
+	s.tracef("broker %d removes %s (LEO %d, HW %d)", b.id, p.key, p.r.LogEndOffset(), p.r.HighWatermark())
 }
 
 func (b *simBroker) openPart(tp twinlog.TopicPartition, topicID string) *simPart {

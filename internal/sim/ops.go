@@ -282,27 +282,6 @@ func (w *world) reassign(s *Sim) {
 	s.tracef("reassign t-%d from %v to %v", part, pr.GetReplicas(), target)
 }
 
-// removeUnassigned is broker/metadata.go's removal of partitions that left
-// the broker's assignment (a reassignment moved them away): pending
-// produces fail, the replica is dropped and its log deleted (SPEC §2.1).
-// Called by reconcile once the image has caught up.
-func (b *simBroker) removeUnassigned() {
-	s := b.s
-	for _, p := range b.sortedParts() {
-		pr := b.image.Partition(p.tp.Topic, p.tp.Partition)
-		if pr != nil && slices.Contains(pr.GetReplicas(), b.id) && pr.GetTopicId() == p.topicID {
-			continue
-		}
-		p.failPending()
-		delete(b.parts, p.tp)
-		if err := b.dir.Delete(p.tp); err != nil {
-			s.fail("storage delete", "broker %d %s: %v", b.id, p.key, err)
-			return
-		}
-		s.tracef("broker %d removes %s (LEO %d, HW %d)", b.id, p.key, p.r.LogEndOffset(), p.r.HighWatermark())
-	}
-}
-
 // checkAlterAnswerNewLE runs after the replica handled an AlterPartition
 // answer NONE for another leader epoch than the leader's
 // (TestKnownBugAlterAnswerNewLEDropsExpansion): the controller committed
