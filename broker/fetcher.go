@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -15,52 +16,66 @@ import (
 	"github.com/twinlog/twinlog/storage"
 )
 
-// fetcher replicates every partition this broker follows from one leader
-// broker: one long-poll Fetch in flight carrying all of them (SPEC §4.4).
-// The leader answers as soon as any data arrives, and the next fetch is sent
-// as soon as the answer is applied, so replication is pipelined one request
-// deep per leader.
+// fetcher is one leader's follow.Fetcher (SPEC §4.4: one long-poll Fetch
+// in flight carrying every partition this broker follows from that
+// leader) and the goroutines of its requests and pauses.
 type fetcher struct {
-	b      *Broker
-	leader twinlog.BrokerID
+	f    *follow.Fetcher
+	wg   sync.WaitGroup
+	ctx  context.Context
+	stop context.CancelFunc
+	// sends are the requests for the fetcher's worker goroutine (one in
+	// flight at a time): one long-lived goroutine keeps its grown stack,
+	// where a goroutine per request would grow a new one through gRPC's
+	// deep call chain every time (runtime.morestack showed in profiles).
+	sends chan fetchSend
+}
 
-	mu     sync.Mutex
-	cancel context.CancelFunc // of the request in flight
-	kicked bool
-	done   chan struct{}
-	stop   context.CancelFunc
+type fetchSend struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	req    *pb.FetchRequest
+	done   func(*pb.FetchResponse, error)
 }
 
 // retargetFetchers starts a fetcher for each leader some hosted follower
-// partition follows and kicks the others so they pick up new members.
+// partition follows, stops those no partition follows any more, and kicks
+// the others so they pick up new members.
 func (b *Broker) retargetFetchers() {
 	need := map[twinlog.BrokerID]bool{}
-	for _, p := range b.partitions() {
-		p.mu.Lock()
-		if p.usableLocked() == nil && p.r.Role() == replica.RoleFollower {
-			need[p.r.Leader()] = true
-		}
-		p.mu.Unlock()
+	for _, l := range follow.Leaders(b.followPartitions()) {
+		need[l] = true
 	}
 	b.fetchMu.Lock()
 	defer b.fetchMu.Unlock()
 	for id, f := range b.fetchers {
 		if !need[id] {
-			f.stop()
+			f.halt()
 			delete(b.fetchers, id)
 			continue
 		}
-		f.kick()
+		f.f.Kick()
 	}
+	limits := follow.Limits{MaxWait: b.cfg.ReplicaFetchMaxWait, MaxBytes: int32(b.cfg.ReplicaFetchMaxBytes), PartitionMaxBytes: int32(b.cfg.ReplicaFetchPartitionMaxBytes)}
 	for id := range need {
 		if _, ok := b.fetchers[id]; ok {
 			continue
 		}
 		ctx, stop := context.WithCancel(context.Background())
-		f := &fetcher{b: b, leader: id, done: make(chan struct{}), stop: stop}
+		f := &fetcher{ctx: ctx, stop: stop, sends: make(chan fetchSend, 1)}
+		env := fetchEnv{b, f, id}
+		f.f = follow.NewFetcher(env, fetchHost{b}, follow.Config{Self: b.cfg.ID, Leader: id, Limits: limits})
 		b.fetchers[id] = f
-		go f.run(ctx)
+		f.wg.Add(1)
+		go env.work()
+		f.f.Start()
 	}
+}
+
+// halt stops the fetcher; its goroutines end on their own.
+func (f *fetcher) halt() {
+	f.f.Stop()
+	f.stop()
 }
 
 func (b *Broker) stopFetchers() {
@@ -69,102 +84,118 @@ func (b *Broker) stopFetchers() {
 	b.fetchers = map[twinlog.BrokerID]*fetcher{}
 	b.fetchMu.Unlock()
 	for _, f := range fs {
-		f.stop()
+		f.halt()
 	}
 	for _, f := range fs {
-		<-f.done
+		f.wg.Wait()
 	}
 }
 
-// kick cancels the request in flight so the next one includes new members.
-func (f *fetcher) kick() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.kicked = true
-	if f.cancel != nil {
-		f.cancel()
-	}
+// fetchEnv runs a fetcher's requests and pauses on goroutines of their own,
+// ended by the fetcher's stop. A request is bounded by the long poll plus
+// the RPC timeout; its answer's records alias a pooled receive buffer
+// (instead of a protobuf copy of every replicated byte) until the fetcher
+// has applied them.
+type fetchEnv struct {
+	b      *Broker
+	f      *fetcher
+	leader twinlog.BrokerID
 }
 
-func (f *fetcher) run(ctx context.Context) {
-	defer close(f.done)
-	b := f.b
-	log := b.log.With("fetcher_leader", f.leader)
-	var backoff follow.Backoff
-	limits := follow.Limits{MaxWait: b.cfg.ReplicaFetchMaxWait, MaxBytes: int32(b.cfg.ReplicaFetchMaxBytes), PartitionMaxBytes: int32(b.cfg.ReplicaFetchPartitionMaxBytes)}
-	// The responses' records alias a pooled receive buffer until
-	// recv.Release, instead of a protobuf copy of every replicated byte.
+// Send hands the request to the fetcher's worker.
+func (e fetchEnv) Send(req *pb.FetchRequest, done func(*pb.FetchResponse, error)) func() {
+	ctx, cancel := context.WithTimeout(e.f.ctx, e.b.cfg.ReplicaFetchMaxWait+e.b.cfg.RPCTimeout)
+	select {
+	case e.f.sends <- fetchSend{ctx: ctx, cancel: cancel, req: req, done: done}:
+	case <-e.f.ctx.Done():
+		// Stopped: the worker may be gone. The answer must not come from
+		// inside Send.
+		go done(nil, e.f.ctx.Err())
+	}
+	return cancel
+}
+
+// work runs the fetcher's requests until it stops; each answer is applied
+// (done) before its records' receive buffer goes back to the pool.
+func (e fetchEnv) work() {
+	f := e.f
+	defer f.wg.Done()
 	recv := codec.NewCall(BufferPool)
-	for ctx.Err() == nil {
-		items := follow.Next(f.leader, b.followPartitions())
-		if len(items) == 0 {
-			// Nothing to fetch from this leader now; wait for a retarget.
-			if !f.waitKick(ctx, follow.IdleWait) {
-				return
-			}
-			continue
-		}
-		addr, ok := b.brokerAddr(f.leader)
-		var conn pb.FetchServiceClient
-		if ok {
-			if c, err := b.conn(addr); err == nil {
-				conn = pb.NewFetchServiceClient(c)
-			}
-		}
-		if conn == nil {
-			if !f.waitKick(ctx, 100*time.Millisecond) {
-				return
-			}
-			continue
-		}
-		req := follow.Request(b.cfg.ID, b.epoch.Load(), items, limits)
-		rctx, cancel := context.WithTimeout(ctx, b.cfg.ReplicaFetchMaxWait+b.cfg.RPCTimeout)
-		f.mu.Lock()
-		if f.kicked {
-			// A retarget happened since we built the request: rebuild.
-			f.kicked = false
-			f.mu.Unlock()
-			cancel()
-			continue
-		}
-		f.cancel = cancel
-		f.mu.Unlock()
-		resp, err := conn.Fetch(rctx, req, grpc.ForceCodecV2(recv))
-		f.mu.Lock()
-		f.cancel = nil
-		kicked := f.kicked
-		f.kicked = false
-		f.mu.Unlock()
-		cancel()
-		if err != nil {
-			recv.Release()
-			if kicked || ctx.Err() != nil {
-				continue
-			}
-			log.Debug("follower fetch", "err", err)
-			if !f.waitKick(ctx, backoff.Failed()) {
-				return
-			}
-			continue
-		}
-		progress, grew := follow.Apply(items, resp, func(it follow.Item, err error) {
-			// SPEC §2.2: followers verify too; the partition refetches.
-			it.P.(followPartition).p.logger.Warn("follower fetch", "err", err)
-		})
-		if b.cfg.FlushPolicy == FlushEveryBatch {
-			// Durable before the next fetch reports the new LEO to the
-			// leader. The partitions' fsyncs run side by side: the next
-			// fetch waits for the slowest one, not for their sum.
-			flushAll(grew)
-		}
-		recv.Release() // applied: nothing refers to the records any more
-		if d := backoff.Answered(progress); d > 0 {
-			// Only errors (fenced, not leader yet): wait for metadata.
-			if !f.waitKick(ctx, d) {
-				return
+	for {
+		select {
+		case s := <-f.sends:
+			e.fetch(recv, s)
+		case <-f.ctx.Done():
+			for {
+				select {
+				case s := <-f.sends:
+					s.cancel()
+					s.done(nil, f.ctx.Err())
+				default:
+					return
+				}
 			}
 		}
 	}
+}
+
+func (e fetchEnv) fetch(recv *codec.Call, s fetchSend) {
+	b := e.b
+	defer s.cancel()
+	addr, ok := b.brokerAddr(e.leader)
+	if !ok {
+		s.done(nil, errNoLeaderAddr)
+		return
+	}
+	c, err := b.conn(addr)
+	if err != nil {
+		s.done(nil, err)
+		return
+	}
+	resp, err := pb.NewFetchServiceClient(c).Fetch(s.ctx, s.req, grpc.ForceCodecV2(recv))
+	if err != nil {
+		recv.Release()
+		if e.f.ctx.Err() == nil && s.ctx.Err() == nil {
+			b.log.Debug("follower fetch", "fetcher_leader", e.leader, "err", err)
+		}
+		s.done(nil, err)
+		return
+	}
+	s.done(resp, nil)
+	recv.Release() // applied: nothing refers to the records any more
+}
+
+func (e fetchEnv) After(d time.Duration, fn func()) {
+	f := e.f
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		if sleep(f.ctx, d) {
+			fn()
+		}
+	}()
+}
+
+var errNoLeaderAddr = errors.New("broker: leader address unknown")
+
+// fetchHost is the broker as its fetchers' host.
+type fetchHost struct{ b *Broker }
+
+func (h fetchHost) Partitions() []follow.Partition { return h.b.followPartitions() }
+func (h fetchHost) BrokerEpoch() int64             { return h.b.epoch.Load() }
+
+// Applied: with FlushEveryBatch the grown logs are durable before the
+// next fetch reports the new LEO to the leader; their fsyncs run side by
+// side, so the next fetch waits for the slowest one, not for their sum.
+func (h fetchHost) Applied(grew []follow.Partition) {
+	if h.b.cfg.FlushPolicy == FlushEveryBatch {
+		flushAll(grew)
+	}
+}
+
+// Corrupt: SPEC §2.2, followers verify too; the partition refetches.
+func (h fetchHost) Corrupt(it follow.Item, err error) {
+	it.P.(followPartition).p.logger.Warn("follower fetch", "err", err)
 }
 
 // followPartitions is every hosted partition as a fetcher numbers them.
@@ -191,23 +222,6 @@ func (f followPartition) Fetched(resp replica.FetchResponse, batches storage.Val
 	p.fetched = batches
 	p.r.HandleFetchResponse(resp, p.b.nowMs())
 	p.processReadyLocked()
-}
-
-// waitKick waits d or until kicked; false when ctx ended.
-func (f *fetcher) waitKick(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	ch := f.b.Changed()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-	case <-ch:
-	}
-	f.mu.Lock()
-	f.kicked = false
-	f.mu.Unlock()
-	return true
 }
 
 // fetchSeqClock is the origin of fetchSeqStart.

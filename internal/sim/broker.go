@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -45,7 +46,7 @@ type simBroker struct {
 	nextTick, nextFlush, nextCheckpoint int64
 	// fetchers: one per leader broker this broker follows a partition
 	// from (broker/fetcher.go).
-	fetchers map[int32]*simFetcher
+	fetchers map[twinlog.BrokerID]*follow.Fetcher
 	// lostLEO holds each partition's LEO at the last crash, to detect
 	// lossy shutdowns when the log is reopened.
 	lostLEO map[string]int64
@@ -115,7 +116,7 @@ func (b *simBroker) start() {
 	b.meta = metaloop.New(simMeta{b}, simMeta{b}, metaloop.Config{BrokerID: b.id, Idle: time.Duration(s.cfg.MetadataPollMs) * time.Millisecond,
 		Backoff: 100 * time.Millisecond, MaxSnapshotItems: metadata.MaxSnapshotItems})
 	b.parts = map[twinlog.TopicPartition]*simPart{}
-	b.fetchers = map[int32]*simFetcher{}
+	b.fetchers = map[twinlog.BrokerID]*follow.Fetcher{}
 	s.tracef("broker %d start, previous epoch %d", b.id, b.prevEpoch)
 	host := simSession{b, b.inc}
 	b.keeper = session.NewKeeper(host, host, session.Config{HeartbeatInterval: time.Duration(s.cfg.HeartbeatMs) * time.Millisecond, PreviousEpoch: b.prevEpoch})
@@ -182,6 +183,17 @@ func (e simSession) HeartbeatAnswered(req *pb.BrokerHeartbeatRequest, _ *pb.Brok
 	}
 }
 
+// stopLoops stops the broker's session, metadata loop and fetchers: no
+// answer of this incarnation reaches them any more.
+func (b *simBroker) stopLoops() {
+	b.keeper.Stop()
+	b.meta.Stop()
+	for _, f := range b.fetchers {
+		f.Stop()
+	}
+	b.fetchers = nil
+}
+
 // crash stops the broker as kill -9 would: nothing is flushed. The next
 // start sees only what was synced (MemFS.CrashClone).
 func (b *simBroker) crash() {
@@ -193,8 +205,7 @@ func (b *simBroker) crash() {
 	for _, p := range b.sortedParts() {
 		lastLEO[p.key] = int64(p.r.LogEndOffset())
 	}
-	b.keeper.Stop()
-	b.meta.Stop()
+	b.stopLoops()
 	b.up = false
 	b.dir = nil
 	b.parts = nil
@@ -213,8 +224,7 @@ func (b *simBroker) stopClean() {
 	if err := b.dir.Close(twinlog.BrokerEpoch(b.epoch)); err != nil {
 		s.fail("storage close", "broker %d: %v", b.id, err)
 	}
-	b.keeper.Stop()
-	b.meta.Stop()
+	b.stopLoops()
 	b.up = false
 	b.dir = nil
 	b.parts = nil
@@ -257,7 +267,6 @@ func (b *simBroker) timers() {
 			p.processReady()
 		}
 	}
-	b.fetch()
 	if s.now >= b.nextFlush {
 		b.nextFlush = s.now + int64(s.rng.IntN(int(s.cfg.FlushEveryMs))+1)
 		for _, p := range b.sortedParts() {
@@ -380,6 +389,7 @@ func (b *simBroker) reconcile() {
 		}
 		p.processReady()
 	}
+	b.retargetFetchers()
 }
 
 // removePart stops hosting p and deletes its log dir.
@@ -654,86 +664,79 @@ func shortCode(c pb.ErrorCode) string {
 	return str
 }
 
-// simFetcher is broker/fetcher.go's fetcher of one leader: one fetch in
-// flight carrying every partition this broker follows from it (a lost one
-// is given up after FetchTimeoutMs), paced by follow.Backoff.
-type simFetcher struct {
-	sentAt  int64 // 0: no fetch in flight
-	seq     uint64
-	nextAt  int64
-	backoff follow.Backoff
-}
-
-// fetch sends each leader's next follower fetch (follow.Next numbers it,
-// follow.Request builds it) unless one is in flight or the fetcher waits;
-// the leader answers it with serve.Once and follow.Apply hands each
-// partition its answer, as the broker's fetchers do.
-func (b *simBroker) fetch() {
-	s := b.s
-	var leaders []int32
-	for _, p := range b.parts {
-		if l := int32(p.r.Leader()); p.r.Role() == replica.RoleFollower && l > 0 && !slices.Contains(leaders, l) {
-			leaders = append(leaders, l)
-		}
+// retargetFetchers runs one follow.Fetcher per leader some hosted
+// partition follows (follow.Leaders), as broker/fetcher.go: new leaders get
+// one, fetchers of leaders no partition follows stop, the others are
+// kicked.
+func (b *simBroker) retargetFetchers() {
+	parts := b.followParts()
+	need := follow.Leaders(parts)
+	var ids []twinlog.BrokerID
+	for id := range b.fetchers {
+		ids = append(ids, id)
 	}
-	slices.Sort(leaders)
-	var parts []follow.Partition // built once a fetcher sends
-	for _, l := range leaders {
-		f := b.fetchers[l]
-		if f == nil {
-			f = &simFetcher{}
-			b.fetchers[l] = f
-		}
-		if f.sentAt != 0 {
-			if s.now-f.sentAt < s.cfg.FetchTimeoutMs {
-				continue
-			}
-			f.sentAt, f.nextAt = 0, s.now+f.backoff.Failed().Milliseconds()
-		}
-		if s.now < f.nextAt {
+	slices.Sort(ids)
+	for _, id := range ids {
+		if !slices.Contains(need, id) {
+			b.fetchers[id].Stop()
+			delete(b.fetchers, id)
 			continue
 		}
-		if parts == nil {
-			ps := b.sortedParts()
-			parts = make([]follow.Partition, len(ps))
-			for i, p := range ps {
-				parts[i] = simFollowPart{p}
-			}
+		b.fetchers[id].Kick()
+	}
+	for _, id := range need {
+		if b.fetchers[id] == nil {
+			f := follow.NewFetcher(simFetchEnv{b, id}, simFetchEnv{b, id}, follow.Config{Self: twinlog.BrokerID(b.id), Leader: id})
+			b.fetchers[id] = f
+			f.Start()
 		}
-		b.sendFetch(l, f, parts)
 	}
 }
 
-func (b *simBroker) sendFetch(l int32, f *simFetcher, parts []follow.Partition) {
-	s := b.s
-	items := follow.Next(twinlog.BrokerID(l), parts)
-	if len(items) == 0 {
-		return
+// followParts is every hosted partition, in order, as a fetcher uses it.
+func (b *simBroker) followParts() []follow.Partition {
+	ps := b.sortedParts()
+	out := make([]follow.Partition, len(ps))
+	for i, p := range ps {
+		out[i] = simFollowPart{p}
 	}
-	// On the wire the broker's registration epoch, as broker/fetcher.go
-	// sends (the machine's is its metadata view: −1 while it shows this
-	// broker fenced); each answer goes back with the machine's request.
-	req := follow.Request(twinlog.BrokerID(b.id), b.epoch, items, follow.Limits{})
-	leader := s.brokers[l-1]
-	f.seq++
-	seq, inc := f.seq, b.inc
-	f.sentAt = s.now
+	return out
+}
+
+// simFetchEnv is a fetcher's Env and Host: the simulated network with the
+// shell's deadline (FetchTimeoutMs); the leader answers with serve.Once
+// within a random byte budget (at least one batch).
+type simFetchEnv struct {
+	b      *simBroker
+	leader twinlog.BrokerID
+}
+
+var errCanceled = errors.New("sim: fetch cancelled")
+
+func (e simFetchEnv) Send(req *pb.FetchRequest, done func(*pb.FetchResponse, error)) func() {
+	b, s := e.b, e.b.s
+	reply := s.once(s.cfg.FetchTimeoutMs, func() { done(nil, errNoAnswer) })
+	if int(e.leader) < 1 || int(e.leader) > len(s.brokers) {
+		s.after(0, func() { reply(func() { done(nil, errNoAnswer) }) })
+		return func() {}
+	}
+	leader := s.brokers[e.leader-1]
 	maxBytes := 1 + s.rng.IntN(1200)
 	s.net.send(b.node(), leader.node(), "fetch", func() {
 		resp := leader.serveFetch(req, maxBytes)
-		s.net.send(leader.node(), b.node(), "fetch-resp", func() {
-			if b.inc != inc || !b.up {
-				return
-			}
-			progress, _ := follow.Apply(items, resp, func(it follow.Item, err error) {
-				p := it.P.(simFollowPart).p
-				s.fail("storage batch", "broker %d %s: %v", b.id, p.key, err)
-			})
-			if f.seq == seq {
-				f.sentAt, f.nextAt = 0, s.now+f.backoff.Answered(progress).Milliseconds()
-			}
-		})
+		s.net.send(leader.node(), b.node(), "fetch-resp", func() { reply(func() { done(resp, nil) }) })
 	})
+	return func() { s.after(0, func() { reply(func() { done(nil, errCanceled) }) }) }
+}
+
+func (e simFetchEnv) After(d time.Duration, f func()) { e.b.s.after(d.Milliseconds(), f) }
+
+func (e simFetchEnv) Partitions() []follow.Partition { return e.b.followParts() }
+func (e simFetchEnv) BrokerEpoch() int64             { return e.b.epoch }
+func (e simFetchEnv) Applied([]follow.Partition)     {}
+func (e simFetchEnv) Corrupt(it follow.Item, err error) {
+	p := it.P.(simFollowPart).p
+	e.b.s.fail("storage batch", "broker %d %s: %v", e.b.id, p.key, err)
 }
 
 // simFollowPart is a hosted partition as a fetcher uses it; one the broker
