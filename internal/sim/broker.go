@@ -42,6 +42,11 @@ type simBroker struct {
 	image      *metadata.Image
 	meta       *metaloop.Loop // the metadata loop (broker/metaloop), from registration
 	parts      map[twinlog.TopicPartition]*simPart
+	// sorted and followed cache sortedParts and followParts; nil after
+	// any change of parts (partsChanged). Never changed in place: a
+	// caller may range over them while parts changes.
+	sorted   []*simPart
+	followed []follow.Partition
 
 	nextTick, nextFlush, nextCheckpoint int64
 	// fetchers: one per leader broker this broker follows a partition
@@ -116,6 +121,7 @@ func (b *simBroker) start() {
 	b.meta = metaloop.New(simMeta{b}, simMeta{b}, metaloop.Config{BrokerID: b.id, Idle: time.Duration(s.cfg.MetadataPollMs) * time.Millisecond,
 		Backoff: 100 * time.Millisecond, MaxSnapshotItems: metadata.MaxSnapshotItems})
 	b.parts = map[twinlog.TopicPartition]*simPart{}
+	b.partsChanged()
 	b.fetchers = map[twinlog.BrokerID]*follow.Fetcher{}
 	s.tracef("broker %d start, previous epoch %d", b.id, b.prevEpoch)
 	host := simSession{b, b.inc}
@@ -209,6 +215,7 @@ func (b *simBroker) crash() {
 	b.up = false
 	b.dir = nil
 	b.parts = nil
+	b.partsChanged()
 	b.fs = b.fs.CrashClone()
 	b.lostLEO = lastLEO
 	s.tracef("broker %d crash", b.id)
@@ -228,13 +235,20 @@ func (b *simBroker) stopClean() {
 	b.up = false
 	b.dir = nil
 	b.parts = nil
+	b.partsChanged()
 	b.lostLEO = nil
 	// Everything was synced: a crash clone must keep it all.
 	b.fs = b.fs.CrashClone()
 	s.tracef("broker %d clean stop (epoch %d)", b.id, b.epoch)
 }
 
+// partsChanged drops the caches of parts.
+func (b *simBroker) partsChanged() { b.sorted, b.followed = nil, nil }
+
 func (b *simBroker) sortedParts() []*simPart {
+	if b.sorted != nil {
+		return b.sorted
+	}
 	out := make([]*simPart, 0, len(b.parts))
 	for _, p := range b.parts {
 		out = append(out, p)
@@ -248,6 +262,7 @@ func (b *simBroker) sortedParts() []*simPart {
 		}
 		return int(x.tp.Partition - y.tp.Partition)
 	})
+	b.sorted = out
 	return out
 }
 
@@ -397,6 +412,7 @@ func (b *simBroker) removePart(p *simPart) {
 	s := b.s
 	p.failPending()
 	delete(b.parts, p.tp)
+	b.partsChanged()
 	if err := b.dir.Delete(p.tp); err != nil {
 		s.fail("storage delete", "broker %d %s: %v", b.id, p.key, err)
 		return
@@ -439,6 +455,7 @@ func (b *simBroker) openPart(tp twinlog.TopicPartition, topicID string) *simPart
 		validatedLE: -1, leaderLE: -1}
 	p.shadow = s.readShadow(l)
 	b.parts[tp] = p
+	b.partsChanged()
 	if lost, ok := b.lostLEO[p.key]; ok {
 		delete(b.lostLEO, p.key)
 		if leo := int64(l.LogEndOffset()); leo < lost {
@@ -695,11 +712,15 @@ func (b *simBroker) retargetFetchers() {
 
 // followParts is every hosted partition, in order, as a fetcher uses it.
 func (b *simBroker) followParts() []follow.Partition {
+	if b.followed != nil {
+		return b.followed
+	}
 	ps := b.sortedParts()
 	out := make([]follow.Partition, len(ps))
 	for i, p := range ps {
 		out[i] = simFollowPart{p}
 	}
+	b.followed = out
 	return out
 }
 

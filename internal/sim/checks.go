@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 
 	"github.com/twinlog/twinlog"
@@ -76,8 +77,8 @@ func (p *simPart) check() {
 // below the smaller of their HWs, suspended for a replica that has not
 // fetched since the latest unclean election).
 func (s *Sim) checkStep() {
-	for _, tp := range s.topics {
-		key := tp.String()
+	for i, tp := range s.topics {
+		key := s.topicKeys[i]
 		pr := s.ctl.image.Partition(tp.Topic, tp.Partition)
 		if pr == nil {
 			continue
@@ -86,7 +87,7 @@ func (s *Sim) checkStep() {
 			continue
 		}
 		s.report.Checks["§8.7 trueHW"]++
-		for _, id := range append(slices.Clone(pr.GetIsr()), pr.GetElr()...) {
+		for id := range isrThenELR(pr.GetIsr(), pr.GetElr()) {
 			b := s.brokers[id-1]
 			p := b.parts[tp]
 			if !b.up || !b.registered || p == nil || !s.ctl.image.Acceptable(id) {
@@ -123,6 +124,23 @@ func (s *Sim) checkStep() {
 					s.fail("§8.9 replicas agree below min HW", "%s: %v", key, err)
 					return
 				}
+			}
+		}
+	}
+}
+
+// isrThenELR yields isr's then elr's members, without the copy an
+// append(slices.Clone(isr), elr...) makes every step.
+func isrThenELR(isr, elr []int32) iter.Seq[int32] {
+	return func(yield func(int32) bool) {
+		for _, id := range isr {
+			if !yield(id) {
+				return
+			}
+		}
+		for _, id := range elr {
+			if !yield(id) {
+				return
 			}
 		}
 	}

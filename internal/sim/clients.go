@@ -77,6 +77,7 @@ func (l *shadowLog) restart(o int64) { l.start, l.recs, l.bases = o, nil, nil; l
 // readShadow reads a whole log from storage.
 func (s *Sim) readShadow(l *storage.Log) shadowLog {
 	sh := shadowLog{start: int64(l.LogStartOffset())}
+	sh.recs = make([]shadowRec, 0, max(0, int64(l.LogEndOffset())-sh.start))
 	from := l.LogStartOffset()
 	for from < l.LogEndOffset() {
 		rr, err := l.Read(from, 1<<20, l.LogEndOffset())

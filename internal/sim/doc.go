@@ -16,24 +16,28 @@
 // One tick: time advances, cut links whose time has come heal, timers fire,
 // due messages are delivered in (time, send order), the controller ticks
 // (session fencing, elections, unclean recovery rounds), brokers run their
-// timers (heartbeat, metadata poll, replica Tick, follower fetch, flush,
-// checkpoint), clients act, faults strike, and the invariants are checked.
+// timers (replica Tick, flush, checkpoint; heartbeats, metadata requests,
+// fetches and their pauses are timers and messages of the shared loops),
+// clients act, faults strike, and the invariants are checked.
 //
 // The controller is the shipped shell: brokers' RPCs call its
 // ControllerService in-process, the operator's commands go through
 // Propose, Tick runs on the controller's tick, and recovery rounds ask
 // their candidates over the simulated network (controller.RoundTransport).
-// The broker shell here mirrors broker/: RegisterBroker with the
-// PreviousBrokerEpoch of the clean-shutdown file (−1 after a crash),
-// heartbeats (STALE_BROKER_EPOCH → register again), metadata followed as
-// deltas into a per-broker metadata.Image and reconciled into the replicas
-// as the broker does (broker/assign); the Ready contract is the broker's own
-// (broker/ready.Drain, with storage's AppendValidated* appends),
-// AlterPartition with an RPC deadline (REQUEST_TIMED_OUT), one follower
-// fetcher per leader (broker/follow), every fetch answered by
-// broker/serve.Once within a random byte budget, produced batches checked
-// and proposed by serve.ValidateProduce and serve.Propose,
-// GetReplicaLogInfo answered from the replica for recovery rounds.
+// The brokers run broker/'s loops over the simulated network and clock:
+// registration and heartbeats (broker/session.Keeper: PreviousBrokerEpoch
+// of the clean-shutdown file, −1 after a crash; STALE_BROKER_EPOCH →
+// register again), the metadata loop (broker/metaloop.Loop, deltas or a
+// paged snapshot into a per-broker metadata.Image) and its reconcile plan
+// (assign.Reconcile), the Ready contract (broker/ready.Drain, with
+// storage's AppendValidated* appends), AlterPartition's attempts
+// (broker/alter.Send, with an RPC deadline), one follower fetcher per
+// leader (broker/follow.Fetcher, kicked by reconcile), every fetch answered
+// by broker/serve.Once within a random byte budget, produced batches
+// checked and proposed by serve.ValidateProduce and serve.Propose,
+// GetReplicaLogInfo answered from the replica for recovery rounds. What
+// they are hosted in (the partition map, a produce's wait, the tick, flush
+// and checkpoint timers) is this package's.
 //
 // # Faults (per step, Config probabilities)
 //

@@ -31,6 +31,7 @@ type message struct {
 type network struct {
 	s     *Sim
 	queue []*message
+	ready []*message // due's result, reused: read before the next due
 	seq   uint64
 	cuts  map[[2]nodeID]int64 // cut link (ordered pair) -> heal time
 }
@@ -77,7 +78,7 @@ func (n *network) send(from, to nodeID, kind string, deliver func()) {
 // due removes and returns the messages to deliver at or before now, in
 // (time, send order) order.
 func (n *network) due(now int64) []*message {
-	var out, keep []*message
+	out, keep := n.ready[:0], n.queue[:0]
 	for _, m := range n.queue {
 		if m.at <= now {
 			out = append(out, m)
@@ -85,7 +86,8 @@ func (n *network) due(now int64) []*message {
 			keep = append(keep, m)
 		}
 	}
-	n.queue = keep
+	clear(n.queue[len(keep):])
+	n.queue, n.ready = keep, out
 	slices.SortFunc(out, func(a, b *message) int {
 		if a.at != b.at {
 			return int(a.at - b.at)
@@ -97,6 +99,16 @@ func (n *network) due(now int64) []*message {
 
 // healExpired restores cut links whose time has come.
 func (n *network) healExpired(now int64) {
+	expired := false
+	for _, heal := range n.cuts {
+		if heal <= now {
+			expired = true
+			break
+		}
+	}
+	if !expired {
+		return
+	}
 	for _, l := range n.sortedCuts() {
 		if n.cuts[l] <= now {
 			delete(n.cuts, l)

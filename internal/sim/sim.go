@@ -246,6 +246,7 @@ type Sim struct {
 	report  Report
 
 	topics    []twinlog.TopicPartition
+	topicKeys []string // topics[i].String(), for the per-step checks
 	producers []*producer
 	consumers []*consumer
 	timers    []simTimer
@@ -300,7 +301,10 @@ func Run(cfg Config) (rep *Report, err error) {
 		}
 		s.report.Steps, s.report.SimMs, s.report.TraceHash = s.step, s.now, s.traceHash
 		s.report.History = s.hist.Summary()
-		rep = &s.report
+		// A copy: &s.report would keep the whole Sim (brokers, logs,
+		// controller) reachable for as long as the caller holds the report.
+		r := s.report
+		rep = &r
 		if s.failure != nil {
 			err = s.failure
 		}
@@ -411,6 +415,7 @@ func (s *Sim) setupTopic(create func(rf int)) {
 	for i := range parts {
 		tp := twinlog.TopicPartition{Topic: "t", Partition: int32(i)}
 		s.topics = append(s.topics, tp)
+		s.topicKeys = append(s.topicKeys, tp.String())
 		s.consumers = append(s.consumers, &consumer{s: s, id: i, name: fmt.Sprintf("c%d", i), tp: tp})
 	}
 	for i := range 2 {
@@ -619,20 +624,37 @@ func (s *Sim) tick() {
 	}
 }
 
+// fireTimers runs the due timers in (at, seq) order, those they arm for
+// now included. s.timers is a binary min-heap on (at, seq).
 func (s *Sim) fireTimers() {
+	for len(s.timers) > 0 && s.timers[0].at <= s.now {
+		t := s.timers[0]
+		last := len(s.timers) - 1
+		s.timers[0] = s.timers[last]
+		s.timers[last] = simTimer{}
+		s.timers = s.timers[:last]
+		s.timerDown(0)
+		t.fn()
+	}
+}
+
+func (t simTimer) before(u simTimer) bool { return t.at < u.at || (t.at == u.at && t.seq < u.seq) }
+
+func (s *Sim) timerDown(i int) {
+	h := s.timers
 	for {
-		i := -1
-		for j, t := range s.timers {
-			if t.at <= s.now && (i < 0 || t.at < s.timers[i].at || (t.at == s.timers[i].at && t.seq < s.timers[i].seq)) {
-				i = j
-			}
-		}
-		if i < 0 {
+		c := 2*i + 1
+		if c >= len(h) {
 			return
 		}
-		t := s.timers[i]
-		s.timers = slices.Delete(s.timers, i, i+1)
-		t.fn()
+		if c+1 < len(h) && h[c+1].before(h[c]) {
+			c++
+		}
+		if !h[c].before(h[i]) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
 	}
 }
 
@@ -640,6 +662,15 @@ func (s *Sim) fireTimers() {
 func (s *Sim) after(d int64, fn func()) {
 	s.timerSeq++
 	s.timers = append(s.timers, simTimer{at: s.now + d, seq: s.timerSeq, fn: fn})
+	h := s.timers
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h[i].before(h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
 }
 
 func (s *Sim) nodeUp(n nodeID) bool {
@@ -710,18 +741,23 @@ func (s *Sim) tracef(format string, args ...any) {
 	if s.traceSink != nil {
 		sink = s.traceSink
 	}
-	sink.traceLine(fmt.Sprintf("t=%d %s%s", s.now, s.tracePrefix, fmt.Sprintf(format, args...)))
+	sink.traceLine("t=" + strconv.FormatInt(s.now, 10) + " " + s.tracePrefix + fmt.Sprintf(format, args...))
 }
 
 func (s *Sim) traceLine(line string) {
-	h := fnv.New64a()
-	var buf [8]byte
+	// FNV-1a (hash/fnv's New64a) of the previous hash's 8 bytes, little
+	// endian, then the line; inline, without the hasher and []byte copy.
+	const offset64, prime64 = 14695981039346656037, 1099511628211
+	h := uint64(offset64)
 	for i := range 8 {
-		buf[i] = byte(s.traceHash >> (8 * i))
+		h ^= uint64(byte(s.traceHash >> (8 * i)))
+		h *= prime64
 	}
-	h.Write(buf[:])
-	h.Write([]byte(line))
-	s.traceHash = h.Sum64()
+	for i := 0; i < len(line); i++ {
+		h ^= uint64(line[i])
+		h *= prime64
+	}
+	s.traceHash = h
 	s.trace = append(s.trace, line)
 	if len(s.trace) > 2*s.cfg.TraceLines {
 		s.trace = slices.Clone(s.trace[len(s.trace)-s.cfg.TraceLines:])
