@@ -631,31 +631,20 @@ type alterEnv struct{ b *Broker }
 func (e alterEnv) NowMs() int64 { return e.b.nowMs() }
 
 func (e alterEnv) Call(ap replica.AlterPartitionProposal, answer func(bool, *pb.AlterPartitionResponse)) {
-	b := e.b
-	b.goLoop(b.runCtx, func(ctx context.Context) {
-		ctl, err := b.controller()
-		if err != nil {
-			answer(false, nil)
-			return
-		}
-		ctx, cancel := context.WithTimeout(ctx, b.cfg.RPCTimeout)
-		defer cancel()
-		resp, err := ctl.AlterPartition(ctx, ap.Request)
-		if err != nil {
-			resp = nil
-		}
-		answer(true, resp)
-	})
+	callController(e.b, e.b.cfg.RPCTimeout,
+		func(ctx context.Context, ctl pb.ControllerServiceClient) (*pb.AlterPartitionResponse, error) {
+			return ctl.AlterPartition(ctx, ap.Request)
+		},
+		func(resp *pb.AlterPartitionResponse, err error) {
+			if err != nil {
+				resp = nil
+			}
+			answer(!errors.Is(err, errNoController), resp)
+		})
 }
 
-func (e alterEnv) After(d time.Duration, f func()) {
-	b := e.b
-	b.goLoop(b.runCtx, func(ctx context.Context) {
-		if !b.crashed() && sleep(ctx, d) {
-			f() // the machine goes with a stopping broker
-		}
-	})
-}
+// After: the machine goes with a stopping broker.
+func (e alterEnv) After(d time.Duration, f func()) { e.b.runAfter(d, f) }
 
 // alterPartition is a partition as alter.Send sees it.
 type alterPartition struct{ p *partition }

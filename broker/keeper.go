@@ -50,45 +50,22 @@ func (b *Broker) controlledShutdown(ctx context.Context) {
 	}
 }
 
-// keeperEnv sends the Keeper's requests on goroutines of their own,
-// bounded by the RPC timeout, and its timers as goroutines that end with
-// the broker's run.
+// keeperEnv sends the Keeper's requests and runs its pauses on goroutines
+// of the run (seam.go), each request bounded by the RPC timeout.
 type keeperEnv struct{ b *Broker }
 
-func (e keeperEnv) After(d time.Duration, f func()) {
-	e.b.goLoop(e.b.runCtx, func(ctx context.Context) {
-		if sleep(ctx, d) {
-			f()
-		}
-	})
-}
+func (e keeperEnv) After(d time.Duration, f func()) { e.b.runAfter(d, f) }
 
 func (e keeperEnv) Register(req *pb.RegisterBrokerRequest, done func(*pb.RegisterBrokerResponse, error)) {
-	b := e.b
-	b.goLoop(b.runCtx, func(ctx context.Context) {
-		ctl, err := b.controller()
-		if err != nil {
-			done(nil, err)
-			return
-		}
-		ctx, cancel := context.WithTimeout(ctx, b.cfg.RPCTimeout)
-		defer cancel()
-		done(ctl.RegisterBroker(ctx, req))
-	})
+	callController(e.b, e.b.cfg.RPCTimeout, func(ctx context.Context, ctl pb.ControllerServiceClient) (*pb.RegisterBrokerResponse, error) {
+		return ctl.RegisterBroker(ctx, req)
+	}, done)
 }
 
 func (e keeperEnv) Heartbeat(req *pb.BrokerHeartbeatRequest, done func(*pb.BrokerHeartbeatResponse, error)) {
-	b := e.b
-	b.goLoop(b.runCtx, func(ctx context.Context) {
-		ctl, err := b.controller()
-		if err != nil {
-			done(nil, err)
-			return
-		}
-		ctx, cancel := context.WithTimeout(ctx, b.cfg.RPCTimeout)
-		defer cancel()
-		done(ctl.BrokerHeartbeat(ctx, req))
-	})
+	callController(e.b, e.b.cfg.RPCTimeout, func(ctx context.Context, ctl pb.ControllerServiceClient) (*pb.BrokerHeartbeatResponse, error) {
+		return ctl.BrokerHeartbeat(ctx, req)
+	}, done)
 }
 
 // keeperHost is the broker as its Keeper's host.

@@ -28,30 +28,16 @@ func (b *Broker) startMetadata() {
 	b.meta.Start()
 }
 
-// metaEnv runs each FetchMetadata on a goroutine of its own, bounded by
-// the long poll plus the RPC timeout.
+// metaEnv runs each FetchMetadata on a goroutine of the run (seam.go),
+// bounded by the long poll plus the RPC timeout.
 type metaEnv struct{ b *Broker }
 
-func (e metaEnv) After(d time.Duration, f func()) {
-	e.b.goLoop(e.b.runCtx, func(ctx context.Context) {
-		if sleep(ctx, d) {
-			f()
-		}
-	})
-}
+func (e metaEnv) After(d time.Duration, f func()) { e.b.runAfter(d, f) }
 
 func (e metaEnv) Fetch(req *pb.FetchMetadataRequest, done func(*pb.FetchMetadataResponse, error)) {
-	b := e.b
-	b.goLoop(b.runCtx, func(ctx context.Context) {
-		ctl, err := b.controller()
-		if err != nil {
-			done(nil, err)
-			return
-		}
-		ctx, cancel := context.WithTimeout(ctx, b.cfg.MetadataMaxWait+b.cfg.RPCTimeout)
-		defer cancel()
-		done(ctl.FetchMetadata(ctx, req))
-	})
+	callController(e.b, e.b.cfg.MetadataMaxWait+e.b.cfg.RPCTimeout, func(ctx context.Context, ctl pb.ControllerServiceClient) (*pb.FetchMetadataResponse, error) {
+		return ctl.FetchMetadata(ctx, req)
+	}, done)
 }
 
 // metadataHost is the broker's image as the metadata loop's host.
