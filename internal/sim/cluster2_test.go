@@ -287,9 +287,20 @@ func TestTwoClusterDeterminism(t *testing.T) {
 //     runner's turn, and the host, which kept the served records of the
 //     latest answer only, had none for the current one. Fixed: the host
 //     keeps the last 16 (mirrorRunner.noteServed).
+//   - 6109029 (§8.9, mirror/runner): A's failback leader 4 truncated t-0
+//     to its LMLE point 191 and, its followers 3 and 5 cut off, entered
+//     MIRRORING with their taints; the LMLE record carrying the taints was
+//     lost twice, but the runner sent the MIRRORING run record queued
+//     behind it, which landed. Broker 4 crashed, was elected again
+//     uncleanly, loaded MIRRORING without taints and mirrored B's records
+//     in B's epoch 6 from 191; replica 3, holding A's own epoch-6 records
+//     there, truncated only to 228 (the epochs collide) and the two
+//     disagreed below the HW. Fixed: the writes queued behind a failed one
+//     fail with it, and the machine writes them again in order
+//     (TestRunnerFailedWriteHoldsLaterOnes).
 func TestSweepSeeds(t *testing.T) {
 	for _, seed := range []uint64{713766, 713802, 728205, 728855, 729357, 729424, 728689, 760784, 856505, 761826, 760568, 1117508, 1318604,
-		1417630, 1416997, 1416705, 1702538, 1709687, 1737467, 1901841, 1950059, 2001489, 2118269, 2208455, 4101812, 4238303, 4238020} {
+		1417630, 1416997, 1416705, 1702538, 1709687, 1737467, 1901841, 1950059, 2001489, 2118269, 2208455, 4101812, 4238303, 4238020, 6109029} {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			cfg := twoClusterConfig(seed)
 			cfg.FaultMs = 20_000

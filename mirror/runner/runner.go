@@ -723,11 +723,21 @@ func (r *Runner) pumpWrites() {
 			}
 			r.inflight = false
 			if err != nil {
-				r.log.Debug("write __mirror_state", "err", err)
-				r.core.Post(plan.WriteFailed{Seq: q.seq, Error: pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT})
-			} else {
-				r.core.Post(plan.WriteAcked{Seq: q.seq})
+				// The writes queued behind a failed one fail with it, in
+				// order: none may land before it (a MIRRORING run record
+				// durable without the LMLE record carrying its run's
+				// taints lets a re-elected leader resume MIRRORING with
+				// the skipped replicas untainted; simulator seed
+				// 6109029). The machine writes them again, in order.
+				r.log.Debug("write __mirror_state", "err", err, "queued_behind", len(r.writes))
+				failed := append([]queuedWrite{q}, r.writes...)
+				r.writes = nil
+				for _, f := range failed {
+					r.core.Post(plan.WriteFailed{Seq: f.seq, Error: pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT})
+				}
+				return
 			}
+			r.core.Post(plan.WriteAcked{Seq: q.seq})
 			r.pumpWrites()
 		})
 	})

@@ -287,3 +287,33 @@ func TestRunnerBumpDoneBeforeNextEvent(t *testing.T) {
 		t.Fatalf("stop bump from LE %d, want 3 (the answered bump's LE, reported first)", got)
 	}
 }
+
+// TestRunnerFailedWriteHoldsLaterOnes: the writes queued behind a failed
+// __mirror_state write fail with it and are written again in their order
+// (simulator seed 6109029: the LMLE record carrying a run's taints was
+// lost, the MIRRORING run record queued behind it landed, and a leader
+// re-elected after a crash resumed MIRRORING with the skipped replicas
+// untainted).
+func TestRunnerFailedWriteHoldsLaterOnes(t *testing.T) {
+	rn, env, _, _ := newRunner(t)
+	rn.Turn()
+	env.loads[0](nil, nil, nil)
+	rn.Turn()
+	rn.Turn()
+	env.lmles[0](-1, pb.ErrorCode_ERROR_CODE_NONE)
+	rn.Turn() // the first write in flight, the next ones queued behind it
+	first := env.writes[0].w
+	env.writes[0].done(errors.New("lost"))
+	rn.Turn()
+	if len(env.writes) != 1 {
+		t.Fatalf("write %+v sent behind a failed one", env.writes[1].w)
+	}
+	env.now += 100
+	rn.Turn() // the machine writes them again on its tick
+	if len(env.writes) != 2 {
+		t.Fatalf("writes %d after the tick, want the failed one again", len(env.writes))
+	}
+	if again := env.writes[1].w; (again.Run == nil) != (first.Run == nil) {
+		t.Fatalf("rewritten first: %+v, want the failed %+v", again, first)
+	}
+}
