@@ -62,7 +62,7 @@ type Broker struct {
 	health *health.Server
 	codec  *codec.Server
 
-	epoch     atomic.Int64 // registered broker epoch, 0 before registration
+	epoch     atomic.Int64 // registered broker epoch, 0 before; the Keeper's, stored at each registration (keeperHost.Registered) for lock-free reads
 	crashc    chan struct{}
 	crashOnce sync.Once
 	runOnce   sync.Once
@@ -94,8 +94,8 @@ type Broker struct {
 	grantOnce   sync.Once
 	wg          sync.WaitGroup
 	// runCtx is Run's inner context (it outlives Run's ctx through the
-	// controlled shutdown); background work started outside Run's loops
-	// (AlterPartition retries) stops with it.
+	// controlled shutdown); the shared loops' goroutines (seam.go) stop
+	// with it.
 	runCtx  context.Context
 	stopRun context.CancelFunc
 
