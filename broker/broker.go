@@ -696,6 +696,7 @@ func (b *Broker) leaderHint(tp twinlog.TopicPartition) (int32, bool) {
 // PartitionStatus is a hosted replica's local view (for tests, tools and
 // the mirror shell).
 type PartitionStatus struct {
+	TopicID        string // of the hosted partition (a re-created topic has another)
 	Role           replica.Role
 	Leader         twinlog.BrokerID
 	LeaderEpoch    twinlog.Epoch
@@ -716,7 +717,7 @@ func (b *Broker) PartitionStatus(tp twinlog.TopicPartition) (PartitionStatus, bo
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return PartitionStatus{
-		Role: p.r.Role(), Leader: p.r.Leader(), LeaderEpoch: p.r.LeaderEpoch(),
+		TopicID: p.topicID, Role: p.r.Role(), Leader: p.r.Leader(), LeaderEpoch: p.r.LeaderEpoch(),
 		HighWatermark: p.r.HighWatermark(), LogEndOffset: p.r.LogEndOffset(), LogStartOffset: p.r.LogStartOffset(),
 		ISR: p.r.ISR(), MaximalISR: p.r.MaximalISR(), LESO: p.r.LeaderEpochStartOffset(),
 	}, true

@@ -34,12 +34,31 @@ func (c *Cluster) CreateTopic(name string, partitions, rf int32, configs map[str
 	if e := resp.GetTopics()[0].GetError(); e != pb.ErrorCode_ERROR_CODE_NONE {
 		c.T.Fatalf("CreateTopics %s: %v %s", name, e, resp.GetTopics()[0].GetErrorMessage())
 	}
+	id := resp.GetTopics()[0].GetTopicId()
 	for p := int32(0); p < partitions; p++ {
-		c.WaitFor(fmt.Sprintf("%s-%d led with full ISR", name, p), func() bool {
+		c.WaitFor(fmt.Sprintf("%s-%d led with full ISR, hosted as topic id %s", name, p, id), func() bool {
 			_, _, isr, rs, ok := c.PartitionInfo(name, p)
-			return ok && len(isr) == len(rs) && c.leaderReady(name, p)
+			return ok && len(isr) == len(rs) && c.hostedAs(name, p, id, rs) && c.leaderReady(name, p)
 		})
 	}
+}
+
+// hostedAs reports whether every running replica in rs hosts topic-p as
+// topic id: a broker that has not applied a deletion and re-creation of
+// the name yet still hosts the old topic, in the same leader epoch 0, and
+// would take the new topic's first records into the old log.
+func (c *Cluster) hostedAs(topic string, p int32, id string, rs []int32) bool {
+	for _, r := range rs {
+		b := c.Broker(twinlog.BrokerID(r))
+		if b == nil {
+			continue
+		}
+		st, ok := b.PartitionStatus(twinlog.TopicPartition{Topic: topic, Partition: p})
+		if !ok || st.TopicID != id {
+			return false
+		}
+	}
+	return true
 }
 
 // SetTopicConfig sets one config of topic through the controller.
