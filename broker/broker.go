@@ -34,6 +34,7 @@ import (
 	"github.com/twinlog/twinlog/broker/session"
 	"github.com/twinlog/twinlog/internal/rpcopt"
 	"github.com/twinlog/twinlog/metadata"
+	"github.com/twinlog/twinlog/mirror/state"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -140,7 +141,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		b.mobs = mo
 	}
 	b.runners = map[twinlog.TopicPartition]*mirrorRunner{}
-	b.mstate.views = map[int32]*stateView{}
+	b.mstate.views = map[int32]*state.View{}
 	if b.dial == nil {
 		b.dial = defaultDial
 	}

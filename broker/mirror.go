@@ -19,6 +19,7 @@ import (
 	"github.com/twinlog/twinlog/mirror/plan"
 	"github.com/twinlog/twinlog/mirror/runner"
 	"github.com/twinlog/twinlog/mirror/source"
+	"github.com/twinlog/twinlog/mirror/state"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -336,9 +337,9 @@ func (e mirrorEnv) WriteState(w runner.StateWrite, done func(error)) {
 	var key []byte
 	var value proto.Message
 	if w.Run != nil {
-		key, value = runStateKey(plan.RunKey{Mirror: w.Mirror, TopicID: r.topicID, Partition: r.tp.Partition}), w.Run
+		key, value = state.RunKey(plan.RunKey{Mirror: w.Mirror, TopicID: r.topicID, Partition: r.tp.Partition}), w.Run
 	} else {
-		key, value = lmleStateKey(plan.LmleKey{TopicID: r.topicID, Partition: r.tp.Partition}), w.Lmle
+		key, value = state.LmleKey(plan.LmleKey{TopicID: r.topicID, Partition: r.tp.Partition}), w.Lmle
 	}
 	go func() { done(r.b.writeMirrorState(ctx, r.tp.Topic, key, value)) }()
 }

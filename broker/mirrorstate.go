@@ -16,105 +16,20 @@ import (
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/mirror/plan"
 	"github.com/twinlog/twinlog/mirror/source"
+	"github.com/twinlog/twinlog/mirror/state"
 	"github.com/twinlog/twinlog/storage"
 )
 
-// __mirror_state (SPEC §6.4): an internal topic whose records are keyed
-//
-//	"l" 0x00 topicId 0x00 partition            → MirrorLmleRecord
-//	"r" 0x00 mirror 0x00 topicId 0x00 partition → MirrorRunRecord
-//
-// (empty value: tombstone). Writers are the mirrored partitions' leaders
-// (acks=all, stateEpoch = their LE); every reader applies records in log
-// order with plan.StateTable's rule.
+// __mirror_state (SPEC §6.4): the record format and its reading are
+// mirror/state's; this file reads the topic, writes it and answers
+// GetLastMirroredEpochs from it.
 
 var errStateNotReady = errors.New("broker: __mirror_state not readable")
-
-func lmleStateKey(k plan.LmleKey) []byte {
-	return []byte("l\x00" + k.TopicID + "\x00" + strconv.Itoa(int(k.Partition)))
-}
-
-func runStateKey(k plan.RunKey) []byte {
-	return []byte("r\x00" + k.Mirror + "\x00" + k.TopicID + "\x00" + strconv.Itoa(int(k.Partition)))
-}
-
-// stateView is what one broker has read of one __mirror_state partition.
-type stateView struct {
-	next twinlog.Offset
-	lmle plan.StateTable[plan.LmleKey, *pb.MirrorLmleRecord]
-	run  plan.StateTable[plan.RunKey, *pb.MirrorRunRecord]
-}
-
-// decodeStateKey parses a __mirror_state key written by lmleStateKey or
-// runStateKey; exactly one result is non-nil when err is nil, and it
-// encodes back to key byte for byte (FuzzMirrorStateRecord). Any other key
-// is an error: a reader ignores its record.
-func decodeStateKey(key []byte) (*plan.LmleKey, *plan.RunKey, error) {
-	parts := bytes.Split(key, []byte{0})
-	switch {
-	case len(parts) == 3 && string(parts[0]) == "l":
-		p, err := statePartition(parts[2])
-		if err != nil {
-			return nil, nil, err
-		}
-		return &plan.LmleKey{TopicID: string(parts[1]), Partition: p}, nil, nil
-	case len(parts) == 4 && string(parts[0]) == "r":
-		p, err := statePartition(parts[3])
-		if err != nil {
-			return nil, nil, err
-		}
-		return nil, &plan.RunKey{Mirror: string(parts[1]), TopicID: string(parts[2]), Partition: p}, nil
-	}
-	return nil, nil, fmt.Errorf("broker: __mirror_state key %q is neither an LMLE nor a run key", key)
-}
-
-// statePartition parses the partition of a __mirror_state key: the
-// canonical decimal strconv.Itoa writes, 0 to MaxInt32. Atoi and an int32
-// cast used to read "+0", "00", "4294967296" and "-4294967296" all as
-// partition 0, so a record (or tombstone) under such a key replaced (or
-// removed) partition 0's.
-func statePartition(s []byte) (int32, error) {
-	p, err := strconv.ParseInt(string(s), 10, 32)
-	if err != nil || p < 0 || strconv.FormatInt(p, 10) != string(s) {
-		return 0, fmt.Errorf("broker: __mirror_state key partition %q is not a canonical partition number", s)
-	}
-	return int32(p), nil
-}
-
-// apply applies one __mirror_state record. A record it cannot read (a key
-// decodeStateKey refuses, a value that is not the key's record) changes
-// nothing and is returned as an error for the caller to report.
-func (v *stateView) apply(r storage.Record) error {
-	lk, rk, err := decodeStateKey(r.Key)
-	if err != nil {
-		return err
-	}
-	if lk != nil {
-		var rec *pb.MirrorLmleRecord
-		if len(r.Value) > 0 {
-			rec = &pb.MirrorLmleRecord{}
-			if err := proto.Unmarshal(r.Value, rec); err != nil {
-				return fmt.Errorf("broker: __mirror_state LMLE record %q: %w", r.Key, err)
-			}
-		}
-		v.lmle.Apply(*lk, rec)
-		return nil
-	}
-	var rec *pb.MirrorRunRecord
-	if len(r.Value) > 0 {
-		rec = &pb.MirrorRunRecord{}
-		if err := proto.Unmarshal(r.Value, rec); err != nil {
-			return fmt.Errorf("broker: __mirror_state run record %q: %w", r.Key, err)
-		}
-	}
-	v.run.Apply(*rk, rec)
-	return nil
-}
 
 // mirrorStateStore caches what this broker read of __mirror_state.
 type mirrorStateStore struct {
 	mu    sync.Mutex
-	views map[int32]*stateView
+	views map[int32]*state.View
 	// seen: the topics (by id) of the last reconciled image, to find
 	// deletions and DeleteMirrors for the tombstones (SPEC §6.4).
 	seen map[string]stateTopic
@@ -152,10 +67,10 @@ func (b *Broker) noteStateTombstones(ctx context.Context) {
 			now, ok := cur[id]
 			for p := range old.partitions {
 				if !ok {
-					keys = append(keys, stateTombstone{old.name, lmleStateKey(plan.LmleKey{TopicID: id, Partition: p})})
+					keys = append(keys, stateTombstone{old.name, state.LmleKey(plan.LmleKey{TopicID: id, Partition: p})})
 				}
 				if old.mirror != "" && (!ok || now.mirror != old.mirror) && b.image.Mirror(old.mirror) == nil {
-					keys = append(keys, stateTombstone{old.name, runStateKey(plan.RunKey{Mirror: old.mirror, TopicID: id, Partition: p})})
+					keys = append(keys, stateTombstone{old.name, state.RunKey(plan.RunKey{Mirror: old.mirror, TopicID: id, Partition: p})})
 				}
 			}
 		}
@@ -235,10 +150,10 @@ func (b *Broker) syncMirrorState(ctx context.Context, sp int32) error {
 		b.mstate.mu.Lock()
 		v := b.mstate.views[sp]
 		if v == nil {
-			v = &stateView{}
+			v = &state.View{}
 			b.mstate.views[sp] = v
 		}
-		from := v.next
+		from := v.Next
 		b.mstate.mu.Unlock()
 
 		recs, hw, err := b.readState(ctx, tp, from)
@@ -246,22 +161,22 @@ func (b *Broker) syncMirrorState(ctx context.Context, sp int32) error {
 			return err
 		}
 		b.mstate.mu.Lock()
-		if b.mstate.views[sp] == v && v.next == from {
+		if b.mstate.views[sp] == v && v.Next == from {
 			for _, r := range recs {
-				if r.Offset >= v.next {
-					if err := v.apply(r); err != nil {
+				if r.Offset >= v.Next {
+					if err := v.Apply(r.Key, r.Value); err != nil {
 						// Only brokers write the topic (AppendInternal);
 						// a record none of them writes is skipped, loudly.
 						b.log.Warn("skipping unreadable __mirror_state record", "partition", sp, "offset", r.Offset, "err", err)
 					}
-					v.next = r.Offset + 1
+					v.Next = r.Offset + 1
 				}
 			}
-			if len(recs) == 0 && hw > v.next {
-				v.next = hw // nothing readable in between (should not happen)
+			if len(recs) == 0 && hw > v.Next {
+				v.Next = hw // nothing readable in between (should not happen)
 			}
 		}
-		next := v.next
+		next := v.Next
 		b.mstate.mu.Unlock()
 		if next >= hw {
 			return nil
@@ -370,10 +285,10 @@ func (b *Broker) mirrorRecords(ctx context.Context, mirror string, tp twinlog.To
 	v := b.mstate.views[sp]
 	var run *pb.MirrorRunRecord
 	var lmle *pb.MirrorLmleRecord
-	if r, ok := v.run.Get(plan.RunKey{Mirror: mirror, TopicID: topicID, Partition: tp.Partition}); ok {
+	if r, ok := v.Run.Get(plan.RunKey{Mirror: mirror, TopicID: topicID, Partition: tp.Partition}); ok {
 		run = proto.Clone(r).(*pb.MirrorRunRecord)
 	}
-	if l, ok := v.lmle.Get(plan.LmleKey{TopicID: topicID, Partition: tp.Partition}); ok {
+	if l, ok := v.Lmle.Get(plan.LmleKey{TopicID: topicID, Partition: tp.Partition}); ok {
 		lmle = proto.Clone(l).(*pb.MirrorLmleRecord)
 	}
 	return run, lmle, nil
@@ -472,10 +387,10 @@ func (b *Broker) GetLastMirroredEpochs(ctx context.Context, req *pb.GetLastMirro
 		if has && view.CaughtUp {
 			b.mstate.mu.Lock()
 			sv := b.mstate.views[sp]
-			if l, ok := sv.lmle.Get(plan.LmleKey{TopicID: view.LocalTopicID, Partition: part}); ok {
+			if l, ok := sv.Lmle.Get(plan.LmleKey{TopicID: view.LocalTopicID, Partition: part}); ok {
 				v.Record = proto.Clone(l).(*pb.MirrorLmleRecord)
 			}
-			if r, ok := sv.run.Get(plan.RunKey{Mirror: mirror, TopicID: view.LocalTopicID, Partition: part}); ok {
+			if r, ok := sv.Run.Get(plan.RunKey{Mirror: mirror, TopicID: view.LocalTopicID, Partition: part}); ok {
 				v.RunState = r.GetState()
 			}
 			b.mstate.mu.Unlock()

@@ -8,22 +8,23 @@ import (
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/mirror/plan"
+	"github.com/twinlog/twinlog/mirror/state"
 	"github.com/twinlog/twinlog/storage"
 )
 
 // FuzzMirrorStateRecord feeds __mirror_state decoding (decodeStateRecords,
-// then stateView.apply, as readState and syncMirrorState do) arbitrary keys
+// then state.View.Apply, as readState and syncMirrorState do) arbitrary keys
 // and values, and arbitrary fetched bytes: it never panics, bad bytes are an
 // error, a record comes back with the key and value it was written with, a
-// key decodeStateKey accepts encodes back to the same bytes (so no two keys
+// key state.DecodeKey accepts encodes back to the same bytes (so no two keys
 // name one partition's record), a record under a refused key changes
 // nothing, and a tombstone of the same key undoes whatever the record
 // applied.
 func FuzzMirrorStateRecord(f *testing.F) {
 	lmle, _ := proto.Marshal(&pb.MirrorLmleRecord{StateEpoch: 3})
 	run, _ := proto.Marshal(&pb.MirrorRunRecord{StateEpoch: 3})
-	lk := lmleStateKey(plan.LmleKey{TopicID: "Zq3v0x8cQ2Ki0P5ayqAfyQ", Partition: 2})
-	rk := runStateKey(plan.RunKey{Mirror: "a-to-b", TopicID: "Zq3v0x8cQ2Ki0P5ayqAfyQ", Partition: 0})
+	lk := state.LmleKey(plan.LmleKey{TopicID: "Zq3v0x8cQ2Ki0P5ayqAfyQ", Partition: 2})
+	rk := state.RunKey(plan.RunKey{Mirror: "a-to-b", TopicID: "Zq3v0x8cQ2Ki0P5ayqAfyQ", Partition: 0})
 	batch, err := storage.EncodeBatch([]storage.Record{{Key: lk, Value: lmle}, {Key: rk, Value: run}}, storage.BatchOptions{})
 	if err != nil {
 		f.Fatal(err)
@@ -39,20 +40,20 @@ func FuzzMirrorStateRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key, value, raw []byte) {
 		// Bytes as a fetch returns them: an error or records, never a panic.
 		if recs, err := decodeStateRecords(raw); err == nil {
-			var v stateView
+			var v state.View
 			for _, r := range recs {
-				_ = v.apply(r) // an unreadable record is skipped
+				_ = v.Apply(r.Key, r.Value) // an unreadable record is skipped
 			}
 		}
-		lk, rk, keyErr := decodeStateKey(key)
+		lk, rk, keyErr := state.DecodeKey(key)
 		switch {
 		case keyErr != nil:
 		case lk != nil && rk == nil:
-			if again := lmleStateKey(*lk); !bytes.Equal(again, key) {
+			if again := state.LmleKey(*lk); !bytes.Equal(again, key) {
 				t.Fatalf("key %q decoded to %+v, which encodes to %q", key, *lk, again)
 			}
 		case rk != nil && lk == nil:
-			if again := runStateKey(*rk); !bytes.Equal(again, key) {
+			if again := state.RunKey(*rk); !bytes.Equal(again, key) {
 				t.Fatalf("key %q decoded to %+v, which encodes to %q", key, *rk, again)
 			}
 		default:
@@ -69,23 +70,23 @@ func FuzzMirrorStateRecord(f *testing.F) {
 		if len(recs) != 1 || !bytes.Equal(recs[0].Key, key) || !bytes.Equal(recs[0].Value, value) {
 			t.Fatalf("decoded %+v, want key %q value %q", recs, key, value)
 		}
-		var v stateView
-		err = v.apply(recs[0])
-		if n := v.lmle.Len() + v.run.Len(); n > 1 || (keyErr != nil && n != 0) {
+		var v state.View
+		err = v.Apply(recs[0].Key, recs[0].Value)
+		if n := v.Lmle.Len() + v.Run.Len(); n > 1 || (keyErr != nil && n != 0) {
 			t.Fatalf("one record applied %d keys (key error %v)", n, keyErr)
 		}
 		if keyErr != nil && err == nil {
 			t.Fatalf("record under refused key %q applied without an error", key)
 		}
-		_ = v.apply(storage.Record{Key: key})
-		if n := v.lmle.Len() + v.run.Len(); n != 0 {
+		_ = v.Apply(key, nil)
+		if n := v.Lmle.Len() + v.Run.Len(); n != 0 {
 			t.Fatalf("the tombstone of key %q left %d keys", key, n)
 		}
 	})
 }
 
 // TestMirrorStateKeyPartitionCanonical (issue 13): a __mirror_state key's
-// partition is read only in the form lmleStateKey writes. Before, Atoi and
+// partition is read only in the form state.LmleKey writes. Before, Atoi and
 // an int32 cast read "+0", "00", "4294967296" and "-4294967296" as
 // partition 0: a tombstone under "l\x00T\x00+0" removed partition 0's LMLE
 // record, and a record under "...\x004294967296" replaced it.
@@ -106,11 +107,11 @@ func TestMirrorStateKeyPartitionCanonical(t *testing.T) {
 	r0 := plan.RunKey{Mirror: "a-to-b", TopicID: topicID, Partition: 0}
 	for _, suffix := range []string{"+0", "00", "-0", "4294967296", "-4294967296", "2147483648", "-1", " 0", "0x0", ""} {
 		t.Run(suffix, func(t *testing.T) {
-			var v stateView
-			if err := v.apply(storage.Record{Key: lmleStateKey(p0), Value: lmle(7)}); err != nil {
+			var v state.View
+			if err := v.Apply(state.LmleKey(p0), lmle(7)); err != nil {
 				t.Fatal(err)
 			}
-			if err := v.apply(storage.Record{Key: runStateKey(r0), Value: run}); err != nil {
+			if err := v.Apply(state.RunKey(r0), run); err != nil {
 				t.Fatal(err)
 			}
 			for _, r := range []storage.Record{
@@ -118,29 +119,29 @@ func TestMirrorStateKeyPartitionCanonical(t *testing.T) {
 				{Key: []byte("l\x00" + topicID + "\x00" + suffix)},                 // tombstone
 				{Key: []byte("r\x00a-to-b\x00" + topicID + "\x00" + suffix)},       // run tombstone
 			} {
-				if err := v.apply(r); err == nil {
+				if err := v.Apply(r.Key, r.Value); err == nil {
 					t.Errorf("key %q accepted", r.Key)
 				}
 			}
-			if got, ok := v.lmle.Get(p0); !ok || got.GetLmle() != 7 {
+			if got, ok := v.Lmle.Get(p0); !ok || got.GetLmle() != 7 {
 				t.Errorf("partition 0's LMLE record after key suffix %q: %v (present %v), want lmle 7", suffix, got, ok)
 			}
-			if _, ok := v.run.Get(r0); !ok {
+			if _, ok := v.Run.Get(r0); !ok {
 				t.Errorf("partition 0's run record removed by key suffix %q", suffix)
 			}
-			if n := v.lmle.Len() + v.run.Len(); n != 2 {
+			if n := v.Lmle.Len() + v.Run.Len(); n != 2 {
 				t.Errorf("%d keys, want 2", n)
 			}
 		})
 	}
 	// The canonical forms still apply, up to MaxInt32.
-	var v stateView
-	for _, key := range [][]byte{lmleStateKey(p0), lmleStateKey(plan.LmleKey{TopicID: topicID, Partition: 2147483647})} {
-		if err := v.apply(storage.Record{Key: key, Value: lmle(3)}); err != nil {
+	var v state.View
+	for _, key := range [][]byte{state.LmleKey(p0), state.LmleKey(plan.LmleKey{TopicID: topicID, Partition: 2147483647})} {
+		if err := v.Apply(key, lmle(3)); err != nil {
 			t.Fatalf("key %q: %v", key, err)
 		}
 	}
-	if v.lmle.Len() != 2 {
-		t.Fatalf("%d LMLE keys, want 2", v.lmle.Len())
+	if v.Lmle.Len() != 2 {
+		t.Fatalf("%d LMLE keys, want 2", v.Lmle.Len())
 	}
 }
