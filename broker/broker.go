@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -63,7 +62,6 @@ type Broker struct {
 	health *health.Server
 	codec  *codec.Server
 
-	epoch     atomic.Int64 // registered broker epoch, 0 before; the Keeper's, stored at each registration (keeperHost.Registered) for lock-free reads
 	crashc    chan struct{}
 	crashOnce sync.Once
 	runOnce   sync.Once
@@ -320,7 +318,11 @@ func (b *Broker) notHosted(tp twinlog.TopicPartition) (pb.ErrorCode, int32) {
 func (b *Broker) ID() twinlog.BrokerID { return b.cfg.ID }
 
 // BrokerEpoch is the registered broker epoch (0 before registration).
-func (b *Broker) BrokerEpoch() twinlog.BrokerEpoch { return twinlog.BrokerEpoch(b.epoch.Load()) }
+func (b *Broker) BrokerEpoch() twinlog.BrokerEpoch { return twinlog.BrokerEpoch(b.brokerEpoch()) }
+
+// brokerEpoch is the registered broker epoch (the Keeper's), 0 before the
+// first registration.
+func (b *Broker) brokerEpoch() int64 { return b.keeper.Epoch() }
 
 // PreviousBrokerEpoch is what the clean-shutdown files said at start-up.
 func (b *Broker) PreviousBrokerEpoch() twinlog.BrokerEpoch { return b.prevEp }
@@ -405,7 +407,7 @@ func (b *Broker) Run(ctx context.Context) error {
 		return err
 	}
 	b.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	b.log.Info("broker registered", "broker_epoch", b.epoch.Load(), "previous_broker_epoch", b.prevEp)
+	b.log.Info("broker registered", "broker_epoch", b.brokerEpoch(), "previous_broker_epoch", b.prevEp)
 
 	b.startMetadata()
 	b.goLoop(inner, b.tickLoop)
@@ -444,7 +446,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	b.stopFetchers()
 	b.closeConns()
 	b.closeDirs(true)
-	b.log.Info("broker stopped", "broker_epoch", b.epoch.Load())
+	b.log.Info("broker stopped", "broker_epoch", b.brokerEpoch())
 	return runErr
 }
 
@@ -488,7 +490,7 @@ func (b *Broker) closeDirs(clean bool) {
 	for _, p := range parts {
 		p.close()
 	}
-	ep := twinlog.BrokerEpoch(b.epoch.Load())
+	ep := twinlog.BrokerEpoch(b.brokerEpoch())
 	for _, d := range b.dirs {
 		if !clean || ep <= 0 {
 			// No registration: nothing to claim; just close.

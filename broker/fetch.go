@@ -292,7 +292,7 @@ func (b *Broker) OffsetForLeaderEpoch(ctx context.Context, req *pb.OffsetForLead
 
 // GetReplicaLogInfo answers an unclean recovery round (SPEC §3.5).
 func (b *Broker) GetReplicaLogInfo(ctx context.Context, req *pb.GetReplicaLogInfoRequest) (*pb.GetReplicaLogInfoResponse, error) {
-	resp := &pb.GetReplicaLogInfoResponse{BrokerEpoch: b.epoch.Load()}
+	resp := &pb.GetReplicaLogInfoResponse{BrokerEpoch: b.brokerEpoch()}
 	for _, t := range req.GetTopics() {
 		tr := &pb.GetReplicaLogInfoTopicResponse{Topic: t.GetTopic()}
 		resp.Topics = append(resp.Topics, tr)

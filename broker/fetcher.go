@@ -182,7 +182,7 @@ var errNoLeaderAddr = errors.New("broker: leader address unknown")
 type fetchHost struct{ b *Broker }
 
 func (h fetchHost) Partitions() []follow.Partition { return h.b.followPartitions() }
-func (h fetchHost) BrokerEpoch() int64             { return h.b.epoch.Load() }
+func (h fetchHost) BrokerEpoch() int64             { return h.b.brokerEpoch() }
 
 // Applied: with FlushEveryBatch the grown logs are durable before the
 // next fetch reports the new LEO to the leader; their fsyncs run side by

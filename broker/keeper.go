@@ -95,7 +95,6 @@ func (h keeperHost) HeartbeatRequest() *pb.BrokerHeartbeatRequest {
 
 func (h keeperHost) Registered(epoch int64, again bool) {
 	b := h.b
-	b.epoch.Store(epoch)
 	if again {
 		b.log.Info("broker re-registered", "broker_epoch", epoch)
 		return
@@ -122,7 +121,7 @@ func (h keeperHost) HeartbeatAnswered(req *pb.BrokerHeartbeatRequest, resp *pb.B
 	case err != nil:
 		b.log.Debug("heartbeat", "err", err)
 	case reregister:
-		b.log.Warn("heartbeat: stale broker epoch; re-registering", "broker_epoch", b.epoch.Load())
+		b.log.Warn("heartbeat: stale broker epoch; re-registering", "broker_epoch", b.brokerEpoch())
 	case req.GetWantShutDown() && session.ShutdownGranted(resp):
 		b.grantOnce.Do(func() { close(b.grantedc) })
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/twinlog/twinlog"
@@ -47,7 +49,7 @@ func (h metadataHost) Position() (int64, int64) {
 	b := h.b
 	b.metaMu.Lock()
 	defer b.metaMu.Unlock()
-	return b.image.Offset(), b.epoch.Load()
+	return b.image.Offset(), b.brokerEpoch()
 }
 
 func (h metadataHost) Reload() {
@@ -118,7 +120,7 @@ func (b *Broker) reconcile() {
 		hosted[p.tp] = p.topicID
 	}
 	b.metaMu.Lock()
-	plan, ok := assign.Reconcile(b.image, b.cfg.ID, b.epoch.Load(), hosted)
+	plan, ok := assign.Reconcile(b.image, b.cfg.ID, b.brokerEpoch(), hosted)
 	registered, brokers := b.image.BrokerEpochs()
 	b.metaMu.Unlock()
 	if !ok {
@@ -131,12 +133,10 @@ func (b *Broker) reconcile() {
 	}
 	// Logs on disk that no assignment wants (SPEC §2.1).
 	for _, d := range b.dirs {
-		for tp := range d.Logs() {
-			if !plan.Wanted(tp) && b.partition(tp) == nil {
-				b.log.Info("deleting unassigned partition dir", "topic", tp.Topic, "partition", tp.Partition)
-				if err := d.Delete(tp); err != nil {
-					b.log.Error("delete partition dir", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-				}
+		for _, tp := range plan.Orphans(slices.Collect(maps.Keys(d.Logs()))) {
+			b.log.Info("deleting unassigned partition dir", "topic", tp.Topic, "partition", tp.Partition)
+			if err := d.Delete(tp); err != nil {
+				b.log.Error("delete partition dir", "topic", tp.Topic, "partition", tp.Partition, "err", err)
 			}
 		}
 	}

@@ -369,7 +369,7 @@ func (e mirrorEnv) Bump(a plan.BumpLeaderEpoch, done func(twinlog.Epoch, pb.Erro
 		ctx, cancel := context.WithTimeout(r.ctx, b.cfg.RPCTimeout)
 		defer cancel()
 		resp, err := ctl.BumpLeaderEpoch(ctx, &pb.BumpLeaderEpochRequest{
-			BrokerId: int32(b.cfg.ID), BrokerEpoch: b.epoch.Load(), Topic: r.tp.Topic, Partition: r.tp.Partition,
+			BrokerId: int32(b.cfg.ID), BrokerEpoch: b.brokerEpoch(), Topic: r.tp.Topic, Partition: r.tp.Partition,
 			LeaderEpoch: int32(a.LeaderEpoch), MinLeaderEpoch: int32(a.MinLeaderEpoch), TruncationOffset: int64(a.TruncationOffset),
 		})
 		if err != nil {

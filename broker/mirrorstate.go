@@ -329,7 +329,7 @@ func (b *Broker) writeMirrorState(ctx context.Context, topic string, key []byte,
 	defer cancel()
 	// AppendInternal, not Produce: Produce refuses internal topics.
 	resp, err := pb.NewReplicationServiceClient(c).AppendInternal(rctx, &pb.AppendInternalRequest{
-		BrokerId: int32(b.cfg.ID), BrokerEpoch: b.epoch.Load(),
+		BrokerId: int32(b.cfg.ID), BrokerEpoch: b.brokerEpoch(),
 		TimeoutMs: int32((b.cfg.RPCTimeout - 100*time.Millisecond).Milliseconds()),
 		Partition: &pb.ProducePartitionData{Topic: tp.Topic, Partition: tp.Partition, Records: batch},
 	})

@@ -132,6 +132,21 @@ type Plan struct {
 // disk that it does not is deleted (SPEC §2.1).
 func (p Plan) Wanted(tp twinlog.TopicPartition) bool { return p.wanted[tp] }
 
+// Orphans are the partitions of onDisk, log dirs found on a broker's
+// disks, that the image does not assign to it, by topic name and
+// partition: they are deleted (SPEC §2.1). The plan's removals come first,
+// so none of them is hosted by then.
+func (p Plan) Orphans(onDisk []twinlog.TopicPartition) []twinlog.TopicPartition {
+	var out []twinlog.TopicPartition
+	for _, tp := range onDisk {
+		if !p.wanted[tp] {
+			out = append(out, tp)
+		}
+	}
+	sortPartitions(out)
+	return out
+}
+
 // Reconcile plans broker self's reconcile for img; hosted maps each
 // partition it hosts to its topic id. ok is false, and nothing is to be
 // done, until the image has caught up with the broker's registration in
@@ -153,12 +168,12 @@ func Reconcile(img *metadata.Image, self twinlog.BrokerID, epoch int64, hosted m
 			plan.Remove = append(plan.Remove, tp)
 		}
 	}
-	SortPartitions(plan.Remove)
+	sortPartitions(plan.Remove)
 	return plan, true
 }
 
-// SortPartitions sorts tps by topic name, then partition.
-func SortPartitions(tps []twinlog.TopicPartition) {
+// sortPartitions sorts tps by topic name, then partition.
+func sortPartitions(tps []twinlog.TopicPartition) {
 	slices.SortFunc(tps, func(x, y twinlog.TopicPartition) int {
 		if c := cmp.Compare(x.Topic, y.Topic); c != 0 {
 			return c

@@ -186,4 +186,8 @@ func TestReconcile(t *testing.T) {
 			t.Errorf("Wanted(%v) = %t, want %t", c.tp, got, c.want)
 		}
 	}
+	onDisk := []twinlog.TopicPartition{tp("plain", 1), tp("plain", 0), tp("zz", 0), tp("gone", 3)}
+	if got, want := plan.Orphans(onDisk), []twinlog.TopicPartition{tp("gone", 3), tp("plain", 1), tp("zz", 0)}; !slices.Equal(got, want) {
+		t.Fatalf("orphans %v, want %v", got, want)
+	}
 }

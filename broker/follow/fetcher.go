@@ -78,9 +78,6 @@ func NewFetcher(env Env, host Host, cfg Config) *Fetcher {
 // Start sends the first request (or idles).
 func (f *Fetcher) Start() { f.step() }
 
-// Leader is the leader broker fetched from.
-func (f *Fetcher) Leader() twinlog.BrokerID { return f.cfg.Leader }
-
 // Stop ends the Fetcher: the request in flight is cancelled and no other
 // is sent.
 func (f *Fetcher) Stop() {

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -139,24 +140,35 @@ type simSession struct {
 
 func (e simSession) After(d time.Duration, f func()) { e.b.s.after(d.Milliseconds(), f) }
 
-func (e simSession) Register(req *pb.RegisterBrokerRequest, done func(*pb.RegisterBrokerResponse, error)) {
-	b, s := e.b, e.b.s
-	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(nil, errNoAnswer) })
-	s.net.send(b.node(), controllerNode, "register", func() {
-		c := s.ctl
-		resp := rpc(c, fmt.Sprintf("register %d", b.id), false, c.svc.RegisterBroker, req)
-		s.net.send(controllerNode, b.node(), "register-resp", func() { reply(func() { done(resp, nil) }) })
+// askController carries one request of b's to the controller node and
+// its answer back over the simulated network: answer runs at the
+// controller when the request arrives, done gets its result, or
+// errNoAnswer once timeoutMs (the shell's deadline) passes first. reqKind
+// and respKind name the two messages.
+func askController[Resp any](b *simBroker, reqKind, respKind string, timeoutMs int64, answer func(c *controller) Resp, done func(Resp, error)) {
+	s := b.s
+	reply := s.once(timeoutMs, func() {
+		var none Resp
+		done(none, errNoAnswer)
+	})
+	s.net.send(b.node(), controllerNode, reqKind, func() {
+		resp := answer(s.ctl)
+		s.net.send(controllerNode, b.node(), respKind, func() { reply(func() { done(resp, nil) }) })
 	})
 }
 
+func (e simSession) Register(req *pb.RegisterBrokerRequest, done func(*pb.RegisterBrokerResponse, error)) {
+	b := e.b
+	askController(b, "register", "register-resp", b.s.cfg.RPCTimeoutMs, func(c *controller) *pb.RegisterBrokerResponse {
+		return rpc(c, fmt.Sprintf("register %d", b.id), false, c.svc.RegisterBroker, req)
+	}, done)
+}
+
 func (e simSession) Heartbeat(req *pb.BrokerHeartbeatRequest, done func(*pb.BrokerHeartbeatResponse, error)) {
-	b, s := e.b, e.b.s
-	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(nil, errNoAnswer) })
-	s.net.send(b.node(), controllerNode, "heartbeat", func() {
-		c := s.ctl
-		resp := rpc(c, fmt.Sprintf("heartbeat %d", b.id), false, c.svc.BrokerHeartbeat, req)
-		s.net.send(controllerNode, b.node(), "heartbeat-resp", func() { reply(func() { done(resp, nil) }) })
-	})
+	b := e.b
+	askController(b, "heartbeat", "heartbeat-resp", b.s.cfg.RPCTimeoutMs, func(c *controller) *pb.BrokerHeartbeatResponse {
+		return rpc(c, fmt.Sprintf("heartbeat %d", b.id), false, c.svc.BrokerHeartbeat, req)
+	}, done)
 }
 
 func (e simSession) RegisterRequest() *pb.RegisterBrokerRequest {
@@ -309,12 +321,9 @@ type simMeta struct{ b *simBroker }
 func (m simMeta) After(d time.Duration, f func()) { m.b.s.after(d.Milliseconds(), f) }
 
 func (m simMeta) Fetch(req *pb.FetchMetadataRequest, done func(*pb.FetchMetadataResponse, error)) {
-	b, s := m.b, m.b.s
-	reply := s.once(s.cfg.FetchTimeoutMs, func() { done(nil, errNoAnswer) })
-	s.net.send(b.node(), controllerNode, "fetch-metadata", func() {
-		resp := s.ctl.fetchMetadata(req)
-		s.net.send(controllerNode, b.node(), "metadata", func() { reply(func() { done(resp, nil) }) })
-	})
+	askController(m.b, "fetch-metadata", "metadata", m.b.s.cfg.FetchTimeoutMs, func(c *controller) *pb.FetchMetadataResponse {
+		return c.fetchMetadata(req)
+	}, done)
 }
 
 func (m simMeta) Position() (int64, int64) { return m.b.image.Offset(), m.b.epoch }
@@ -365,14 +374,7 @@ func (b *simBroker) reconcile() {
 	for _, tp := range plan.Remove {
 		b.removePart(b.parts[tp])
 	}
-	var orphans []twinlog.TopicPartition
-	for tp := range b.dir.Logs() {
-		if !plan.Wanted(tp) && b.parts[tp] == nil {
-			orphans = append(orphans, tp)
-		}
-	}
-	assign.SortPartitions(orphans)
-	for _, tp := range orphans {
+	for _, tp := range plan.Orphans(slices.Collect(maps.Keys(b.dir.Logs()))) {
 		s.tracef("broker %d deletes unassigned dir %v", b.id, tp)
 		if err := b.dir.Delete(tp); err != nil {
 			s.fail("storage delete", "broker %d %v: %v", b.id, tp, err)
@@ -601,17 +603,15 @@ func (a simAlter) After(d time.Duration, f func()) { a.p.b.s.after(d.Millisecond
 // true); the network may drop the request or the answer.
 func (a simAlter) Call(ap replica.AlterPartitionProposal, answer func(bool, *pb.AlterPartitionResponse)) {
 	p, b, s := a.p, a.p.b, a.p.b.s
-	reply := s.once(s.cfg.RPCTimeoutMs, func() {
-		if a.Usable() {
-			s.tracef("broker %d %s: alter-partition seq %d timed out", b.id, p.key, ap.Seq)
-		}
-		answer(true, nil)
-	})
-	s.net.send(b.node(), controllerNode, "alter-partition", func() {
-		c := s.ctl
+	askController(b, "alter-partition", "alter-partition-resp", s.cfg.RPCTimeoutMs, func(c *controller) *pb.AlterPartitionResponse {
 		resp := rpc(c, fmt.Sprintf("alter-partition %d", b.id), false, c.svc.AlterPartition, ap.Request)
 		s.tracef("ctl alter-partition from %d seq %d: %v", b.id, ap.Seq, shortCode(resp.GetError()))
-		s.net.send(controllerNode, b.node(), "alter-partition-resp", func() { reply(func() { answer(true, resp) }) })
+		return resp
+	}, func(resp *pb.AlterPartitionResponse, err error) {
+		if err != nil && a.Usable() {
+			s.tracef("broker %d %s: alter-partition seq %d timed out", b.id, p.key, ap.Seq)
+		}
+		answer(true, resp)
 	})
 }
 

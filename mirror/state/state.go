@@ -84,23 +84,30 @@ func (v *View) Apply(key, value []byte) error {
 		return err
 	}
 	if lk != nil {
-		var rec *pb.MirrorLmleRecord
-		if len(value) > 0 {
-			rec = &pb.MirrorLmleRecord{}
-			if err := proto.Unmarshal(value, rec); err != nil {
-				return fmt.Errorf("state: __mirror_state LMLE record %q: %w", key, err)
-			}
+		rec, err := decode[pb.MirrorLmleRecord](key, value)
+		if err == nil {
+			v.Lmle.Apply(*lk, rec)
 		}
-		v.Lmle.Apply(*lk, rec)
-		return nil
+		return err
 	}
-	var rec *pb.MirrorRunRecord
-	if len(value) > 0 {
-		rec = &pb.MirrorRunRecord{}
-		if err := proto.Unmarshal(value, rec); err != nil {
-			return fmt.Errorf("state: __mirror_state run record %q: %w", key, err)
-		}
+	rec, err := decode[pb.MirrorRunRecord](key, value)
+	if err == nil {
+		v.Run.Apply(*rk, rec)
 	}
-	v.Run.Apply(*rk, rec)
-	return nil
+	return err
+}
+
+// decode reads a record's value: nil for a tombstone (empty value).
+func decode[T any, P interface {
+	*T
+	proto.Message
+}](key, value []byte) (P, error) {
+	if len(value) == 0 {
+		return nil, nil
+	}
+	rec := P(new(T))
+	if err := proto.Unmarshal(value, rec); err != nil {
+		return nil, fmt.Errorf("state: __mirror_state record %q: %w", key, err)
+	}
+	return rec, nil
 }
