@@ -1268,13 +1268,22 @@ func (m *Machine) tick() {
 		m.emit(m.bump)
 	}
 	if len(m.rewrite) > 0 {
+		// LMLE records first: a rewrite carries the current record, so an
+		// earlier run write that failed (a PENDING record) would now carry
+		// MIRRORING and land before the LMLE record holding the run's
+		// taints, which every pair of writes puts first (commitMirroring,
+		// the stop writes). A crash in between leaves a MIRRORING run
+		// without its taints (simulator seed 6501348).
 		ws := m.rewrite
 		m.rewrite = nil
 		for _, w := range ws {
+			if !w.run {
+				m.emitLmle(w)
+			}
+		}
+		for _, w := range ws {
 			if w.run {
 				m.emitRun(w)
-			} else {
-				m.emitLmle(w)
 			}
 		}
 	}

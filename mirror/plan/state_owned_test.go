@@ -77,6 +77,29 @@ func TestStateOwnedAfterRewrite(t *testing.T) {
 		}
 	})
 
+	t.Run("LMLE records are rewritten before run records", func(t *testing.T) {
+		m, _ := newMachine(t)
+		as := stepOK(t, m, plan.BecameLeader{LeaderEpoch: 4, Run: stopped, Lmle: loaded, Desired: desired})
+		ws, rs := lmleWrites(as), runWrites(as)
+		// The run write fails first (it was queued earlier), then the
+		// LMLE write behind it.
+		stepOK(t, m, plan.WriteFailed{Seq: rs[0].Seq, Error: twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT})
+		stepOK(t, m, plan.WriteFailed{Seq: ws[0].Seq, Error: twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT})
+		as = stepOK(t, m, plan.Tick{NowMs: 100})
+		var kinds []string
+		for _, a := range as {
+			switch a.(type) {
+			case plan.WriteLmleRecord:
+				kinds = append(kinds, "lmle")
+			case plan.WriteRunRecord:
+				kinds = append(kinds, "run")
+			}
+		}
+		if len(kinds) != 2 || kinds[0] != "lmle" {
+			t.Fatalf("rewrites %v, want the LMLE record first", kinds)
+		}
+	})
+
 	// No record loaded: the leadership still writes an empty LMLE record of
 	// its LE before it owns the taints, else a zombie's late write of an
 	// earlier LE (with its taints) would land as the newest record and the
