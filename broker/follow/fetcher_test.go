@@ -195,3 +195,23 @@ func TestFetcherIdles(t *testing.T) {
 		t.Fatalf("after Stop: sends %d applied %d", len(e.sends), e.applied)
 	}
 }
+
+// TestFetcherNoSpinOnPartialError: an answer in which one partition errs
+// and the others bring nothing is no progress — the leader answered at
+// once because of the error, and fetching again at once would spin for as
+// long as it lasts — so the fetcher waits NoProgressWait.
+func TestFetcherNoSpinOnPartialError(t *testing.T) {
+	e := &fenv{parts: []follow.Partition{following(t, 0, 2), following(t, 1, 2)}}
+	f := newFetcher(e)
+	f.Start()
+	resp := ok(e.last(t).req)
+	resp.Partitions[1].Error = pb.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH
+	e.last(t).done(resp, nil)
+	if len(e.sends) != 1 {
+		t.Fatalf("sends %d: an error answered at once was followed at once", len(e.sends))
+	}
+	e.fire(t, follow.NoProgressWait)
+	if len(e.sends) != 2 {
+		t.Fatalf("sends %d after the pause", len(e.sends))
+	}
+}

@@ -85,14 +85,21 @@ func Request(self twinlog.BrokerID, brokerEpoch int64, items []Item, l Limits) *
 
 // Apply hands every item its partition's answer in resp. An answer whose
 // records fail their checks is dropped (the partition fetches again, SPEC
-// §2.2) and reported to corrupt. progress: some partition was answered
-// without error; grew: the partitions whose log grew (the host persists
-// them before the next fetch reports the new LEO).
+// §2.2) and reported to corrupt. grew: the partitions whose log grew (the
+// host persists them before the next fetch reports the new LEO).
+// progress: the answer brought records, or every partition was answered
+// without error. A leader answers at once when a partition errs (fenced,
+// not the leader yet), so an answer with an error and no records is no
+// progress even if other partitions were answered: fetching again at once
+// would spin between the two brokers for as long as the error lasts
+// (thousands of fetches a second; brokertest saw heartbeats starve and a
+// leader fenced).
 func Apply(items []Item, resp *pb.FetchResponse, corrupt func(Item, error)) (progress bool, grew []Partition) {
 	byTP := make(map[twinlog.TopicPartition]*pb.FetchPartitionResponse, len(resp.GetPartitions()))
 	for _, pr := range resp.GetPartitions() {
 		byTP[twinlog.TopicPartition{Topic: pr.GetTopic(), Partition: pr.GetPartition()}] = pr
 	}
+	answered, errored, records := false, false, false
 	for _, it := range items {
 		pr := byTP[it.P.TopicPartition()]
 		if pr == nil {
@@ -101,10 +108,14 @@ func Apply(items []Item, resp *pb.FetchResponse, corrupt func(Item, error)) (pro
 		fr, recs, err := wire.Answer(it.Req, pr)
 		if err != nil {
 			corrupt(it, err)
+			errored = true
 			continue
 		}
 		if fr.Error == pb.ErrorCode_ERROR_CODE_NONE {
-			progress = true
+			answered = true
+			records = records || len(recs.Batches()) > 0
+		} else {
+			errored = true
 		}
 		p := it.P
 		p.Lock()
@@ -117,7 +128,7 @@ func Apply(items []Item, resp *pb.FetchResponse, corrupt func(Item, error)) (pro
 		}
 		p.Unlock()
 	}
-	return progress, grew
+	return records || (answered && !errored), grew
 }
 
 // A fetcher's waits.
