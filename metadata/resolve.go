@@ -44,8 +44,16 @@ func ResolveELREnabled(cluster map[string]string) bool {
 }
 
 // ResolveUncleanStrategy is SPEC §3.5: aggressive if
-// unclean.leader.election.enable, else unclean.recovery.strategy.
+// unclean.leader.election.enable, else unclean.recovery.strategy. An
+// internal topic is never elected uncleanly (SPEC §6.4: __mirror_state has
+// unclean.recovery.strategy=none): a cluster-wide
+// unclean.leader.election.enable must not let a stale replica lead it and
+// drop committed LMLE, taint and run records (simulator seed 41 of the
+// two-cluster range, once __mirror_state was a real topic there).
 func ResolveUncleanStrategy(tr *twinlogv1.TopicRecord, cluster map[string]string) string {
+	if tr.GetInternal() {
+		return StrategyNone
+	}
 	if v, _ := parseBool(ResolveTopicConfig(tr, cluster, KeyUncleanLeaderElection)); v {
 		return StrategyAggressive
 	}
