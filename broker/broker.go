@@ -139,7 +139,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		b.mobs = mo
 	}
 	b.runners = map[twinlog.TopicPartition]*mirrorRunner{}
-	b.mstate.views = map[int32]*state.View{}
+	b.mstate.Store = state.NewStore(stateLog{b}, func(sp int32, off twinlog.Offset, err error) {
+		b.log.Warn("skipping unreadable __mirror_state record", "partition", sp, "offset", off, "err", err)
+	})
 	if b.dial == nil {
 		b.dial = defaultDial
 	}

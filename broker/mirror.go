@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
@@ -334,13 +332,7 @@ func (e mirrorEnv) WriteState(w runner.StateWrite, done func(error)) {
 		r.writeLead = w.Lead
 	}
 	ctx := r.writeCtx
-	var key []byte
-	var value proto.Message
-	if w.Run != nil {
-		key, value = state.RunKey(plan.RunKey{Mirror: w.Mirror, TopicID: r.topicID, Partition: r.tp.Partition}), w.Run
-	} else {
-		key, value = state.LmleKey(plan.LmleKey{TopicID: r.topicID, Partition: r.tp.Partition}), w.Lmle
-	}
+	key, value := state.Entry(w.Mirror, r.topicID, r.tp.Partition, w.Run, w.Lmle)
 	go func() { done(r.b.writeMirrorState(ctx, r.tp.Topic, key, value)) }()
 }
 

@@ -1,9 +1,7 @@
 package broker
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -15,7 +13,6 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/mirror/plan"
-	"github.com/twinlog/twinlog/mirror/source"
 	"github.com/twinlog/twinlog/mirror/state"
 	"github.com/twinlog/twinlog/storage"
 )
@@ -24,12 +21,11 @@ import (
 // mirror/state's; this file reads the topic, writes it and answers
 // GetLastMirroredEpochs from it.
 
-var errStateNotReady = errors.New("broker: __mirror_state not readable")
-
-// mirrorStateStore caches what this broker read of __mirror_state.
+// mirrorStateStore is what this broker read of __mirror_state (a
+// state.Store over stateLog) and the topics it last saw.
 type mirrorStateStore struct {
-	mu    sync.Mutex
-	views map[int32]*state.View
+	*state.Store
+	mu sync.Mutex
 	// seen: the topics (by id) of the last reconciled image, to find
 	// deletions and DeleteMirrors for the tombstones (SPEC §6.4).
 	seen map[string]stateTopic
@@ -51,7 +47,7 @@ func (b *Broker) noteStateTombstones(ctx context.Context) {
 	b.metaMu.Lock()
 	cur := map[string]stateTopic{}
 	for _, name := range b.image.TopicNames() {
-		if name == source.StateTopic {
+		if name == state.Topic {
 			continue
 		}
 		t := b.image.Topic(name)
@@ -96,8 +92,8 @@ type stateTombstone struct {
 func (b *Broker) appendTombstones(ctx context.Context, keys []stateTombstone) {
 	for _, k := range keys {
 		for attempt := 0; ; attempt++ {
-			sp, ok := b.statePartitionOf(k.topic)
-			if !ok || !b.leadsState(sp) {
+			sp, ok := b.mstate.PartitionOf(k.topic)
+			if !ok || !(stateLog{b}).Leads(sp) {
 				break // not ours: the leader appends it
 			}
 			err := b.writeMirrorState(ctx, k.topic, k.key, nil)
@@ -118,9 +114,25 @@ func (b *Broker) appendTombstones(ctx context.Context, keys []stateTombstone) {
 	}
 }
 
-// leadsState reports whether this broker leads __mirror_state partition sp.
-func (b *Broker) leadsState(sp int32) bool {
-	p := b.partition(twinlog.TopicPartition{Topic: source.StateTopic, Partition: sp})
+// stateLog is __mirror_state as this broker reads it (state.Log).
+type stateLog struct{ b *Broker }
+
+func (l stateLog) NowMs() int64 { return l.b.nowMs() }
+
+func (l stateLog) Partitions() (int32, bool) {
+	b := l.b
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	t := b.image.Topic(state.Topic)
+	if t == nil {
+		return 0, false
+	}
+	return t.GetPartitionCount(), true
+}
+
+// Leads reports whether this broker leads __mirror_state partition sp.
+func (l stateLog) Leads(sp int32) bool {
+	p := l.b.partition(twinlog.TopicPartition{Topic: state.Topic, Partition: sp})
 	if p == nil {
 		return false
 	}
@@ -129,88 +141,45 @@ func (b *Broker) leadsState(sp int32) bool {
 	return p.usableLocked() == nil && p.r.Role() == replica.RoleLeader
 }
 
-// statePartitionOf returns the __mirror_state partition holding topic's
-// keys and whether the topic exists in this cluster.
-func (b *Broker) statePartitionOf(topic string) (int32, bool) {
-	b.metaMu.Lock()
-	defer b.metaMu.Unlock()
-	t := b.image.Topic(source.StateTopic)
-	if t == nil {
-		return 0, false
+// Read reads the local replica when it leads sp, else fetches from the
+// leader on a goroutine of the run (RPCTimeout).
+func (l stateLog) Read(sp int32, from twinlog.Offset, done func([]storage.Record, twinlog.Offset, error)) {
+	b, tp := l.b, twinlog.TopicPartition{Topic: state.Topic, Partition: sp}
+	if recs, hw, ok, err := b.readStateLocal(tp, from); ok {
+		done(recs, hw, err)
+		return
 	}
-	return source.StatePartition(topic, t.GetPartitionCount()), true
+	b.goLoop(b.runCtx, func(ctx context.Context) { done(b.readStateRemote(ctx, tp, from)) })
 }
 
-// syncMirrorState reads __mirror_state partition sp up to its leader's HW
-// (locally when this broker leads it) and returns the view. The view is
-// shared: callers read it under b.mstate.mu via withStateView.
-func (b *Broker) syncMirrorState(ctx context.Context, sp int32) error {
-	tp := twinlog.TopicPartition{Topic: source.StateTopic, Partition: sp}
-	for {
-		b.mstate.mu.Lock()
-		v := b.mstate.views[sp]
-		if v == nil {
-			v = &state.View{}
-			b.mstate.views[sp] = v
-		}
-		from := v.Next
-		b.mstate.mu.Unlock()
-
-		recs, hw, err := b.readState(ctx, tp, from)
-		if err != nil {
-			return err
-		}
-		b.mstate.mu.Lock()
-		if b.mstate.views[sp] == v && v.Next == from {
-			for _, r := range recs {
-				if r.Offset >= v.Next {
-					if err := v.Apply(r.Key, r.Value); err != nil {
-						// Only brokers write the topic (AppendInternal);
-						// a record none of them writes is skipped, loudly.
-						b.log.Warn("skipping unreadable __mirror_state record", "partition", sp, "offset", r.Offset, "err", err)
-					}
-					v.Next = r.Offset + 1
-				}
-			}
-			if len(recs) == 0 && hw > v.Next {
-				v.Next = hw // nothing readable in between (should not happen)
-			}
-		}
-		next := v.Next
-		b.mstate.mu.Unlock()
-		if next >= hw {
-			return nil
-		}
+// readStateLocal reads tp below the HW when this broker leads it (ok).
+func (b *Broker) readStateLocal(tp twinlog.TopicPartition, from twinlog.Offset) ([]storage.Record, twinlog.Offset, bool, error) {
+	p := b.partition(tp)
+	if p == nil {
+		return nil, -1, false, nil
 	}
+	p.mu.Lock()
+	leader := p.usableLocked() == nil && p.r.Role() == replica.RoleLeader
+	hw, leso := p.r.HighWatermark(), p.r.LeaderEpochStartOffset()
+	p.mu.Unlock()
+	if !leader {
+		return nil, -1, false, nil
+	}
+	recs, hw, err := state.ReadLocal(p.log, from, hw, leso)
+	return recs, hw, true, err
 }
 
-// readState reads records of a __mirror_state partition from offset from,
-// below the leader's HW, and returns them with that HW.
-func (b *Broker) readState(ctx context.Context, tp twinlog.TopicPartition, from twinlog.Offset) ([]storage.Record, twinlog.Offset, error) {
-	if p := b.partition(tp); p != nil {
-		p.mu.Lock()
-		leader := p.usableLocked() == nil && p.r.Role() == replica.RoleLeader
-		hw := p.r.HighWatermark()
-		p.mu.Unlock()
-		if leader {
-			if from >= hw {
-				return nil, hw, nil
-			}
-			rr, err := p.log.Read(from, 4<<20, hw)
-			if err != nil {
-				return nil, -1, err
-			}
-			recs, err := decodeStateRecords(rr.Batches)
-			return recs, hw, err
-		}
-	}
+// readStateRemote reads records of a __mirror_state partition from offset
+// from, below the leader's HW, with a consumer fetch from its leader, and
+// returns them with that HW.
+func (b *Broker) readStateRemote(ctx context.Context, tp twinlog.TopicPartition, from twinlog.Offset) ([]storage.Record, twinlog.Offset, error) {
 	leader, ok := b.leaderHint(tp)
 	if !ok || leader < 0 {
-		return nil, -1, errStateNotReady
+		return nil, -1, state.ErrNotReady
 	}
 	addr, ok := b.brokerAddr(twinlog.BrokerID(leader))
 	if !ok {
-		return nil, -1, errStateNotReady
+		return nil, -1, state.ErrNotReady
 	}
 	c, err := b.conn(addr)
 	if err != nil {
@@ -218,46 +187,11 @@ func (b *Broker) readState(ctx context.Context, tp twinlog.TopicPartition, from 
 	}
 	rctx, cancel := context.WithTimeout(ctx, b.cfg.RPCTimeout)
 	defer cancel()
-	resp, err := pb.NewFetchServiceClient(c).Fetch(rctx, &pb.FetchRequest{
-		ReplicaId: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER, MaxBytes: 4 << 20,
-		Partitions: []*pb.FetchPartition{{Topic: tp.Topic, Partition: tp.Partition, FetchOffset: int64(from),
-			CurrentLeaderEpoch: b.leaderEpochHint(tp), LastFetchedEpoch: -1}},
-	})
+	resp, err := pb.NewFetchServiceClient(c).Fetch(rctx, state.ReadRequest(tp.Partition, from, b.leaderEpochHint(tp)))
 	if err != nil {
 		return nil, -1, err
 	}
-	// A peer's answer is input: one partition, the one asked for, or an
-	// error (never an index panic in the runner).
-	if n := len(resp.GetPartitions()); n != 1 {
-		return nil, -1, fmt.Errorf("%w: fetch answered %d partitions", errStateNotReady, n)
-	}
-	pr := resp.GetPartitions()[0]
-	if pr.GetTopic() != tp.Topic || pr.GetPartition() != tp.Partition {
-		return nil, -1, fmt.Errorf("%w: fetch of %s-%d answered %s-%d", errStateNotReady, tp.Topic, tp.Partition, pr.GetTopic(), pr.GetPartition())
-	}
-	if pr.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-		return nil, -1, fmt.Errorf("%w: %v", errStateNotReady, pr.GetError())
-	}
-	recs, err := decodeStateRecords(pr.GetRecords())
-	return recs, twinlog.Offset(pr.GetHighWatermark()), err
-}
-
-func decodeStateRecords(buf []byte) ([]storage.Record, error) {
-	var out []storage.Record
-	for bv, err := range storage.Batches(buf) {
-		if err != nil {
-			return nil, err
-		}
-		rs, err := bv.Records()
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rs {
-			r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return state.ReadAnswer(tp.Partition, resp)
 }
 
 func (b *Broker) leaderEpochHint(tp twinlog.TopicPartition) int32 {
@@ -269,57 +203,42 @@ func (b *Broker) leaderEpochHint(tp twinlog.TopicPartition) int32 {
 	return -1
 }
 
-// mirrorRecords returns the applied records of a partition's keys after
-// reading its __mirror_state partition up to the HW (nil: none; ok false
-// when the state topic could not be read).
+// mirrorRecords reads tp's records (the run record in mirror, the LMLE
+// record; nil when absent) after reading its __mirror_state partition up
+// to the HW.
 func (b *Broker) mirrorRecords(ctx context.Context, mirror string, tp twinlog.TopicPartition, topicID string) (*pb.MirrorRunRecord, *pb.MirrorLmleRecord, error) {
-	sp, ok := b.statePartitionOf(tp.Topic)
-	if !ok {
-		return nil, nil, nil
+	type loaded struct {
+		run  *pb.MirrorRunRecord
+		lmle *pb.MirrorLmleRecord
+		err  error
 	}
-	if err := b.syncMirrorState(ctx, sp); err != nil {
-		return nil, nil, err
+	c := make(chan loaded, 1)
+	b.mstate.Load(tp.Topic, mirror, topicID, tp.Partition, func(run *pb.MirrorRunRecord, lmle *pb.MirrorLmleRecord, err error) {
+		c <- loaded{run, lmle, err}
+	})
+	select {
+	case l := <-c:
+		return l.run, l.lmle, l.err
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
 	}
-	b.mstate.mu.Lock()
-	defer b.mstate.mu.Unlock()
-	v := b.mstate.views[sp]
-	var run *pb.MirrorRunRecord
-	var lmle *pb.MirrorLmleRecord
-	if r, ok := v.Run.Get(plan.RunKey{Mirror: mirror, TopicID: topicID, Partition: tp.Partition}); ok {
-		run = proto.Clone(r).(*pb.MirrorRunRecord)
-	}
-	if l, ok := v.Lmle.Get(plan.LmleKey{TopicID: topicID, Partition: tp.Partition}); ok {
-		lmle = proto.Clone(l).(*pb.MirrorLmleRecord)
-	}
-	return run, lmle, nil
 }
 
 // writeMirrorState appends one record to topic's __mirror_state partition
 // with acks=all (SPEC §6.4) through the partition's leader.
 func (b *Broker) writeMirrorState(ctx context.Context, topic string, key []byte, value proto.Message) error {
-	sp, ok := b.statePartitionOf(topic)
-	if !ok {
-		return fmt.Errorf("%w: no %s topic", errStateNotReady, source.StateTopic)
-	}
-	tp := twinlog.TopicPartition{Topic: source.StateTopic, Partition: sp}
-	var val []byte
-	if value != nil {
-		var err error
-		if val, err = proto.Marshal(value); err != nil {
-			return err
-		}
-	}
-	batch, err := storage.EncodeBatch([]storage.Record{{Timestamp: b.nowMs(), Key: key, Value: val}}, storage.BatchOptions{})
+	sp, batch, err := b.mstate.Record(topic, key, value)
 	if err != nil {
 		return err
 	}
+	tp := twinlog.TopicPartition{Topic: state.Topic, Partition: sp}
 	leader, ok := b.leaderHint(tp)
 	if !ok || leader < 0 {
-		return fmt.Errorf("%w: no leader", errStateNotReady)
+		return fmt.Errorf("%w: no leader", state.ErrNotReady)
 	}
 	addr, ok := b.brokerAddr(twinlog.BrokerID(leader))
 	if !ok {
-		return fmt.Errorf("%w: leader address", errStateNotReady)
+		return fmt.Errorf("%w: leader address", state.ErrNotReady)
 	}
 	c, err := b.conn(addr)
 	if err != nil {
@@ -337,68 +256,28 @@ func (b *Broker) writeMirrorState(ctx context.Context, topic string, key []byte,
 		return err
 	}
 	if resp.GetPartition() == nil {
-		return fmt.Errorf("%w: append answered no partition", errStateNotReady)
+		return fmt.Errorf("%w: append answered no partition", state.ErrNotReady)
 	}
 	if e := resp.GetPartition().GetError(); e != pb.ErrorCode_ERROR_CODE_NONE {
-		return fmt.Errorf("%w: %v", errStateNotReady, e)
+		return fmt.Errorf("%w: %v", state.ErrNotReady, e)
 	}
 	return nil
 }
 
-// GetLastMirroredEpochs answers the other cluster's LMLE query (SPEC §6.4)
-// with plan.AnswerLastMirroredEpoch: a topic or partition this cluster does
-// not have, or has under another topic id, is an error, never −1.
+// GetLastMirroredEpochs answers the other cluster's LMLE query (SPEC §6.4,
+// state.Store.Answer).
 func (b *Broker) GetLastMirroredEpochs(ctx context.Context, req *pb.GetLastMirroredEpochsRequest) (*pb.GetLastMirroredEpochsResponse, error) {
-	resp := &pb.GetLastMirroredEpochsResponse{}
-	view := plan.SourceView{}
-	sp, has := b.statePartitionOf(req.GetTopic())
-	view.HasStateTopic = has
 	b.metaMu.Lock()
-	mirror := ""
-	if t := b.image.Topic(req.GetTopic()); t != nil {
-		view.LocalTopicID, view.PartitionCount = t.GetTopicId(), t.GetPartitionCount()
-		mirror = t.GetMirrorName()
-		if mirror != "" {
-			view.InMirror = true
-			if m := b.image.Mirror(mirror); m != nil {
-				for _, mt := range m.GetTopics() {
-					if mt.GetTopic() == req.GetTopic() {
-						view.DesiredState = mt.GetDesiredState()
-					}
-				}
-			}
-		}
-	}
+	view, mirror := state.SourceViewOf(b.image, req.GetTopic())
 	b.metaMu.Unlock()
-	if has {
-		stp := twinlog.TopicPartition{Topic: source.StateTopic, Partition: sp}
-		if p := b.partition(stp); p != nil {
-			p.mu.Lock()
-			view.StateLeader = p.usableLocked() == nil && p.r.Role() == replica.RoleLeader
-			p.mu.Unlock()
-		}
-		if view.StateLeader {
-			view.CaughtUp = b.syncMirrorState(ctx, sp) == nil
-		}
+	c := make(chan *pb.GetLastMirroredEpochsResponse, 1)
+	b.mstate.Answer(req, view, mirror, func(resp *pb.GetLastMirroredEpochsResponse) { c <- resp })
+	select {
+	case resp := <-c:
+		return resp, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	for _, part := range req.GetPartitions() {
-		v := view
-		v.Partition = part
-		if has && view.CaughtUp {
-			b.mstate.mu.Lock()
-			sv := b.mstate.views[sp]
-			if l, ok := sv.Lmle.Get(plan.LmleKey{TopicID: view.LocalTopicID, Partition: part}); ok {
-				v.Record = proto.Clone(l).(*pb.MirrorLmleRecord)
-			}
-			if r, ok := sv.Run.Get(plan.RunKey{Mirror: mirror, TopicID: view.LocalTopicID, Partition: part}); ok {
-				v.RunState = r.GetState()
-			}
-			b.mstate.mu.Unlock()
-		}
-		lmle, code := plan.AnswerLastMirroredEpoch(req.GetRequesterClusterId(), req.GetTopicId(), v)
-		resp.Partitions = append(resp.Partitions, &pb.LastMirroredEpoch{Partition: part, Error: code, Lmle: int32(lmle)})
-	}
-	return resp, nil
 }
 
 // mirrorFetchTopicCheck is the source side's topic-id check of a

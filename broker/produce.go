@@ -33,11 +33,9 @@ func (b *Broker) AppendInternal(ctx context.Context, req *pb.AppendInternalReque
 	b.metaMu.Lock()
 	reg := b.image.Broker(req.GetBrokerId())
 	b.metaMu.Unlock()
-	if reg == nil || reg.GetBrokerEpoch() != req.GetBrokerEpoch() {
+	if code, msg := serve.InternalWriter(reg, req.GetBrokerId(), req.GetBrokerEpoch()); code != pb.ErrorCode_ERROR_CODE_NONE {
 		return &pb.AppendInternalResponse{Partition: &pb.ProducePartitionResponse{
-			Topic: pd.GetTopic(), Partition: pd.GetPartition(), BaseOffset: -1, LeaderId: -1,
-			Error:        pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH,
-			ErrorMessage: fmt.Sprintf("broker %d epoch %d is not a registration in this broker's metadata", req.GetBrokerId(), req.GetBrokerEpoch()),
+			Topic: pd.GetTopic(), Partition: pd.GetPartition(), BaseOffset: -1, LeaderId: -1, Error: code, ErrorMessage: msg,
 		}}, nil
 	}
 	resp, err := b.produce(ctx, &pb.ProduceRequest{Acks: int32(replica.AcksAll), TimeoutMs: req.GetTimeoutMs(),

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
-	"github.com/twinlog/twinlog/mirror/source"
+	"github.com/twinlog/twinlog/mirror/state"
 )
 
 // TestForgedFollowerFetchMovesNothing (issue 13, follower fetches): R
@@ -103,19 +103,19 @@ func TestProduceToInternalTopicRefused(t *testing.T) {
 		run, _, ok := stateRecords(t, b, "m", "t", topicID(t, a, "t"))
 		return ok && run != nil
 	})
-	leader, _ := b.Leader(source.StateTopic, 0)
-	st, _ := b.Broker(leader).PartitionStatus(twinlog.TopicPartition{Topic: source.StateTopic})
-	r, err := b.ProduceTo(ctx, leader, source.StateTopic, 0, -1, 5*time.Second, []byte("forged"))
+	leader, _ := b.Leader(state.Topic, 0)
+	st, _ := b.Broker(leader).PartitionStatus(twinlog.TopicPartition{Topic: state.Topic})
+	r, err := b.ProduceTo(ctx, leader, state.Topic, 0, -1, 5*time.Second, []byte("forged"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.GetError() != pb.ErrorCode_ERROR_CODE_INVALID_TOPIC {
-		t.Errorf("client produce to %s: %v, want INVALID_TOPIC", source.StateTopic, r.GetError())
+		t.Errorf("client produce to %s: %v, want INVALID_TOPIC", state.Topic, r.GetError())
 	}
 	epoch := int64(b.Broker(leader).BrokerEpoch())
 	ar, err := pb.NewReplicationServiceClient(b.conn(b.Addr(leader))).AppendInternal(ctx, &pb.AppendInternalRequest{
 		BrokerId: int32(leader), BrokerEpoch: epoch + 1, TimeoutMs: 5000,
-		Partition: &pb.ProducePartitionData{Topic: source.StateTopic, Records: EncodeValues([]byte("forged"))},
+		Partition: &pb.ProducePartitionData{Topic: state.Topic, Records: EncodeValues([]byte("forged"))},
 	})
 	if err != nil || ar.GetPartition().GetError() != pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH {
 		t.Errorf("AppendInternal with broker epoch + 1: %v %v, want STALE_BROKER_EPOCH", ar, err)
@@ -127,8 +127,8 @@ func TestProduceToInternalTopicRefused(t *testing.T) {
 	if err != nil || ar.GetPartition().GetError() != pb.ErrorCode_ERROR_CODE_INVALID_TOPIC {
 		t.Errorf("AppendInternal to a normal topic: %v %v, want INVALID_TOPIC", ar, err)
 	}
-	if after, _ := b.Broker(leader).PartitionStatus(twinlog.TopicPartition{Topic: source.StateTopic}); after.LogEndOffset != st.LogEndOffset {
-		t.Errorf("%s LEO %d -> %d after refused writes", source.StateTopic, st.LogEndOffset, after.LogEndOffset)
+	if after, _ := b.Broker(leader).PartitionStatus(twinlog.TopicPartition{Topic: state.Topic}); after.LogEndOffset != st.LogEndOffset {
+		t.Errorf("%s LEO %d -> %d after refused writes", state.Topic, st.LogEndOffset, after.LogEndOffset)
 	}
 	// The mirror still writes its state and copies records.
 	a.MustProduce(ctx, "t", 0, -1, []byte("a1"))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
-	"github.com/twinlog/twinlog/mirror/source"
+	"github.com/twinlog/twinlog/mirror/state"
 )
 
 func topicID(t *testing.T, c *Cluster, topic string) string {
@@ -189,15 +189,15 @@ func TestMirrorTaintClearDurableBeforeISR(t *testing.T) {
 	if ask == old {
 		ask = a.IDs()[1]
 	}
-	resp, err := a.FetchClient(ask).Metadata(ctx, &pb.MetadataRequest{Topics: []string{source.StateTopic}})
+	resp, err := a.FetchClient(ask).Metadata(ctx, &pb.MetadataRequest{Topics: []string{state.Topic}})
 	if err != nil || len(resp.GetTopics()) != 1 {
-		t.Fatalf("metadata %s: %v %v", source.StateTopic, resp, err)
+		t.Fatalf("metadata %s: %v %v", state.Topic, resp, err)
 	}
-	sp := source.StatePartition("t", int32(len(resp.GetTopics()[0].GetPartitions())))
-	stateLeader, _ := a.Leader(source.StateTopic, sp)
+	sp := state.PartitionFor("t", int32(len(resp.GetTopics()[0].GetPartitions())))
+	stateLeader, _ := a.Leader(state.Topic, sp)
 	for _, id := range a.IDs() {
 		if id != stateLeader {
-			a.HoldFetches(id, source.StateTopic, sp)
+			a.HoldFetches(id, state.Topic, sp)
 		}
 	}
 	tLeader, _ := a.Leader("t", 0)
@@ -224,7 +224,7 @@ func TestMirrorTaintClearDurableBeforeISR(t *testing.T) {
 
 	for _, id := range a.IDs() {
 		if id != stateLeader {
-			a.SetFetchRule(id, source.StateTopic, sp, nil)
+			a.SetFetchRule(id, state.Topic, sp, nil)
 		}
 	}
 	a.WaitFor("old leader joins once the cleared taint is durable", func() bool {

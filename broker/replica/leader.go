@@ -101,6 +101,13 @@ func (r *Replica) HandleFollowerFetch(f FetchRequest, nowMs int64) FetchDecision
 			return d
 		}
 	}
+	if f.FetcherType == pb.FetcherType_FETCHER_TYPE_CONSUMER && f.CommittedInEpoch && r.hw < r.leso {
+		// A reader that must see every committed record (__mirror_state,
+		// SPEC §6.4: "once it has read up to its HW in its current LE")
+		// waits until this leader's HW covers what it had on taking the LE.
+		d.Error = errLoadInProgress
+		return d
+	}
 	if isFollower && r.taintsPending {
 		// The durable taints are not loaded yet (SPEC §6.4): the follower
 		// may be tainted, so neither serve it nor note anything about it.

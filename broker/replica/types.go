@@ -28,6 +28,7 @@ const (
 	errInvalidMirrorSrc = pb.ErrorCode_ERROR_CODE_INVALID_MIRROR_SOURCE
 	errStaleBrokerEpoch = pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH
 	errStaleFetch       = pb.ErrorCode_ERROR_CODE_INVALID_FETCH_SESSION_EPOCH
+	errLoadInProgress   = pb.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS
 )
 
 // Sentinel errors returned by the shell-facing hooks (never for protocol
@@ -228,6 +229,10 @@ type FetchRequest struct {
 	// newer than one it already evaluated in this LE (see
 	// fenceFollowerFetch). Unused for CONSUMER and MIRROR fetches.
 	Seq int64
+	// CommittedInEpoch (CONSUMER fetches): serve only once this leader has
+	// committed in its LE (HW ≥ LESO); until then its HW may lag records
+	// the previous leader committed (FetchRequest.committed_in_epoch).
+	CommittedInEpoch bool
 }
 
 // EpochEndOffset is a DivergingEpoch or an OffsetForLeaderEpoch answer.

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
@@ -80,4 +81,17 @@ func Propose(r *replica.Replica, p replica.Proposal, nowMs int64, out *pb.Produc
 	}
 	out.BaseOffset = int64(d.BaseOffset)
 	return d
+}
+
+// InternalWriter decides an AppendInternal's writer (SPEC §6.4: only a
+// live broker writes __mirror_state): reg is the writer's registration in
+// the leader's metadata (nil: none), epoch the broker epoch it sent. A
+// writer registered with another epoch (it restarted, or was fenced and
+// re-registered) is refused, so a late append of its earlier incarnation
+// lands nowhere.
+func InternalWriter(reg *pb.BrokerRecord, id int32, epoch int64) (pb.ErrorCode, string) {
+	if reg == nil || reg.GetBrokerEpoch() != epoch {
+		return pb.ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH, fmt.Sprintf("broker %d epoch %d is not a registration in this broker's metadata", id, epoch)
+	}
+	return pb.ErrorCode_ERROR_CODE_NONE, ""
 }

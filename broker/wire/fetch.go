@@ -37,6 +37,7 @@ func FetchRequest(req *pb.FetchRequest, fp *pb.FetchPartition) replica.FetchRequ
 		CurrentLeaderEpoch: twinlog.Epoch(fp.GetCurrentLeaderEpoch()),
 		LastFetchedEpoch:   twinlog.Epoch(fp.GetLastFetchedEpoch()),
 		Seq:                fp.GetFetchSeq(),
+		CommittedInEpoch:   req.GetCommittedInEpoch(),
 	}
 	if fr.FetcherType != pb.FetcherType_FETCHER_TYPE_FOLLOWER {
 		fr.ReplicaID = twinlog.NoBroker

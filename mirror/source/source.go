@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"net"
 	"strconv"
 	"sync"
@@ -23,19 +22,8 @@ import (
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/mirror/plan"
+	"github.com/twinlog/twinlog/mirror/state"
 )
-
-// StateTopic is the internal topic holding LMLE and run records (SPEC §6.4).
-const StateTopic = "__mirror_state"
-
-// StatePartition is the __mirror_state partition holding topic's keys:
-// CRC-32C(topic) mod numPartitions (SPEC §6.4).
-func StatePartition(topic string, numPartitions int32) int32 {
-	if numPartitions <= 0 {
-		return 0
-	}
-	return int32(crc32.Checksum([]byte(topic), crc32.MakeTable(crc32.Castagnoli)) % uint32(numPartitions))
-}
 
 // ErrUnreachable: no bootstrap or leader address answered.
 var ErrUnreachable = errors.New("source: unreachable")
@@ -90,7 +78,7 @@ func (c *Client) Refresh(ctx context.Context, topics ...string) error {
 	}
 	addrs = append(addrs, c.bootstrap...)
 	c.mu.Unlock()
-	req := &pb.MetadataRequest{Topics: append(append([]string(nil), topics...), StateTopic)}
+	req := &pb.MetadataRequest{Topics: append(append([]string(nil), topics...), state.Topic)}
 	var last error = ErrUnreachable
 	for _, a := range addrs {
 		conn, err := c.dial(a)
@@ -226,14 +214,14 @@ func (c *Client) LastMirroredEpoch(ctx context.Context, requesterClusterID, topi
 		return twinlog.NoEpoch, code, nil
 	}
 	var addr string
-	st := c.topics[StateTopic]
+	st := c.topics[state.Topic]
 	if st == nil || st.GetError() != pb.ErrorCode_ERROR_CODE_NONE || len(st.GetPartitions()) == 0 {
 		for _, a := range c.brokers {
 			addr = a
 			break
 		}
 	} else {
-		p := st.GetPartitions()[StatePartition(tp.Topic, int32(len(st.GetPartitions())))]
+		p := st.GetPartitions()[state.PartitionFor(tp.Topic, int32(len(st.GetPartitions())))]
 		addr = c.brokers[p.GetLeaderId()]
 	}
 	c.mu.Unlock()

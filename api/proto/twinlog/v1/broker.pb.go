@@ -407,8 +407,17 @@ type FetchRequest struct {
 	Partitions         []*FetchPartition      `protobuf:"bytes,7,rep,name=partitions,proto3" json:"partitions,omitempty"`
 	// requester_cluster_id names the fetching cluster for MIRROR fetches.
 	RequesterClusterId string `protobuf:"bytes,8,opt,name=requester_cluster_id,json=requesterClusterId,proto3" json:"requester_cluster_id,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// committed_in_epoch, on a CONSUMER fetch, asks for an answer only from a
+	// leader that has committed in its current leader epoch (HW >= its LEO on
+	// taking the epoch, SPEC §1.2 LESO): before that its HW may lag records
+	// the previous leader committed, and a reader that must see every
+	// committed record (a broker reading __mirror_state, SPEC §6.4) would take
+	// the stale prefix for the whole. Such a leader answers
+	// COORDINATOR_LOAD_IN_PROGRESS (retriable). Kafka answers ListOffsets the
+	// same way (OFFSET_NOT_AVAILABLE, KIP-207).
+	CommittedInEpoch bool `protobuf:"varint,9,opt,name=committed_in_epoch,json=committedInEpoch,proto3" json:"committed_in_epoch,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *FetchRequest) Reset() {
@@ -495,6 +504,13 @@ func (x *FetchRequest) GetRequesterClusterId() string {
 		return x.RequesterClusterId
 	}
 	return ""
+}
+
+func (x *FetchRequest) GetCommittedInEpoch() bool {
+	if x != nil {
+		return x.CommittedInEpoch
+	}
+	return false
 }
 
 type FetchPartition struct {
@@ -2136,7 +2152,7 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"baseOffset\x12(\n" +
 	"\x10log_start_offset\x18\x06 \x01(\x03R\x0elogStartOffset\x12!\n" +
 	"\fleader_epoch\x18\a \x01(\x05R\vleaderEpoch\x12\x1b\n" +
-	"\tleader_id\x18\b \x01(\x05R\bleaderId\"\xe3\x02\n" +
+	"\tleader_id\x18\b \x01(\x05R\bleaderId\"\x91\x03\n" +
 	"\fFetchRequest\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\x05R\treplicaId\x120\n" +
@@ -2148,7 +2164,8 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"\n" +
 	"partitions\x18\a \x03(\v2\x1a.twinlog.v1.FetchPartitionR\n" +
 	"partitions\x120\n" +
-	"\x14requester_cluster_id\x18\b \x01(\tR\x12requesterClusterId\"\xaf\x02\n" +
+	"\x14requester_cluster_id\x18\b \x01(\tR\x12requesterClusterId\x12,\n" +
+	"\x12committed_in_epoch\x18\t \x01(\bR\x10committedInEpoch\"\xaf\x02\n" +
 	"\x0eFetchPartition\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12!\n" +

@@ -1,4 +1,4 @@
-package broker
+package state_test
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 	"github.com/twinlog/twinlog/storage"
 )
 
-// FuzzMirrorStateRecord feeds __mirror_state decoding (decodeStateRecords,
-// then state.View.Apply, as readState and syncMirrorState do) arbitrary keys
+// FuzzMirrorStateRecord feeds __mirror_state decoding (state.DecodeRecords,
+// then state.View.Apply, as Store.Sync does) arbitrary keys
 // and values, and arbitrary fetched bytes: it never panics, bad bytes are an
 // error, a record comes back with the key and value it was written with, a
 // key state.DecodeKey accepts encodes back to the same bytes (so no two keys
@@ -39,7 +39,7 @@ func FuzzMirrorStateRecord(f *testing.F) {
 	f.Add([]byte("r\x00m\x00t\x0000"), run, batch)
 	f.Fuzz(func(t *testing.T, key, value, raw []byte) {
 		// Bytes as a fetch returns them: an error or records, never a panic.
-		if recs, err := decodeStateRecords(raw); err == nil {
+		if recs, err := state.DecodeRecords(raw); err == nil {
 			var v state.View
 			for _, r := range recs {
 				_ = v.Apply(r.Key, r.Value) // an unreadable record is skipped
@@ -63,7 +63,7 @@ func FuzzMirrorStateRecord(f *testing.F) {
 		if err != nil {
 			return // the encoder refuses it (size); nothing to decode
 		}
-		recs, err := decodeStateRecords(buf)
+		recs, err := state.DecodeRecords(buf)
 		if err != nil {
 			t.Fatalf("decode a batch just encoded: %v", err)
 		}
