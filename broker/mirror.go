@@ -403,15 +403,7 @@ func (e mirrorEnv) Fetch(step runner.SendFetch, done func(*runner.Answer, error)
 			done(nil, err)
 			return
 		}
-		a := &runner.Answer{
-			FetchAnswer:  plan.FetchAnswer{Error: resp.GetError(), LogStartOffset: twinlog.Offset(resp.GetLogStartOffset())},
-			ErrorMessage: resp.GetErrorMessage(), HighWatermark: twinlog.Offset(resp.GetHighWatermark()),
-			LogEndOffset: twinlog.Offset(resp.GetLogEndOffset()), Records: resp.GetRecords(),
-		}
-		if d := resp.GetDivergingEpoch(); d != nil {
-			a.Diverging = &plan.Diverging{Epoch: twinlog.Epoch(d.GetEpoch()), EndOffset: twinlog.Offset(d.GetEndOffset())}
-		}
-		done(a, nil)
+		done(runner.AnswerOf(resp), nil)
 	}()
 }
 

@@ -39,6 +39,12 @@ func (c *Controller) ControllerService() twinlogv1.ControllerServiceServer {
 	return controllerServer{c: c}
 }
 
+// AdminService is the operator-facing service, for in-process callers (the
+// simulator's operator).
+func (c *Controller) AdminService() twinlogv1.AdminServiceServer {
+	return adminServer{c: c}
+}
+
 // toStatus maps an error to a gRPC status: a store failure is Unavailable
 // (rpcopt.ToStatus).
 func toStatus(err error) error {

@@ -20,6 +20,7 @@ import (
 	"github.com/twinlog/twinlog/broker/wire"
 	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/metadata"
+	"github.com/twinlog/twinlog/mirror/state"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -53,6 +54,8 @@ type simBroker struct {
 	// fetchers: one per leader broker this broker follows a partition
 	// from (broker/fetcher.go).
 	fetchers map[twinlog.BrokerID]*follow.Fetcher
+	// mstate: what this incarnation read of __mirror_state (statehost.go).
+	mstate *state.Store
 	// lostLEO holds each partition's LEO at the last crash, to detect
 	// lossy shutdowns when the log is reopened.
 	lostLEO map[string]int64
@@ -124,6 +127,9 @@ func (b *simBroker) start() {
 	b.parts = map[twinlog.TopicPartition]*simPart{}
 	b.partsChanged()
 	b.fetchers = map[twinlog.BrokerID]*follow.Fetcher{}
+	b.mstate = state.NewStore(simStateLog{b}, func(sp int32, off twinlog.Offset, err error) {
+		s.fail("§6.4 __mirror_state record", "broker %d partition %d offset %d: %v", b.id, sp, off, err)
+	})
 	s.tracef("broker %d start, previous epoch %d", b.id, b.prevEpoch)
 	host := simSession{b, b.inc}
 	b.keeper = session.NewKeeper(host, host, session.Config{HeartbeatInterval: time.Duration(s.cfg.HeartbeatMs) * time.Millisecond, PreviousEpoch: b.prevEpoch})

@@ -173,7 +173,7 @@ func (pr *producer) produce() {
 		}
 	}
 	s.net.send(pr.node(), b.node(), "produce", func() {
-		b.handleProduce(tp, acks, buf, values, func(code pb.ErrorCode, base int64, le int32) {
+		b.handleProduce(tp, acks, buf, values, s.cfg.ProduceTimeoutMs, func(code pb.ErrorCode, base int64, le int32) {
 			s.net.send(b.node(), pr.node(), "produce-resp", func() {
 				free()
 				pr.result(tp, acks, values, code, base, le)
@@ -203,7 +203,7 @@ func (pr *producer) result(tp twinlog.TopicPartition, acks replica.Acks, values 
 }
 
 // handleProduce is the leader's produce path (SPEC §4.1).
-func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, buf []byte, values []string, reply func(pb.ErrorCode, int64, int32)) {
+func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, buf []byte, values []string, timeoutMs int64, reply func(pb.ErrorCode, int64, int32)) {
 	s := b.s
 	if !b.up || !b.registered {
 		return
@@ -226,7 +226,7 @@ func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, 
 	}
 	leo := p.r.LogEndOffset()
 	var out pb.ProducePartitionResponse
-	d := serve.Propose(p.r, replica.Proposal{ID: id, Acks: acks, TimeoutMs: s.cfg.ProduceTimeoutMs, NumRecords: n}, s.now, &out)
+	d := serve.Propose(p.r, replica.Proposal{ID: id, Acks: acks, TimeoutMs: timeoutMs, NumRecords: n}, s.now, &out)
 	if s.w != nil {
 		s.w.checkProduce(p, d, leo)
 	}

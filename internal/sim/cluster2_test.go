@@ -70,6 +70,7 @@ func TestTwoClusterSeeds(t *testing.T) {
 		total.Bumps += m.Bumps
 		total.LMLEQueries += m.LMLEQueries
 		total.Exempt += m.Exempt
+		total.StateRevivals += m.StateRevivals
 		total.StaleLeaders += m.StaleLeaders
 		total.HWCaps += m.HWCaps
 		total.CaughtUp = total.CaughtUp && m.CaughtUp
@@ -314,6 +315,34 @@ func TestSweepSeeds(t *testing.T) {
 			cfg := twoClusterConfig(seed)
 			cfg.FaultMs = 20_000
 			runConfig(t, cfg)
+		})
+	}
+}
+
+// TestStateTopicSeeds replays two-cluster seeds (the test's own 8 s of
+// faults) that failed once __mirror_state was the cluster's real topic in
+// the simulator instead of a table at the controller node; the table had
+// hidden both.
+//
+//   - 41 (§8.18): B's cluster config turned unclean.leader.election.enable
+//     on, which overrode __mirror_state's unclean.recovery.strategy=none;
+//     its partition was elected uncleanly on a broker that had lost [11,
+//     17) in a crash, and the STOPPED run record and LMLE record B's t-1
+//     leader was acknowledged for were gone from the log the next leader
+//     read. Fixed: an internal topic is never elected uncleanly
+//     (metadata.ResolveUncleanStrategy, TestResolveUncleanStrategy).
+//   - 1317 (§8.19): broker 2 became leader of __mirror_state-0 and of t-0 at
+//     once; t-0's runner read the state partition from broker 2's own log
+//     up to its HW, which lagged what broker 1 had committed before (HW <
+//     LESO), and loaded an LMLE record with a taint since durably cleared
+//     while the replica was back in the ISR. Fixed: a __mirror_state leader
+//     answers reads only once it has committed in its LE
+//     (FetchRequest.committed_in_epoch, state.ReadLocal; testdata
+//     committed_in_epoch.txt).
+func TestStateTopicSeeds(t *testing.T) {
+	for _, seed := range []uint64{41, 1317} {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+			runConfig(t, Config{Seed: seed, Clusters: 2, FaultMs: 8000, HealMs: 20_000})
 		})
 	}
 }

@@ -26,6 +26,7 @@ type controller struct {
 	s     *Sim
 	shell *ctlshell.Controller
 	svc   pb.ControllerServiceServer
+	admin pb.AdminServiceServer // the operator's (twinctl's) service
 	store *memstore.Store
 	// image is the checker's copy of the metadata the shell committed (every
 	// delta, applied as brokers apply them): the simulator reads the
@@ -72,7 +73,7 @@ func (c *controller) start(store *memstore.Store) {
 		s.fail("controller start", "%v", err)
 		return
 	}
-	c.shell, c.svc = shell, shell.ControllerService()
+	c.shell, c.svc, c.admin = shell, shell.ControllerService(), shell.AdminService()
 }
 
 // committed is the shell's commit hook: the checks, the trace and the

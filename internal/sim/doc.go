@@ -87,13 +87,17 @@
 // world, mirror.go): B's topic is created by CreateMirror from A's and
 // mirrored by the real mirror/plan.Machine on B's partition leaders, run by
 // the shipped mirror/runner.Runner (mirrorhost.go hosts it as
-// broker/mirror.go does: LMLE queries answered from the other cluster's
-// __mirror_state by plan.AnswerLastMirroredEpoch, BumpLeaderEpoch through
-// the controller shell with truncation points, source metadata from a
-// random source broker's image, possibly stale, and fetches over the
-// cross-cluster network, served by the source replica below its HW). __mirror_state is a
-// durable table per cluster at the controller node, written in order by
-// the leader with stateEpoch = LE. At random moments the destination fails
+// broker/mirror.go does: LMLE queries answered by the other cluster's
+// __mirror_state leader with the shipped state.Store, BumpLeaderEpoch
+// through the controller shell with truncation points, source metadata
+// from a random source broker's image, possibly stale, and fetches over
+// the cross-cluster network, served by the source replica below its HW).
+// __mirror_state is each cluster's real internal topic (statehost.go):
+// hosted and replicated by the brokers, read with state.Store (a consumer
+// fetch to its leader, or the leader's own log), written by acks=all
+// appends through its leader over the lossy network; when every replica
+// of it crashed uncleanly the healing phase elects one uncleanly as an
+// operator would (§6.4 strategy none) and suspends §8.20/21. At random moments the destination fails
 // over (Stop; half of the time after draining the source) and the old
 // source fails back (mirrors the new one); cross-cluster links are cut,
 // packets dropped and delayed, mirror.support.unclean.leader.election

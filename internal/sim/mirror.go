@@ -24,7 +24,7 @@ import (
 // from A's (same topic id and partition count) and mirrored by a
 // plan.Machine on each of B's partition leaders, run by the shipped
 // mirror/runner.Runner (mirrorhost.go): GetLastMirroredEpochs answered
-// from the other cluster's __mirror_state per plan.AnswerLastMirroredEpoch,
+// by the other cluster's __mirror_state leader (state.Store.Answer),
 // BumpLeaderEpoch through the controller shell (a truncation offset
 // records a truncation point, §6.2f), Fetch{MIRROR} to the source leader
 // (served by the source replica's HandleFollowerFetch and storage.Log.Read
@@ -34,11 +34,9 @@ import (
 // StartMirrorTopics on it), with cross-cluster link cuts, drops and delays
 // and flips of mirror.support.unclean.leader.election.
 //
-// __mirror_state is modelled as a table per cluster held at the
-// controller node (durable, acks=all once applied): writes are ordered per
-// writer (one in flight, stale ones dropped like an idempotent producer),
-// carry stateEpoch = LE, and are applied with plan.StateTable's reader
-// rule. A new leader reads it with a round trip before BecameLeader.
+// __mirror_state is each cluster's real internal topic, read, written and
+// answered from with the shipped mirror/state.Store (statehost.go); the
+// checkers read its committed records.
 //
 // Checks (besides each cluster's own): §8.15 at every copy (the record
 // appended equals the source's at serve time; the source served below its
@@ -85,6 +83,9 @@ type MirrorReport struct {
 	HWCaps int
 	// Exempt counts partitions where §8.20/21 were suspended (§6.8).
 	Exempt int
+	// StateRevivals counts the operator's unclean elections of a
+	// __mirror_state partition left without a leader (reviveState).
+	StateRevivals int
 	// CaughtUp: the final mirror direction caught up during healing.
 	CaughtUp bool
 }
@@ -107,9 +108,9 @@ func (m *MirrorReport) String() string {
 		}
 		return b.String()
 	}
-	return fmt.Sprintf("mirror: failovers %d (planned %d), failbacks %d, truncations %s (lmle no-ops %d), bumps %d, lmle queries %d, mirrored records %d, transferred acks %d, uncopied acks %d, caught up %t, stale leaders %d, HW caps %d, exempt %d\n  transitions %s\n  cross faults %s\n  mirror checks %s",
+	return fmt.Sprintf("mirror: failovers %d (planned %d), failbacks %d, truncations %s (lmle no-ops %d), bumps %d, lmle queries %d, mirrored records %d, transferred acks %d, uncopied acks %d, caught up %t, stale leaders %d, HW caps %d, exempt %d, state revivals %d\n  transitions %s\n  cross faults %s\n  mirror checks %s",
 		m.Failovers, m.PlannedFailovers, m.Failbacks, kinds(m.Truncations), m.LMLENoOps, m.Bumps, m.LMLEQueries, m.MirroredRecords,
-		m.TransferredAcks, m.UncopiedAcks, m.CaughtUp, m.StaleLeaders, m.HWCaps, m.Exempt, kinds(m.Transitions), kinds(m.CrossFaults), kinds(m.Checks))
+		m.TransferredAcks, m.UncopiedAcks, m.CaughtUp, m.StaleLeaders, m.HWCaps, m.Exempt, m.StateRevivals, kinds(m.Transitions), kinds(m.CrossFaults), kinds(m.Checks))
 }
 
 func (r *Report) mirrorString() string {
@@ -153,7 +154,10 @@ type world struct {
 	writable map[*simPart]bool // the shell's mirrorWritable
 	// writableLE: the LE of the last SetWritable (mirrorWritableLE).
 	writableLE map[*simPart]twinlog.Epoch
-	tables     map[*Sim]*stateTable
+	// stateHW, stateViews: the committed __mirror_state the checkers
+	// read (statehost.go).
+	stateHW    map[*Sim]twinlog.Offset
+	stateViews map[*Sim]*stateViewCache
 	confirmQ   []confirmReq
 	// copies[dst][partition][offset]: the last record the mirror copied
 	// there, with the source history's position at serve time.
@@ -193,7 +197,8 @@ type xmsg struct {
 
 func runTwo(cfg Config) (rep *Report, err error) {
 	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x6d6972726f72)),
-		byPart: map[*simPart]*mirrorRunner{}, writable: map[*simPart]bool{}, writableLE: map[*simPart]twinlog.Epoch{}, tables: map[*Sim]*stateTable{},
+		byPart: map[*simPart]*mirrorRunner{}, writable: map[*simPart]bool{}, writableLE: map[*simPart]twinlog.Epoch{},
+		stateHW: map[*Sim]twinlog.Offset{}, stateViews: map[*Sim]*stateViewCache{},
 		copies: map[*Sim]map[string]map[int64]copyRec{}, exempt: map[string]bool{},
 		leaderSeen: map[*simPart]int32{}, staleLE: map[*simPart]bool{}, staleUntilTrunc: map[*Sim]map[string]bool{},
 		rep: &MirrorReport{Truncations: map[string]int{}, Transitions: map[string]int{}, CrossFaults: map[string]int{}, Checks: map[string]int{}}}
@@ -204,7 +209,6 @@ func runTwo(cfg Config) (rep *Report, err error) {
 	w.b.traceSink = w.a
 	for _, s := range []*Sim{w.a, w.b} {
 		s.w = w
-		w.tables[s] = &stateTable{lastSeq: map[writerKey]uint64{}}
 		w.copies[s] = map[string]map[int64]copyRec{}
 		w.staleUntilTrunc[s] = map[string]bool{}
 	}
@@ -373,43 +377,6 @@ func (w *world) deliver() {
 	}
 }
 
-// ---- __mirror_state ----
-
-type writerKey struct {
-	cluster string
-	broker  int32
-	inc     int
-	lead    uint64
-	tp      twinlog.TopicPartition
-}
-
-// stateTable is one cluster's __mirror_state (SPEC §6.4) as applied by its
-// readers.
-type stateTable struct {
-	lmle    plan.StateTable[plan.LmleKey, *pb.MirrorLmleRecord]
-	run     plan.StateTable[plan.RunKey, *pb.MirrorRunRecord]
-	lastSeq map[writerKey]uint64
-}
-
-func (t *stateTable) lmleRec(topicID string, part int32) *pb.MirrorLmleRecord {
-	r, _ := t.lmle.Get(plan.LmleKey{TopicID: topicID, Partition: part})
-	return r
-}
-
-func (t *stateTable) runRec(mirror, topicID string, part int32) *pb.MirrorRunRecord {
-	r, _ := t.run.Get(plan.RunKey{Mirror: mirror, TopicID: topicID, Partition: part})
-	return r
-}
-
-// taints is the durable taint set of a partition.
-func (t *stateTable) taints(topicID string, part int32) []int32 {
-	var out []int32
-	for _, x := range t.lmleRec(topicID, part).GetTaints() {
-		out = append(out, x.GetReplica())
-	}
-	return out
-}
-
 // ---- hooks called by the cluster shells ----
 
 // applyAssignment hands a metadata change to the replica as
@@ -478,7 +445,7 @@ func (w *world) onUncleanElection(s *Sim, key string, broker int32) {
 		return
 	}
 	topicID := s.ctl.image.Topic(tp.Topic).GetTopicId()
-	tainted := slices.Contains(w.tables[s].taints(topicID, tp.Partition), broker)
+	tainted := slices.Contains(taintsOf(w.committedState(s), topicID, tp.Partition), broker)
 	for _, b := range s.brokers {
 		if p := b.parts[tp]; b.up && p != nil && p.r.Role() == replica.RoleLeader {
 			if _, t := p.r.Taints()[twinlog.BrokerID(broker)]; t || slices.Contains(p.r.TaintsClearing(), twinlog.BrokerID(broker)) {
@@ -850,6 +817,10 @@ func (w *world) heal() {
 		if w.phase == phaseFailedOver {
 			w.failback()
 		}
+		if a.now%500 == 0 {
+			w.reviveState(a)
+			w.reviveState(b)
+		}
 		w.tick()
 		if w.phase == phaseMirroring && a.quiescent() && b.quiescent() && w.caughtUp() {
 			quiet++
@@ -987,7 +958,7 @@ func (w *world) untainted(tp twinlog.TopicPartition) []*simPart {
 		t := s.ctl.image.Topic(tp.Topic)
 		pr := s.ctl.image.Partition(tp.Topic, tp.Partition)
 		tainted := map[int32]bool{}
-		for _, id := range w.tables[s].taints(t.GetTopicId(), tp.Partition) {
+		for _, id := range taintsOf(w.committedState(s), t.GetTopicId(), tp.Partition) {
 			tainted[id] = true
 		}
 		for _, b := range s.brokers {

@@ -12,6 +12,7 @@ import (
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/mirror/plan"
 	"github.com/twinlog/twinlog/mirror/runner"
+	"github.com/twinlog/twinlog/mirror/state"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -70,7 +71,6 @@ type mirrorRunner struct {
 	// maxServed of them (answers of ended sessions are never appended).
 	served     map[*runner.Answer]servedBy
 	servedFIFO []*runner.Answer
-	wseq       uint64 // __mirror_state writes sent (the idempotent producer's sequence)
 }
 
 type servedBy struct {
@@ -160,57 +160,31 @@ func (e simEnv) MachineConfig() plan.Config {
 	return plan.Config{PendingTimeoutMs: 4000, RetryInitialBackoffMs: 100, RetryMaxBackoffMs: 2000, RetryMaxAttempts: 1 << 30}
 }
 
-// LoadState is a round trip to the cluster's __mirror_state.
+// LoadState reads the partition's records with the broker's state.Store
+// (mirrorEnv.LoadState).
 func (e simEnv) LoadState(mirror string, done func(*pb.MirrorRunRecord, *pb.MirrorLmleRecord, error)) {
-	r := e.r
-	s, b := r.s, r.p.b
-	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(nil, nil, errNoAnswer) })
-	topicID, part := r.p.topicID, r.p.tp.Partition
-	tbl := r.w.tables[s]
-	s.net.send(b.node(), controllerNode, "mirror-state-read", func() {
-		run := tbl.runRec(mirror, topicID, part)
-		lmle := tbl.lmleRec(topicID, part)
-		if run != nil {
-			run = cloneProto(run)
-		}
-		if lmle != nil {
-			lmle = cloneProto(lmle)
-		}
-		s.net.send(controllerNode, b.node(), "mirror-state", func() {
-			reply(func() { done(run, lmle, nil) })
-		})
-	})
+	p := e.r.p
+	p.b.mstate.Load(p.tp.Topic, mirror, p.topicID, p.tp.Partition, done)
 }
 
-// WriteState appends to the cluster's __mirror_state; a late copy of an
-// earlier write of the same writer is dropped (the idempotent producer).
+// WriteState appends the record through the state partition's leader
+// (mirrorEnv.WriteState).
 func (e simEnv) WriteState(ws runner.StateWrite, done func(error)) {
-	r := e.r
-	s, p, b := r.s, r.p, r.p.b
-	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(errNoAnswer) })
-	r.wseq++
-	wseq := r.wseq
-	wk := writerKey{cluster: s.clusterID, broker: b.id, inc: b.inc, lead: ws.Lead, tp: p.tp}
-	tbl := r.w.tables[s]
-	topicID, part := p.topicID, p.tp.Partition
-	s.net.send(b.node(), controllerNode, "mirror-state-write", func() {
-		if tbl.lastSeq[wk] >= wseq {
-			return
-		}
-		tbl.lastSeq[wk] = wseq
-		if ws.Run != nil {
-			tbl.run.Apply(plan.RunKey{Mirror: ws.Mirror, TopicID: topicID, Partition: part}, cloneProto(ws.Run))
-		} else {
-			tbl.lmle.Apply(plan.LmleKey{TopicID: topicID, Partition: part}, cloneProto(ws.Lmle))
-		}
-		s.net.send(controllerNode, b.node(), "mirror-state-write-resp", func() {
-			reply(func() { done(nil) })
-		})
-	})
+	p := e.r.p
+	p.b.s.tracef("mirror %s broker %d: write %s", p.key, p.b.id, describeWrite(ws))
+	key, value := state.Entry(ws.Mirror, p.topicID, p.tp.Partition, ws.Run, ws.Lmle)
+	sp, batch, err := p.b.mstate.Record(p.tp.Topic, key, value)
+	if err != nil {
+		done(err)
+		return
+	}
+	p.b.writeState(batch, sp, done)
 }
 
-// QueryLMLE asks the other cluster's GetLastMirroredEpochs, answered by a
-// running broker of it from its __mirror_state (answerLMLE).
+// QueryLMLE asks the other cluster's GetLastMirroredEpochs of the leader
+// of its __mirror_state partition in a source broker's metadata (any
+// broker when it has none), as mirror/source.Client does; that broker
+// answers with its state.Store (broker.GetLastMirroredEpochs).
 func (e simEnv) QueryLMLE(done func(twinlog.Epoch, pb.ErrorCode)) {
 	r := e.r
 	s, w, p := r.s, r.w, r.p
@@ -218,16 +192,27 @@ func (e simEnv) QueryLMLE(done func(twinlog.Epoch, pb.ErrorCode)) {
 	w.rep.LMLEQueries++
 	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT) })
 	sb := src.pickBrokerW(w)
+	if t := src.ctl.image.Topic(state.Topic); t != nil {
+		if leader, _ := src.leaderFor(twinlog.TopicPartition{Topic: state.Topic, Partition: state.PartitionFor(p.tp.Topic, t.GetPartitionCount())}); leader >= 1 {
+			sb = src.brokers[leader-1]
+		}
+	}
 	if sb == nil {
 		return
 	}
-	requester, topicID, tp := s.clusterID, p.topicID, p.tp
+	req := &pb.GetLastMirroredEpochsRequest{RequesterClusterId: s.clusterID, Topic: p.tp.Topic, TopicId: p.topicID, Partitions: []int32{p.tp.Partition}}
 	w.xsend(src, sb.node(), "get-last-mirrored-epochs", func() {
-		lmle, code := w.answerLMLE(src, requester, topicID, tp)
-		w.xsend(s, p.b.node(), "last-mirrored-epochs", func() {
-			reply(func() {
-				s.tracef("mirror %s broker %d: lmle from %s: %d %s", p.key, p.b.id, src.clusterID, lmle, shortCode(code))
-				done(lmle, code)
+		if !sb.up || !sb.registered {
+			return
+		}
+		view, mirror := state.SourceViewOf(sb.image, req.GetTopic())
+		sb.mstate.Answer(req, view, mirror, func(resp *pb.GetLastMirroredEpochsResponse) {
+			lmle, code := twinlog.Epoch(resp.GetPartitions()[0].GetLmle()), resp.GetPartitions()[0].GetError()
+			w.xsend(s, p.b.node(), "last-mirrored-epochs", func() {
+				reply(func() {
+					s.tracef("mirror %s broker %d: lmle from %s broker %d: %d %s", p.key, p.b.id, src.clusterID, sb.id, lmle, shortCode(code))
+					done(lmle, code)
+				})
 			})
 		})
 	})
@@ -294,13 +279,7 @@ func (e simEnv) Fetch(step runner.SendFetch, done func(*runner.Answer, error)) {
 		served := w.checkServed(src, sb, p.tp, req, pr)
 		w.xsend(s, p.b.node(), "mirror-fetch-resp", func() {
 			reply(func() {
-				a := &runner.Answer{
-					FetchAnswer:   plan.FetchAnswer{Error: pr.GetError(), LogStartOffset: twinlog.Offset(pr.GetLogStartOffset())},
-					HighWatermark: twinlog.Offset(pr.GetHighWatermark()), LogEndOffset: twinlog.Offset(pr.GetLogEndOffset()), Records: pr.GetRecords(),
-				}
-				if d := pr.GetDivergingEpoch(); d != nil {
-					a.Diverging = &plan.Diverging{Epoch: twinlog.Epoch(d.GetEpoch()), EndOffset: twinlog.Offset(d.GetEndOffset())}
-				}
+				a := runner.AnswerOf(pr)
 				r.noteServed(a, servedBy{recs: served, hw: twinlog.Offset(pr.GetHighWatermark()), src: src})
 				done(a, nil)
 			})
@@ -583,35 +562,6 @@ func (s *Sim) pickBrokerW(w *world) *simBroker {
 	return c[w.rng.IntN(len(c))]
 }
 
-// answerLMLE is the source side of GetLastMirroredEpochs: the state
-// partition's leader, caught up (sometimes not yet: a retriable error).
-func (w *world) answerLMLE(src *Sim, requester, topicID string, tp twinlog.TopicPartition) (twinlog.Epoch, pb.ErrorCode) {
-	st := src.ctl.image
-	v := plan.SourceView{HasStateTopic: st.Topic("__mirror_state") != nil, StateLeader: true, CaughtUp: true, Partition: tp.Partition}
-	if w.faultsOn {
-		v.StateLeader = w.rng.Float64() >= 0.05
-		v.CaughtUp = w.rng.Float64() >= 0.05
-	}
-	t := st.Topic(tp.Topic)
-	tbl := w.tables[src]
-	if t != nil {
-		v.LocalTopicID, v.PartitionCount = t.GetTopicId(), t.GetPartitionCount()
-		if name := t.GetMirrorName(); name != "" {
-			v.InMirror = true
-			if m := st.Mirror(name); m != nil {
-				for _, mt := range m.GetTopics() {
-					if mt.GetTopic() == tp.Topic {
-						v.DesiredState = mt.GetDesiredState()
-					}
-				}
-			}
-			v.RunState = tbl.runRec(name, t.GetTopicId(), tp.Partition).GetState()
-		}
-		v.Record = tbl.lmleRec(t.GetTopicId(), tp.Partition)
-	}
-	return plan.AnswerLastMirroredEpoch(requester, topicID, v)
-}
-
 // checkServed runs on the source when it answers a Fetch{MIRROR}: §8.17
 // (only a writable partition serves it), §8.15 (records below the HW). It
 // returns the served records as the source's shadow holds them.
@@ -643,4 +593,11 @@ func (w *world) checkServed(src *Sim, sb *simBroker, tp twinlog.TopicPartition, 
 		}
 	}
 	return out
+}
+
+func describeWrite(ws runner.StateWrite) string {
+	if ws.Run != nil {
+		return "run " + shortRun(ws.Run)
+	}
+	return "lmle " + shortLmle(ws.Lmle)
 }

@@ -188,13 +188,13 @@ func (w *world) check18(p *simPart, d replica.ProposeDecision, leoBefore twinlog
 	o.produced[p] = d.LeaderEpoch
 	s := p.b.s
 	w.rep.Checks["§8.18 first produce after stop"]++
-	tbl := w.tables[s]
-	lmle := tbl.lmleRec(p.topicID, p.tp.Partition)
+	committed := w.committedState(s)
+	lmle := lmleOf(committed, p.topicID, p.tp.Partition)
 	mirror := ""
 	if t := p.b.image.Topic(p.tp.Topic); t != nil {
 		mirror = t.GetMirrorName()
 	}
-	run := tbl.runRec(mirror, p.topicID, p.tp.Partition)
+	run := runOf(committed, mirror, p.topicID, p.tp.Partition)
 	if le := int32(d.LeaderEpoch); run.GetStateEpoch() > le || lmle.GetStateEpoch() > le {
 		// A zombie leader (stale metadata) still writable from its STOPPED
 		// leadership, while later leaders rewrote the records (seed 191):

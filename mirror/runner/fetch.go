@@ -84,6 +84,19 @@ type Answer struct {
 	Records       []byte
 }
 
+// AnswerOf reads the source's answer to one Fetch{MIRROR} partition.
+func AnswerOf(pr *pb.FetchPartitionResponse) *Answer {
+	a := &Answer{
+		FetchAnswer:  plan.FetchAnswer{Error: pr.GetError(), LogStartOffset: twinlog.Offset(pr.GetLogStartOffset())},
+		ErrorMessage: pr.GetErrorMessage(), HighWatermark: twinlog.Offset(pr.GetHighWatermark()),
+		LogEndOffset: twinlog.Offset(pr.GetLogEndOffset()), Records: pr.GetRecords(),
+	}
+	if d := pr.GetDivergingEpoch(); d != nil {
+		a.Diverging = &plan.Diverging{Epoch: twinlog.Epoch(d.GetEpoch()), EndOffset: twinlog.Offset(d.GetEndOffset())}
+	}
+	return a
+}
+
 // Log is the mirror leader's partition as a session uses it.
 type Log interface {
 	// Locked runs f with the partition's replica locked against every
