@@ -172,7 +172,7 @@ func (w *world) honoured(r *mirrorRunner, since map[*simPart]int64, wrong bool, 
 
 // check18 is SPEC §8.18 on an accepted Produce to a partition its runner
 // made writable, the first of its leadership (LE): the __mirror_state LMLE
-// record is committed (the cluster's table holds it, with the STOPPED run
+// record is committed (acknowledged: ackedState holds it, with the STOPPED run
 // record that made the partition writable), and LE > LMLE and LE > every
 // epoch of a record already in the log (cache entries starting below the
 // LEO before the produce). Not for a stale leader whose records a later LE
@@ -188,7 +188,7 @@ func (w *world) check18(p *simPart, d replica.ProposeDecision, leoBefore twinlog
 	o.produced[p] = d.LeaderEpoch
 	s := p.b.s
 	w.rep.Checks["§8.18 first produce after stop"]++
-	committed := w.committedState(s)
+	committed := w.ackedState(s)
 	lmle := lmleOf(committed, p.topicID, p.tp.Partition)
 	mirror := ""
 	if t := p.b.image.Topic(p.tp.Topic); t != nil {

@@ -113,7 +113,7 @@ func (b *simBroker) writeState(batch []byte, sp int32, done func(error)) {
 		lb.handleProduce(tp, replica.AcksAll, batch, []string{"__mirror_state"}, s.cfg.RPCTimeoutMs-100, func(code pb.ErrorCode, base int64, _ int32) {
 			s.tracef("broker %d appended __mirror_state-%d for broker %d at %d: %s", lb.id, sp, id, base, shortCode(code))
 			if code == pb.ErrorCode_ERROR_CODE_NONE && s.w != nil {
-				s.w.stateAcked(s, sp, twinlog.Offset(base)+1)
+				s.w.stateAcked(s, sp, twinlog.Offset(base)+1, batch)
 			}
 			answer(code)
 		})
@@ -183,12 +183,40 @@ type stateViewCache struct {
 }
 
 // stateAcked notes an acknowledged write: the record below end is
-// committed even before another replica's HW shows it.
-func (w *world) stateAcked(s *Sim, sp int32, end twinlog.Offset) {
+// committed even before another replica's HW shows it, and it is applied
+// to the cluster's acknowledged view.
+func (w *world) stateAcked(s *Sim, sp int32, end twinlog.Offset, batch []byte) {
 	t := s.ctl.image.Topic(state.Topic)
-	if t != nil && sp == state.PartitionFor("t", t.GetPartitionCount()) {
-		w.stateHW[s] = max(w.stateHW[s], end)
+	if t == nil || sp != state.PartitionFor("t", t.GetPartitionCount()) {
+		return
 	}
+	w.stateHW[s] = max(w.stateHW[s], end)
+	recs, err := state.DecodeRecords(batch)
+	if err != nil {
+		s.fail("§6.4 __mirror_state record", "acknowledged write: %v", err)
+		return
+	}
+	v := w.stateAckedView[s]
+	if v == nil {
+		v = &state.View{}
+		w.stateAckedView[s] = v
+	}
+	for _, r := range recs {
+		if err := v.Apply(r.Key, r.Value); err != nil {
+			s.fail("§6.4 __mirror_state record", "acknowledged write: %v", err)
+		}
+	}
+}
+
+// ackedState is what cluster s's __mirror_state was acknowledged for, in
+// acknowledgement order (one write in flight per leadership, so per key
+// the log's order): a transition counts once acknowledged (§6.4), whether
+// or not a live replica still holds it.
+func (w *world) ackedState(s *Sim) *state.View {
+	if v := w.stateAckedView[s]; v != nil {
+		return v
+	}
+	return &state.View{}
 }
 
 func lmleOf(v *state.View, topicID string, part int32) *pb.MirrorLmleRecord {
@@ -217,7 +245,8 @@ func taintsOf(v *state.View, topicID string, part int32) []int32 {
 // (twinctl's ElectLeaders UNCLEAN, through the controller shell). The
 // records the new leader lacks are lost: the checks of the cluster's
 // mirrored partitions that rest on them (§8.20/21) are suspended, as for a
-// tainted replica's unclean election (§6.8).
+// tainted replica's unclean election (§6.8), and so is the final
+// catch-up (a runner does not write again the state it holds).
 func (w *world) reviveState(s *Sim) {
 	t := s.ctl.image.Topic(state.Topic)
 	if t == nil {
@@ -233,7 +262,7 @@ func (w *world) reviveState(s *Sim) {
 		resp := rpc(s.ctl, "operator elect-unclean", false, s.ctl.admin.ElectLeaders, req)
 		s.tracef("operator: %s-%d has no leader, ISR or ELR: ElectLeaders UNCLEAN: %v", state.Topic, part, resp.GetResults())
 		w.rep.StateRevivals++
-		w.stateHW[s], w.stateViews[s] = 0, nil
+		w.stateHW[s], w.stateViews[s], w.stateAckedView[s] = 0, nil, nil
 		for _, tp := range s.topics {
 			if key := tp.String(); !w.exempt[key] {
 				w.exempt[key] = true
