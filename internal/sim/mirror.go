@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/assign"
@@ -1091,5 +1089,3 @@ func (w *world) check21() {
 		}
 	}
 }
-
-func cloneProto[T proto.Message](m T) T { return proto.Clone(m).(T) }
