@@ -22,14 +22,21 @@ const (
 	offLastOffsetDelta = 23
 	offFirstTimestamp  = 27
 	offMaxTimestamp    = 35
-	offRecordCount     = 43
+	offProducerID      = 43
+	offProducerEpoch   = 51
+	offBaseSequence    = 53
+	offRecordCount     = 57
 
 	// BatchHeaderSize is the size of the fixed batch header.
-	BatchHeaderSize = 47
+	BatchHeaderSize = 61
 	// logOverhead is the bytes before and including batchLength.
 	logOverhead = 12
-	// Magic is the only supported batch format version.
-	Magic = 1
+	// Magic is the only supported batch format version: Kafka's
+	// RecordBatch v2.
+	Magic = 2
+	// NoProducerID is the producerId of a batch without an idempotent
+	// producer (its epoch and base sequence are −1 too).
+	NoProducerID = -1
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -57,6 +64,16 @@ type BatchOptions struct {
 	// RecordOffsets uses each Record.Offset (minus BaseOffset) as its offset
 	// delta instead of its index; they must increase.
 	RecordOffsets bool
+	// Producer is the idempotent producer that wrote the batch; nil: none
+	// (producerId, producerEpoch and baseSequence −1).
+	Producer *Producer
+}
+
+// Producer is a batch's idempotent producer fields (SPEC §2.2).
+type Producer struct {
+	ID           int64
+	Epoch        int16
+	BaseSequence int32
 }
 
 // EncodeBatch builds one batch of records. With zero options the batch has
@@ -113,6 +130,13 @@ func AppendBatch(dst []byte, records []Record, opt BatchOptions) ([]byte, error)
 	be.PutUint32(b[offLastOffsetDelta:], uint32(prev))
 	be.PutUint64(b[offFirstTimestamp:], uint64(first))
 	be.PutUint64(b[offMaxTimestamp:], uint64(maxTs))
+	pr := Producer{ID: NoProducerID, Epoch: -1, BaseSequence: -1}
+	if opt.Producer != nil {
+		pr = *opt.Producer
+	}
+	be.PutUint64(b[offProducerID:], uint64(pr.ID))
+	be.PutUint16(b[offProducerEpoch:], uint16(pr.Epoch))
+	be.PutUint32(b[offBaseSequence:], uint32(pr.BaseSequence))
 	be.PutUint32(b[offRecordCount:], uint32(len(records)))
 	be.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 	return dst, nil
@@ -166,6 +190,15 @@ func (b BatchView) FirstTimestamp() int64 { return int64(be.Uint64(b[offFirstTim
 
 // MaxTimestamp is the largest record timestamp.
 func (b BatchView) MaxTimestamp() int64 { return int64(be.Uint64(b[offMaxTimestamp:])) }
+
+// ProducerID is the idempotent producer's id, NoProducerID if none.
+func (b BatchView) ProducerID() int64 { return int64(be.Uint64(b[offProducerID:])) }
+
+// ProducerEpoch is the idempotent producer's epoch (−1 if none).
+func (b BatchView) ProducerEpoch() int16 { return int16(be.Uint16(b[offProducerEpoch:])) }
+
+// BaseSequence is the sequence number of the first record (−1 if none).
+func (b BatchView) BaseSequence() int32 { return int32(be.Uint32(b[offBaseSequence:])) }
 
 // RecordCount is the number of records.
 func (b BatchView) RecordCount() int32 { return int32(be.Uint32(b[offRecordCount:])) }

@@ -107,7 +107,7 @@ func TestBatchCorruption(t *testing.T) {
 		{"length too large", mut(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offBatchLength:], 1<<30); return b })},
 		{"length below header", mut(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offBatchLength:], 10); return b })},
 		{"negative length", mut(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offBatchLength:], 0xffffffff); return b })},
-		{"bad magic", mut(func(b []byte) []byte { b[offMagic] = 2; return b })},
+		{"bad magic", mut(func(b []byte) []byte { b[offMagic] = 1; return b })}, // Kafka's v1 message set
 		{"crc mismatch", mut(func(b []byte) []byte { b[len(b)-1] ^= 1; return b })},
 		{"bad crc field", mut(func(b []byte) []byte { b[offCRC] ^= 0xff; return b })},
 		{"attributes", mut(func(b []byte) []byte { b[offAttributes+1] = 1; return fixCRC(b) })},

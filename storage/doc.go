@@ -29,24 +29,32 @@
 // "aligned_epoch: <LE or -1>". All of them, and the clean-shutdown file, are
 // written tmp → fsync → rename → fsync dir.
 //
-// # Batch (SPEC §2.2, big-endian)
+// # Batch (SPEC §2.2): Kafka's RecordBatch v2, big-endian
 //
 //	 0               8          12            16      17       21
 //	+---------------+-----------+-------------+-------+--------+
 //	| baseOffset i64| length i32| leaderEpoch | magic | crc u32|
 //	+---------------+-----------+-------------+-------+--------+
-//	 21          23               27               35             43            47
-//	+------------+-----------------+----------------+--------------+-------------+
-//	| attrs i16  | lastOffsetDelta | firstTimestamp | maxTimestamp | recordCount |
-//	+------------+-----------------+----------------+--------------+-------------+
-//	| records ...                                                               |
-//	+---------------------------------------------------------------------------+
+//	 21          23               27               35             43
+//	+------------+-----------------+----------------+--------------+
+//	| attrs i16  | lastOffsetDelta | firstTimestamp | maxTimestamp |
+//	+------------+-----------------+----------------+--------------+
+//	 43               51              53               57            61
+//	+----------------+---------------+----------------+-------------+
+//	| producerId i64 | producerEpoch | baseSequence   | recordCount |
+//	+----------------+---------------+----------------+-------------+
+//	| records ...                                                   |
+//	+---------------------------------------------------------------+
 //
-// length counts the bytes after it; crc is CRC-32C of bytes 21..end, so
-// baseOffset and leaderEpoch can be stamped in place. A record is zigzag
-// varints: length, attributes (int8 0), timestampDelta, offsetDelta, key
-// length (-1 null) + key, value length (-1 null) + value, header count, then
-// per header key length + key, value length (-1 null) + value.
+// magic is 2; length counts the bytes after it; crc is CRC-32C of bytes
+// 21..end, so baseOffset and leaderEpoch can be stamped in place. A batch
+// without an idempotent producer has producerId, producerEpoch and
+// baseSequence −1. attrs must be 0 for now (no compression, create time,
+// not transactional, not control). A record is zigzag varints: length,
+// attributes (int8 0), timestampDelta, offsetDelta, key length (-1 null) +
+// key, value length (-1 null) + value, header count, then per header key
+// length + key, value length (-1 null) + value. franz-go's kmsg reads and
+// writes the same bytes (kafka_format_test.go).
 //
 // # Indexes
 //

@@ -17,7 +17,12 @@ type DumpedBatch struct {
 	Count        int32
 	Size         int64 // total encoded size, header included
 	MaxTimestamp int64 // milliseconds since the Unix epoch
-	CRCValid     bool
+	// ProducerID, ProducerEpoch and BaseSequence are the idempotent
+	// producer's fields (−1: none).
+	ProducerID    int64
+	ProducerEpoch int16
+	BaseSequence  int32
+	CRCValid      bool
 	// Err is empty when the whole batch validates (SPEC §2.2); otherwise it
 	// says what is wrong and Records is empty.
 	Err     string
@@ -93,8 +98,8 @@ func (a *app) dumpLog(ctx context.Context, dir string, records bool) error {
 			fmt.Fprintf(p.w, "position: %d INVALID: %s\n", b.Position, b.Err)
 			return nil
 		}
-		fmt.Fprintf(p.w, "baseOffset: %d lastOffset: %d count: %d leaderEpoch: %d position: %d size: %d maxTimestamp: %s crcValid: %t",
-			b.BaseOffset, b.LastOffset, b.Count, b.LeaderEpoch, b.Position, b.Size, formatTimestamp(b.MaxTimestamp), b.CRCValid)
+		fmt.Fprintf(p.w, "baseOffset: %d lastOffset: %d count: %d leaderEpoch: %d producerId: %d producerEpoch: %d baseSequence: %d position: %d size: %d maxTimestamp: %s crcValid: %t",
+			b.BaseOffset, b.LastOffset, b.Count, b.LeaderEpoch, b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.Position, b.Size, formatTimestamp(b.MaxTimestamp), b.CRCValid)
 		if b.Err != "" {
 			fmt.Fprintf(p.w, " INVALID: %s", b.Err)
 		}
@@ -152,20 +157,24 @@ func dumpedBatchJSON(b DumpedBatch, records bool) any {
 		Value     *string `json:"value"`
 	}
 	type batch struct {
-		Segment      string `json:"segment"`
-		Position     int64  `json:"position"`
-		BaseOffset   int64  `json:"base_offset"`
-		LastOffset   int64  `json:"last_offset"`
-		Count        int32  `json:"count"`
-		LeaderEpoch  int32  `json:"leader_epoch"`
-		Size         int64  `json:"size"`
-		MaxTimestamp string `json:"max_timestamp"`
-		CRCValid     bool   `json:"crc_valid"`
-		Error        string `json:"error,omitempty"`
-		Records      []rec  `json:"records,omitempty"`
+		Segment       string `json:"segment"`
+		Position      int64  `json:"position"`
+		BaseOffset    int64  `json:"base_offset"`
+		LastOffset    int64  `json:"last_offset"`
+		Count         int32  `json:"count"`
+		LeaderEpoch   int32  `json:"leader_epoch"`
+		Size          int64  `json:"size"`
+		MaxTimestamp  string `json:"max_timestamp"`
+		ProducerID    int64  `json:"producer_id"`
+		ProducerEpoch int16  `json:"producer_epoch"`
+		BaseSequence  int32  `json:"base_sequence"`
+		CRCValid      bool   `json:"crc_valid"`
+		Error         string `json:"error,omitempty"`
+		Records       []rec  `json:"records,omitempty"`
 	}
 	out := batch{Segment: b.Segment, Position: b.Position, BaseOffset: b.BaseOffset, LastOffset: b.LastOffset,
 		Count: b.Count, LeaderEpoch: b.LeaderEpoch, Size: b.Size, MaxTimestamp: formatTimestamp(b.MaxTimestamp),
+		ProducerID: b.ProducerID, ProducerEpoch: b.ProducerEpoch, BaseSequence: b.BaseSequence,
 		CRCValid: b.CRCValid, Error: b.Err}
 	if records {
 		for _, r := range b.Records {
