@@ -1,12 +1,14 @@
 package errcode_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/errcode"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // codes returns every value of the enum, ascending.
@@ -157,5 +159,55 @@ func TestHintFor(t *testing.T) {
 		if got := errcode.Of(tc.c).HintFor(tc.topic); got != tc.want {
 			t.Errorf("%v: HintFor(%q) = %q, want %q", tc.c, tc.topic, got, tc.want)
 		}
+	}
+}
+
+// kafkaName is the Kafka error each code maps to, by the name franz-go's
+// kerr gives it: the code's own name where Kafka has it (kerr keeps the old
+// NOT_LEADER_FOR_PARTITION and INVALID_TOPIC_EXCEPTION), else the nearest
+// code, chosen for what a Kafka client then does.
+var kafkaName = map[string]string{
+	"NOT_LEADER_OR_FOLLOWER": "NOT_LEADER_FOR_PARTITION",
+	"INVALID_TOPIC":          "INVALID_TOPIC_EXCEPTION",
+	// Only a mirror's fetch from its source gets it; no Kafka client does.
+	"INVALID_MIRROR_SOURCE": "UNKNOWN_SERVER_ERROR",
+	// Retriable after a backoff, as a client treats a quota.
+	"REQUEST_LIMIT_REACHED": "THROTTLING_QUOTA_EXCEEDED",
+	// A consumer whose leader epoch predates an LMLE truncation below its
+	// position: its epoch is stale, and a Kafka client answers fencing by
+	// refreshing metadata and validating its position with
+	// OffsetForLeaderEpoch (KIP-320), which finds the truncation.
+	"LOG_TRUNCATED": "FENCED_LEADER_EPOCH",
+	// Produce to a mirror topic: fatal for the batch, as Confluent's
+	// cluster linking answers a write to a read-only mirror topic.
+	"READ_ONLY_TOPIC":       "INVALID_REQUEST",
+	"UNKNOWN_MIRROR":        "RESOURCE_NOT_FOUND",
+	"MIRROR_ALREADY_EXISTS": "DUPLICATE_RESOURCE",
+	"INVALID_MIRROR_STATE":  "INVALID_REQUEST",
+}
+
+// TestKafkaCodes pins each code's Kafka number to the name franz-go's kerr
+// table gives that number: the code's own name or kafkaName's choice.
+func TestKafkaCodes(t *testing.T) {
+	for _, c := range codes() {
+		in := errcode.Of(c)
+		want := in.Name
+		if n, ok := kafkaName[in.Name]; ok {
+			want = n
+		}
+		got := "NONE"
+		if err := kerr.ErrorForCode(in.Kafka); err != nil {
+			var ke *kerr.Error
+			if !errors.As(err, &ke) {
+				t.Fatalf("%s: Kafka %d is no code kerr knows", in.Name, in.Kafka)
+			}
+			got = ke.Message
+		}
+		if got != want {
+			t.Errorf("%s: Kafka code %d is %s, want %s", in.Name, in.Kafka, got, want)
+		}
+	}
+	if k := errcode.Of(1000).Kafka; k != -1 {
+		t.Errorf("unknown code: Kafka %d, want -1 (UNKNOWN_SERVER_ERROR)", k)
 	}
 }
