@@ -28,6 +28,7 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/alter"
 	"github.com/twinlog/twinlog/broker/codec"
+	"github.com/twinlog/twinlog/broker/kafka"
 	"github.com/twinlog/twinlog/broker/metaloop"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/broker/session"
@@ -47,6 +48,10 @@ type Broker struct {
 	log  *slog.Logger
 	obs  Observer
 	lis  net.Listener
+	// klis and kafka are the Kafka protocol listener and its server (nil
+	// without one).
+	klis  net.Listener
+	kafka *kafka.Server
 
 	dirs   []*storage.LogDir
 	prevEp twinlog.BrokerEpoch // from the clean-shutdown files (SPEC §2.5)
@@ -115,7 +120,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	cfg = cfg.withDefaults()
 	b := &Broker{
 		cfg: cfg, fs: deps.FS, dial: deps.Dial, now: deps.Now, log: deps.Logger, obs: deps.Observer,
-		lis: deps.Listener, crashc: make(chan struct{}),
+		lis: deps.Listener, klis: deps.KafkaListener, crashc: make(chan struct{}),
 		image: metadata.New(""), parts: map[twinlog.TopicPartition]*partition{},
 		fetchers: map[twinlog.BrokerID]*fetcher{}, changed: make(chan struct{}),
 		registeredc: make(chan struct{}), regFatal: make(chan error, 1), grantedc: make(chan struct{}),
@@ -384,8 +389,28 @@ func (b *Broker) Run(ctx context.Context) error {
 		}
 		b.lis = lis
 	}
+	if b.klis == nil && b.cfg.KafkaListenAddr != "" {
+		lis, err := net.Listen("tcp", b.cfg.KafkaListenAddr)
+		if err != nil {
+			b.lis.Close()
+			return fmt.Errorf("broker: kafka.listen.address %s: %w", b.cfg.KafkaListenAddr, err)
+		}
+		b.klis = lis
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- b.grpc.Serve(b.lis) }()
+	if b.klis != nil {
+		b.kafka = kafka.NewServer(kafka.Config{
+			BrokerID: int32(b.cfg.ID), MaxRequestBytes: b.cfg.KafkaMaxRequestBytes,
+			Logger: b.log.With("listener", "kafka"), InvalidRequest: ErrInvalidRequest,
+		}, b)
+		go func() {
+			if err := b.kafka.Serve(b.klis); !errors.Is(err, kafka.ErrServerClosed) {
+				b.log.Error("kafka listener stopped", "err", err)
+			}
+		}()
+		defer b.kafka.Close()
+	}
 
 	// inner outlives ctx: the controlled shutdown still needs metadata and
 	// heartbeats after ctx is done.
@@ -429,6 +454,7 @@ func (b *Broker) Run(ctx context.Context) error {
 		b.keeper.Stop()
 		b.meta.Stop()
 		stop()
+		b.stopKafka()
 		b.grpc.Stop()
 		b.wg.Wait()
 		b.stopMirrorRunners()
@@ -443,6 +469,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	b.stopMirrorRunners()
 	b.health.Shutdown()
 	stop()
+	b.stopKafka()
 	b.stopGRPC()
 	b.wg.Wait()
 	b.stopFetchers()
@@ -467,6 +494,14 @@ func (b *Broker) goLoop(ctx context.Context, fn func(context.Context)) {
 		defer b.wg.Done()
 		fn(ctx)
 	}()
+}
+
+// stopKafka closes the Kafka listener and its connections: clients see
+// the broker gone and find the partitions' new leaders in Metadata.
+func (b *Broker) stopKafka() {
+	if b.kafka != nil {
+		b.kafka.Close()
+	}
 }
 
 func (b *Broker) stopGRPC() {
@@ -537,6 +572,24 @@ func (b *Broker) advertised() (string, int32, error) {
 	if addr == "" {
 		addr = b.lis.Addr().String()
 	}
+	return splitAddr(addr)
+}
+
+// kafkaAdvertised is the Kafka listener's host and port for Metadata;
+// port 0 without a listener.
+func (b *Broker) kafkaAdvertised() (string, int32, error) {
+	if b.klis == nil {
+		return "", 0, nil
+	}
+	addr := b.cfg.KafkaAdvertisedAddr
+	if addr == "" {
+		addr = b.klis.Addr().String()
+	}
+	return splitAddr(addr)
+}
+
+// splitAddr splits an advertised host:port.
+func splitAddr(addr string) (string, int32, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", 0, fmt.Errorf("broker: advertised address %q: %w", addr, err)

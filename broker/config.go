@@ -54,6 +54,16 @@ type Config struct {
 	// AdvertisedAddr is the host:port registered with the controller
 	// (default: the listener's address).
 	AdvertisedAddr string
+	// KafkaListenAddr is the Kafka protocol listen address
+	// (kafka.listen.address); empty and no Deps.KafkaListener: no Kafka
+	// listener.
+	KafkaListenAddr string
+	// KafkaAdvertisedAddr is the host:port Kafka clients are told in
+	// Metadata (kafka.advertised.address; default: the listener's).
+	KafkaAdvertisedAddr string
+	// KafkaMaxRequestBytes is socket.request.max.bytes (default
+	// kafka.DefaultMaxRequestBytes).
+	KafkaMaxRequestBytes int32
 	// ControllerAddr is the controller's host:port.
 	ControllerAddr string
 	// LogDirs are the partition log directories (at least one).
@@ -201,6 +211,8 @@ type Deps struct {
 	Dial Dialer
 	// Listener overrides Config.ListenAddr (tests pass bufconn).
 	Listener net.Listener
+	// KafkaListener overrides Config.KafkaListenAddr.
+	KafkaListener net.Listener
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger; nil discards.

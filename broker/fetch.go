@@ -334,7 +334,8 @@ func (b *Broker) Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.Met
 	resp := &pb.MetadataResponse{ClusterId: b.clusterIDLocked(), MetadataOffset: img.Offset()}
 	for _, br := range img.Brokers() {
 		if !br.GetFenced() {
-			resp.Brokers = append(resp.Brokers, &pb.MetadataBroker{Id: br.GetBrokerId(), Host: br.GetHost(), Port: br.GetPort()})
+			resp.Brokers = append(resp.Brokers, &pb.MetadataBroker{Id: br.GetBrokerId(), Host: br.GetHost(), Port: br.GetPort(),
+				KafkaHost: br.GetKafkaHost(), KafkaPort: br.GetKafkaPort()})
 		}
 	}
 	names := req.GetTopics()

@@ -16,6 +16,9 @@ func (b *Broker) register(inner, outer context.Context) error {
 	if _, _, err := b.advertised(); err != nil {
 		return err
 	}
+	if _, _, err := b.kafkaAdvertised(); err != nil {
+		return err
+	}
 	b.keeper.Start()
 	select {
 	case <-b.registeredc:
@@ -73,9 +76,11 @@ type keeperHost struct{ b *Broker }
 
 func (h keeperHost) RegisterRequest() *pb.RegisterBrokerRequest {
 	b := h.b
-	host, port, _ := b.advertised() // checked by register
+	host, port, _ := b.advertised()        // checked by register
+	khost, kport, _ := b.kafkaAdvertised() // checked by register
 	return &pb.RegisterBrokerRequest{
 		BrokerId: int32(b.cfg.ID), IncarnationId: b.incarn, Host: host, Port: port,
+		KafkaHost: khost, KafkaPort: kport,
 		LogDirs: b.cfg.LogDirs, ClusterId: b.cfg.ClusterID,
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -220,6 +221,30 @@ func (c *Cluster) nodeName(id twinlog.BrokerID) string {
 	return fmt.Sprintf("%s-%d", c.Name, id)
 }
 
+// KafkaClientNode names the node Kafka clients dial from (KafkaDialer), for
+// Cut and Heal with a broker's node name.
+const KafkaClientNode = "kafka-client"
+
+// kafkaAddr is broker id's Kafka listener on the network.
+func (c *Cluster) kafkaAddr(id twinlog.BrokerID) string { return c.nodeName(id) + ":19092" }
+
+// KafkaAddrs are the brokers' Kafka listeners, for kgo.SeedBrokers.
+func (c *Cluster) KafkaAddrs() []string {
+	var out []string
+	for _, id := range c.IDs() {
+		out = append(out, c.kafkaAddr(id))
+	}
+	return out
+}
+
+// KafkaDialer dials a broker's Kafka listener on the network from
+// KafkaClientNode, for kgo.Dialer.
+func (c *Cluster) KafkaDialer() func(ctx context.Context, network, host string) (net.Conn, error) {
+	return func(ctx context.Context, _, host string) (net.Conn, error) {
+		return c.Net.DialConn(ctx, KafkaClientNode, host)
+	}
+}
+
 // ControllerAddr is the controller's address on the network.
 func (c *Cluster) ControllerAddr() string { return c.ctlAddr }
 
@@ -305,6 +330,7 @@ func (c *Cluster) start(n *node) {
 		ID:                        n.id,
 		ClusterID:                 "cluster-" + c.Name,
 		AdvertisedAddr:            n.addr,
+		KafkaAdvertisedAddr:       c.kafkaAddr(n.id),
 		ControllerAddr:            c.ctlAddr,
 		LogDirs:                   []string{filepath.Join(n.dir, "logs")},
 		FlushPolicy:               c.opts.FlushPolicy,
@@ -324,10 +350,11 @@ func (c *Cluster) start(n *node) {
 		fs = n.mem
 	}
 	deps := broker.Deps{
-		FS:       fs,
-		Dial:     broker.Dialer(c.Net.Dial(c.nodeName(n.id))),
-		Listener: c.Net.Listen(n.addr),
-		Logger:   c.log,
+		FS:            fs,
+		Dial:          broker.Dialer(c.Net.Dial(c.nodeName(n.id))),
+		Listener:      c.Net.Listen(n.addr),
+		KafkaListener: c.Net.Listen(c.kafkaAddr(n.id)),
+		Logger:        c.log,
 	}
 	if c.opts.Observer != nil {
 		deps.Observer = c.opts.Observer(n.id)

@@ -99,26 +99,33 @@ func (n *Network) Dial(from string) func(addr string) (*grpc.ClientConn, error) 
 				BaseDelay: 10 * time.Millisecond, Multiplier: 1.5, MaxDelay: 100 * time.Millisecond,
 			}, MinConnectTimeout: time.Second}),
 			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-				n.mu.Lock()
-				l, cut := n.lis[addr], n.cut[pair(from, to)]
-				n.mu.Unlock()
-				if l == nil || cut {
-					return nil, fmt.Errorf("bufnet: %s → %s unreachable", from, addr)
-				}
-				c, err := l.DialContext(ctx)
-				if err != nil {
-					return nil, err
-				}
-				n.mu.Lock()
-				if n.cut[pair(from, to)] {
-					n.mu.Unlock()
-					_ = c.Close()
-					return nil, fmt.Errorf("bufnet: %s → %s unreachable", from, addr)
-				}
-				k := [2]string{from, to}
-				n.conns[k] = append(n.conns[k], c)
-				n.mu.Unlock()
-				return c, nil
+				return n.DialConn(ctx, from, addr)
 			}))
 	}
+}
+
+// DialConn opens a raw connection from node from to addr, subject to cuts
+// (a Kafka client's dialer, kgo.Dialer).
+func (n *Network) DialConn(ctx context.Context, from, addr string) (net.Conn, error) {
+	to := host(addr)
+	n.mu.Lock()
+	l, cut := n.lis[addr], n.cut[pair(from, to)]
+	n.mu.Unlock()
+	if l == nil || cut {
+		return nil, fmt.Errorf("bufnet: %s → %s unreachable", from, addr)
+	}
+	c, err := l.DialContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	if n.cut[pair(from, to)] {
+		n.mu.Unlock()
+		_ = c.Close()
+		return nil, fmt.Errorf("bufnet: %s → %s unreachable", from, addr)
+	}
+	k := [2]string{from, to}
+	n.conns[k] = append(n.conns[k], c)
+	n.mu.Unlock()
+	return c, nil
 }

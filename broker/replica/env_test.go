@@ -654,7 +654,8 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 		id := leaderOr()
 		req := FetchRequest{ReplicaID: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER,
 			FetchOffset: twinlog.Offset(argInt(t, d, "offset", 0)), CurrentLeaderEpoch: twinlog.Epoch(argInt(t, d, "le", int64(e.ctl.le))),
-			LastFetchedEpoch: twinlog.Epoch(argInt(t, d, "last", -1)), CommittedInEpoch: argStr(d, "committed-in-epoch", "false") == "true"}
+			LastFetchedEpoch: twinlog.Epoch(argInt(t, d, "last", -1)), CommittedInEpoch: argStr(d, "committed-in-epoch", "false") == "true",
+			LeaderEpochOptional: argStr(d, "epoch-optional", "false") == "true"}
 		if argStr(d, "type", "consumer") == "mirror" {
 			req.FetcherType = pb.FetcherType_FETCHER_TYPE_MIRROR
 		}

@@ -74,8 +74,10 @@ func (r *Replica) HandleFollowerFetch(f FetchRequest, nowMs int64) FetchDecision
 			return d
 		}
 	}
-	// Step 2.
-	if f.FetcherType == pb.FetcherType_FETCHER_TYPE_CONSUMER {
+	// Step 2. A Kafka-listener consumer without a leader epoch asks for no
+	// check at all, as Kafka's protocol defines −1 (KIP-320).
+	unchecked := f.CurrentLeaderEpoch == twinlog.NoEpoch && f.LeaderEpochOptional
+	if f.FetcherType == pb.FetcherType_FETCHER_TYPE_CONSUMER && !unchecked {
 		trunc := twinlog.NoOffset
 		for _, tp := range r.truncPts {
 			if tp.LeaderEpoch > f.CurrentLeaderEpoch && tp.Offset < f.FetchOffset && (trunc < 0 || tp.Offset < trunc) {
@@ -87,7 +89,7 @@ func (r *Replica) HandleFollowerFetch(f FetchRequest, nowMs int64) FetchDecision
 			return d
 		}
 	}
-	if f.CurrentLeaderEpoch == twinlog.NoEpoch && f.FetcherType != pb.FetcherType_FETCHER_TYPE_MIRROR {
+	if f.CurrentLeaderEpoch == twinlog.NoEpoch && f.FetcherType != pb.FetcherType_FETCHER_TYPE_MIRROR && !unchecked {
 		d.Error = errInvalidRequest
 		return d
 	}

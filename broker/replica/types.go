@@ -233,6 +233,10 @@ type FetchRequest struct {
 	// committed in its LE (HW ≥ LESO); until then its HW may lag records
 	// the previous leader committed (FetchRequest.committed_in_epoch).
 	CommittedInEpoch bool
+	// LeaderEpochOptional (CONSUMER fetches from the Kafka listener): a
+	// CurrentLeaderEpoch of NoEpoch skips the leader epoch check, as
+	// Kafka's protocol defines it, instead of INVALID_REQUEST.
+	LeaderEpochOptional bool
 }
 
 // EpochEndOffset is a DivergingEpoch or an OffsetForLeaderEpoch answer.

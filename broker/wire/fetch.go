@@ -38,6 +38,8 @@ func FetchRequest(req *pb.FetchRequest, fp *pb.FetchPartition) replica.FetchRequ
 		LastFetchedEpoch:   twinlog.Epoch(fp.GetLastFetchedEpoch()),
 		Seq:                fp.GetFetchSeq(),
 		CommittedInEpoch:   req.GetCommittedInEpoch(),
+		LeaderEpochOptional: req.GetLeaderEpochOptional() &&
+			req.GetFetcherType() == pb.FetcherType_FETCHER_TYPE_CONSUMER,
 	}
 	if fr.FetcherType != pb.FetcherType_FETCHER_TYPE_FOLLOWER {
 		fr.ReplicaID = twinlog.NoBroker

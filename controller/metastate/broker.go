@@ -59,6 +59,8 @@ func (s *State) RegisterBroker(req *twinlogv1.RegisterBrokerRequest, nowMs int64
 		BrokerId:      id,
 		Host:          req.GetHost(),
 		Port:          req.GetPort(),
+		KafkaHost:     req.GetKafkaHost(),
+		KafkaPort:     req.GetKafkaPort(),
 		IncarnationId: req.GetIncarnationId(),
 		BrokerEpoch:   epoch,
 		Fenced:        true,

@@ -72,3 +72,40 @@ func TestBrokerBoundKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestKafkaListenerKeys (issue 15): kafka.listen.address defaults to
+// Kafka's 127.0.0.1:9092, kafka.advertised.address to it, and a Kafka
+// listener on the gRPC listener's port is refused by name instead of
+// failing at bind time.
+func TestKafkaListenerKeys(t *testing.T) {
+	load := func(body string) (BrokerConfig, error) {
+		t.Helper()
+		c, err := loadBrokerFrom(t, body, "", "")
+		if err == nil {
+			err = c.Validate()
+		}
+		return c, err
+	}
+	c, err := load("broker.id: 1\n")
+	if err != nil || c.KafkaListenAddress != "127.0.0.1:9092" || c.KafkaAdvertisedAddress != "127.0.0.1:9092" || c.SocketRequestMaxBytes != 100<<20 {
+		t.Fatalf("defaults: %+v, %v", c, err)
+	}
+	c, err = load("broker.id: 1\nkafka.listen.address: 0.0.0.0:9292\nkafka.advertised.address: k1:9292\n")
+	if err != nil || c.KafkaAdvertisedAddress != "k1:9292" {
+		t.Fatalf("set: %+v, %v", c, err)
+	}
+	for _, body := range []string{
+		"broker.id: 1\nlisten.address: 0.0.0.0:9092\n",
+		"broker.id: 1\nlisten.address: 127.0.0.1:9300\nkafka.listen.address: 127.0.0.1:9300\n",
+	} {
+		if _, err := load(body); err == nil || !strings.Contains(err.Error(), "kafka.listen.address") || !strings.Contains(err.Error(), "shares its port") {
+			t.Errorf("%q: %v, want the port clash named", body, err)
+		}
+	}
+	if _, err := load("broker.id: 1\nkafka.listen.address: \"\"\n"); err != nil {
+		t.Errorf("no Kafka listener: %v", err)
+	}
+	if _, err := load("broker.id: 1\nsocket.request.max.bytes: 10\n"); err == nil || !strings.Contains(err.Error(), "socket.request.max.bytes") {
+		t.Errorf("socket.request.max.bytes 10: %v", err)
+	}
+}

@@ -50,6 +50,10 @@ type BrokerConfig struct {
 	ControllerAddress string   // controller.address
 	MetricsAddress    string   // metrics.address (empty: no metrics endpoint)
 
+	KafkaListenAddress     string // kafka.listen.address: the Kafka protocol listener (empty: none)
+	KafkaAdvertisedAddress string // kafka.advertised.address: what Metadata tells Kafka clients (default kafka.listen.address)
+	SocketRequestMaxBytes  int32  // socket.request.max.bytes: largest Kafka request frame
+
 	Log    LogConfig
 	Mirror MirrorConfig
 
@@ -110,6 +114,9 @@ func brokerFields(c *BrokerConfig) []field {
 		strField("advertised.address", "", "address other nodes use to reach this broker (default listen.address)", &c.AdvertisedAddress),
 		strField("controller.address", "127.0.0.1:9090", "controller host:port", &c.ControllerAddress),
 		strField("metrics.address", "", "Prometheus /metrics listen address (empty: disabled)", &c.MetricsAddress),
+		strField("kafka.listen.address", "127.0.0.1:9092", "Kafka protocol listen address host:port (empty: no Kafka listener)", &c.KafkaListenAddress),
+		strField("kafka.advertised.address", "", "address Kafka clients are told to reach this broker at (default kafka.listen.address)", &c.KafkaAdvertisedAddress),
+		intField("socket.request.max.bytes", "104857600", "largest Kafka request frame; a larger one closes its connection", &c.SocketRequestMaxBytes),
 		listField("log.dirs", "./run/broker", "partition log directories", &c.Log.Dirs),
 		intField("log.segment.bytes", "1073741824", "segment size before rolling", &c.Log.SegmentBytes),
 		msField("log.roll.ms", "604800000", "segment age before rolling", &c.Log.RollInterval),
@@ -231,6 +238,9 @@ func (c *BrokerConfig) withDefaults() {
 	if c.AdvertisedAddress == "" {
 		c.AdvertisedAddress = c.ListenAddress
 	}
+	if c.KafkaAdvertisedAddress == "" {
+		c.KafkaAdvertisedAddress = c.KafkaListenAddress
+	}
 }
 
 // Validate checks every key and reports all problems, each naming the key
@@ -247,6 +257,14 @@ func (c BrokerConfig) Validate() error {
 	checkAddr(&errs, "advertised.address", c.AdvertisedAddress, false)
 	checkAddr(&errs, "controller.address", c.ControllerAddress, false)
 	checkAddr(&errs, "metrics.address", c.MetricsAddress, true)
+	checkAddr(&errs, "kafka.listen.address", c.KafkaListenAddress, true)
+	checkAddr(&errs, "kafka.advertised.address", c.KafkaAdvertisedAddress, true)
+	if clash(c.ListenAddress, c.KafkaListenAddress) {
+		bad("kafka.listen.address", c.KafkaListenAddress, fmt.Sprintf("shares its port with listen.address %s; give the Kafka listener its own (default 127.0.0.1:9092)", c.ListenAddress))
+	}
+	if c.SocketRequestMaxBytes < 1024 {
+		bad("socket.request.max.bytes", c.SocketRequestMaxBytes, "must be ≥ 1024")
+	}
 	checkListeners(&errs, c.Listeners, c.ListenAddress)
 	if len(c.Log.Dirs) == 0 {
 		bad("log.dirs", "[]", "needs at least one directory")
@@ -363,4 +381,16 @@ func checkAddr(errs *[]error, key, addr string, optional bool) {
 		}
 		*errs = append(*errs, fmt.Errorf("config: %s = %q: %s", key, addr, want))
 	}
+}
+
+// clash reports whether two listen addresses would bind the same port:
+// the same port on the same host, or on a wildcard host.
+func clash(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil || pa != pb || pa == "0" {
+		return false
+	}
+	wild := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return ha == hb || wild(ha) || wild(hb)
 }

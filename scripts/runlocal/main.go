@@ -34,6 +34,7 @@ type node struct {
 	binary  string // "controllerd" or "brokerd"
 	grpc    string
 	metrics string
+	kafka   string // the Kafka listener (brokers only; configs/cluster-*/broker-N.yaml)
 
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -54,7 +55,8 @@ func layout() []*node {
 			grpc: fmt.Sprintf("127.0.0.1:%d", base), metrics: fmt.Sprintf("127.0.0.1:%d", base+100)})
 		for b := 1; b <= 3; b++ {
 			out = append(out, &node{cluster: c, name: fmt.Sprintf("broker-%d", b), binary: "brokerd",
-				grpc: fmt.Sprintf("127.0.0.1:%d", base+b), metrics: fmt.Sprintf("127.0.0.1:%d", base+100+b)})
+				grpc: fmt.Sprintf("127.0.0.1:%d", base+b), metrics: fmt.Sprintf("127.0.0.1:%d", base+100+b),
+				kafka: fmt.Sprintf("127.0.0.1:%d", base+200+b)})
 		}
 	}
 	return out
@@ -99,7 +101,10 @@ func (r *runner) run(ctx context.Context, keep bool, healthTimeout time.Duration
 		return fmt.Errorf("run from the repository root (configs/cluster-a not found)")
 	}
 	for _, n := range r.nodes {
-		for _, a := range []string{n.grpc, n.metrics} {
+		for _, a := range []string{n.grpc, n.metrics, n.kafka} {
+			if a == "" {
+				continue
+			}
 			l, err := net.Listen("tcp", a)
 			if err != nil {
 				return fmt.Errorf("%s is in use (another `make run`, or the docker-compose clusters?): %v", a, err)
@@ -254,6 +259,8 @@ const (
 	brokerA = "127.0.0.1:9091"
 	brokerB = "127.0.0.1:9101"
 	srcA    = "127.0.0.1:9091,127.0.0.1:9092,127.0.0.1:9093"
+	kafkaA  = "127.0.0.1:9291"
+	kafkaB  = "127.0.0.1:9301"
 )
 
 // demo creates the demo topic on A and the mirror a-to-b on B (which
@@ -350,9 +357,13 @@ func countLines(s string) int {
 func (r *runner) printSummary(mirrorErr error) {
 	fmt.Println()
 	fmt.Println("twinlog is running:")
-	fmt.Printf("  %-22s %-16s %-32s %s\n", "NODE", "GRPC", "METRICS", "LOG")
+	fmt.Printf("  %-22s %-16s %-16s %-32s %s\n", "NODE", "GRPC", "KAFKA", "METRICS", "LOG")
 	for _, n := range r.nodes {
-		fmt.Printf("  %-22s %-16s %-32s %s\n", n.id(), n.grpc, "http://"+n.metrics+"/metrics", filepath.Join(r.logDir, n.logName()))
+		k := n.kafka
+		if k == "" {
+			k = "-"
+		}
+		fmt.Printf("  %-22s %-16s %-16s %-32s %s\n", n.id(), n.grpc, k, "http://"+n.metrics+"/metrics", filepath.Join(r.logDir, n.logName()))
 	}
 	fmt.Printf("  data: %s/cluster-{a,b}/{controller,broker-N}\n", r.runDir)
 	if mirrorErr != nil {
@@ -374,6 +385,11 @@ try:
   %[1]s --bootstrap %[5]s consume --topic demo --partition 0  # B's copy
   curl -s http://127.0.0.1:9190/metrics | grep twinlog_cluster_electable_leaders
 
+Kafka clients (any broker's Kafka listener bootstraps):
+  echo hello | kcat -b %[6]s -P -t demo -p 0    # produce on A with kcat
+  kcat -b %[6]s -C -t demo -p 0 -o beginning -e # consume A's demo-0
+  kcat -b %[7]s -L                              # B's brokers, topics, leaders
+
 fail over to B (A is gone or being drained):
   %[1]s --bootstrap %[4]s mirrors stop a-to-b demo --wait-for-catch-up   # demo becomes writable on B
   %[1]s --bootstrap %[5]s produce --topic demo --value on-b
@@ -382,7 +398,7 @@ fail back (A follows B, truncated to the last mirrored leader epoch), then over 
   %[1]s --bootstrap %[2]s mirrors create b-to-a --source 127.0.0.1:9101,127.0.0.1:9102,127.0.0.1:9103 demo
   %[1]s --bootstrap %[2]s mirrors stop b-to-a demo --wait-for-catch-up   # A writable again
   %[1]s --bootstrap %[4]s mirrors start a-to-b demo                      # B follows A again
-`, t, ctlA, brokerA, ctlB, brokerB)
+`, t, ctlA, brokerA, ctlB, brokerB, kafkaA, kafkaB)
 	fmt.Println("\nsee docs/operations.md for the runbook")
 }
 

@@ -416,8 +416,13 @@ type FetchRequest struct {
 	// COORDINATOR_LOAD_IN_PROGRESS (retriable). Kafka answers ListOffsets the
 	// same way (OFFSET_NOT_AVAILABLE, KIP-207).
 	CommittedInEpoch bool `protobuf:"varint,9,opt,name=committed_in_epoch,json=committedInEpoch,proto3" json:"committed_in_epoch,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// leader_epoch_optional: a CONSUMER's current_leader_epoch −1 skips the
+	// leader epoch check, as Kafka's protocol defines it (KIP-320); set by
+	// the Kafka listener only. Without it −1 is INVALID_REQUEST (SPEC §4.3
+	// step 2; docs/spec-deviations.md).
+	LeaderEpochOptional bool `protobuf:"varint,10,opt,name=leader_epoch_optional,json=leaderEpochOptional,proto3" json:"leader_epoch_optional,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *FetchRequest) Reset() {
@@ -509,6 +514,13 @@ func (x *FetchRequest) GetRequesterClusterId() string {
 func (x *FetchRequest) GetCommittedInEpoch() bool {
 	if x != nil {
 		return x.CommittedInEpoch
+	}
+	return false
+}
+
+func (x *FetchRequest) GetLeaderEpochOptional() bool {
+	if x != nil {
+		return x.LeaderEpochOptional
 	}
 	return false
 }
@@ -1486,10 +1498,13 @@ func (x *MetadataResponse) GetMetadataOffset() int64 {
 }
 
 type MetadataBroker struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Host          string                 `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
-	Port          int32                  `protobuf:"varint,3,opt,name=port,proto3" json:"port,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Host  string                 `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	Port  int32                  `protobuf:"varint,3,opt,name=port,proto3" json:"port,omitempty"`
+	// kafka_host and kafka_port are the broker's Kafka listener; port 0: none.
+	KafkaHost     string `protobuf:"bytes,4,opt,name=kafka_host,json=kafkaHost,proto3" json:"kafka_host,omitempty"`
+	KafkaPort     int32  `protobuf:"varint,5,opt,name=kafka_port,json=kafkaPort,proto3" json:"kafka_port,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1541,6 +1556,20 @@ func (x *MetadataBroker) GetHost() string {
 func (x *MetadataBroker) GetPort() int32 {
 	if x != nil {
 		return x.Port
+	}
+	return 0
+}
+
+func (x *MetadataBroker) GetKafkaHost() string {
+	if x != nil {
+		return x.KafkaHost
+	}
+	return ""
+}
+
+func (x *MetadataBroker) GetKafkaPort() int32 {
+	if x != nil {
+		return x.KafkaPort
 	}
 	return 0
 }
@@ -2152,7 +2181,7 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"baseOffset\x12(\n" +
 	"\x10log_start_offset\x18\x06 \x01(\x03R\x0elogStartOffset\x12!\n" +
 	"\fleader_epoch\x18\a \x01(\x05R\vleaderEpoch\x12\x1b\n" +
-	"\tleader_id\x18\b \x01(\x05R\bleaderId\"\x91\x03\n" +
+	"\tleader_id\x18\b \x01(\x05R\bleaderId\"\xc5\x03\n" +
 	"\fFetchRequest\x12\x1d\n" +
 	"\n" +
 	"replica_id\x18\x01 \x01(\x05R\treplicaId\x120\n" +
@@ -2165,7 +2194,9 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"partitions\x18\a \x03(\v2\x1a.twinlog.v1.FetchPartitionR\n" +
 	"partitions\x120\n" +
 	"\x14requester_cluster_id\x18\b \x01(\tR\x12requesterClusterId\x12,\n" +
-	"\x12committed_in_epoch\x18\t \x01(\bR\x10committedInEpoch\"\xaf\x02\n" +
+	"\x12committed_in_epoch\x18\t \x01(\bR\x10committedInEpoch\x122\n" +
+	"\x15leader_epoch_optional\x18\n" +
+	" \x01(\bR\x13leaderEpochOptional\"\xaf\x02\n" +
 	"\x0eFetchPartition\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12!\n" +
@@ -2246,11 +2277,15 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x124\n" +
 	"\abrokers\x18\x02 \x03(\v2\x1a.twinlog.v1.MetadataBrokerR\abrokers\x121\n" +
 	"\x06topics\x18\x03 \x03(\v2\x19.twinlog.v1.MetadataTopicR\x06topics\x12'\n" +
-	"\x0fmetadata_offset\x18\x04 \x01(\x03R\x0emetadataOffset\"H\n" +
+	"\x0fmetadata_offset\x18\x04 \x01(\x03R\x0emetadataOffset\"\x86\x01\n" +
 	"\x0eMetadataBroker\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
-	"\x04port\x18\x03 \x01(\x05R\x04port\"\xa8\x02\n" +
+	"\x04port\x18\x03 \x01(\x05R\x04port\x12\x1d\n" +
+	"\n" +
+	"kafka_host\x18\x04 \x01(\tR\tkafkaHost\x12\x1d\n" +
+	"\n" +
+	"kafka_port\x18\x05 \x01(\x05R\tkafkaPort\"\xa8\x02\n" +
 	"\rMetadataTopic\x12+\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +

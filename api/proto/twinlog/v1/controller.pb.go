@@ -31,8 +31,12 @@ type RegisterBrokerRequest struct {
 	// previous_broker_epoch comes from the clean-shutdown files, -1 if unclean (SPEC §2.5).
 	PreviousBrokerEpoch int64  `protobuf:"varint,6,opt,name=previous_broker_epoch,json=previousBrokerEpoch,proto3" json:"previous_broker_epoch,omitempty"`
 	ClusterId           string `protobuf:"bytes,7,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// kafka_host and kafka_port are the broker's advertised Kafka listener;
+	// port 0: the broker has none.
+	KafkaHost     string `protobuf:"bytes,8,opt,name=kafka_host,json=kafkaHost,proto3" json:"kafka_host,omitempty"`
+	KafkaPort     int32  `protobuf:"varint,9,opt,name=kafka_port,json=kafkaPort,proto3" json:"kafka_port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterBrokerRequest) Reset() {
@@ -112,6 +116,20 @@ func (x *RegisterBrokerRequest) GetClusterId() string {
 		return x.ClusterId
 	}
 	return ""
+}
+
+func (x *RegisterBrokerRequest) GetKafkaHost() string {
+	if x != nil {
+		return x.KafkaHost
+	}
+	return ""
+}
+
+func (x *RegisterBrokerRequest) GetKafkaPort() int32 {
+	if x != nil {
+		return x.KafkaPort
+	}
+	return 0
 }
 
 type RegisterBrokerResponse struct {
@@ -1099,7 +1117,7 @@ var File_twinlog_v1_controller_proto protoreflect.FileDescriptor
 const file_twinlog_v1_controller_proto_rawDesc = "" +
 	"\n" +
 	"\x1btwinlog/v1/controller.proto\x12\n" +
-	"twinlog.v1\x1a\x17twinlog/v1/common.proto\x1a\x19twinlog/v1/metadata.proto\x1a\x17twinlog/v1/mirror.proto\"\xf1\x01\n" +
+	"twinlog.v1\x1a\x17twinlog/v1/common.proto\x1a\x19twinlog/v1/metadata.proto\x1a\x17twinlog/v1/mirror.proto\"\xaf\x02\n" +
 	"\x15RegisterBrokerRequest\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12%\n" +
 	"\x0eincarnation_id\x18\x02 \x01(\tR\rincarnationId\x12\x12\n" +
@@ -1108,7 +1126,11 @@ const file_twinlog_v1_controller_proto_rawDesc = "" +
 	"\blog_dirs\x18\x05 \x03(\tR\alogDirs\x122\n" +
 	"\x15previous_broker_epoch\x18\x06 \x01(\x03R\x13previousBrokerEpoch\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\a \x01(\tR\tclusterId\"\xac\x01\n" +
+	"cluster_id\x18\a \x01(\tR\tclusterId\x12\x1d\n" +
+	"\n" +
+	"kafka_host\x18\b \x01(\tR\tkafkaHost\x12\x1d\n" +
+	"\n" +
+	"kafka_port\x18\t \x01(\x05R\tkafkaPort\"\xac\x01\n" +
 	"\x16RegisterBrokerResponse\x12+\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12!\n" +

@@ -34,8 +34,12 @@ type BrokerRecord struct {
 	LogDirs              []string               `protobuf:"bytes,8,rep,name=log_dirs,json=logDirs,proto3" json:"log_dirs,omitempty"`
 	// offline_log_dirs lists dirs the broker reported offline; its replicas there are unacceptable.
 	OfflineLogDirs []string `protobuf:"bytes,9,rep,name=offline_log_dirs,json=offlineLogDirs,proto3" json:"offline_log_dirs,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// kafka_host and kafka_port are the broker's advertised Kafka listener
+	// (kafka.advertised.address); port 0: the broker has none.
+	KafkaHost     string `protobuf:"bytes,10,opt,name=kafka_host,json=kafkaHost,proto3" json:"kafka_host,omitempty"`
+	KafkaPort     int32  `protobuf:"varint,11,opt,name=kafka_port,json=kafkaPort,proto3" json:"kafka_port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BrokerRecord) Reset() {
@@ -129,6 +133,20 @@ func (x *BrokerRecord) GetOfflineLogDirs() []string {
 		return x.OfflineLogDirs
 	}
 	return nil
+}
+
+func (x *BrokerRecord) GetKafkaHost() string {
+	if x != nil {
+		return x.KafkaHost
+	}
+	return ""
+}
+
+func (x *BrokerRecord) GetKafkaPort() int32 {
+	if x != nil {
+		return x.KafkaPort
+	}
+	return 0
 }
 
 // TopicRecord is a topic and its dynamic configs (SPEC §3.1).
@@ -766,7 +784,7 @@ var File_twinlog_v1_metadata_proto protoreflect.FileDescriptor
 const file_twinlog_v1_metadata_proto_rawDesc = "" +
 	"\n" +
 	"\x19twinlog/v1/metadata.proto\x12\n" +
-	"twinlog.v1\x1a\x17twinlog/v1/common.proto\"\xb0\x02\n" +
+	"twinlog.v1\x1a\x17twinlog/v1/common.proto\"\xee\x02\n" +
 	"\fBrokerRecord\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
@@ -776,7 +794,12 @@ const file_twinlog_v1_metadata_proto_rawDesc = "" +
 	"\x06fenced\x18\x06 \x01(\bR\x06fenced\x124\n" +
 	"\x16in_controlled_shutdown\x18\a \x01(\bR\x14inControlledShutdown\x12\x19\n" +
 	"\blog_dirs\x18\b \x03(\tR\alogDirs\x12(\n" +
-	"\x10offline_log_dirs\x18\t \x03(\tR\x0eofflineLogDirs\"\xc3\x02\n" +
+	"\x10offline_log_dirs\x18\t \x03(\tR\x0eofflineLogDirs\x12\x1d\n" +
+	"\n" +
+	"kafka_host\x18\n" +
+	" \x01(\tR\tkafkaHost\x12\x1d\n" +
+	"\n" +
+	"kafka_port\x18\v \x01(\x05R\tkafkaPort\"\xc3\x02\n" +
 	"\vTopicRecord\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12'\n" +

@@ -1,0 +1,246 @@
+package brokertest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/twinlog/twinlog"
+)
+
+// kafkaClient is a franz-go client on c's Kafka listeners.
+func kafkaClient(t *testing.T, c *Cluster, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	base := []kgo.Opt{
+		kgo.SeedBrokers(c.KafkaAddrs()...),
+		kgo.Dialer(c.KafkaDialer()),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }),
+		kgo.MetadataMinAge(50 * time.Millisecond),
+	}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestKafkaClientProducesAndConsumes: a franz-go producer (acks=all, no
+// compression, not idempotent: InitProducerId is not served yet) writes
+// keyed records over three partitions through the Kafka listeners; a
+// franz-go consumer reads every one back at the offset its produce was
+// acknowledged with, and twinlog's own gRPC read of the same partitions
+// returns the same values: both APIs front the same logs.
+func TestKafkaClientProducesAndConsumes(t *testing.T) {
+	c := NewCluster(t, Options{MinISR: 2})
+	c.CreateTopic("k", 3, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	prod := kafkaClient(t, c, kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic("k"))
+	const n = 600
+	type acked struct {
+		p      int32
+		offset int64
+	}
+	want := map[string]acked{}
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "key-%d", i%17), Value: fmt.Appendf(nil, "value-%d", i)})
+	}
+	res := prod.ProduceSync(ctx, recs...)
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("produce %s: %v", r.Record.Value, r.Err)
+		}
+		want[string(r.Record.Value)] = acked{r.Record.Partition, r.Record.Offset}
+	}
+	// Offsets per partition are dense from 0, in the order acknowledged.
+	perPart := map[int32][]int64{}
+	for _, a := range want {
+		perPart[a.p] = append(perPart[a.p], a.offset)
+	}
+	if len(perPart) != 3 {
+		t.Fatalf("records went to %d partitions, want 3 (keys hash over all)", len(perPart))
+	}
+	for p, offs := range perPart {
+		slices.Sort(offs)
+		for i, o := range offs {
+			if o != int64(i) {
+				t.Fatalf("partition %d: acknowledged offsets %v are not 0..%d", p, offs, len(offs)-1)
+			}
+		}
+	}
+
+	cons := kafkaClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		"k": {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart(), 2: kgo.NewOffset().AtStart()},
+	}))
+	got := map[string]acked{}
+	for len(got) < n {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records: %v", len(got), n, ctx.Err())
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s-%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if _, dup := got[string(r.Value)]; dup {
+				t.Fatalf("record %s consumed twice", r.Value)
+			}
+			got[string(r.Value)] = acked{r.Partition, r.Offset}
+			if w := want[string(r.Value)]; w != (acked{r.Partition, r.Offset}) {
+				t.Fatalf("record %s at %d/%d, acknowledged at %d/%d", r.Value, r.Partition, r.Offset, w.p, w.offset)
+			}
+		})
+	}
+
+	// The gRPC API reads the same records at the same offsets.
+	for p := range int32(3) {
+		grpcRecs, _ := c.ConsumeAll(ctx, "k", p)
+		if len(grpcRecs) != len(perPart[p]) {
+			t.Fatalf("partition %d: gRPC reads %d records, Kafka acknowledged %d", p, len(grpcRecs), len(perPart[p]))
+		}
+		for _, r := range grpcRecs {
+			if w := want[string(r.Value)]; w.p != p || w.offset != int64(r.Offset) {
+				t.Fatalf("partition %d offset %d: gRPC reads %q, acknowledged at %d/%d", p, r.Offset, r.Value, w.p, w.offset)
+			}
+		}
+	}
+}
+
+// TestKafkaMetadataAndOffsets: Metadata lists every broker's Kafka
+// listener, the topic's leaders and leader epochs as the controller has
+// them; ListOffsets answers earliest and latest (the HW);
+// OffsetForLeaderEpoch answers the end offset of the leader's epoch; an
+// unknown topic is UNKNOWN_TOPIC_OR_PARTITION; an unsupported version of
+// a served API is UNSUPPORTED_VERSION.
+func TestKafkaMetadataAndOffsets(t *testing.T) {
+	c := NewCluster(t, Options{})
+	c.CreateTopic("m", 2, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c.MustProduce(ctx, "m", 1, -1, []byte("a"), []byte("b"), []byte("c"))
+	cl := kafkaClient(t, c)
+
+	mreq := kmsg.NewPtrMetadataRequest()
+	for _, name := range []string{"m", "absent"} {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		mreq.Topics = append(mreq.Topics, rt)
+	}
+	mresp, err := mreq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mresp.Brokers) != 3 {
+		t.Fatalf("metadata lists %d brokers, want 3: %+v", len(mresp.Brokers), mresp.Brokers)
+	}
+	for _, b := range mresp.Brokers {
+		if want := c.kafkaAddr(twinlog.BrokerID(b.NodeID)); fmt.Sprintf("%s:%d", b.Host, b.Port) != want {
+			t.Errorf("broker %d at %s:%d, want %s", b.NodeID, b.Host, b.Port, want)
+		}
+	}
+	if len(mresp.Topics) != 2 {
+		t.Fatalf("metadata answers %d topics, want 2", len(mresp.Topics))
+	}
+	m, absent := mresp.Topics[0], mresp.Topics[1]
+	if err := kerr.ErrorForCode(absent.ErrorCode); err != kerr.UnknownTopicOrPartition {
+		t.Errorf("absent topic: %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
+	}
+	if m.ErrorCode != 0 || len(m.Partitions) != 2 || m.TopicID == [16]byte{} {
+		t.Fatalf("topic m: error %d, %d partitions, id %x", m.ErrorCode, len(m.Partitions), m.TopicID)
+	}
+	leader, le := c.Leader("m", 1)
+	for _, p := range m.Partitions {
+		if p.Partition == 1 && (p.Leader != int32(leader) || p.LeaderEpoch != int32(le) || len(p.ISR) != 3) {
+			t.Fatalf("m-1: leader %d LE %d ISR %v, want leader %d LE %d and 3 in the ISR", p.Leader, p.LeaderEpoch, p.ISR, leader, le)
+		}
+	}
+
+	// ListOffsets and OffsetForLeaderEpoch go to the leader.
+	var offs []int64
+	var lreq *kmsg.ListOffsetsRequest
+	for _, ts := range []int64{-2, -1} {
+		lreq = kmsg.NewPtrListOffsetsRequest()
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = "m"
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Partition, lp.CurrentLeaderEpoch, lp.Timestamp = 1, int32(le), ts
+		lt.Partitions = append(lt.Partitions, lp)
+		lreq.Topics = append(lreq.Topics, lt)
+		lresp, err := lreq.RequestWith(ctx, cl.Broker(int(leader)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := lresp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("ListOffsets(%d): %v", ts, kerr.ErrorForCode(p.ErrorCode))
+		}
+		offs = append(offs, p.Offset)
+	}
+	if !slices.Equal(offs, []int64{0, 3}) {
+		t.Fatalf("ListOffsets earliest, latest = %v, want [0 3]", offs)
+	}
+
+	oreq := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	ot := kmsg.NewOffsetForLeaderEpochRequestTopic()
+	ot.Topic = "m"
+	op := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+	op.Partition, op.CurrentLeaderEpoch, op.LeaderEpoch = 1, int32(le), int32(le)
+	ot.Partitions = append(ot.Partitions, op)
+	oreq.Topics = append(oreq.Topics, ot)
+	oresp, err := oreq.RequestWith(ctx, cl.Broker(int(leader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := oresp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.LeaderEpoch != int32(le) || p.EndOffset != 3 {
+		t.Fatalf("OffsetForLeaderEpoch(%d) = error %d, epoch %d, end %d; want epoch %d end 3", le, p.ErrorCode, p.LeaderEpoch, p.EndOffset, le)
+	}
+	// A stale current leader epoch is fenced, as Kafka's leader answers.
+	op.CurrentLeaderEpoch = int32(le) - 1
+	ot.Partitions[0] = op
+	oreq.Topics[0] = ot
+	if int32(le) > 0 {
+		oresp, err = oreq.RequestWith(ctx, cl.Broker(int(leader)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := kerr.ErrorForCode(oresp.Topics[0].Partitions[0].ErrorCode); err != kerr.FencedLeaderEpoch {
+			t.Fatalf("stale current leader epoch: %v, want FENCED_LEADER_EPOCH", err)
+		}
+	}
+
+	// A served API at a version beyond the advertised range.
+	vreq := kmsg.NewPtrListOffsetsRequest()
+	vreq.Topics = lreq.Topics
+	raw := &versioned{Request: vreq, version: 7}
+	vresp, err := cl.Broker(int(leader)).RetriableRequest(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := vresp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode; kerr.ErrorForCode(code) != kerr.UnsupportedVersion {
+		t.Fatalf("ListOffsets v7: %v, want UNSUPPORTED_VERSION", kerr.ErrorForCode(code))
+	}
+}
+
+// versioned pins a request's version: kgo would otherwise pick the
+// highest both sides support.
+type versioned struct {
+	kmsg.Request
+	version int16
+}
+
+func (v *versioned) SetVersion(int16)  { v.Request.SetVersion(v.version) }
+func (v *versioned) MaxVersion() int16 { return v.version }
+func (v *versioned) GetVersion() int16 { return v.version }
+func (v *versioned) IsFlexible() bool  { v.Request.SetVersion(v.version); return v.Request.IsFlexible() }
+func (v *versioned) AppendTo(b []byte) []byte {
+	v.Request.SetVersion(v.version)
+	return v.Request.AppendTo(b)
+}

@@ -1,0 +1,115 @@
+package kafka
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/errcode"
+)
+
+// Kafka error codes the package answers itself (the rest come from
+// errcode.Info.Kafka).
+const (
+	unknownServerError  int16 = -1
+	unsupportedVersion  int16 = 35
+	invalidRequest      int16 = 42
+	unknownTopicOrPart  int16 = 3
+	requestTimedOut     int16 = 7
+	fetchSessionIDError int16 = 70
+	invalidTxnState     int16 = 48
+)
+
+const apiVersionsKey int16 = 18
+
+// api is one served API: its advertised versions, its handler, the answer
+// that fails every entry of a request with one code, and the time a
+// request may take.
+type api struct {
+	min, max int16
+	handle   func(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	fail     func(req kmsg.Request, code int16) kmsg.Response
+	timeout  func(req kmsg.Request) time.Duration
+}
+
+// Versions is every API the server answers, with its version range, as
+// ApiVersions advertises it.
+func (s *Server) Versions() []kmsg.ApiVersionsResponseApiKey {
+	var out []kmsg.ApiVersionsResponseApiKey
+	for k := range int16(kmsg.MaxKey + 1) {
+		if a, ok := s.apis[k]; ok {
+			out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: a.min, MaxVersion: a.max})
+		}
+	}
+	return out
+}
+
+// table is the APIs served. Each handler is in the file named after it.
+func (s *Server) table() map[int16]api {
+	fixed := func(kmsg.Request) time.Duration { return requestTimeout }
+	return map[int16]api{
+		apiVersionsKey: {min: 0, max: 4, handle: s.apiVersions, fail: failAPIVersions, timeout: fixed},
+		3:              {min: 0, max: 12, handle: s.metadata, fail: failMetadata, timeout: fixed},
+		0:              {min: 3, max: 9, handle: s.produce, fail: failProduce, timeout: produceTimeout},
+		1:              {min: 4, max: 12, handle: s.fetch, fail: failFetch, timeout: fetchTimeout},
+		2:              {min: 1, max: 6, handle: s.listOffsets, fail: failListOffsets, timeout: fixed},
+		23:             {min: 0, max: 4, handle: s.offsetForLeaderEpoch, fail: failOffsetForLeaderEpoch, timeout: fixed},
+	}
+}
+
+// apiVersions answers ApiVersions (key 18) with Versions.
+func (s *Server) apiVersions(_ context.Context, req kmsg.Request) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	resp.SetVersion(req.GetVersion())
+	resp.ApiKeys = s.Versions()
+	return resp, nil
+}
+
+// unsupportedAPIVersions is the v0 answer to an ApiVersions version the
+// server does not serve (KIP-511): the client retries with one it finds in
+// the list.
+func (s *Server) unsupportedAPIVersions() kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(0)
+	resp.ErrorCode = unsupportedVersion
+	resp.ApiKeys = s.Versions()
+	return resp
+}
+
+func failAPIVersions(req kmsg.Request, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	resp.SetVersion(req.GetVersion())
+	resp.ErrorCode = code
+	return resp
+}
+
+// kafkaCode is the Kafka code for a twinlog code (the one table).
+func kafkaCode(c pb.ErrorCode) int16 { return errcode.Of(c).Kafka }
+
+// errorCode is the Kafka code for an error a Backend call returned
+// instead of an answer: a request the broker refused as malformed
+// (Config.InvalidRequest), one that ran out of time, or a failure.
+func (s *Server) errorCode(err error) int16 {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return requestTimedOut
+	case s.cfg.InvalidRequest != nil && errors.Is(err, s.cfg.InvalidRequest):
+		return invalidRequest
+	}
+	return unknownServerError
+}
+
+// topicID is a twinlog topic id (16 bytes, base64url as Kafka prints
+// Uuids) in Kafka's binary form; zero if it is not one.
+func topicID(s string) [16]byte {
+	var id [16]byte
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil && len(b) == len(id) {
+		copy(id[:], b)
+	}
+	return id
+}

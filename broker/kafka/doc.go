@@ -1,0 +1,40 @@
+// Package kafka serves the Kafka wire protocol in front of a broker, so
+// that Kafka clients (franz-go, librdkafka/kcat, confluent-kafka-python,
+// the Java client) produce to and consume from twinlog's partitions with
+// nothing changed but the bootstrap address.
+//
+// The package decides nothing about partitions: each handler translates a
+// Kafka request (decoded with franz-go's kmsg) into the broker's own
+// request, calls the Backend — the same methods the gRPC services call —
+// and translates the answer back, error codes through the one table
+// (errcode.Info.Kafka). Record batches pass through untouched: the broker
+// stores Kafka's RecordBatch v2 byte for byte (storage), so a fetch serves
+// the bytes a producer sent.
+//
+// # Connections
+//
+// Each connection reads one size-prefixed frame at a time, at most
+// Config.MaxRequestBytes (socket.request.max.bytes), handles it and writes
+// its response before reading the next, so responses go out in request
+// order as Kafka's own brokers send them (a broker mutes a connection
+// while one of its requests is in flight). A malformed frame, an unknown
+// API key or a version the package cannot decode closes that connection
+// only; a supported API at a version outside the advertised range is
+// answered UNSUPPORTED_VERSION. acks=0 produce requests get no response,
+// as in Kafka.
+//
+// # Versions
+//
+// Server.Versions lists the APIs and versions served, and ApiVersions
+// advertises exactly them: Produce from v3 and Fetch from v4, the first
+// with RecordBatch v2, the other APIs from the versions librdkafka's
+// feature checks ask for (kcat 1.7 probes ListOffsets v1 and Metadata v0),
+// up to the last version before topic ids replace names in requests.
+// Versions before the leader epoch fields (Fetch v9, ListOffsets v4,
+// OffsetForLeaderEpoch v2) and a current leader epoch of −1 mean no
+// check, as in Kafka (docs/spec-deviations.md: SPEC §4.3 step 2 asks
+// every consumer for one).
+//
+// Concurrency: a Server is safe for concurrent use; each connection has
+// its own goroutine, and the Backend is called concurrently.
+package kafka

@@ -1,0 +1,100 @@
+package kafka
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+)
+
+// produceTimeout is a produce request's own timeout and a margin for the
+// answer to arrive once it expires.
+func produceTimeout(kreq kmsg.Request) time.Duration {
+	ms := max(kreq.(*kmsg.ProduceRequest).TimeoutMillis, 0)
+	return time.Duration(ms)*time.Millisecond + requestTimeout
+}
+
+// produce answers Produce (key 0) through the broker's Produce (SPEC
+// §4.1): the record bytes of each partition are passed as they came, the
+// broker validates them as Kafka's RecordBatch v2. Transactional produce
+// is refused (transactions are out of scope). With acks=0 the client
+// expects no answer and gets none.
+func (s *Server) produce(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ProduceRequest)
+	if req.TransactionID != nil {
+		return failProduce(req, invalidTxnState), nil
+	}
+	preq := &pb.ProduceRequest{Acks: int32(req.Acks), TimeoutMs: req.TimeoutMillis}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			preq.Partitions = append(preq.Partitions, &pb.ProducePartitionData{Topic: t.Topic, Partition: p.Partition, Records: p.Records})
+		}
+	}
+	if len(preq.Partitions) == 0 {
+		if req.Acks == 0 {
+			return nil, nil
+		}
+		return failProduce(req, 0), nil
+	}
+	presp, err := s.backend.Produce(ctx, preq)
+	if req.Acks == 0 {
+		return nil, nil
+	}
+	if err != nil {
+		return failProduce(req, s.errorCode(err)), nil
+	}
+	byTP := make(map[tp]*pb.ProducePartitionResponse, len(presp.GetPartitions()))
+	for _, pr := range presp.GetPartitions() {
+		byTP[tp{pr.GetTopic(), pr.GetPartition()}] = pr
+	}
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp.SetVersion(req.GetVersion())
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			pr := byTP[tp{t.Topic, p.Partition}]
+			if pr == nil { // the broker answers every partition asked; a bug otherwise
+				rp.ErrorCode = unknownServerError
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			rp.ErrorCode = kafkaCode(pr.GetError())
+			rp.BaseOffset = pr.GetBaseOffset()
+			rp.LogStartOffset = pr.GetLogStartOffset()
+			if m := pr.GetErrorMessage(); m != "" {
+				rp.ErrorMessage = &m
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+// tp is a topic partition as a map key.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+func failProduce(kreq kmsg.Request, code int16) kmsg.Response {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp.SetVersion(req.GetVersion())
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.BaseOffset = p.Partition, code, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

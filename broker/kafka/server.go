@@ -1,0 +1,337 @@
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+)
+
+// Backend is the broker behind the listener: the methods its gRPC services
+// call, with the same requests and answers.
+type Backend interface {
+	Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error)
+	Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error)
+	ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error)
+	OffsetForLeaderEpoch(ctx context.Context, req *pb.OffsetForLeaderEpochRequest) (*pb.OffsetForLeaderEpochResponse, error)
+	Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.MetadataResponse, error)
+}
+
+// Defaults, as Kafka's.
+const (
+	// DefaultMaxRequestBytes is socket.request.max.bytes (100 MiB).
+	DefaultMaxRequestBytes = 100 << 20
+	// DefaultIdleTimeout is connections.max.idle.ms (10 minutes).
+	DefaultIdleTimeout = 10 * time.Minute
+	// requestTimeout bounds a request whose message carries no timeout.
+	requestTimeout = 30 * time.Second
+	// frameHeaderBytes is the size prefix of every frame.
+	frameHeaderBytes = 4
+)
+
+// Config configures a Server.
+type Config struct {
+	// BrokerID is this broker's id, returned as Metadata's controller id:
+	// the broker forwards admin requests to the controller, as a KRaft
+	// broker does.
+	BrokerID int32
+	// MaxRequestBytes bounds a request frame (socket.request.max.bytes); a
+	// larger size prefix closes the connection. Default
+	// DefaultMaxRequestBytes.
+	MaxRequestBytes int32
+	// IdleTimeout closes a connection that sends nothing for that long
+	// (connections.max.idle.ms). Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// Logger receives connection-level events (default slog.Default()).
+	Logger *slog.Logger
+	// InvalidRequest is the Backend's sentinel for a request it refuses
+	// as malformed (errors.Is): answered INVALID_REQUEST, other errors
+	// UNKNOWN_SERVER_ERROR.
+	InvalidRequest error
+}
+
+// Server serves the Kafka protocol on the listeners given to Serve.
+type Server struct {
+	cfg     Config
+	backend Backend
+	apis    map[int16]api
+
+	mu     sync.Mutex
+	closed bool
+	lns    map[net.Listener]struct{}
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+// NewServer returns a Server for backend.
+func NewServer(cfg Config, backend Backend) *Server {
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, backend: backend, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+	s.apis = s.table()
+	return s
+}
+
+// ErrServerClosed is Serve's answer once Close was called.
+var ErrServerClosed = errors.New("kafka: server closed")
+
+// Serve accepts connections on ln until Close, serving each on its own
+// goroutine. It returns ErrServerClosed after Close, else the accept error.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.lns[ln] = struct{}{}
+	s.mu.Unlock()
+	var delay time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Out of file descriptors and the like: back off as
+				// net/http does instead of spinning.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(c)
+	}
+}
+
+// Close stops the listeners, closes every connection (a request in
+// flight loses its response, as when a broker stops) and waits for the
+// connection goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.lns {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// header is a request header (v1, or v2 with tagged fields).
+type header struct {
+	key, version  int16
+	correlationID int32
+	clientID      string
+}
+
+// serveConn reads, handles and answers one frame at a time until the peer
+// closes, sends something it cannot parse, idles too long or the server
+// closes.
+func (s *Server) serveConn(c net.Conn) {
+	log := s.cfg.Logger.With("remote", c.RemoteAddr().String())
+	defer func() {
+		if p := recover(); p != nil {
+			// No input may panic the broker: a bug met on one connection
+			// closes that connection and is logged loudly.
+			log.Error("kafka: handler panicked; connection closed", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		}
+		c.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	r := bufio.NewReaderSize(c, 64<<10)
+	var out []byte
+	for {
+		frame, err := s.readFrame(c, r)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				log.Info("kafka: connection closed", "reason", err)
+			}
+			return
+		}
+		h, body, err := parseHeader(frame, s.apis)
+		if err != nil {
+			log.Info("kafka: connection closed", "reason", err)
+			return
+		}
+		resp, err := s.handle(h, body)
+		if err != nil {
+			log.Info("kafka: connection closed", "reason", err, "api", kmsg.NameForKey(h.key), "version", h.version, "client", h.clientID)
+			return
+		}
+		if resp == nil {
+			continue // acks=0
+		}
+		out = appendResponse(out[:0], h, resp)
+		if _, err := c.Write(out); err != nil {
+			return
+		}
+		if cap(out) > 1<<20 {
+			out = nil // do not pin a large fetch's buffer on an idle connection
+		}
+	}
+}
+
+// readFrame reads one size-prefixed frame. The idle timeout applies to the
+// whole frame, so a peer that trickles bytes cannot hold the connection.
+func (s *Server) readFrame(c net.Conn, r *bufio.Reader) ([]byte, error) {
+	if err := c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout)); err != nil {
+		return nil, err
+	}
+	var size [frameHeaderBytes]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	switch {
+	case n < 8: // key, version, correlation id, client id length
+		return nil, fmt.Errorf("frame of %d bytes is shorter than a request header", n)
+	case n > s.cfg.MaxRequestBytes:
+		return nil, fmt.Errorf("frame of %d bytes exceeds socket.request.max.bytes %d", n, s.cfg.MaxRequestBytes)
+	}
+	frame := make([]byte, n)
+	if _, err := io.ReadFull(r, frame); err != nil {
+		return nil, fmt.Errorf("reading a %d-byte frame: %w", n, err)
+	}
+	return frame, nil
+}
+
+// parseHeader splits a frame into its request header and body. The
+// header's form depends on whether the request is flexible at its version,
+// which only the API's own message knows: an API outside apis, or a
+// version kmsg cannot decode, is an error (the connection closes).
+func parseHeader(frame []byte, apis map[int16]api) (header, []byte, error) {
+	be := binary.BigEndian
+	h := header{key: int16(be.Uint16(frame)), version: int16(be.Uint16(frame[2:])), correlationID: int32(be.Uint32(frame[4:]))}
+	rest := frame[8:]
+	if len(rest) < 2 {
+		return h, nil, errors.New("request header without a client id")
+	}
+	n := int16(be.Uint16(rest))
+	rest = rest[2:]
+	if n > 0 {
+		if int(n) > len(rest) {
+			return h, nil, fmt.Errorf("client id of %d bytes in a %d-byte header", n, len(rest))
+		}
+		h.clientID, rest = string(rest[:n]), rest[n:]
+	} else if n < -1 {
+		return h, nil, fmt.Errorf("client id length %d", n)
+	}
+	if _, ok := apis[h.key]; !ok {
+		return h, nil, fmt.Errorf("API key %d (%s) is not served", h.key, kmsg.NameForKey(h.key))
+	}
+	req := kmsg.RequestForKey(h.key)
+	if h.version < 0 || h.version > req.MaxVersion() {
+		if h.key == apiVersionsKey {
+			return h, rest, nil // answered UNSUPPORTED_VERSION in v0 (KIP-511)
+		}
+		return h, nil, fmt.Errorf("%s version %d cannot be decoded", kmsg.NameForKey(h.key), h.version)
+	}
+	req.SetVersion(h.version)
+	// ApiVersions v3+ is flexible but its header stays v1 only in the
+	// response; the request header is v2 like every flexible request.
+	if req.IsFlexible() {
+		var err error
+		if rest, err = skipTags(rest); err != nil {
+			return h, nil, fmt.Errorf("request header tags: %w", err)
+		}
+	}
+	return h, rest, nil
+}
+
+// skipTags skips a tagged-field section (KIP-482).
+func skipTags(b []byte) ([]byte, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 {
+		return nil, errors.New("bad tag count")
+	}
+	b = b[n:]
+	for range count {
+		if _, n = binary.Uvarint(b); n <= 0 {
+			return nil, errors.New("bad tag key")
+		}
+		b = b[n:]
+		size, n := binary.Uvarint(b)
+		if n <= 0 || size > uint64(len(b)-n) {
+			return nil, errors.New("bad tag size")
+		}
+		b = b[n+int(size):]
+	}
+	return b, nil
+}
+
+// appendResponse frames resp for h: size, correlation id, the v1 header's
+// empty tag section for a flexible response (never for ApiVersions, whose
+// response header is always v0 so that any client can read it), body.
+func appendResponse(dst []byte, h header, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(h.correlationID))
+	if resp.IsFlexible() && h.key != apiVersionsKey {
+		dst = append(dst, 0)
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-frameHeaderBytes))
+	return dst
+}
+
+// handle decodes the body at the header's version and runs the API's
+// handler, or answers UNSUPPORTED_VERSION for a version outside the
+// advertised range. A nil response with a nil error sends nothing.
+func (s *Server) handle(h header, body []byte) (kmsg.Response, error) {
+	a := s.apis[h.key]
+	if h.key == apiVersionsKey && (h.version < a.min || h.version > a.max) {
+		return s.unsupportedAPIVersions(), nil
+	}
+	req := kmsg.RequestForKey(h.key)
+	req.SetVersion(h.version)
+	if err := req.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("decoding %s v%d: %w", kmsg.NameForKey(h.key), h.version, err)
+	}
+	if h.version < a.min || h.version > a.max {
+		return a.fail(req, unsupportedVersion), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout(req))
+	defer cancel()
+	return a.handle(ctx, req)
+}

@@ -1,0 +1,277 @@
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+)
+
+// fakeBackend answers every partition NONE at offset 0, and counts
+// produce calls.
+type fakeBackend struct{ produces atomic.Int32 }
+
+func (f *fakeBackend) Produce(_ context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+	f.produces.Add(1)
+	resp := &pb.ProduceResponse{}
+	for _, p := range req.GetPartitions() {
+		resp.Partitions = append(resp.Partitions, &pb.ProducePartitionResponse{Topic: p.GetTopic(), Partition: p.GetPartition()})
+	}
+	return resp, nil
+}
+
+func (f *fakeBackend) Fetch(_ context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error) {
+	resp := &pb.FetchResponse{}
+	for _, p := range req.GetPartitions() {
+		resp.Partitions = append(resp.Partitions, &pb.FetchPartitionResponse{Topic: p.GetTopic(), Partition: p.GetPartition()})
+	}
+	return resp, nil
+}
+
+func (f *fakeBackend) ListOffsets(context.Context, *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {
+	return &pb.ListOffsetsResponse{}, nil
+}
+
+func (f *fakeBackend) OffsetForLeaderEpoch(context.Context, *pb.OffsetForLeaderEpochRequest) (*pb.OffsetForLeaderEpochResponse, error) {
+	return &pb.OffsetForLeaderEpochResponse{}, nil
+}
+
+func (f *fakeBackend) Metadata(context.Context, *pb.MetadataRequest) (*pb.MetadataResponse, error) {
+	return &pb.MetadataResponse{ClusterId: "c", Brokers: []*pb.MetadataBroker{{Id: 1, KafkaHost: "h", KafkaPort: 9092}, {Id: 2}}}, nil
+}
+
+// startServer serves a fakeBackend on a loopback listener.
+func startServer(t *testing.T, cfg Config) (*Server, *fakeBackend, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	fb := &fakeBackend{}
+	s := NewServer(cfg, fb)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		s.Close()
+		if err := <-done; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return s, fb, ln.Addr().String()
+}
+
+type client struct {
+	t    *testing.T
+	c    net.Conn
+	r    *bufio.Reader
+	corr int32
+}
+
+func dial(t *testing.T, addr string) *client {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	return &client{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+// send writes req at its version with a request header.
+func (c *client) send(req kmsg.Request) int32 {
+	c.t.Helper()
+	c.corr++
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
+	if _, err := c.c.Write(f.AppendRequest(nil, req, c.corr)); err != nil {
+		c.t.Fatal(err)
+	}
+	return c.corr
+}
+
+// raw writes bytes as they are.
+func (c *client) raw(b []byte) {
+	c.t.Helper()
+	if _, err := c.c.Write(b); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// recv reads one response into resp (at version v), checking the
+// correlation id; flexible tells whether the header has a tag section.
+func (c *client) recv(corr int32, resp kmsg.Response, flexibleHeader bool) {
+	c.t.Helper()
+	body, err := c.frame()
+	if err != nil {
+		c.t.Fatalf("reading response: %v", err)
+	}
+	if got := int32(binary.BigEndian.Uint32(body)); got != corr {
+		c.t.Fatalf("correlation id %d, want %d", got, corr)
+	}
+	body = body[4:]
+	if flexibleHeader {
+		body = body[1:]
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		c.t.Fatalf("decoding %T: %v", resp, err)
+	}
+}
+
+func (c *client) frame() ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(c.r, size[:]); err != nil {
+		return nil, err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err := io.ReadFull(c.r, body)
+	return body, err
+}
+
+// closed reports whether the server closed the connection.
+func (c *client) closed() bool {
+	_, err := c.frame()
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// TestApiVersions: the advertised list is the table's, and a version the
+// server does not serve is answered in v0 with UNSUPPORTED_VERSION and the
+// list (KIP-511), so the client can pick one.
+func TestApiVersions(t *testing.T) {
+	s, _, addr := startServer(t, Config{BrokerID: 1})
+	c := dial(t, addr)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(3)
+	c.recv(c.send(req), resp, false)
+	if resp.ErrorCode != 0 || len(resp.ApiKeys) != len(s.Versions()) {
+		t.Fatalf("ApiVersions v3: error %d, %d keys, want %d", resp.ErrorCode, len(resp.ApiKeys), len(s.Versions()))
+	}
+
+	hi := &pinned{Request: kmsg.NewPtrApiVersionsRequest(), v: 99}
+	resp0 := kmsg.NewPtrApiVersionsResponse()
+	resp0.SetVersion(0)
+	c.recv(c.send(hi), resp0, false)
+	if kerr.ErrorForCode(resp0.ErrorCode) != kerr.UnsupportedVersion || len(resp0.ApiKeys) == 0 {
+		t.Fatalf("ApiVersions v99: %v with %d keys, want UNSUPPORTED_VERSION and the list", kerr.ErrorForCode(resp0.ErrorCode), len(resp0.ApiKeys))
+	}
+}
+
+// pinned is a request whose header carries version v whatever kmsg would
+// encode; its body is the request's at version 0.
+type pinned struct {
+	kmsg.Request
+	v int16
+}
+
+func (p *pinned) GetVersion() int16 { return p.v }
+func (p *pinned) IsFlexible() bool  { return false }
+
+// TestAcksZeroGetsNoAnswer: an acks=0 produce is handled (the backend sees
+// it) but answered with nothing; the next request's answer is the next
+// frame on the connection.
+func TestAcksZeroGetsNoAnswer(t *testing.T) {
+	_, fb, addr := startServer(t, Config{BrokerID: 1})
+	c := dial(t, addr)
+	p := kmsg.NewPtrProduceRequest()
+	p.SetVersion(7)
+	p.Acks = 0
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "t"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = []byte{}
+	pt.Partitions = append(pt.Partitions, pp)
+	p.Topics = append(p.Topics, pt)
+	c.send(p)
+	m := kmsg.NewPtrMetadataRequest()
+	m.SetVersion(9)
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.SetVersion(9)
+	c.recv(c.send(m), resp, true)
+	if fb.produces.Load() != 1 {
+		t.Fatalf("backend saw %d produces, want 1", fb.produces.Load())
+	}
+	if len(resp.Brokers) != 1 || resp.Brokers[0].Host != "h" || resp.ControllerID != 1 {
+		t.Fatalf("metadata brokers %+v controller %d: want only broker 1 (the one with a Kafka listener), controller 1", resp.Brokers, resp.ControllerID)
+	}
+}
+
+// TestBadFramesCloseOnlyTheirConnection: a frame above
+// socket.request.max.bytes, a negative or too short size, an unknown API
+// key, a version kmsg cannot decode, and a truncated body each close their
+// own connection; another connection keeps being served, and nothing
+// panics.
+func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
+	_, _, addr := startServer(t, Config{BrokerID: 1, MaxRequestBytes: 1 << 10})
+	frame := func(body []byte) []byte {
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+	}
+	header := func(key, version int16) []byte {
+		b := binary.BigEndian.AppendUint16(nil, uint16(key))
+		b = binary.BigEndian.AppendUint16(b, uint16(version))
+		b = binary.BigEndian.AppendUint32(b, 1)
+		return binary.BigEndian.AppendUint16(b, 0xffff) // null client id
+	}
+	bad := map[string][]byte{
+		"over max":          binary.BigEndian.AppendUint32(nil, 2<<10),
+		"negative size":     binary.BigEndian.AppendUint32(nil, 0x80000000),
+		"short header":      frame([]byte{0, 3, 0}),
+		"unknown key":       frame(header(9999, 0)),
+		"unserved key":      frame(header(19, 0)), // CreateTopics: not served yet
+		"undecodable":       frame(header(3, 999)),
+		"truncated body":    frame(append(header(3, 9), 0, 0, 0, 9)),
+		"client id overrun": frame(append(header(3, 9)[:8], 0x7f, 0xff)),
+	}
+	good := dial(t, addr)
+	for name, b := range bad {
+		c := dial(t, addr)
+		c.raw(b)
+		if !c.closed() {
+			t.Errorf("%s: connection not closed", name)
+		}
+		m := kmsg.NewPtrMetadataRequest()
+		m.SetVersion(12)
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.SetVersion(12)
+		good.recv(good.send(m), resp, true)
+	}
+}
+
+// FuzzFrame: any frame body gives an answer, nothing, or an error (the
+// connection closes); never a panic.
+func FuzzFrame(f *testing.F) {
+	fb := &fakeBackend{}
+	s := NewServer(Config{BrokerID: 1, Logger: slog.New(slog.DiscardHandler)}, fb)
+	for _, req := range []kmsg.Request{kmsg.NewPtrMetadataRequest(), kmsg.NewPtrProduceRequest(), kmsg.NewPtrFetchRequest(),
+		kmsg.NewPtrListOffsetsRequest(), kmsg.NewPtrOffsetForLeaderEpochRequest(), kmsg.NewPtrApiVersionsRequest()} {
+		req.SetVersion(s.apis[req.Key()].max)
+		b := kmsg.NewRequestFormatter().AppendRequest(nil, req, 7)
+		f.Add(b[4:])
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		if len(frame) < 8 {
+			return // readFrame refuses these
+		}
+		h, body, err := parseHeader(frame, s.apis)
+		if err != nil {
+			return
+		}
+		resp, err := s.handle(h, body)
+		if err == nil && resp != nil {
+			_ = appendResponse(nil, h, resp)
+		}
+	})
+}
