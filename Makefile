@@ -4,7 +4,7 @@ TOOL    := $(GO) tool -modfile=$(CURDIR)/tools/go.mod
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build bins test test-short sim bench fuzz e2e hostile chaos lint proto proto-check tidy-check ci run clean
+.PHONY: all build bins test test-short sim bench fuzz e2e hostile kafka-e2e chaos lint proto proto-check tidy-check ci run clean
 
 # Local binaries for `make run` (and for trying twinctl by hand).
 BINS := brokerd controllerd twinctl
@@ -96,6 +96,11 @@ e2e:
 # other cluster mirrors it (scripts/hostile.sh); about a minute.
 hostile: bins
 	./scripts/hostile.sh
+
+# kafka-e2e: kcat and confluent-kafka-python (Debian packages, installed
+# when missing) against make run's processes (scripts/kafka-e2e.sh, ~30 s).
+kafka-e2e: bins
+	./scripts/kafka-e2e.sh
 
 # chaos: issue 7's history checker on the docker-compose deployment, both
 # clusters (scripts/chaos.sh: docker kill/restart of brokers and controllers,

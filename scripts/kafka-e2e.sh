@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# kafka-e2e.sh (`make kafka-e2e`): Kafka clients nobody here wrote against
+# `make run`'s processes (both clusters on loopback, no Docker):
+#
+#   1. kcat (librdkafka) lists A's brokers and the demo topic (Metadata).
+#   2. kcat produces 50 lines to demo-1 on A (acks=all) and reads them
+#      back from A, and from B's mirrored copy at the same offsets.
+#   3. confluent-kafka-python produces 2,000 keyed records (acks=all) over
+#      every partition of demo on A; each is read from A and from B at the
+#      offset its delivery report gave.
+#   4. A produce to B's mirror topic is refused (INVALID_REQUEST).
+#
+# kcat and python3-confluent-kafka are Debian packages; when missing, the
+# script installs them with apt-get and fails (never skips) if it cannot.
+# Exits 0 when every check passed. Needs bin/ (make bins).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+KAFKA_A=127.0.0.1:9291
+KAFKA_B=127.0.0.1:9301
+PY=/usr/bin/python3 # Debian's python3-confluent-kafka loads here
+START=$(date +%s)
+FAILED=()
+PASSED=0
+RUNLOCAL_PID=
+
+log() { printf '[kafka-e2e %4ss] %s\n' "$(($(date +%s) - START))" "$*"; }
+pass() { PASSED=$((PASSED + 1)); log "PASS $*"; }
+fail() { FAILED+=("$*"); log "FAIL $*"; }
+
+cleanup() {
+  if [ -n "$RUNLOCAL_PID" ]; then
+    kill -TERM "$RUNLOCAL_PID" 2>/dev/null
+    wait "$RUNLOCAL_PID" 2>/dev/null
+  fi
+}
+trap cleanup EXIT
+
+have_clients() { command -v kcat >/dev/null && "$PY" -c 'import confluent_kafka' 2>/dev/null; }
+if ! have_clients; then
+  log "installing kcat and python3-confluent-kafka (apt-get)"
+  SUDO=
+  [ "$(id -u)" = 0 ] || SUDO=sudo
+  { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq kcat python3-confluent-kafka; } >/dev/null 2>&1
+  have_clients || { echo "kafka-e2e: kcat and python3-confluent-kafka are required and could not be installed"; exit 1; }
+fi
+log "clients: $(kcat -V 2>&1 | head -1); confluent-kafka $("$PY" -c 'import confluent_kafka as c; print(c.version()[0], "librdkafka", c.libversion()[0])')"
+
+mkdir -p run
+./bin/runlocal >run/kafka-e2e-runlocal.out 2>&1 &
+RUNLOCAL_PID=$!
+for _ in $(seq 1 120); do
+  grep -q '^ready after' run/kafka-e2e-runlocal.out && break
+  kill -0 "$RUNLOCAL_PID" 2>/dev/null || break
+  sleep 1
+done
+if ! grep -q '^ready after' run/kafka-e2e-runlocal.out; then
+  cat run/kafka-e2e-runlocal.out
+  echo "kafka-e2e: make run did not become ready"
+  exit 1
+fi
+log "both clusters ready (run/kafka-e2e-runlocal.out)"
+
+# ---- 1. metadata ---------------------------------------------------------
+meta=$(timeout 20 kcat -b $KAFKA_A -L 2>&1)
+if grep -q '3 brokers:' <<<"$meta" && grep -q 'broker 1 at 127.0.0.1:9291' <<<"$meta" &&
+  grep -q 'topic "demo" with 3 partitions' <<<"$meta"; then
+  pass "1: kcat -L lists A's 3 brokers at their Kafka listeners and demo's 3 partitions"
+else
+  fail "1: kcat -L: $meta"
+fi
+
+# ---- 2. kcat produce and consume ------------------------------------------
+before=$(timeout 20 kcat -b $KAFKA_A -C -t demo -p 1 -o beginning -e -q 2>/dev/null | wc -l)
+seq -f 'kcat-%g' 1 50 | timeout 30 kcat -b $KAFKA_A -P -t demo -p 1 -X acks=all 2>&1 | head -5
+want=$(seq -f 'kcat-%g' 1 50)
+got_a=$(timeout 20 kcat -b $KAFKA_A -C -t demo -p 1 -o "$before" -e -q 2>/dev/null)
+if [ "$got_a" = "$want" ]; then
+  pass "2: kcat produced 50 lines to demo-1 on A and read them back from offset $before"
+else
+  fail "2: kcat read from A: $(head -3 <<<"$got_a") ... ($(wc -l <<<"$got_a") lines)"
+fi
+got_b=
+for _ in $(seq 1 100); do
+  got_b=$(timeout 20 kcat -b $KAFKA_B -C -t demo -p 1 -o "$before" -e -q 2>/dev/null)
+  [ "$got_b" = "$want" ] && break
+  sleep 0.2
+done
+if [ "$got_b" = "$want" ]; then
+  pass "2: B's mirrored demo-1 holds the same 50 lines at the same offsets"
+else
+  fail "2: kcat read from B: $(wc -l <<<"$got_b") lines"
+fi
+
+# ---- 3. confluent-kafka-python --------------------------------------------
+if out=$("$PY" scripts/kafka_e2e.py produce-consume $KAFKA_A $KAFKA_B demo 2000 2>&1); then
+  pass "3: confluent-kafka-python: $(tr '\n' ';' <<<"$out")"
+else
+  fail "3: confluent-kafka-python: $out"
+fi
+
+# ---- 4. mirror topics are read-only ----------------------------------------
+if out=$("$PY" scripts/kafka_e2e.py produce-refused $KAFKA_B demo 2>&1); then
+  pass "4: $out"
+else
+  fail "4: $out"
+fi
+
+log "$PASSED passed, ${#FAILED[@]} failed"
+for f in "${FAILED[@]}"; do log "FAILED: $f"; done
+[ ${#FAILED[@]} -eq 0 ]

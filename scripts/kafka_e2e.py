@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""Kafka clients against `make run` (scripts/kafka-e2e.sh): Debian's
+confluent-kafka-python (librdkafka), a client nobody here wrote.
+
+  kafka_e2e.py produce-consume A_BOOTSTRAP B_BOOTSTRAP TOPIC N
+      produces N keyed records (acks=all, not idempotent) to TOPIC on A,
+      checks every delivery report, reads every partition of A from the
+      start and checks each record is at the offset it was acknowledged
+      with, then reads B's mirrored copy until it holds the same records at
+      the same offsets.
+  kafka_e2e.py produce-refused BOOTSTRAP TOPIC
+      produces one record to a mirror topic: refused (INVALID_REQUEST).
+
+Prints one line per check; exits 0 when all passed.
+"""
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+
+def fail(msg):
+    print("FAIL " + msg)
+    sys.exit(1)
+
+
+def consume_all(bootstrap, topic, partitions, want, timeout):
+    """Reads partitions from offset 0 until every value in want is seen at
+    its (partition, offset), or timeout; returns {value: (p, offset)}."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafka-e2e",
+                  "enable.auto.commit": False, "enable.partition.eof": False})
+    c.assign([TopicPartition(topic, p, 0) for p in partitions])
+    got = {}
+    seen = 0  # values of want read (the topic holds other records too)
+    deadline = time.time() + timeout
+    while seen < len(want) and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            fail("%s: consume error %s" % (bootstrap, m.error()))
+        v = m.value().decode()
+        if v in got:
+            fail("%s: %s read twice" % (bootstrap, v))
+        got[v] = (m.partition(), m.offset())
+        seen += v in want
+    c.close()
+    return got
+
+
+def produce_consume(a, b, topic, n):
+    p = Producer({"bootstrap.servers": a, "acks": "all", "enable.idempotence": False,
+                  "linger.ms": 5})
+    acked, errors = {}, []
+
+    def report(err, msg):
+        if err is not None:
+            errors.append(str(err))
+        else:
+            acked[msg.value().decode()] = (msg.partition(), msg.offset())
+
+    for i in range(n):
+        p.produce(topic, key=b"key-%d" % (i % 13), value=b"e2e-%d" % i, on_delivery=report)
+        p.poll(0)
+    left = p.flush(30)
+    if left or errors or len(acked) != n:
+        fail("produce: %d acknowledged of %d, %d unflushed, errors %s" % (len(acked), n, left, errors[:3]))
+    parts = sorted({pt for pt, _ in acked.values()})
+    print("ok   produced %d records to %s on A over partitions %s (acks=all)" % (n, topic, parts))
+    meta = p.list_topics(topic, timeout=10).topics[topic]
+    for src, name in ((a, "A"), (b, "B (mirrored)")):
+        got = consume_all(src, topic, sorted(meta.partitions), acked, 60)
+        missing = [v for v in acked if v not in got]
+        wrong = [(v, got[v], acked[v]) for v in acked if v in got and got[v] != acked[v]]
+        if missing or wrong:
+            fail("%s: %d of %d records missing (%s), %d at another offset (%s)" % (
+                name, len(missing), n, missing[:3], len(wrong), wrong[:3]))
+        print("ok   %s: all %d records read at their acknowledged offsets" % (name, n))
+
+
+def produce_refused(bootstrap, topic):
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False,
+                  "message.timeout.ms": 10000})
+    res = []
+    p.produce(topic, value=b"not-on-a-mirror", on_delivery=lambda err, msg: res.append(err))
+    p.flush(15)
+    if len(res) != 1 or res[0] is None or res[0].code() != KafkaError.INVALID_REQUEST:
+        fail("produce to mirror topic %s: %s, want INVALID_REQUEST" % (topic, res))
+    print("ok   produce to B's mirror topic %s refused: %s" % (topic, res[0].str()))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "produce-consume":
+        produce_consume(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    elif sys.argv[1] == "produce-refused":
+        produce_refused(sys.argv[2], sys.argv[3])
+    else:
+        fail("unknown command " + sys.argv[1])
