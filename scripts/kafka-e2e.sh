@@ -5,6 +5,9 @@
 #   1. kcat (librdkafka) lists A's brokers and the demo topic (Metadata).
 #   2. kcat produces 50 lines to demo-1 on A (acks=all) and reads them
 #      back from A, and from B's mirrored copy at the same offsets.
+#   2b. kcat produces with each codec (gzip, snappy, lz4, zstd); the lines
+#      read back, and every replica on A and B stores the batch with that
+#      codec (twinctl dump-log).
 #   3. confluent-kafka-python produces 2,000 keyed records (acks=all) over
 #      every partition of demo on A; each is read from A and from B at the
 #      offset its delivery report gave.
@@ -12,7 +15,7 @@
 #
 # kcat and python3-confluent-kafka are Debian packages; when missing, the
 # script installs them with apt-get and fails (never skips) if it cannot.
-# Exits 0 when every check passed. Needs bin/ (make bins).
+# Exits 0 when every check passed. Needs bin/ (make bins) and jq.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -91,6 +94,33 @@ if [ "$got_b" = "$want" ]; then
 else
   fail "2: kcat read from B: $(wc -l <<<"$got_b") lines"
 fi
+
+# ---- 2b. compression codecs -------------------------------------------------
+# Each codec's batch is stored and mirrored as the producer compressed it:
+# dump-log of every replica of demo-2 (A's and B's) shows the codec.
+for codec in gzip snappy lz4 zstd; do
+  lines=$(seq -f "$codec-%g repeated enough to be worth compressing" 1 40)
+  printf '%s\n' "$lines" | timeout 30 kcat -b $KAFKA_A -P -t demo -p 2 -z "$codec" -X acks=all -X linger.ms=50 2>&1 | head -5
+  got=$(timeout 20 kcat -b $KAFKA_A -C -t demo -p 2 -o beginning -e -q 2>/dev/null | grep "^$codec-")
+  if [ "$got" != "$lines" ]; then
+    fail "2b: $codec: read back $(wc -l <<<"$got") of 40 lines"
+    continue
+  fi
+  codecs_ok() {
+    local d n=0
+    for d in run/cluster-a/broker-*/demo-2 run/cluster-b/broker-*/demo-2; do
+      bin/twinctl dump-log "$d" --json 2>/dev/null | jq -e --arg c "$codec" 'select(.compression == $c)' >/dev/null && n=$((n + 1))
+    done
+    [ "$n" = 6 ]
+  }
+  ok=
+  for _ in $(seq 1 50); do codecs_ok && ok=1 && break; sleep 0.2; done
+  if [ -n "$ok" ]; then
+    pass "2b: kcat -z $codec: 40 lines read back; stored $codec on A's 3 replicas and B's 3 mirrored replicas"
+  else
+    fail "2b: $codec: not every replica of demo-2 on A and B holds a $codec batch"
+  fi
+done
 
 # ---- 3. confluent-kafka-python --------------------------------------------
 if out=$("$PY" scripts/kafka_e2e.py produce-consume $KAFKA_A $KAFKA_B demo 2000 2>&1); then

@@ -237,8 +237,8 @@ func (b BatchView) validate(ts *TimestampRange) error {
 	if crc := crc32.Checksum(b[offAttributes:], castagnoli); crc != b.CRC() {
 		return corruptf(0, "crc %08x, computed %08x", b.CRC(), crc)
 	}
-	if b.Attributes() != 0 {
-		return corruptf(0, "unsupported attributes %#x", b.Attributes())
+	if err := checkAttributes(b.Attributes()); err != nil {
+		return err
 	}
 	if b.BaseOffset() < 0 {
 		return corruptf(0, "negative base offset %d", b.BaseOffset())
@@ -250,14 +250,18 @@ func (b BatchView) validate(ts *TimestampRange) error {
 	if b.LastOffsetDelta() < 0 {
 		return corruptf(0, "negative lastOffsetDelta %d", b.LastOffsetDelta())
 	}
-	if int64(n) > int64(len(b)-BatchHeaderSize) {
-		return corruptf(0, "record count %d cannot fit in %d bytes", n, len(b)-BatchHeaderSize)
+	recs, err := b.recordBytes()
+	if err != nil {
+		return err
+	}
+	if int64(n) > int64(len(recs)) {
+		return corruptf(0, "record count %d cannot fit in %d bytes", n, len(recs))
 	}
 	var prev int64 = -1
 	if ts != nil {
 		*ts = TimestampRange{Min: math.MaxInt64, Max: math.MinInt64}
 	}
-	err := b.eachRecord(func(r *Record, delta int64) error {
+	err = b.eachRecord(recs, func(r *Record, delta int64) error {
 		if delta <= prev {
 			return corruptf(0, "offset delta %d after %d", delta, prev)
 		}
@@ -276,24 +280,30 @@ func (b BatchView) validate(ts *TimestampRange) error {
 	return nil
 }
 
-// Records decodes the records. The batch must be valid; the returned keys,
-// values and header values alias b.
+// Records decodes the records, decompressing a compressed batch. The batch
+// must be valid; the returned keys, values and header values alias b (or
+// the decompressed records).
 func (b BatchView) Records() ([]Record, error) {
 	if err := b.Validate(); err != nil {
 		return nil, err
 	}
+	recs, err := b.recordBytes()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Record, 0, b.RecordCount())
-	err := b.eachRecord(func(r *Record, _ int64) error {
+	err = b.eachRecord(recs, func(r *Record, _ int64) error {
 		out = append(out, *r)
 		return nil
 	}, true)
 	return out, err
 }
 
-// eachRecord walks the records; with full it fills r's slices.
-func (b BatchView) eachRecord(fn func(r *Record, delta int64) error, full bool) error {
-	p := b[BatchHeaderSize:]
-	pos := func() int64 { return int64(len(b) - len(p)) }
+// eachRecord walks the records in recs (recordBytes); with full it fills
+// r's slices. Positions in errors count from the first record.
+func (b BatchView) eachRecord(recs []byte, fn func(r *Record, delta int64) error, full bool) error {
+	p := recs
+	pos := func() int64 { return int64(len(recs) - len(p)) }
 	varint := func(what string) (int64, error) {
 		v, n := binary.Varint(p)
 		if n <= 0 {

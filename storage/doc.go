@@ -49,8 +49,12 @@
 // magic is 2; length counts the bytes after it; crc is CRC-32C of bytes
 // 21..end, so baseOffset and leaderEpoch can be stamped in place. A batch
 // without an idempotent producer has producerId, producerEpoch and
-// baseSequence −1. attrs must be 0 for now (no compression, create time,
-// not transactional, not control). A record is zigzag varints: length,
+// baseSequence −1. attrs bits 0–2 are the compression codec (Kafka's: 1
+// gzip, 2 snappy raw or xerial-framed, 3 lz4 frame, 4 zstd), which
+// compresses everything after the header; the other bits must be 0 (create
+// time, not transactional, not control). A compressed batch is validated
+// by decompressing its records (at most MaxDecompressedBytes, compress.go)
+// and stored and served as it came. A record is zigzag varints: length,
 // attributes (int8 0), timestampDelta, offsetDelta, key length (-1 null) +
 // key, value length (-1 null) + value, header count, then per header key
 // length + key, value length (-1 null) + value. franz-go's kmsg reads and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/storage"
 )
 
 // kafkaClient is a franz-go client on c's Kafka listeners.
@@ -243,4 +246,75 @@ func (v *versioned) IsFlexible() bool  { v.Request.SetVersion(v.version); return
 func (v *versioned) AppendTo(b []byte) []byte {
 	v.Request.SetVersion(v.version)
 	return v.Request.AppendTo(b)
+}
+
+// TestKafkaCompressionCodecs: a franz-go producer with each of Kafka's
+// codecs writes records that a franz-go consumer reads back, that
+// twinlog's gRPC read decodes, and that the leader stores and serves
+// compressed: the batches a follower fetch returns carry the codec, as
+// the producer sent them.
+func TestKafkaCompressionCodecs(t *testing.T) {
+	c := NewCluster(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i, tc := range []struct {
+		codec kgo.CompressionCodec
+		want  storage.Codec
+	}{
+		{kgo.GzipCompression(), storage.CodecGzip},
+		{kgo.SnappyCompression(), storage.CodecSnappy},
+		{kgo.Lz4Compression(), storage.CodecLZ4},
+		{kgo.ZstdCompression(), storage.CodecZstd},
+	} {
+		topic := fmt.Sprintf("z%d", i)
+		c.CreateTopic(topic, 1, 3, nil)
+		prod := kafkaClient(t, c, kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.ProducerBatchCompression(tc.codec), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
+		var recs []*kgo.Record
+		for j := range 200 {
+			recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "%s record %d %s", tc.want, j, strings.Repeat("x", 100))})
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("%v: produce: %v", tc.want, err)
+		}
+		cons := kafkaClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+		var got []string
+		for len(got) < len(recs) {
+			fs := cons.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("%v: consumed %d of %d", tc.want, len(got), len(recs))
+			}
+			fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("%v: fetch: %v", tc.want, err) })
+			fs.EachRecord(func(r *kgo.Record) {
+				if want := string(recs[len(got)].Value); string(r.Value) != want || r.Offset != int64(len(got)) {
+					t.Fatalf("%v: offset %d %q, want offset %d %q", tc.want, r.Offset, r.Value, len(got), want)
+				}
+				got = append(got, string(r.Value))
+			})
+		}
+		grpcRecs, _ := c.ConsumeAll(ctx, topic, 0)
+		if len(grpcRecs) != len(recs) || string(grpcRecs[199].Value) != string(recs[199].Value) {
+			t.Fatalf("%v: gRPC reads %d records", tc.want, len(grpcRecs))
+		}
+		// The stored batches are the producer's, compressed.
+		leader, le := c.Leader(topic, 0)
+		resp, err := c.FetchClient(leader).Fetch(ctx, &pb.FetchRequest{ReplicaId: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER,
+			MaxBytes: 8 << 20, Partitions: []*pb.FetchPartition{{Topic: topic, FetchOffset: 0, CurrentLeaderEpoch: int32(le), LastFetchedEpoch: -1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for bv, err := range storage.Batches(resp.GetPartitions()[0].GetRecords()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bv.Codec() != tc.want {
+				t.Fatalf("stored batch at %d has codec %v, want %v", bv.BaseOffset(), bv.Codec(), tc.want)
+			}
+			n++
+		}
+		if n == 0 {
+			t.Fatalf("%v: no batches served", tc.want)
+		}
+	}
 }

@@ -129,7 +129,8 @@ func describeBatch(name string, pos int64, buf []byte) cli.DumpedBatch {
 		Size:         int64(len(buf)),
 		MaxTimestamp: v.MaxTimestamp(),
 		ProducerID:   v.ProducerID(), ProducerEpoch: v.ProducerEpoch(), BaseSequence: v.BaseSequence(),
-		CRCValid: crc32.Checksum(buf[crcStart:], castagnoli) == binary.BigEndian.Uint32(buf[crcField:]),
+		Compression: v.Codec().String(),
+		CRCValid:    crc32.Checksum(buf[crcStart:], castagnoli) == binary.BigEndian.Uint32(buf[crcField:]),
 	}
 	b, _, err := storage.DecodeBatch(buf)
 	if err == nil {

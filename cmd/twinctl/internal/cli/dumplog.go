@@ -22,7 +22,9 @@ type DumpedBatch struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	BaseSequence  int32
-	CRCValid      bool
+	// Compression is the batch's codec (none, gzip, snappy, lz4, zstd).
+	Compression string
+	CRCValid    bool
 	// Err is empty when the whole batch validates (SPEC §2.2); otherwise it
 	// says what is wrong and Records is empty.
 	Err     string
@@ -98,8 +100,8 @@ func (a *app) dumpLog(ctx context.Context, dir string, records bool) error {
 			fmt.Fprintf(p.w, "position: %d INVALID: %s\n", b.Position, b.Err)
 			return nil
 		}
-		fmt.Fprintf(p.w, "baseOffset: %d lastOffset: %d count: %d leaderEpoch: %d producerId: %d producerEpoch: %d baseSequence: %d position: %d size: %d maxTimestamp: %s crcValid: %t",
-			b.BaseOffset, b.LastOffset, b.Count, b.LeaderEpoch, b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.Position, b.Size, formatTimestamp(b.MaxTimestamp), b.CRCValid)
+		fmt.Fprintf(p.w, "baseOffset: %d lastOffset: %d count: %d leaderEpoch: %d producerId: %d producerEpoch: %d baseSequence: %d compression: %s position: %d size: %d maxTimestamp: %s crcValid: %t",
+			b.BaseOffset, b.LastOffset, b.Count, b.LeaderEpoch, b.ProducerID, b.ProducerEpoch, b.BaseSequence, b.Compression, b.Position, b.Size, formatTimestamp(b.MaxTimestamp), b.CRCValid)
 		if b.Err != "" {
 			fmt.Fprintf(p.w, " INVALID: %s", b.Err)
 		}
@@ -168,6 +170,7 @@ func dumpedBatchJSON(b DumpedBatch, records bool) any {
 		ProducerID    int64  `json:"producer_id"`
 		ProducerEpoch int16  `json:"producer_epoch"`
 		BaseSequence  int32  `json:"base_sequence"`
+		Compression   string `json:"compression"`
 		CRCValid      bool   `json:"crc_valid"`
 		Error         string `json:"error,omitempty"`
 		Records       []rec  `json:"records,omitempty"`
@@ -175,7 +178,7 @@ func dumpedBatchJSON(b DumpedBatch, records bool) any {
 	out := batch{Segment: b.Segment, Position: b.Position, BaseOffset: b.BaseOffset, LastOffset: b.LastOffset,
 		Count: b.Count, LeaderEpoch: b.LeaderEpoch, Size: b.Size, MaxTimestamp: formatTimestamp(b.MaxTimestamp),
 		ProducerID: b.ProducerID, ProducerEpoch: b.ProducerEpoch, BaseSequence: b.BaseSequence,
-		CRCValid: b.CRCValid, Error: b.Err}
+		Compression: b.Compression, CRCValid: b.CRCValid, Error: b.Err}
 	if records {
 		for _, r := range b.Records {
 			k, _ := bytesField(r.Key)

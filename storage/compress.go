@@ -1,0 +1,194 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// Codec is a batch's compression codec: attributes bits 0–2, Kafka's
+// numbers. A compressed batch's header stays plain; the bytes after it
+// are its records, compressed together.
+type Codec int8
+
+// The codecs Kafka defines.
+const (
+	CodecNone Codec = iota
+	CodecGzip
+	CodecSnappy
+	CodecLZ4
+	CodecZstd
+)
+
+// Attribute bits besides the codec (SPEC §2.2). None is accepted: twinlog
+// stamps create time only and has no transactions.
+const (
+	attrCodecMask     = 0x7
+	attrLogAppendTime = 1 << 3
+	attrTransactional = 1 << 4
+	attrControl       = 1 << 5
+)
+
+// MaxDecompressedBytes bounds the records of one compressed batch once
+// decompressed: a batch that inflates past it (a compression bomb) is
+// corrupt. Kafka's own bound is the JVM's memory; 64 MiB is the broker's
+// message limit, far above what a 1 MiB batch holds at real ratios.
+const MaxDecompressedBytes = 64 << 20
+
+func (c Codec) String() string {
+	switch c {
+	case CodecNone:
+		return "none"
+	case CodecGzip:
+		return "gzip"
+	case CodecSnappy:
+		return "snappy"
+	case CodecLZ4:
+		return "lz4"
+	case CodecZstd:
+		return "zstd"
+	}
+	return fmt.Sprintf("codec(%d)", int8(c))
+}
+
+// Codec is the batch's compression codec.
+func (b BatchView) Codec() Codec { return Codec(b.Attributes() & attrCodecMask) }
+
+// checkAttributes refuses what twinlog does not store: an unknown codec,
+// log-append-time, transactional and control batches.
+func checkAttributes(a int16) error {
+	switch {
+	case a&attrTransactional != 0:
+		return corruptf(0, "transactional batch (attributes %#x): transactions are not supported", a)
+	case a&attrControl != 0:
+		return corruptf(0, "control batch (attributes %#x): transactions are not supported", a)
+	case a&attrLogAppendTime != 0:
+		return corruptf(0, "log-append-time batch (attributes %#x): only create time is supported", a)
+	case a&^attrCodecMask != 0:
+		return corruptf(0, "unsupported attributes %#x", a)
+	case Codec(a&attrCodecMask) > CodecZstd:
+		return corruptf(0, "unknown compression codec %d", a&attrCodecMask)
+	}
+	return nil
+}
+
+// recordBytes are the batch's records: the bytes after the header, or
+// those decompressed for a compressed batch.
+func (b BatchView) recordBytes() ([]byte, error) {
+	c := b.Codec()
+	if c == CodecNone {
+		return b[BatchHeaderSize:], nil
+	}
+	out, err := decompress(c, b[BatchHeaderSize:])
+	if err != nil {
+		return nil, corruptf(0, "%s records: %v", c, err)
+	}
+	return out, nil
+}
+
+var errTooLarge = fmt.Errorf("decompress to more than %d bytes", MaxDecompressedBytes)
+
+// decompress inflates src with codec c, at most MaxDecompressedBytes.
+func decompress(c Codec, src []byte) ([]byte, error) {
+	switch c {
+	case CodecGzip:
+		r, err := gzip.NewReader(bytes.NewReader(src))
+		if err != nil {
+			return nil, err
+		}
+		return readBounded(r)
+	case CodecSnappy:
+		return unsnappy(src)
+	case CodecLZ4:
+		return readBounded(lz4.NewReader(bytes.NewReader(src)))
+	case CodecZstd:
+		d := zstdDecoders.Get().(*zstd.Decoder)
+		defer zstdDecoders.Put(d)
+		if err := d.Reset(bytes.NewReader(src)); err != nil {
+			return nil, err
+		}
+		return readBounded(d)
+	}
+	return nil, fmt.Errorf("unknown codec %d", c)
+}
+
+// zstdDecoders are reusable (building one allocates its tables); each
+// decodes synchronously within its caller's goroutine.
+var zstdDecoders = sync.Pool{New: func() any {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxDecompressedBytes))
+	if err != nil {
+		panic(err) // only for invalid options, which are constant
+	}
+	return d
+}}
+
+// readBounded reads r to its end, refusing more than MaxDecompressedBytes.
+func readBounded(r io.Reader) ([]byte, error) {
+	out, err := io.ReadAll(io.LimitReader(r, MaxDecompressedBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > MaxDecompressedBytes {
+		return nil, errTooLarge
+	}
+	return out, nil
+}
+
+// xerialMagic starts snappy data in the xerial framing Kafka's Java client
+// writes: the magic, a version and a compatible version (4 bytes each),
+// then chunks of a 4-byte length and a snappy block. Other clients
+// (librdkafka, franz-go) may write one raw snappy block; both are read.
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+const xerialHeaderSize = 16
+
+// unsnappy decodes raw or xerial-framed snappy.
+func unsnappy(src []byte) ([]byte, error) {
+	if !bytes.HasPrefix(src, xerialMagic) {
+		return unsnappyBlock(nil, src)
+	}
+	if len(src) < xerialHeaderSize {
+		return nil, errors.New("truncated xerial snappy header")
+	}
+	var out []byte
+	for p := src[xerialHeaderSize:]; len(p) > 0; {
+		if len(p) < 4 {
+			return nil, errors.New("truncated xerial snappy chunk length")
+		}
+		n := binary.BigEndian.Uint32(p)
+		p = p[4:]
+		if uint64(n) > uint64(len(p)) {
+			return nil, fmt.Errorf("xerial snappy chunk of %d bytes with %d left", n, len(p))
+		}
+		var err error
+		if out, err = unsnappyBlock(out, p[:n]); err != nil {
+			return nil, err
+		}
+		p = p[n:]
+	}
+	return out, nil
+}
+
+// unsnappyBlock appends the decoding of one snappy block to dst.
+func unsnappyBlock(dst, block []byte) ([]byte, error) {
+	n, err := snappy.DecodedLen(block)
+	if err != nil {
+		return nil, err
+	}
+	if n > MaxDecompressedBytes-len(dst) {
+		return nil, errTooLarge
+	}
+	out, err := snappy.Decode(make([]byte, n), block)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, out...), nil
+}
