@@ -2,12 +2,17 @@ package state
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/storage"
 )
+
+// errOutOfRange: the leader's log does not hold the offset read from
+// (OFFSET_OUT_OF_RANGE).
+var errOutOfRange = errors.New("read offset out of range")
 
 // MaxReadBytes bounds one read of a __mirror_state partition.
 const MaxReadBytes = 4 << 20
@@ -52,6 +57,9 @@ func ReadAnswer(sp int32, resp *pb.FetchResponse) ([]storage.Record, twinlog.Off
 	pr := resp.GetPartitions()[0]
 	if pr.GetTopic() != Topic || pr.GetPartition() != sp {
 		return nil, -1, fmt.Errorf("%w: fetch of %s-%d answered %s-%d", ErrNotReady, Topic, sp, pr.GetTopic(), pr.GetPartition())
+	}
+	if pr.GetError() == pb.ErrorCode_ERROR_CODE_OFFSET_OUT_OF_RANGE {
+		return nil, -1, fmt.Errorf("%w: %w", ErrNotReady, errOutOfRange)
 	}
 	if pr.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 		return nil, -1, fmt.Errorf("%w: %v", ErrNotReady, pr.GetError())

@@ -97,6 +97,20 @@ func (s *Store) Sync(sp int32, done func(error)) {
 	from := v.Next
 	s.mu.Unlock()
 	s.log.Read(sp, from, func(recs []storage.Record, hw twinlog.Offset, err error) {
+		if from > 0 && ((err == nil && hw < from) || errors.Is(err, errOutOfRange)) {
+			// The leader's log ends below what this view applied: records
+			// it read are gone (an unclean election of the partition,
+			// SPEC §6.4's runbook). Read the partition again from its
+			// start, or every later read fails (or skips the records
+			// written at the lost offsets since).
+			s.mu.Lock()
+			if s.views[sp] == v && v.Next == from {
+				s.views[sp] = &View{}
+			}
+			s.mu.Unlock()
+			s.Sync(sp, done)
+			return
+		}
 		if err != nil {
 			done(err)
 			return
