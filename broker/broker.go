@@ -403,7 +403,7 @@ func (b *Broker) Run(ctx context.Context) error {
 		b.kafka = kafka.NewServer(kafka.Config{
 			BrokerID: int32(b.cfg.ID), MaxRequestBytes: b.cfg.KafkaMaxRequestBytes,
 			Logger: b.log.With("listener", "kafka"), InvalidRequest: ErrInvalidRequest,
-		}, b)
+		}, b, adminServer{b: b})
 		go func() {
 			if err := b.kafka.Serve(b.klis); !errors.Is(err, kafka.ErrServerClosed) {
 				b.log.Error("kafka listener stopped", "err", err)

@@ -2,12 +2,14 @@ package brokertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -316,5 +318,111 @@ func TestKafkaCompressionCodecs(t *testing.T) {
 		if n == 0 {
 			t.Fatalf("%v: no batches served", tc.want)
 		}
+	}
+}
+
+// TestKafkaAdmin: franz-go's kadm (an admin client nobody here wrote)
+// creates a topic with the broker defaults and a config, is told
+// TOPIC_ALREADY_EXISTS the second time, describes and incrementally alters
+// the topic's configs, pages DescribeTopicPartitions (KIP-966) one
+// partition at a time with the cursor, describes the cluster, and deletes
+// the topic: all through the brokers' Kafka listeners, which forward to
+// the controller.
+func TestKafkaAdmin(t *testing.T) {
+	c := NewCluster(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := kafkaClient(t, c)
+	adm := kadm.NewClient(cl)
+
+	ct, err := adm.CreateTopic(ctx, 2, -1, map[string]*string{"min.insync.replicas": kmsg.StringPtr("2")}, "adm")
+	if err != nil || ct.Err != nil {
+		t.Fatalf("CreateTopic: %v %v", err, ct.Err)
+	}
+	if ct.ID == [16]byte{} || ct.NumPartitions != 2 || ct.ReplicationFactor != 3 {
+		t.Fatalf("CreateTopic answered id %x, %d partitions, RF %d; want an id, 2, 3 (the default RF on 3 brokers)", ct.ID, ct.NumPartitions, ct.ReplicationFactor)
+	}
+	c.WaitFor("adm's partitions led", func() bool { return c.leaderReady("adm", 0) && c.leaderReady("adm", 1) })
+	if again, _ := adm.CreateTopic(ctx, 2, -1, nil, "adm"); !errors.Is(again.Err, kerr.TopicAlreadyExists) {
+		t.Fatalf("second CreateTopic: %v, want TOPIC_ALREADY_EXISTS", again.Err)
+	}
+
+	configValue := func(key string) (string, kmsg.ConfigSource) {
+		t.Helper()
+		rcs, err := adm.DescribeTopicConfigs(ctx, "adm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rcs.On("adm", nil)
+		if err != nil || rc.Err != nil {
+			t.Fatalf("DescribeTopicConfigs: %v %v", err, rc.Err)
+		}
+		for _, cfg := range rc.Configs {
+			if cfg.Key == key {
+				return cfg.MaybeValue(), cfg.Source
+			}
+		}
+		return "", 0
+	}
+	if v, src := configValue("min.insync.replicas"); v != "2" || src != kmsg.ConfigSourceDynamicTopicConfig {
+		t.Fatalf("min.insync.replicas = %q from %v, want 2 from DYNAMIC_TOPIC_CONFIG", v, src)
+	}
+	alter, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "unclean.leader.election.enable", Value: kmsg.StringPtr("true")},
+		{Op: kadm.DeleteConfig, Name: "min.insync.replicas"}}, "adm")
+	if err != nil || alter[0].Err != nil {
+		t.Fatalf("AlterTopicConfigs: %v %+v", err, alter)
+	}
+	if v, _ := configValue("unclean.leader.election.enable"); v != "true" {
+		t.Fatalf("unclean.leader.election.enable = %q after the alter, want true", v)
+	}
+	if v, src := configValue("min.insync.replicas"); src == kmsg.ConfigSourceDynamicTopicConfig {
+		t.Fatalf("min.insync.replicas = %q still a topic config after DELETE", v)
+	}
+	bad, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "min.insync.replicas", Value: kmsg.StringPtr("1")}}, "adm")
+	if err != nil || !errors.Is(bad[0].Err, kerr.InvalidConfig) {
+		t.Fatalf("APPEND: %v %+v, want INVALID_CONFIG", err, bad)
+	}
+
+	// DescribeTopicPartitions one partition per page.
+	var pages [][2]any
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	req.ResponsePartitionLimit = 1
+	rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	rt.Topic = "adm"
+	req.Topics = append(req.Topics, rt)
+	for {
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("DescribeTopicPartitions page %d: %+v", len(pages), resp.Topics)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if len(p.ISR) != 3 || p.LeaderID < 1 {
+			t.Fatalf("partition %d: leader %d ISR %v", p.Partition, p.LeaderID, p.ISR)
+		}
+		pages = append(pages, [2]any{p.Partition, resp.NextCursor != nil})
+		if resp.NextCursor == nil {
+			break
+		}
+		req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: resp.NextCursor.Topic, Partition: resp.NextCursor.Partition}
+	}
+	if fmt.Sprint(pages) != "[[0 true] [1 false]]" {
+		t.Fatalf("pages %v, want partition 0 with a cursor, then partition 1 without", pages)
+	}
+
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dresp, err := dc.RequestWith(ctx, cl)
+	if err != nil || dresp.ErrorCode != 0 || len(dresp.Brokers) != 3 || dresp.ClusterID != "cluster-"+c.Name {
+		t.Fatalf("DescribeCluster: %v, %+v", err, dresp)
+	}
+
+	del, err := adm.DeleteTopics(ctx, "adm")
+	if err != nil || del["adm"].Err != nil {
+		t.Fatalf("DeleteTopics: %v %+v", err, del)
+	}
+	if del2, _ := adm.DeleteTopics(ctx, "adm"); !errors.Is(del2["adm"].Err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("second DeleteTopics: %+v, want UNKNOWN_TOPIC_OR_PARTITION", del2)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/errcode"
@@ -22,6 +24,7 @@ const (
 	requestTimedOut     int16 = 7
 	fetchSessionIDError int16 = 70
 	invalidTxnState     int16 = 48
+	notController       int16 = 41
 )
 
 const apiVersionsKey int16 = 18
@@ -51,14 +54,23 @@ func (s *Server) Versions() []kmsg.ApiVersionsResponseApiKey {
 // table is the APIs served. Each handler is in the file named after it.
 func (s *Server) table() map[int16]api {
 	fixed := func(kmsg.Request) time.Duration { return requestTimeout }
-	return map[int16]api{
+	t := map[int16]api{
 		apiVersionsKey: {min: 0, max: 4, handle: s.apiVersions, fail: failAPIVersions, timeout: fixed},
 		3:              {min: 0, max: 12, handle: s.metadata, fail: failMetadata, timeout: fixed},
 		0:              {min: 3, max: 9, handle: s.produce, fail: failProduce, timeout: produceTimeout},
 		1:              {min: 4, max: 12, handle: s.fetch, fail: failFetch, timeout: fetchTimeout},
 		2:              {min: 1, max: 6, handle: s.listOffsets, fail: failListOffsets, timeout: fixed},
 		23:             {min: 0, max: 4, handle: s.offsetForLeaderEpoch, fail: failOffsetForLeaderEpoch, timeout: fixed},
+		60:             {min: 0, max: 1, handle: s.describeCluster, fail: failDescribeCluster, timeout: fixed},
 	}
+	if s.admin != nil {
+		t[19] = api{min: 2, max: 7, handle: s.createTopics, fail: failCreateTopics, timeout: fixed}
+		t[20] = api{min: 1, max: 6, handle: s.deleteTopics, fail: failDeleteTopics, timeout: fixed}
+		t[32] = api{min: 1, max: 4, handle: s.describeConfigs, fail: failDescribeConfigs, timeout: fixed}
+		t[44] = api{min: 0, max: 1, handle: s.incrementalAlterConfigs, fail: failIncrementalAlterConfigs, timeout: fixed}
+		t[75] = api{min: 0, max: 0, handle: s.describeTopicPartitions, fail: failDescribeTopicPartitions, timeout: fixed}
+	}
+	return t
 }
 
 // apiVersions answers ApiVersions (key 18) with Versions.
@@ -99,6 +111,15 @@ func (s *Server) errorCode(err error) int16 {
 		return requestTimedOut
 	case s.cfg.InvalidRequest != nil && errors.Is(err, s.cfg.InvalidRequest):
 		return invalidRequest
+	}
+	// A forwarded admin request's gRPC status.
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Canceled:
+		return requestTimedOut
+	case codes.InvalidArgument:
+		return invalidRequest
+	case codes.Unavailable:
+		return notController // retriable: the client refreshes metadata and retries
 	}
 	return unknownServerError
 }

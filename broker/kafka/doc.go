@@ -5,8 +5,9 @@
 //
 // The package decides nothing about partitions: each handler translates a
 // Kafka request (decoded with franz-go's kmsg) into the broker's own
-// request, calls the Backend — the same methods the gRPC services call —
-// and translates the answer back, error codes through the one table
+// request, calls the Backend or the Admin — the same methods the gRPC
+// services call; admin requests are forwarded to the controller as the
+// gRPC admin service forwards them — and translates the answer back, error codes through the one table
 // (errcode.Info.Kafka). Record batches pass through untouched: the broker
 // stores Kafka's RecordBatch v2 byte for byte (storage), so a fetch serves
 // the bytes a producer sent.

@@ -65,6 +65,7 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	backend Backend
+	admin   Admin
 	apis    map[int16]api
 
 	mu     sync.Mutex
@@ -74,8 +75,10 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// NewServer returns a Server for backend.
-func NewServer(cfg Config, backend Backend) *Server {
+// NewServer returns a Server for backend; with admin nil the admin APIs
+// (CreateTopics, DeleteTopics, DescribeConfigs, IncrementalAlterConfigs,
+// DescribeTopicPartitions) are not served.
+func NewServer(cfg Config, backend Backend, admin Admin) *Server {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
@@ -85,7 +88,7 @@ func NewServer(cfg Config, backend Backend) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, backend: backend, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+	s := &Server{cfg: cfg, backend: backend, admin: admin, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
 	s.apis = s.table()
 	return s
 }

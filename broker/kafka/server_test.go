@@ -60,7 +60,7 @@ func startServer(t *testing.T, cfg Config) (*Server, *fakeBackend, string) {
 	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	fb := &fakeBackend{}
-	s := NewServer(cfg, fb)
+	s := NewServer(cfg, fb, nil)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
 	t.Cleanup(func() {
@@ -254,7 +254,7 @@ func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 // connection closes); never a panic.
 func FuzzFrame(f *testing.F) {
 	fb := &fakeBackend{}
-	s := NewServer(Config{BrokerID: 1, Logger: slog.New(slog.DiscardHandler)}, fb)
+	s := NewServer(Config{BrokerID: 1, Logger: slog.New(slog.DiscardHandler)}, fb, nil)
 	for _, req := range []kmsg.Request{kmsg.NewPtrMetadataRequest(), kmsg.NewPtrProduceRequest(), kmsg.NewPtrFetchRequest(),
 		kmsg.NewPtrListOffsetsRequest(), kmsg.NewPtrOffsetForLeaderEpochRequest(), kmsg.NewPtrApiVersionsRequest()} {
 		req.SetVersion(s.apis[req.Key()].max)
