@@ -10,6 +10,10 @@ confluent-kafka-python (librdkafka), a client nobody here wrote.
       the same offsets.
   kafka_e2e.py produce-refused BOOTSTRAP TOPIC
       produces one record to a mirror topic: refused (INVALID_REQUEST).
+  kafka_e2e.py admin BOOTSTRAP TOPIC
+      creates TOPIC (3 partitions, 3 replicas, min.insync.replicas 2) with
+      the AdminClient, reads its config back, produces to every partition,
+      deletes it.
 
 Prints one line per check; exits 0 when all passed.
 """
@@ -17,6 +21,7 @@ import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 
 def fail(msg):
@@ -89,10 +94,43 @@ def produce_refused(bootstrap, topic):
     print("ok   produce to B's mirror topic %s refused: %s" % (topic, res[0].str()))
 
 
+def admin(bootstrap, topic):
+    a = AdminClient({"bootstrap.servers": bootstrap})
+    fs = a.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3,
+                                   config={"min.insync.replicas": "2"})], operation_timeout=10)
+    fs[topic].result(timeout=15)
+    print("ok   AdminClient created %s" % topic)
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    cfg = a.describe_configs([res])[res].result(timeout=15)
+    if cfg["min.insync.replicas"].value != "2":
+        fail("describe_configs: min.insync.replicas = %s" % cfg["min.insync.replicas"].value)
+    print("ok   describe_configs: min.insync.replicas 2")
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False})
+    acked = []
+    deadline = time.time() + 30
+    while len(acked) < 3 and time.time() < deadline:  # leaders may still be taking over
+        acked.clear()
+        for part in range(3):
+            p.produce(topic, value=b"x", partition=part, on_delivery=lambda err, msg: acked.append(msg.partition()) if err is None else None)
+        p.flush(10)
+        if len(acked) < 3:
+            time.sleep(0.5)
+    if sorted(acked) != [0, 1, 2]:
+        fail("produce to the new topic: acknowledged on partitions %s" % acked)
+    print("ok   produced to all 3 partitions")
+    a.delete_topics([topic], operation_timeout=10)[topic].result(timeout=15)
+    md = a.list_topics(timeout=10)
+    if topic in md.topics and md.topics[topic].error is None:
+        fail("%s still listed after delete_topics" % topic)
+    print("ok   delete_topics removed %s" % topic)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "produce-consume":
         produce_consume(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
     elif sys.argv[1] == "produce-refused":
         produce_refused(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "admin":
+        admin(sys.argv[2], sys.argv[3])
     else:
         fail("unknown command " + sys.argv[1])

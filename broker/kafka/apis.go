@@ -34,9 +34,12 @@ const apiVersionsKey int16 = 18
 // request may take.
 type api struct {
 	min, max int16
-	handle   func(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
-	fail     func(req kmsg.Request, code int16) kmsg.Response
-	timeout  func(req kmsg.Request) time.Duration
+	// advertisedMin, when set, is the oldest version ApiVersions lists,
+	// below min: versions in between are refused UNSUPPORTED_VERSION.
+	advertisedMin *int16
+	handle        func(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	fail          func(req kmsg.Request, code int16) kmsg.Response
+	timeout       func(req kmsg.Request) time.Duration
 }
 
 // Versions is every API the server answers, with its version range, as
@@ -45,7 +48,11 @@ func (s *Server) Versions() []kmsg.ApiVersionsResponseApiKey {
 	var out []kmsg.ApiVersionsResponseApiKey
 	for k := range int16(kmsg.MaxKey + 1) {
 		if a, ok := s.apis[k]; ok {
-			out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: a.min, MaxVersion: a.max})
+			lo := a.min
+			if a.advertisedMin != nil {
+				lo = *a.advertisedMin
+			}
+			out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: lo, MaxVersion: a.max})
 		}
 	}
 	return out
@@ -57,11 +64,15 @@ func (s *Server) table() map[int16]api {
 	t := map[int16]api{
 		apiVersionsKey: {min: 0, max: 4, handle: s.apiVersions, fail: failAPIVersions, timeout: fixed},
 		3:              {min: 0, max: 12, handle: s.metadata, fail: failMetadata, timeout: fixed},
-		0:              {min: 3, max: 9, handle: s.produce, fail: failProduce, timeout: produceTimeout},
-		1:              {min: 4, max: 12, handle: s.fetch, fail: failFetch, timeout: fetchTimeout},
-		2:              {min: 1, max: 6, handle: s.listOffsets, fail: failListOffsets, timeout: fixed},
-		23:             {min: 0, max: 4, handle: s.offsetForLeaderEpoch, fail: failOffsetForLeaderEpoch, timeout: fixed},
-		60:             {min: 0, max: 1, handle: s.describeCluster, fail: failDescribeCluster, timeout: fixed},
+		// Produce is advertised from v0, as Kafka 4.0 does (KAFKA-18659):
+		// librdkafka before 2.10 enables gzip, snappy (and lz4) only for a
+		// broker whose range includes Produce v2; v0-v2 themselves (the
+		// old message formats) are refused.
+		0:  {min: 3, max: 9, advertisedMin: new(int16(0)), handle: s.produce, fail: failProduce, timeout: produceTimeout},
+		1:  {min: 4, max: 12, handle: s.fetch, fail: failFetch, timeout: fetchTimeout},
+		2:  {min: 1, max: 6, handle: s.listOffsets, fail: failListOffsets, timeout: fixed},
+		23: {min: 0, max: 4, handle: s.offsetForLeaderEpoch, fail: failOffsetForLeaderEpoch, timeout: fixed},
+		60: {min: 0, max: 1, handle: s.describeCluster, fail: failDescribeCluster, timeout: fixed},
 	}
 	if s.admin != nil {
 		t[19] = api{min: 2, max: 7, handle: s.createTopics, fail: failCreateTopics, timeout: fixed}

@@ -332,6 +332,9 @@ func (s *Server) handle(h header, body []byte) (kmsg.Response, error) {
 		return nil, fmt.Errorf("decoding %s v%d: %w", kmsg.NameForKey(h.key), h.version, err)
 	}
 	if h.version < a.min || h.version > a.max {
+		if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+			return nil, nil // acks=0 expects no answer, even a refusal
+		}
 		return a.fail(req, unsupportedVersion), nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout(req))

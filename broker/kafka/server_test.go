@@ -161,6 +161,26 @@ func TestApiVersions(t *testing.T) {
 		t.Fatalf("ApiVersions v3: error %d, %d keys, want %d", resp.ErrorCode, len(resp.ApiKeys), len(s.Versions()))
 	}
 
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == 0 && (k.MinVersion != 0 || k.MaxVersion != 9) {
+			t.Errorf("Produce advertised %d..%d, want 0..9 (KAFKA-18659)", k.MinVersion, k.MaxVersion)
+		}
+	}
+	// Produce v2 (the old message format) is advertised but refused.
+	p2 := kmsg.NewPtrProduceRequest()
+	p2.SetVersion(2)
+	p2.Acks = 1
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "t"
+	pt.Partitions = append(pt.Partitions, kmsg.NewProduceRequestTopicPartition())
+	p2.Topics = append(p2.Topics, pt)
+	presp := kmsg.NewPtrProduceResponse()
+	presp.SetVersion(2)
+	c.recv(c.send(p2), presp, false)
+	if err := kerr.ErrorForCode(presp.Topics[0].Partitions[0].ErrorCode); err != kerr.UnsupportedVersion {
+		t.Fatalf("Produce v2: %v, want UNSUPPORTED_VERSION", err)
+	}
+
 	hi := &pinned{Request: kmsg.NewPtrApiVersionsRequest(), v: 99}
 	resp0 := kmsg.NewPtrApiVersionsResponse()
 	resp0.SetVersion(0)
