@@ -445,7 +445,12 @@ func (w *world) onUncleanElection(s *Sim, key string, broker int32) {
 		return
 	}
 	topicID := s.ctl.image.Topic(tp.Topic).GetTopicId()
-	tainted := slices.Contains(taintsOf(w.committedState(s), topicID, tp.Partition), broker)
+	// A taint counts once its write is acknowledged (§6.4), even when no
+	// live replica of __mirror_state holds it at the election and the
+	// committed view is a stale one (seed 9505571: the taint's record was
+	// on the crashed and stopped replicas only).
+	tainted := slices.Contains(taintsOf(w.committedState(s), topicID, tp.Partition), broker) ||
+		slices.Contains(taintsOf(w.ackedState(s), topicID, tp.Partition), broker)
 	for _, b := range s.brokers {
 		if p := b.parts[tp]; b.up && p != nil && p.r.Role() == replica.RoleLeader {
 			if _, t := p.r.Taints()[twinlog.BrokerID(broker)]; t || slices.Contains(p.r.TaintsClearing(), twinlog.BrokerID(broker)) {
