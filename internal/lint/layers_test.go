@@ -41,6 +41,7 @@ var layers = map[string][]string{
 	"internal/lint":                  nil,
 	"internal/history":               nil,
 	"broker/replica":                 {"", "api/proto/twinlog/v1", "storage/epoch"},
+	"broker/producer":                {""},
 	"controller/metastate":           {"", "api/proto/twinlog/v1", "internal/configdef", "metadata"},
 	"mirror/plan":                    {"", "api/proto/twinlog/v1", "errcode", "storage/epoch"},
 	"mirror/source":                  {"", "api/proto/twinlog/v1", "mirror/plan", "mirror/state"},

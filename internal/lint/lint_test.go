@@ -16,6 +16,7 @@ import (
 // purePackages are driven by tests and the simulator without goroutines,
 // clocks or sockets.
 var purePackages = []string{
+	"broker/producer",
 	"broker/replica",
 	"controller/metastate",
 	"metadata",
