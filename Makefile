@@ -61,7 +61,8 @@ run: bins
 # dirs), the mirror benchmarks (two in-process clusters: throughput and lag,
 # failover for 1 and 100 partitions, failback after BENCH_FAILBACK_MB
 # diverged), then twinbench against an in-process 3-broker cluster: as
-# fast as it goes, then a steady 2,000 records/s of one-record batches (what
+# fast as it goes (over gRPC, then the same load through the Kafka
+# listeners with franz-go), then a steady 2,000 records/s of one-record batches (what
 # a producer with linger.ms=0 sends at that rate), then the machine's floor
 # at that request rate (a bare gRPC echo: an acks=all produce needs two such
 # round trips one after the other). Set TWINLOG_BENCH_RECOVERY_MB=1024 for
@@ -72,6 +73,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./storage/... ./controller/...
 	TWINLOG_BENCH_FAILBACK_MB=$(BENCH_FAILBACK_MB) $(GO) test -run '^$$' -bench Mirror -benchtime 1x ./broker/brokertest/
 	$(TWINBENCH) --inprocess --duration 30s
+	$(TWINBENCH) --inprocess --duration 30s --kafka
 	$(TWINBENCH) --inprocess --duration 20s --rate 2000 --batch 1 --inflight 1
 	$(TWINBENCH) --floor --duration 20s --rate 2000 --batch 1
 

@@ -23,8 +23,9 @@ import (
 
 // inProcess is a controller and N brokers on TCP loopback with temp dirs.
 type inProcess struct {
-	bootstrap string
-	stop      func()
+	bootstrap      string
+	kafkaBootstrap string
+	stop           func()
 }
 
 func startInProcess(ctx context.Context, o options) (*inProcess, error) {
@@ -73,7 +74,7 @@ func startInProcess(ctx context.Context, o options) (*inProcess, error) {
 	}
 	ctlDone := make(chan error, 1)
 	go func() { ctlDone <- ctl.Run(runCtx) }()
-	var bootstrap string
+	var bootstrap, kafkaBootstrap string
 	var brokerDone []chan error
 	for i := 1; i <= o.brokers; i++ {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -89,7 +90,12 @@ func startInProcess(ctx context.Context, o options) (*inProcess, error) {
 		if o.syncEach {
 			cfg.FlushPolicy = broker.FlushEveryBatch
 		}
-		b, err := broker.New(cfg, broker.Deps{Logger: log, Listener: lis})
+		klis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		b, err := broker.New(cfg, broker.Deps{Logger: log, Listener: lis, KafkaListener: klis})
 		if err != nil {
 			cancel()
 			return nil, err
@@ -98,7 +104,7 @@ func startInProcess(ctx context.Context, o options) (*inProcess, error) {
 		go func() { d <- b.Run(runCtx) }()
 		brokerDone = append(brokerDone, d)
 		if bootstrap == "" {
-			bootstrap = lis.Addr().String()
+			bootstrap, kafkaBootstrap = lis.Addr().String(), kafkaAddr(klis)
 		}
 	}
 	done = append(brokerDone, ctlDone)
@@ -119,7 +125,7 @@ func startInProcess(ctx context.Context, o options) (*inProcess, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return &inProcess{bootstrap: bootstrap, stop: stop}, nil
+	return &inProcess{bootstrap: bootstrap, kafkaBootstrap: kafkaBootstrap, stop: stop}, nil
 }
 
 func newFetch(c *grpc.ClientConn) fetchMD { return fetchMD{pb.NewFetchServiceClient(c)} }

@@ -5,6 +5,7 @@
 //
 //	twinbench --inprocess --partitions 8 --rf 3 --min-isr 2 --acks -1 --record-size 1024 --duration 30s
 //	twinbench --bootstrap 127.0.0.1:9091 --rate 2000 --duration 60s --json
+//	twinbench --inprocess --kafka   # the same load through the Kafka listeners (franz-go)
 package main
 
 import (
@@ -38,7 +39,6 @@ import (
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker"
-	"github.com/twinlog/twinlog/broker/codec"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -64,6 +64,10 @@ type options struct {
 	pprofAddr    string
 	pids         string
 	floor        bool
+	// kafka drives the brokers' Kafka listeners (franz-go) instead of
+	// gRPC: the same batches, requests in flight and consumers.
+	kafka          bool
+	kafkaBootstrap string
 }
 
 // The brokers' non-zeroing gRPC buffer pool also for the proto codec (and,
@@ -91,6 +95,8 @@ func main() {
 	flag.BoolVar(&o.jsonOut, "json", false, "print JSON instead of a table")
 	flag.StringVar(&o.dataDir, "data-dir", "", "--inprocess: data directory (default: a temp dir, removed)")
 	flag.StringVar(&o.pids, "pids", "", "comma-separated broker process ids to report CPU and RSS for (brokers started outside twinbench)")
+	flag.BoolVar(&o.kafka, "kafka", false, "produce and consume through the brokers' Kafka listeners (franz-go) instead of gRPC, with the same batches and requests in flight")
+	flag.StringVar(&o.kafkaBootstrap, "kafka-bootstrap", "", "with --kafka and --bootstrap: a broker's Kafka listener host:port")
 	flag.BoolVar(&o.floor, "floor", false, "measure the machine's floor instead: one bare gRPC echo of a request's bytes on loopback, at the same request rate")
 	flag.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
 	flag.Parse()
@@ -256,7 +262,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		defer ip.stop()
-		o.bootstrap = ip.bootstrap
+		o.bootstrap, o.kafkaBootstrap = ip.bootstrap, ip.kafkaBootstrap
 	}
 	if o.bootstrap == "" {
 		return errors.New("--bootstrap or --inprocess is required")
@@ -294,7 +300,19 @@ func run(ctx context.Context, o options) error {
 			c.Close()
 		}
 	}()
-	return output(o, bench(ctx, o, cl), printTable)
+	var tr transport = grpcTransport{o: o, cl: cl}
+	if o.kafka {
+		if o.kafkaBootstrap == "" {
+			return errors.New("--kafka needs --kafka-bootstrap with --bootstrap (or --inprocess)")
+		}
+		kt, err := newKafkaTransport(o, cl)
+		if err != nil {
+			return err
+		}
+		defer kt.close()
+		tr = kt
+	}
+	return output(o, bench(ctx, o, tr), printTable)
 }
 
 // output prints res as indented JSON with --json, else as table does.
@@ -308,7 +326,7 @@ func output(o options, res *Result, table func(*Result)) error {
 	return nil
 }
 
-func bench(ctx context.Context, o options, cl *cluster) *Result {
+func bench(ctx context.Context, o options, tr transport) *Result {
 	var (
 		measuring atomic.Bool
 		records   atomic.Int64
@@ -328,16 +346,13 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 	perWorkerRate := o.rate / float64(workers)
 	value := make([]byte, o.recordSize)
 	for p := 0; p < o.partitions; p++ {
-		client := pb.NewProduceServiceClient(cl.conns[cl.leaders[p]])
 		for w := 0; w < o.inflight; w++ {
 			k := p*o.inflight + w // worker index, for the --rate phase
+			send := tr.producer(p, k)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				st := newStamper(o.batchRecords, len(value))
-				// Sends buf without a protobuf copy; buf is reused only
-				// after the call returns.
-				send := grpc.ForceCodecV2(codec.NewCall(broker.BufferPool))
 				interval := time.Duration(0)
 				if perWorkerRate > 0 {
 					interval = time.Duration(float64(time.Second) * float64(o.batchRecords) / perWorkerRate)
@@ -364,21 +379,17 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 					}
 					buf := st.stamp(time.Now())
 					start := time.Now()
-					resp, err := client.Produce(runCtx, &pb.ProduceRequest{Acks: int32(o.acks), TimeoutMs: 30000,
-						Partitions: []*pb.ProducePartitionData{{Topic: o.topic, Partition: int32(p), Records: buf}}}, send)
+					code, err := send(runCtx, buf)
 					lat := time.Since(start)
 					if !measuring.Load() {
 						continue
 					}
 					requests.Add(1)
-					code := ""
 					if err != nil {
 						if runCtx.Err() != nil {
 							return
 						}
 						code = "rpc: " + strings.SplitN(err.Error(), ":", 3)[len(strings.SplitN(err.Error(), ":", 3))-1]
-					} else if e := resp.GetPartitions()[0].GetError(); e != pb.ErrorCode_ERROR_CODE_NONE {
-						code = e.String()
 					}
 					if code != "" {
 						errMu.Lock()
@@ -397,35 +408,28 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 	}
 	if o.consume {
 		for p := 0; p < o.partitions; p++ {
-			fc := pb.NewFetchServiceClient(cl.conns[cl.leaders[p]])
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				var off int64 = -1
-				// Records alias a pooled receive buffer until Release.
-				recv := codec.NewCall(broker.BufferPool)
+				fetch := tr.consumer(p)
 				for runCtx.Err() == nil {
-					recv.Release()
 					if off < 0 { // start at the end
-						lo, err := fc.ListOffsets(runCtx, &pb.ListOffsetsRequest{Topics: []*pb.ListOffsetsTopic{{Name: o.topic,
-							Partitions: []*pb.ListOffsetsPartition{{Index: int32(p), CurrentLeaderEpoch: -1, Spec: pb.OffsetSpec_OFFSET_SPEC_HIGH_WATERMARK}}}}})
-						if err != nil || lo.GetTopics()[0].GetPartitions()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+						hw, err := tr.highWatermark(runCtx, p)
+						if err != nil {
 							time.Sleep(50 * time.Millisecond)
 							continue
 						}
-						off = lo.GetTopics()[0].GetPartitions()[0].GetOffset()
+						off = hw
 					}
-					resp, err := fc.Fetch(runCtx, &pb.FetchRequest{ReplicaId: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER,
-						MaxWaitMs: 500, MinBytes: 1, MaxBytes: 8 << 20,
-						Partitions: []*pb.FetchPartition{{Topic: o.topic, Partition: int32(p), FetchOffset: off,
-							CurrentLeaderEpoch: cl.les[p], LastFetchedEpoch: -1}}}, grpc.ForceCodecV2(recv))
-					if err != nil || resp.GetPartitions()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+					records, err := fetch(runCtx, off)
+					if err != nil {
 						time.Sleep(20 * time.Millisecond)
 						continue
 					}
 					now := time.Now().UnixNano()
 					var lats []int64
-					for bv := range splitBatches(resp.GetPartitions()[0].GetRecords()) {
+					for bv := range splitBatches(records) {
 						rs, err := bv.Records() // validates, crc included
 						if err != nil {
 							break
@@ -477,7 +481,8 @@ func bench(ctx context.Context, o options, cl *cluster) *Result {
 	res := &Result{
 		Config: map[string]any{"topic": o.topic, "partitions": o.partitions, "rf": o.rf, "min_isr": o.minISR,
 			"acks": o.acks, "record_size": o.recordSize, "batch_records": o.batchRecords, "inflight": o.inflight,
-			"rate": o.rate, "inprocess": o.inprocess, "fsync_each_batch": o.syncEach, "gomaxprocs": runtime.GOMAXPROCS(0)},
+			"rate": o.rate, "inprocess": o.inprocess, "fsync_each_batch": o.syncEach, "gomaxprocs": runtime.GOMAXPROCS(0),
+			"api": tr.name()},
 		DurationSeconds: elapsed.Seconds(), Records: records.Load(), Bytes: bytes.Load(), Requests: requests.Load(),
 		Errors: errs, ProduceLatencyMs: percentiles(prodHist), ConsumedRecords: consumed.Load(), Brokers: brokers,
 	}
