@@ -283,6 +283,9 @@ func (b *Broker) OffsetForLeaderEpoch(ctx context.Context, req *pb.OffsetForLead
 			out.Error = storageCode(err)
 		} else if out.Error = epochCheck(p.r, q.GetCurrentLeaderEpoch()); out.Error == pb.ErrorCode_ERROR_CODE_NONE {
 			eo := p.r.EndOffsetFor(twinlog.Epoch(q.GetLeaderEpoch()))
+			if req.GetConsumer() {
+				eo = p.r.ConsumerEndOffsetFor(twinlog.Epoch(q.GetLeaderEpoch()))
+			}
 			out.LeaderEpoch, out.EndOffset = int32(eo.Epoch), int64(eo.EndOffset)
 		}
 		p.mu.Unlock()

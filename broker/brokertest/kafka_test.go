@@ -426,3 +426,88 @@ func TestKafkaAdmin(t *testing.T) {
 		t.Fatalf("second DeleteTopics: %+v, want UNKNOWN_TOPIC_OR_PARTITION", del2)
 	}
 }
+
+// TestKafkaConsumerAcrossFailbackTruncation: a franz-go consumer read a
+// record on A that A's failback then replaces (the seed's rows 1-5: A
+// wrote 2@2a while cut off, B failed over and wrote 2@2b in its own epoch
+// 2, A mirrors B and truncates to the LMLE, dropping 2@2a). It resumes at
+// offset 3 with the epoch of the last record it read (2), as a consumer
+// group commits them, after the failback has copied B's records; it checks
+// the position with OffsetForLeaderEpoch, is told the truncation point 2
+// and reads B's 2@2b and 3@3b. The epochs collide (both clusters wrote
+// epoch 2): with the plain end offset of epoch 2 (3) the consumer would
+// keep a2 and never see b2.
+func TestKafkaConsumerAcrossFailbackTruncation(t *testing.T) {
+	a, b := TwoClusters(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	a.CreateTopic("t", 1, 3, nil)
+	writes(ctx, a, "t", "a0")
+	leaderChange(a, "t")
+	writes(ctx, a, "t", "a1")
+	b.CreateMirror("m", a, "t")
+	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
+	waitLog(b, "t", "0@0a 1@1a")
+
+	// consume reads n records of t on A from offset at, whose previous
+	// record has epoch epoch (−1: none), and reports the truncations the
+	// client saw.
+	consume := func(ctx context.Context, at int64, epoch int32, n int) (got []string, last *kgo.Record, losses []string) {
+		t.Helper()
+		cons := kafkaClient(t, a, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().At(at).WithEpoch(epoch)}}))
+		defer cons.Close()
+		for len(got) < n {
+			fs := cons.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("consumed %v, want %d records", got, n)
+			}
+			fs.EachError(func(_ string, _ int32, err error) {
+				var loss *kgo.ErrDataLoss
+				if !errors.As(err, &loss) {
+					t.Fatalf("fetch: %v", err)
+				}
+				losses = append(losses, err.Error())
+			})
+			fs.EachRecord(func(r *kgo.Record) {
+				got = append(got, fmt.Sprintf("%d:%s", r.Offset, r.Value))
+				last = r
+			})
+		}
+		return got, last, losses
+	}
+
+	// A, cut off from B, writes a2 in its epoch 2; a consumer on A reads
+	// everything.
+	a.Unreachable(b)
+	if le := leaderChange(a, "t"); le != 2 {
+		t.Fatalf("LE_A %d, want 2", le)
+	}
+	writes(ctx, a, "t", "a2")
+	got, last, _ := consume(ctx, 0, -1, 3)
+	if fmt.Sprint(got) != "[0:a0 1:a1 2:a2]" || last.LeaderEpoch != 2 {
+		t.Fatalf("first read %v, last epoch %d", got, last.LeaderEpoch)
+	}
+
+	// B fails over (LMLE 1) and writes b2 in its epoch 2, b3 in epoch 3;
+	// A fails back: it mirrors B, truncates to 2 and copies b2 and b3.
+	mustStop(b, "m", "t")
+	writes(ctx, b, "t", "b2")
+	leaderChange(b, "t")
+	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_STOPPED)
+	writes(ctx, b, "t", "b3")
+	waitLog(b, "t", "0@0a 1@1a 2@2b 3@3b")
+	a.Reachable(b)
+	a.CreateMirror("m", b, "t")
+	a.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
+	waitLog(a, "t", "0@0a 1@1a 2@2b 3@3b")
+
+	// (Without the truncation point in the answer it reads 3:b3 and then
+	// waits for records that never come: 20 s, not the test's 90.)
+	rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer rcancel()
+	got, _, losses := consume(rctx, last.Offset+1, last.LeaderEpoch, 2)
+	if fmt.Sprint(got) != "[2:b2 3:b3]" || len(losses) != 1 {
+		t.Fatalf("resumed at 3 (epoch 2): read %v, losses %v; want [2:b2 3:b3] after one reported truncation", got, losses)
+	}
+	t.Logf("consumer: %s", losses[0])
+}

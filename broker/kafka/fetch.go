@@ -240,7 +240,10 @@ func failListOffsets(kreq kmsg.Request, code int16) kmsg.Response {
 // after a leader change (KIP-320).
 func (s *Server) offsetForLeaderEpoch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
-	preq := &pb.OffsetForLeaderEpochRequest{}
+	// A consumer (replica id −1, or a version before the field) checks its
+	// position after being fenced: the answer stops at a failback's
+	// truncation point (Replica.ConsumerEndOffsetFor).
+	preq := &pb.OffsetForLeaderEpochRequest{Consumer: req.ReplicaID < 0 || req.GetVersion() < 3}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			preq.Partitions = append(preq.Partitions, &pb.OffsetForLeaderEpochPartition{

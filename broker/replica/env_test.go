@@ -735,6 +735,14 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 			e.printf("error: %v\n", err)
 		}
 		e.processReady(n)
+	case "offset-for-leader-epoch":
+		id := leaderOr()
+		ep := twinlog.Epoch(argInt(t, d, "epoch", 0))
+		eo := e.nodes[id].r.EndOffsetFor(ep)
+		if argStr(d, "consumer", "false") == "true" {
+			eo = e.nodes[id].r.ConsumerEndOffsetFor(ep)
+		}
+		e.printf("offset for epoch %d (consumer %s): epoch %d end %d\n", ep, argStr(d, "consumer", "false"), eo.Epoch, eo.EndOffset)
 	case "truncate-as-leader":
 		id := leaderOr()
 		if err := e.nodes[id].r.TruncateAsLeader(twinlog.Offset(argInt(t, d, "offset", 0)), e.now); err != nil {

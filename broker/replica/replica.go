@@ -174,6 +174,27 @@ func (r *Replica) EndOffsetFor(e twinlog.Epoch) EpochEndOffset {
 	return EpochEndOffset{Epoch: ee, EndOffset: o}
 }
 
+// ConsumerEndOffsetFor answers a Kafka consumer's OffsetForLeaderEpoch,
+// with which it checks its position after being fenced (KIP-320): the
+// cache's answer, but no further than a truncation point (§6.2f) of a
+// later LE than e. Both clusters of a mirror number their epochs alike,
+// so after a failback's LMLE truncation the records of epoch e may be the
+// other cluster's, and the cache alone would let a consumer that read the
+// replaced records keep them; the fetch tells twinlog's own consumers the
+// offset (LOG_TRUNCATED), a Kafka consumer only learns it here. A consumer
+// that read e's records after the truncation re-reads from the point: a
+// duplicate delivery, never a skipped record.
+func (r *Replica) ConsumerEndOffsetFor(e twinlog.Epoch) EpochEndOffset {
+	eo := r.EndOffsetFor(e)
+	for _, tp := range r.truncPts {
+		if tp.LeaderEpoch > e && tp.Offset < eo.EndOffset {
+			eo.EndOffset = tp.Offset
+			eo.Epoch = r.cache.EpochForOffset(tp.Offset - 1)
+		}
+	}
+	return eo
+}
+
 // Ready returns the work accumulated since the last Advance (see Ready).
 func (r *Replica) Ready() Ready {
 	rd := r.rd

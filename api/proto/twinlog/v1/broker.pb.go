@@ -1153,8 +1153,14 @@ func (x *ListOffsetsPartitionResponse) GetTimestamp() int64 {
 }
 
 type OffsetForLeaderEpochRequest struct {
-	state         protoimpl.MessageState           `protogen:"open.v1"`
-	Partitions    []*OffsetForLeaderEpochPartition `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	state      protoimpl.MessageState           `protogen:"open.v1"`
+	Partitions []*OffsetForLeaderEpochPartition `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// consumer: a consumer checking its position after being fenced (the
+	// Kafka listener's, KIP-320). The end offset then stops at a truncation
+	// point of a later leader epoch than the one asked for (SPEC §6.2f;
+	// Replica.ConsumerEndOffsetFor): the clusters of a mirror reuse epoch
+	// numbers, so the epoch's end alone can hide a failback's truncation.
+	Consumer      bool `protobuf:"varint,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1194,6 +1200,13 @@ func (x *OffsetForLeaderEpochRequest) GetPartitions() []*OffsetForLeaderEpochPar
 		return x.Partitions
 	}
 	return nil
+}
+
+func (x *OffsetForLeaderEpochRequest) GetConsumer() bool {
+	if x != nil {
+		return x.Consumer
+	}
+	return false
 }
 
 type OffsetForLeaderEpochPartition struct {
@@ -2249,11 +2262,12 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12\x1c\n" +
-	"\ttimestamp\x18\x05 \x01(\x03R\ttimestamp\"h\n" +
+	"\ttimestamp\x18\x05 \x01(\x03R\ttimestamp\"\x84\x01\n" +
 	"\x1bOffsetForLeaderEpochRequest\x12I\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2).twinlog.v1.OffsetForLeaderEpochPartitionR\n" +
-	"partitions\"\xa8\x01\n" +
+	"partitions\x12\x1a\n" +
+	"\bconsumer\x18\x02 \x01(\bR\bconsumer\"\xa8\x01\n" +
 	"\x1dOffsetForLeaderEpochPartition\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x120\n" +
