@@ -359,12 +359,14 @@ func TestSweepSeeds(t *testing.T) {
 //     broker 3's runners never loaded their state and its taints stayed
 //     pending: followers fenced until the end. Fixed: a Store whose
 //     leader's log ends below its view reads the partition again from 0
-//     (state.Store.Sync, TestStoreRereadsAfterLostRecords).
+//     (state.Store.Sync, TestStoreRereadsAfterLostRecords). 8800691
+//     (found by a helper's seed search on b653dad) fails the same way
+//     without the fix.
 func TestStateTopicSeeds(t *testing.T) {
 	for _, tc := range []struct {
 		seed    uint64
 		faultMs int64
-	}{{41, 8000}, {1317, 8000}, {9509490, 20_000}} {
+	}{{41, 8000}, {1317, 8000}, {9509490, 20_000}, {8800691, 20_000}} {
 		t.Run(strconv.FormatUint(tc.seed, 10), func(t *testing.T) {
 			runConfig(t, Config{Seed: tc.seed, Clusters: 2, FaultMs: tc.faultMs, HealMs: 20_000})
 		})
