@@ -400,9 +400,10 @@ func (b *Broker) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- b.grpc.Serve(b.lis) }()
 	if b.klis != nil {
+		kobs, _ := b.obs.(kafka.Observer) // metrics.Broker's; nil: none
 		b.kafka = kafka.NewServer(kafka.Config{
 			BrokerID: int32(b.cfg.ID), MaxRequestBytes: b.cfg.KafkaMaxRequestBytes,
-			Logger: b.log.With("listener", "kafka"), InvalidRequest: ErrInvalidRequest,
+			Logger: b.log.With("listener", "kafka"), InvalidRequest: ErrInvalidRequest, Observer: kobs,
 		}, b, adminServer{b: b})
 		go func() {
 			if err := b.kafka.Serve(b.klis); !errors.Is(err, kafka.ErrServerClosed) {

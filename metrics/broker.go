@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/twinlog/twinlog/broker"
+	"github.com/twinlog/twinlog/broker/kafka"
 )
 
 // Broker implements broker.Observer with Prometheus collectors (SPEC §7).
@@ -23,11 +24,16 @@ type Broker struct {
 	isrShrinks      prometheus.Counter
 	isrExpands      prometheus.Counter
 	offline         prometheus.Gauge
+
+	kafkaConns    prometheus.Gauge
+	kafkaRequests *prometheus.HistogramVec
+	kafkaClosed   *prometheus.CounterVec
 }
 
 var (
 	_ broker.Observer        = (*Broker)(nil)
 	_ broker.StorageObserver = (*Broker)(nil)
+	_ kafka.Observer         = (*Broker)(nil)
 )
 
 // NewBroker registers the broker collectors on reg. The leader-side ISR
@@ -77,8 +83,22 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 	for _, r := range []string{"divergence", "lmle", "out_of_range"} {
 		b.truncations.WithLabelValues(r)
 	}
+	b.kafkaConns = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "twinlog_kafka_connections", Help: "Open connections to the Kafka listener.",
+	})
+	b.kafkaRequests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "twinlog_kafka_request_duration_seconds", Help: "Kafka protocol requests handled, by API, and their handling time.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+	}, []string{"api"})
+	b.kafkaClosed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "twinlog_kafka_connections_closed_total", Help: "Kafka connections the broker closed: oversized or malformed frames, idle, a handler panic.",
+	}, []string{"reason"})
+	for _, r := range []string{"oversized", "malformed", "idle", "panic"} {
+		b.kafkaClosed.WithLabelValues(r)
+	}
 	for _, col := range []prometheus.Collector{b.hw, b.leo, b.isrSize, b.underReplicated, b.underMinISR,
-		b.truncations, b.requests, b.bytesIn, b.bytesOut, b.isrShrinks, b.isrExpands, b.offline} {
+		b.truncations, b.requests, b.bytesIn, b.bytesOut, b.isrShrinks, b.isrExpands, b.offline,
+		b.kafkaConns, b.kafkaRequests, b.kafkaClosed} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -142,3 +162,14 @@ func (b *Broker) ObserveISRChange(expand bool) {
 
 // ObserveOfflinePartitions implements broker.StorageObserver.
 func (b *Broker) ObserveOfflinePartitions(n int) { b.offline.Set(float64(n)) }
+
+// ObserveKafkaConnections implements kafka.Observer.
+func (b *Broker) ObserveKafkaConnections(n int) { b.kafkaConns.Set(float64(n)) }
+
+// ObserveKafkaRequest implements kafka.Observer.
+func (b *Broker) ObserveKafkaRequest(api string, d time.Duration) {
+	b.kafkaRequests.WithLabelValues(api).Observe(d.Seconds())
+}
+
+// ObserveKafkaClosed implements kafka.Observer.
+func (b *Broker) ObserveKafkaClosed(reason string) { b.kafkaClosed.WithLabelValues(reason).Inc() }

@@ -56,22 +56,29 @@ func TestBrokerObserver(t *testing.T) {
 	b.ObserveISRChange(false)
 	b.ObserveISRChange(true)
 	b.ObserveOfflinePartitions(2)
+	b.ObserveKafkaConnections(3)
+	b.ObserveKafkaRequest("Produce", time.Millisecond)
+	b.ObserveKafkaClosed("oversized")
 	got := gathered(t, reg)
 	for k, v := range map[string]float64{
-		"twinlog_partition_high_watermark,partition=0,topic=t":   7,
-		"twinlog_partition_log_end_offset,partition=0,topic=t":   9,
-		"twinlog_leader_isr_size,partition=0,topic=t":            2,
-		"twinlog_partition_under_replicated,partition=0,topic=t": 1,
-		"twinlog_partition_under_min_isr,partition=0,topic=t":    0,
-		"twinlog_log_truncations_total,reason=divergence":        1,
-		"twinlog_log_truncations_total,reason=lmle":              0,
-		"twinlog_log_truncations_total,reason=out_of_range":      0,
-		"twinlog_request_duration_seconds,api=produce":           1,
-		"twinlog_bytes_in_total":                                 100,
-		"twinlog_bytes_out_total":                                50,
-		"twinlog_isr_shrinks_total":                              1,
-		"twinlog_isr_expands_total":                              1,
-		"twinlog_broker_offline_partitions":                      2,
+		"twinlog_partition_high_watermark,partition=0,topic=t":    7,
+		"twinlog_partition_log_end_offset,partition=0,topic=t":    9,
+		"twinlog_leader_isr_size,partition=0,topic=t":             2,
+		"twinlog_partition_under_replicated,partition=0,topic=t":  1,
+		"twinlog_partition_under_min_isr,partition=0,topic=t":     0,
+		"twinlog_log_truncations_total,reason=divergence":         1,
+		"twinlog_log_truncations_total,reason=lmle":               0,
+		"twinlog_log_truncations_total,reason=out_of_range":       0,
+		"twinlog_request_duration_seconds,api=produce":            1,
+		"twinlog_bytes_in_total":                                  100,
+		"twinlog_bytes_out_total":                                 50,
+		"twinlog_isr_shrinks_total":                               1,
+		"twinlog_isr_expands_total":                               1,
+		"twinlog_broker_offline_partitions":                       2,
+		"twinlog_kafka_connections":                               3,
+		"twinlog_kafka_request_duration_seconds,api=Produce":      1,
+		"twinlog_kafka_connections_closed_total,reason=oversized": 1,
+		"twinlog_kafka_connections_closed_total,reason=malformed": 0,
 	} {
 		if g, ok := got[k]; !ok || g != v {
 			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)

@@ -59,7 +59,27 @@ type Config struct {
 	// as malformed (errors.Is): answered INVALID_REQUEST, other errors
 	// UNKNOWN_SERVER_ERROR.
 	InvalidRequest error
+	// Observer receives the listener's metrics (nil: none).
+	Observer Observer
 }
+
+// Observer receives the listener's metrics (metrics.Broker implements it).
+type Observer interface {
+	// ObserveKafkaConnections reports the number of open connections.
+	ObserveKafkaConnections(n int)
+	// ObserveKafkaRequest records one answered (or, for acks=0, handled)
+	// request by API name, with its handling time.
+	ObserveKafkaRequest(api string, d time.Duration)
+	// ObserveKafkaClosed counts a connection the server closed on bad
+	// input or inactivity: reason is oversized, malformed, idle or panic.
+	ObserveKafkaClosed(reason string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ObserveKafkaConnections(int)               {}
+func (nopObserver) ObserveKafkaRequest(string, time.Duration) {}
+func (nopObserver) ObserveKafkaClosed(string)                 {}
 
 // Server serves the Kafka protocol on the listeners given to Serve.
 type Server struct {
@@ -87,6 +107,9 @@ func NewServer(cfg Config, backend Backend, admin Admin) *Server {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
 	}
 	s := &Server{cfg: cfg, backend: backend, admin: admin, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
 	s.apis = s.table()
@@ -135,6 +158,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return ErrServerClosed
 		}
 		s.conns[c] = struct{}{}
+		s.cfg.Observer.ObserveKafkaConnections(len(s.conns))
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serveConn(c)
@@ -158,6 +182,9 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// errOversized: a frame's size prefix exceeds MaxRequestBytes.
+var errOversized = errors.New("frame too large")
+
 // header is a request header (v1, or v2 with tagged fields).
 type header struct {
 	key, version  int16
@@ -175,10 +202,12 @@ func (s *Server) serveConn(c net.Conn) {
 			// No input may panic the broker: a bug met on one connection
 			// closes that connection and is logged loudly.
 			log.Error("kafka: handler panicked; connection closed", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			s.cfg.Observer.ObserveKafkaClosed("panic")
 		}
 		c.Close()
 		s.mu.Lock()
 		delete(s.conns, c)
+		s.cfg.Observer.ObserveKafkaConnections(len(s.conns))
 		s.mu.Unlock()
 		s.wg.Done()
 	}()
@@ -187,21 +216,34 @@ func (s *Server) serveConn(c net.Conn) {
 	for {
 		frame, err := s.readFrame(c, r)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			var ne net.Error
+			switch {
+			case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+			case errors.Is(err, errOversized):
+				s.cfg.Observer.ObserveKafkaClosed("oversized")
+				log.Info("kafka: connection closed", "reason", err)
+			case errors.As(err, &ne) && ne.Timeout():
+				s.cfg.Observer.ObserveKafkaClosed("idle")
+			default:
+				s.cfg.Observer.ObserveKafkaClosed("malformed")
 				log.Info("kafka: connection closed", "reason", err)
 			}
 			return
 		}
+		start := time.Now()
 		h, body, err := parseHeader(frame, s.apis)
 		if err != nil {
+			s.cfg.Observer.ObserveKafkaClosed("malformed")
 			log.Info("kafka: connection closed", "reason", err)
 			return
 		}
 		resp, err := s.handle(h, body)
 		if err != nil {
+			s.cfg.Observer.ObserveKafkaClosed("malformed")
 			log.Info("kafka: connection closed", "reason", err, "api", kmsg.NameForKey(h.key), "version", h.version, "client", h.clientID)
 			return
 		}
+		s.cfg.Observer.ObserveKafkaRequest(kmsg.NameForKey(h.key), time.Since(start))
 		if resp == nil {
 			continue // acks=0
 		}
@@ -230,7 +272,7 @@ func (s *Server) readFrame(c net.Conn, r *bufio.Reader) ([]byte, error) {
 	case n < 8: // key, version, correlation id, client id length
 		return nil, fmt.Errorf("frame of %d bytes is shorter than a request header", n)
 	case n > s.cfg.MaxRequestBytes:
-		return nil, fmt.Errorf("frame of %d bytes exceeds socket.request.max.bytes %d", n, s.cfg.MaxRequestBytes)
+		return nil, fmt.Errorf("%w: %d bytes, socket.request.max.bytes is %d", errOversized, n, s.cfg.MaxRequestBytes)
 	}
 	frame := make([]byte, n)
 	if _, err := io.ReadFull(r, frame); err != nil {

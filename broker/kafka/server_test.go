@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,6 +50,26 @@ func (f *fakeBackend) OffsetForLeaderEpoch(context.Context, *pb.OffsetForLeaderE
 
 func (f *fakeBackend) Metadata(context.Context, *pb.MetadataRequest) (*pb.MetadataResponse, error) {
 	return &pb.MetadataResponse{ClusterId: "c", Brokers: []*pb.MetadataBroker{{Id: 1, KafkaHost: "h", KafkaPort: 9092}, {Id: 2}}}, nil
+}
+
+// countingObserver counts what the server reports.
+type countingObserver struct {
+	mu       sync.Mutex
+	conns    int
+	requests map[string]int
+	closed   map[string]int
+}
+
+func (o *countingObserver) ObserveKafkaConnections(n int) { o.mu.Lock(); o.conns = n; o.mu.Unlock() }
+func (o *countingObserver) ObserveKafkaRequest(api string, _ time.Duration) {
+	o.mu.Lock()
+	o.requests[api]++
+	o.mu.Unlock()
+}
+func (o *countingObserver) ObserveKafkaClosed(reason string) {
+	o.mu.Lock()
+	o.closed[reason]++
+	o.mu.Unlock()
 }
 
 // startServer serves a fakeBackend on a loopback listener.
@@ -235,7 +256,8 @@ func TestAcksZeroGetsNoAnswer(t *testing.T) {
 // own connection; another connection keeps being served, and nothing
 // panics.
 func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
-	_, _, addr := startServer(t, Config{BrokerID: 1, MaxRequestBytes: 1 << 10})
+	obs := &countingObserver{requests: map[string]int{}, closed: map[string]int{}}
+	_, _, addr := startServer(t, Config{BrokerID: 1, MaxRequestBytes: 1 << 10, Observer: obs})
 	frame := func(body []byte) []byte {
 		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
 	}
@@ -267,6 +289,16 @@ func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 		resp := kmsg.NewPtrMetadataResponse()
 		resp.SetVersion(12)
 		good.recv(good.send(m), resp, true)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	// The over-max size is oversized; the negative size, like the rest,
+	// malformed.
+	if obs.closed["oversized"] != 1 || obs.closed["malformed"] != len(bad)-1 || obs.requests["Metadata"] != len(bad) {
+		t.Errorf("observed closed %v, requests %v; want 1 oversized, %d malformed, %d Metadata", obs.closed, obs.requests, len(bad)-1, len(bad))
+	}
+	if obs.conns < 1 {
+		t.Errorf("observed %d open connections, want the good one at least", obs.conns)
 	}
 }
 

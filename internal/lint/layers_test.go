@@ -63,7 +63,7 @@ var layers = map[string][]string{
 	"controller/memstore":            {"api/proto/twinlog/v1", "controller/metastore"},
 	"controller":                     {"api/proto/twinlog/v1", "controller/boltstore", "controller/metastate", "controller/metastore", "internal/rpcopt", "metadata"},
 	"broker":                         {"", "api/proto/twinlog/v1", "broker/alter", "broker/assign", "broker/codec", "broker/follow", "broker/kafka", "broker/metaloop", "broker/ready", "broker/replica", "broker/serve", "broker/session", "broker/wire", "metadata", "mirror/plan", "mirror/runner", "mirror/source", "mirror/state", "storage", "storage/epoch", "internal/configdef", "internal/rpcopt"},
-	"metrics":                        {"api/proto/twinlog/v1", "broker", "controller"},
+	"metrics":                        {"api/proto/twinlog/v1", "broker", "broker/kafka", "controller"},
 	"broker/brokertest":              {"", "api/proto/twinlog/v1", "broker", "controller", "internal/rpcopt", "storage"},
 	"internal/sim":                   {"", "api/proto/twinlog/v1", "broker/alter", "broker/assign", "broker/follow", "broker/metaloop", "broker/ready", "broker/replica", "broker/serve", "broker/session", "broker/wire", "controller", "controller/memstore", "controller/metastate", "internal/history", "metadata", "mirror/plan", "mirror/runner", "mirror/state", "storage", "storage/epoch"},
 	"scripts/runlocal":               nil,
