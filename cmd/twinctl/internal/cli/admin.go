@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -177,9 +178,11 @@ func (a *app) configsSet() *cobra.Command {
 // ---- brokers ----
 
 type brokerView struct {
-	ID          int32    `json:"id"`
-	Host        string   `json:"host"`
-	Port        int32    `json:"port"`
+	ID   int32  `json:"id"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+	// Kafka is the broker's Kafka listener host:port, empty without one.
+	Kafka       string   `json:"kafka_address"`
 	Epoch       int64    `json:"broker_epoch"`
 	Fenced      bool     `json:"fenced"`
 	Shutdown    bool     `json:"in_controlled_shutdown"`
@@ -205,7 +208,11 @@ func renderBrokers(p *printer, clusterID string, bs []*twinlogv1.BrokerRecord, o
 	}
 	views := make([]brokerView, 0, len(bs))
 	for _, b := range bs {
-		v := brokerView{b.GetBrokerId(), b.GetHost(), b.GetPort(), b.GetBrokerEpoch(), b.GetFenced(),
+		kafka := ""
+		if b.GetKafkaPort() != 0 {
+			kafka = net.JoinHostPort(b.GetKafkaHost(), strconv.Itoa(int(b.GetKafkaPort())))
+		}
+		v := brokerView{b.GetBrokerId(), b.GetHost(), b.GetPort(), kafka, b.GetBrokerEpoch(), b.GetFenced(),
 			b.GetInControlledShutdown(), strs(b.GetLogDirs()), strs(b.GetOfflineLogDirs()), 0, []offlinePartitionView{}}
 		if r := reports[b.GetBrokerId()]; r != nil {
 			v.OfflineCount = max(r.GetCount(), int32(len(r.GetPartitions())))
@@ -225,11 +232,15 @@ func renderBrokers(p *printer, clusterID string, bs []*twinlogv1.BrokerRecord, o
 		if v.Fenced {
 			offline = "" // no live session, so no report: unknown
 		}
-		rows = append(rows, []string{strconv.Itoa(int(v.ID)), fmt.Sprintf("%s:%d", v.Host, v.Port), strconv.FormatInt(v.Epoch, 10),
+		kafka := v.Kafka
+		if kafka == "" {
+			kafka = "-"
+		}
+		rows = append(rows, []string{strconv.Itoa(int(v.ID)), fmt.Sprintf("%s:%d", v.Host, v.Port), kafka, strconv.FormatInt(v.Epoch, 10),
 			yesNo(v.Fenced), yesNo(v.Shutdown), offline, strings.Join(v.LogDirs, ","), strings.Join(v.OfflineDirs, ",")})
 	}
 	fmt.Fprintf(p.w, "cluster %s\n", clusterID)
-	if err := p.table([]string{"ID", "ADDRESS", "EPOCH", "FENCED", "SHUTTING-DOWN", "OFFLINE", "LOG-DIRS", "OFFLINE-DIRS"}, rows); err != nil {
+	if err := p.table([]string{"ID", "ADDRESS", "KAFKA", "EPOCH", "FENCED", "SHUTTING-DOWN", "OFFLINE", "LOG-DIRS", "OFFLINE-DIRS"}, rows); err != nil {
 		return err
 	}
 	// Which partitions are offline, and why: the OFFLINE count alone does

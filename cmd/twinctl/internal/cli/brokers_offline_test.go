@@ -24,11 +24,11 @@ func TestBrokersListOffline(t *testing.T) {
 		want    []string // rows of the table, in order, by their leading cells
 		extra   []string // present after the table
 	}{
-		{"none", nil, []string{"1   h1:1     5      no      no             0", "2   h2:2     6      yes     no             -",
-			"3   h3:3     7      no      no             0"}, nil},
+		{"none", nil, []string{"1   h1:1     -      5      no      no             0", "2   h2:2     -      6      yes     no             -",
+			"3   h3:3     -      7      no      no             0"}, nil},
 		{"cut short", []*twinlogv1.BrokerOfflinePartitions{{BrokerId: 3, Count: 1500, Partitions: []*twinlogv1.OfflinePartition{
 			{Topic: "t", Partition: 4, Reason: "bad CRC"}, {Topic: "t", Partition: 9, Reason: "EIO"},
-		}}}, []string{"3   h3:3     7      no      no             1500"},
+		}}}, []string{"3   h3:3     -      7      no      no             1500"},
 			[]string{"broker 3 offline partitions", "t-4", "bad CRC", "t-9", "EIO", "... and 1498 more (the controller keeps the first 2)"}},
 	}
 	for _, tt := range tests {

@@ -336,7 +336,7 @@ func goldenFake() *fakeAdmin {
 	f.brokers = []*twinlogv1.BrokerRecord{
 		{BrokerId: 2, Host: "10.0.0.2", Port: 9092, BrokerEpoch: 12, Fenced: true, LogDirs: []string{"/data/2"}},
 		{BrokerId: 1, Host: "10.0.0.1", Port: 9091, BrokerEpoch: 11, LogDirs: []string{"/data/1a", "/data/1b"}, OfflineLogDirs: []string{"/data/1b"}},
-		{BrokerId: 3, Host: "10.0.0.3", Port: 9093, BrokerEpoch: 13, LogDirs: []string{"/data/3"}},
+		{BrokerId: 3, Host: "10.0.0.3", Port: 9093, KafkaHost: "10.0.0.3", KafkaPort: 9293, BrokerEpoch: 13, LogDirs: []string{"/data/3"}},
 	}
 	f.offline = []*twinlogv1.BrokerOfflinePartitions{{BrokerId: 1, Count: 2, Partitions: []*twinlogv1.OfflinePartition{
 		{Topic: "orders", Partition: 1, Reason: "storage: log offline: /data/1a/orders-1/00000000000000000000.log: batch at position 4096: bad CRC"},
