@@ -296,8 +296,8 @@ func TestKnownBugLeaderTruncateAtLEOKeepsCheckpoint(t *testing.T) {
 // Re-checked for issue 14's close-out (on b653dad, with each fix disabled
 // by internal/sim/testdata/reverts/<test>.diff): no seed of 2,700 (8520000-
 // 8522699) reaches the window with ConfirmTruncation given the replica's
-// LEO; the seeds above guard only their own runs now, and
-// broker/replica TestFollowerTruncatesMidBatch replays the shape.
+// LEO; the seeds above guard only their own runs now. broker/ready
+// TestDrainTruncationConfirmsLogEnd fails with the revert.
 func TestKnownBugTruncateMidBatch(t *testing.T) {
 	for _, seed := range []uint64{362, 562} {
 		if rep, err := Run(twoClusterKnownBug(seed)); err != nil {
@@ -527,7 +527,8 @@ func TestKnownBugPlanLMLEMinusOneKeepsEmptyEpoch(t *testing.T) {
 //
 // Re-checked for issue 14's close-out (on b653dad, with each fix disabled
 // by internal/sim/testdata/reverts/<test>.diff): no seed of 1,500
-// reaches the window; the test guards seed 177's own run.
+// reaches the window; the test guards seed 177's own run, and mirror/plan
+// TestResumeMirroringDropsOwnEmptyEpoch fails with the revert.
 func TestKnownBugResumeMirroringKeepsOwnEmptyEpoch(t *testing.T) {
 	if rep, err := Run(twoClusterKnownBug(177)); err != nil {
 		t.Fatalf("%v\n%v", err, rep)
@@ -856,7 +857,9 @@ func TestKnownBugStaleLogReassignedBack(t *testing.T) {
 //
 // Re-checked for issue 14's close-out (on b653dad, with each fix disabled
 // by internal/sim/testdata/reverts/<test>.diff): no seed of 1,500
-// reaches it; the test guards seed 432's own run.
+// reaches it; the test guards seed 432's own run, and broker/replica
+// TestMirrorAppendEpochBelowCacheRefused and mirror/plan TestPlanAppend
+// and TestFetchedBatches fail with the revert.
 func TestKnownBugMirrorAppendEpochBelowCache(t *testing.T) {
 	if rep, err := Run(Config{Seed: 432, Clusters: 2, FaultMs: 8000, HealMs: 20_000}); err != nil {
 		t.Fatalf("%v\n%v", err, rep)
