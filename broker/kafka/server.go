@@ -88,6 +88,11 @@ type Server struct {
 	admin   Admin
 	apis    map[int16]api
 
+	// ctx ends at Close: requests in flight (a produce waiting for its
+	// acks, a long-poll fetch) end with it instead of holding Close up.
+	ctx    context.Context
+	cancel context.CancelFunc
+
 	mu     sync.Mutex
 	closed bool
 	lns    map[net.Listener]struct{}
@@ -112,6 +117,7 @@ func NewServer(cfg Config, backend Backend, admin Admin) *Server {
 		cfg.Observer = nopObserver{}
 	}
 	s := &Server{cfg: cfg, backend: backend, admin: admin, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.apis = s.table()
 	return s
 }
@@ -166,9 +172,10 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Close stops the listeners, closes every connection (a request in
-// flight loses its response, as when a broker stops) and waits for the
-// connection goroutines.
+// flight loses its response, as when a broker stops; its context ends)
+// and waits for the connection goroutines.
 func (s *Server) Close() error {
+	s.cancel()
 	s.mu.Lock()
 	s.closed = true
 	for ln := range s.lns {
@@ -379,7 +386,7 @@ func (s *Server) handle(h header, body []byte) (kmsg.Response, error) {
 		}
 		return a.fail(req, unsupportedVersion), nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.timeout(req))
+	ctx, cancel := context.WithTimeout(s.ctx, a.timeout(req))
 	defer cancel()
 	return a.handle(ctx, req)
 }

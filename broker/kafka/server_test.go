@@ -327,3 +327,46 @@ func FuzzFrame(f *testing.F) {
 		}
 	})
 }
+
+// blockingBackend's Produce waits for its request's context (a produce
+// waiting for acks that will not come: the broker is stopping).
+type blockingBackend struct {
+	fakeBackend
+	entered chan struct{}
+}
+
+func (b *blockingBackend) Produce(ctx context.Context, _ *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+	close(b.entered)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestCloseEndsRequestsInFlight: Close ends the contexts of the requests
+// being handled, so a produce waiting for acks does not hold the broker's
+// stop for its timeout (30 s and more).
+func TestCloseEndsRequestsInFlight(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb := &blockingBackend{entered: make(chan struct{})}
+	s := NewServer(Config{Logger: slog.New(slog.DiscardHandler)}, bb, nil)
+	go s.Serve(ln)
+	c := dial(t, ln.Addr().String())
+	p := kmsg.NewPtrProduceRequest()
+	p.SetVersion(7)
+	p.Acks, p.TimeoutMillis = -1, 60_000
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "t"
+	pt.Partitions = append(pt.Partitions, kmsg.NewProduceRequestTopicPartition())
+	p.Topics = append(p.Topics, pt)
+	c.send(p)
+	<-bb.entered
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for a produce in flight (its 60 s timeout)")
+	}
+}
