@@ -161,6 +161,22 @@ func TestKafkaMetadataAndOffsets(t *testing.T) {
 	if m.ErrorCode != 0 || len(m.Partitions) != 2 || m.TopicID == [16]byte{} {
 		t.Fatalf("topic m: error %d, %d partitions, id %x", m.ErrorCode, len(m.Partitions), m.TopicID)
 	}
+	// By topic id (Metadata v10+): a known id names its topic, an unknown
+	// one is UNKNOWN_TOPIC_ID with the id echoed.
+	idReq := kmsg.NewPtrMetadataRequest()
+	for _, id := range [][16]byte{m.TopicID, {1, 2, 3}} {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.TopicID = id
+		idReq.Topics = append(idReq.Topics, rt)
+	}
+	idResp, err := idReq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(idResp.Topics) != 2 || idResp.Topics[0].Topic == nil || *idResp.Topics[0].Topic != "m" ||
+		kerr.ErrorForCode(idResp.Topics[1].ErrorCode) != kerr.UnknownTopicID || idResp.Topics[1].TopicID != [16]byte{1, 2, 3} {
+		t.Fatalf("metadata by id: %+v", idResp.Topics)
+	}
 	leader, le := c.Leader("m", 1)
 	for _, p := range m.Partitions {
 		if p.Partition == 1 && (p.Leader != int32(leader) || p.LeaderEpoch != int32(le) || len(p.ISR) != 3) {

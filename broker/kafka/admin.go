@@ -188,7 +188,7 @@ func (s *Server) deleteTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 		r := results[w.name]
 		switch {
 		case w.name == "":
-			rt.ErrorCode = 100 // UNKNOWN_TOPIC_ID
+			rt.ErrorCode = unknownTopicID
 		case err != nil:
 			rt.ErrorCode = s.errorCode(err)
 			msg := err.Error()

@@ -25,6 +25,7 @@ const (
 	fetchSessionIDError int16 = 70
 	invalidTxnState     int16 = 48
 	notController       int16 = 41
+	unknownTopicID      int16 = 100
 )
 
 const apiVersionsKey int16 = 18

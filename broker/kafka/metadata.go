@@ -58,19 +58,27 @@ func (s *Server) metadata(ctx context.Context, kreq kmsg.Request) (kmsg.Response
 	if !all && len(req.Topics) == 0 {
 		return resp, nil
 	}
-	topics := presp.GetTopics()
-	if byID {
-		topics = selectTopics(req.Topics, topics)
+	if !byID {
+		for _, t := range presp.GetTopics() {
+			resp.Topics = append(resp.Topics, metadataTopic(t))
+		}
+		return resp, nil
 	}
-	for _, t := range topics {
+	for i, t := range selectTopics(req.Topics, presp.GetTopics()) {
+		if t == nil { // an id no topic has
+			rt := kmsg.NewMetadataResponseTopic()
+			rt.TopicID, rt.ErrorCode, rt.AuthorizedOperations = req.Topics[i].TopicID, unknownTopicID, authorizedOperationsOmitted
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		resp.Topics = append(resp.Topics, metadataTopic(t))
 	}
 	return resp, nil
 }
 
 // selectTopics returns, in request order, the topics asked for by name or
-// id among all; an id no topic has gets an UNKNOWN_TOPIC_ID-style entry
-// (Kafka answers UNKNOWN_TOPIC_ID, 100).
+// id among all: an unknown name gets an UNKNOWN_TOPIC_OR_PARTITION entry,
+// an id no topic has nil (answered UNKNOWN_TOPIC_ID, as Kafka does).
 func selectTopics(want []kmsg.MetadataRequestTopic, all []*pb.MetadataTopic) []*pb.MetadataTopic {
 	var out []*pb.MetadataTopic
 	for _, w := range want {
@@ -81,12 +89,8 @@ func selectTopics(want []kmsg.MetadataRequestTopic, all []*pb.MetadataTopic) []*
 				break
 			}
 		}
-		if found == nil {
-			name := ""
-			if w.Topic != nil {
-				name = *w.Topic
-			}
-			found = &pb.MetadataTopic{Name: name, Error: pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION}
+		if found == nil && w.Topic != nil {
+			found = &pb.MetadataTopic{Name: *w.Topic, Error: pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION}
 		}
 		out = append(out, found)
 	}
