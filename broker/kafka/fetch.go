@@ -62,22 +62,16 @@ func (s *Server) fetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, e
 	for _, pr := range presp.GetPartitions() {
 		byTP[tp{pr.GetTopic(), pr.GetPartition()}] = pr
 	}
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	resp.SetVersion(req.GetVersion())
-	for _, t := range req.Topics {
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewFetchResponseTopicPartition()
-			rp.Partition = p.Partition
-			pr := byTP[tp{t.Topic, p.Partition}]
+	resp := failFetch(req, 0).(*kmsg.FetchResponse) // the request's shape
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		for j := range rt.Partitions {
+			pr := byTP[tp{rt.Topic, rt.Partitions[j].Partition}]
 			if pr == nil {
 				pr = &pb.FetchPartitionResponse{Error: pb.ErrorCode_ERROR_CODE_UNKNOWN_SERVER_ERROR}
 			}
-			fillFetchPartition(&rp, pr)
-			rt.Partitions = append(rt.Partitions, rp)
+			fillFetchPartition(&rt.Partitions[j], pr)
 		}
-		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
 }
@@ -134,8 +128,6 @@ const (
 // without transactions), a timestamp the first offset at or after it.
 func (s *Server) listOffsets(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
-	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-	resp.SetVersion(req.GetVersion())
 	preq := &pb.ListOffsetsRequest{}
 	// bad marks the partitions refused here, answered without asking: a
 	// timestamp that names no position twinlog has, or a partition asked
@@ -185,13 +177,10 @@ func (s *Server) listOffsets(ctx context.Context, kreq kmsg.Request) (kmsg.Respo
 			}
 		}
 	}
-	for _, t := range req.Topics {
-		rt := kmsg.NewListOffsetsResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewListOffsetsResponseTopicPartition()
-			rp.Partition = p.Partition
-			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+	resp := failListOffsets(req, 0).(*kmsg.ListOffsetsResponse) // the request's shape
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			rp := &resp.Topics[i].Partitions[j]
 			a := answers[tp{t.Topic, p.Partition}]
 			switch {
 			case bad[tp{t.Topic, p.Partition}]:
@@ -209,9 +198,7 @@ func (s *Server) listOffsets(ctx context.Context, kreq kmsg.Request) (kmsg.Respo
 					}
 				}
 			}
-			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
 }
@@ -262,26 +249,21 @@ func (s *Server) offsetForLeaderEpoch(ctx context.Context, kreq kmsg.Request) (k
 	for _, p := range presp.GetPartitions() {
 		answers[tp{p.GetTopic(), p.GetPartition()}] = p
 	}
-	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	resp.SetVersion(req.GetVersion())
-	for _, t := range req.Topics {
-		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
-			rp.Partition = p.Partition
-			rp.LeaderEpoch, rp.EndOffset = -1, -1
-			if a := answers[tp{t.Topic, p.Partition}]; a == nil {
+	resp := failOffsetForLeaderEpoch(req, 0).(*kmsg.OffsetForLeaderEpochResponse) // the request's shape
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			a := answers[tp{rt.Topic, rp.Partition}]
+			if a == nil {
 				rp.ErrorCode = unknownServerError
-			} else {
-				rp.ErrorCode = kafkaCode(a.GetError())
-				if a.GetError() == pb.ErrorCode_ERROR_CODE_NONE {
-					rp.LeaderEpoch, rp.EndOffset = a.GetLeaderEpoch(), a.GetEndOffset()
-				}
+				continue
 			}
-			rt.Partitions = append(rt.Partitions, rp)
+			rp.ErrorCode = kafkaCode(a.GetError())
+			if a.GetError() == pb.ErrorCode_ERROR_CODE_NONE {
+				rp.LeaderEpoch, rp.EndOffset = a.GetLeaderEpoch(), a.GetEndOffset()
+			}
 		}
-		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
 }

@@ -49,18 +49,14 @@ func (s *Server) produce(ctx context.Context, kreq kmsg.Request) (kmsg.Response,
 	for _, pr := range presp.GetPartitions() {
 		byTP[tp{pr.GetTopic(), pr.GetPartition()}] = pr
 	}
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	resp.SetVersion(req.GetVersion())
-	for _, t := range req.Topics {
-		rt := kmsg.NewProduceResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition = p.Partition
-			pr := byTP[tp{t.Topic, p.Partition}]
+	resp := failProduce(req, 0).(*kmsg.ProduceResponse) // the request's shape
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			pr := byTP[tp{rt.Topic, rp.Partition}]
 			if pr == nil { // the broker answers every partition asked; a bug otherwise
 				rp.ErrorCode = unknownServerError
-				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
 			rp.ErrorCode = kafkaCode(pr.GetError())
@@ -69,9 +65,7 @@ func (s *Server) produce(ctx context.Context, kreq kmsg.Request) (kmsg.Response,
 			if m := pr.GetErrorMessage(); m != "" {
 				rp.ErrorMessage = &m
 			}
-			rt.Partitions = append(rt.Partitions, rp)
 		}
-		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
 }
