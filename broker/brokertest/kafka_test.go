@@ -122,7 +122,8 @@ func TestKafkaClientProducesAndConsumes(t *testing.T) {
 // TestKafkaMetadataAndOffsets: Metadata lists every broker's Kafka
 // listener, the topic's leaders and leader epochs as the controller has
 // them; ListOffsets answers earliest and latest (the HW);
-// OffsetForLeaderEpoch answers the end offset of the leader's epoch; an
+// OffsetForLeaderEpoch answers the end offset of the leader's epoch and
+// fences a current epoch it has not reached; an
 // unknown topic is UNKNOWN_TOPIC_OR_PARTITION; an unsupported version of
 // a served API is UNSUPPORTED_VERSION.
 func TestKafkaMetadataAndOffsets(t *testing.T) {
@@ -223,18 +224,19 @@ func TestKafkaMetadataAndOffsets(t *testing.T) {
 	if p := oresp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.LeaderEpoch != int32(le) || p.EndOffset != 3 {
 		t.Fatalf("OffsetForLeaderEpoch(%d) = error %d, epoch %d, end %d; want epoch %d end 3", le, p.ErrorCode, p.LeaderEpoch, p.EndOffset, le)
 	}
-	// A stale current leader epoch is fenced, as Kafka's leader answers.
-	op.CurrentLeaderEpoch = int32(le) - 1
+	// A current leader epoch the leader has not reached is
+	// UNKNOWN_LEADER_EPOCH, as Kafka's leader answers. (A stale one, which
+	// this fresh topic in LE 0 cannot have, is fenced in
+	// TestKafkaConsumerAcrossFailbackTruncation.)
+	op.CurrentLeaderEpoch = int32(le) + 1
 	ot.Partitions[0] = op
 	oreq.Topics[0] = ot
-	if int32(le) > 0 {
-		oresp, err = oreq.RequestWith(ctx, cl.Broker(int(leader)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := kerr.ErrorForCode(oresp.Topics[0].Partitions[0].ErrorCode); err != kerr.FencedLeaderEpoch {
-			t.Fatalf("stale current leader epoch: %v, want FENCED_LEADER_EPOCH", err)
-		}
+	oresp, err = oreq.RequestWith(ctx, cl.Broker(int(leader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(oresp.Topics[0].Partitions[0].ErrorCode); err != kerr.UnknownLeaderEpoch {
+		t.Fatalf("newer current leader epoch: %v, want UNKNOWN_LEADER_EPOCH", err)
 	}
 
 	// A served API at a version beyond the advertised range.
