@@ -100,15 +100,22 @@ var errTooLarge = fmt.Errorf("decompress to more than %d bytes", MaxDecompressed
 func decompress(c Codec, src []byte) ([]byte, error) {
 	switch c {
 	case CodecGzip:
-		r, err := gzip.NewReader(bytes.NewReader(src))
-		if err != nil {
+		r, _ := gzipReaders.Get().(*gzip.Reader)
+		if r == nil {
+			r = new(gzip.Reader)
+		}
+		defer gzipReaders.Put(r)
+		if err := r.Reset(bytes.NewReader(src)); err != nil {
 			return nil, err
 		}
 		return readBounded(r)
 	case CodecSnappy:
 		return unsnappy(src)
 	case CodecLZ4:
-		return readBounded(lz4.NewReader(bytes.NewReader(src)))
+		r := lz4Readers.Get().(*lz4.Reader)
+		defer lz4Readers.Put(r)
+		r.Reset(bytes.NewReader(src))
+		return readBounded(r)
 	case CodecZstd:
 		d := zstdDecoders.Get().(*zstd.Decoder)
 		defer zstdDecoders.Put(d)
@@ -119,6 +126,14 @@ func decompress(c Codec, src []byte) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("unknown codec %d", c)
 }
+
+// Readers are reused across batches: each allocates its buffers (lz4's
+// block buffers, gzip's window, zstd's tables) on creation, which every
+// validated compressed batch would otherwise pay.
+var (
+	gzipReaders sync.Pool // *gzip.Reader, made on first use (NewReader needs a stream)
+	lz4Readers  = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+)
 
 // zstdDecoders are reusable (building one allocates its tables); each
 // decodes synchronously within its caller's goroutine.
