@@ -387,4 +387,19 @@ var table = [...]Info{
 		Kafka:       32,
 		Description: "a record's timestamp is outside the window the broker accepts around its clock",
 	},
+	twinlogv1.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER: {
+		Name:        "OUT_OF_ORDER_SEQUENCE_NUMBER",
+		Kafka:       45,
+		Description: "an idempotent producer's batch does not follow its previous one in the partition",
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER: {
+		Name:        "DUPLICATE_SEQUENCE_NUMBER",
+		Kafka:       46,
+		Description: "a request repeats a batch the partition holds among batches it does not",
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH: {
+		Name:        "INVALID_PRODUCER_EPOCH",
+		Kafka:       47,
+		Description: "an idempotent producer's epoch is older than the partition's: a newer producer with its id fenced it",
+	},
 }

@@ -1448,8 +1448,12 @@ type MetadataResponse struct {
 	Brokers        []*MetadataBroker      `protobuf:"bytes,2,rep,name=brokers,proto3" json:"brokers,omitempty"`
 	Topics         []*MetadataTopic       `protobuf:"bytes,3,rep,name=topics,proto3" json:"topics,omitempty"`
 	MetadataOffset int64                  `protobuf:"varint,4,opt,name=metadata_offset,json=metadataOffset,proto3" json:"metadata_offset,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// producer_id_space is the cluster's producer id space
+	// (producer.id.space): a mirror refuses a source that allocates in its
+	// own, so the two clusters' producer ids never meet (issue 15).
+	ProducerIdSpace int32 `protobuf:"varint,5,opt,name=producer_id_space,json=producerIdSpace,proto3" json:"producer_id_space,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *MetadataResponse) Reset() {
@@ -1506,6 +1510,13 @@ func (x *MetadataResponse) GetTopics() []*MetadataTopic {
 func (x *MetadataResponse) GetMetadataOffset() int64 {
 	if x != nil {
 		return x.MetadataOffset
+	}
+	return 0
+}
+
+func (x *MetadataResponse) GetProducerIdSpace() int32 {
+	if x != nil {
+		return x.ProducerIdSpace
 	}
 	return 0
 }
@@ -2164,6 +2175,120 @@ func (x *ReplicaLogInfo) GetLogEndOffset() int64 {
 	return 0
 }
 
+type InitProducerIdRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// transaction_timeout_ms is accepted for Kafka's shape and unused:
+	// twinlog has no transactions.
+	TransactionTimeoutMs int32 `protobuf:"varint,1,opt,name=transaction_timeout_ms,json=transactionTimeoutMs,proto3" json:"transaction_timeout_ms,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *InitProducerIdRequest) Reset() {
+	*x = InitProducerIdRequest{}
+	mi := &file_twinlog_v1_broker_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitProducerIdRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitProducerIdRequest) ProtoMessage() {}
+
+func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_broker_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitProducerIdRequest.ProtoReflect.Descriptor instead.
+func (*InitProducerIdRequest) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *InitProducerIdRequest) GetTransactionTimeoutMs() int32 {
+	if x != nil {
+		return x.TransactionTimeoutMs
+	}
+	return 0
+}
+
+type InitProducerIdResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	ProducerId    int64                  `protobuf:"varint,3,opt,name=producer_id,json=producerId,proto3" json:"producer_id,omitempty"`
+	ProducerEpoch int32                  `protobuf:"varint,4,opt,name=producer_epoch,json=producerEpoch,proto3" json:"producer_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitProducerIdResponse) Reset() {
+	*x = InitProducerIdResponse{}
+	mi := &file_twinlog_v1_broker_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitProducerIdResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitProducerIdResponse) ProtoMessage() {}
+
+func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_broker_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitProducerIdResponse.ProtoReflect.Descriptor instead.
+func (*InitProducerIdResponse) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_broker_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *InitProducerIdResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_ERROR_CODE_NONE
+}
+
+func (x *InitProducerIdResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *InitProducerIdResponse) GetProducerId() int64 {
+	if x != nil {
+		return x.ProducerId
+	}
+	return 0
+}
+
+func (x *InitProducerIdResponse) GetProducerEpoch() int32 {
+	if x != nil {
+		return x.ProducerEpoch
+	}
+	return 0
+}
+
 var File_twinlog_v1_broker_proto protoreflect.FileDescriptor
 
 const file_twinlog_v1_broker_proto_rawDesc = "" +
@@ -2285,13 +2410,14 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"\n" +
 	"end_offset\x18\x05 \x01(\x03R\tendOffset\")\n" +
 	"\x0fMetadataRequest\x12\x16\n" +
-	"\x06topics\x18\x01 \x03(\tR\x06topics\"\xc3\x01\n" +
+	"\x06topics\x18\x01 \x03(\tR\x06topics\"\xef\x01\n" +
 	"\x10MetadataResponse\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x124\n" +
 	"\abrokers\x18\x02 \x03(\v2\x1a.twinlog.v1.MetadataBrokerR\abrokers\x121\n" +
 	"\x06topics\x18\x03 \x03(\v2\x19.twinlog.v1.MetadataTopicR\x06topics\x12'\n" +
-	"\x0fmetadata_offset\x18\x04 \x01(\x03R\x0emetadataOffset\"\x86\x01\n" +
+	"\x0fmetadata_offset\x18\x04 \x01(\x03R\x0emetadataOffset\x12*\n" +
+	"\x11producer_id_space\x18\x05 \x01(\x05R\x0fproducerIdSpace\"\x86\x01\n" +
 	"\x0eMetadataBroker\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
@@ -2348,7 +2474,15 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12+\n" +
 	"\x05error\x18\x02 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x129\n" +
 	"\x19last_written_leader_epoch\x18\x03 \x01(\x05R\x16lastWrittenLeaderEpoch\x12$\n" +
-	"\x0elog_end_offset\x18\x04 \x01(\x03R\flogEndOffset*z\n" +
+	"\x0elog_end_offset\x18\x04 \x01(\x03R\flogEndOffset\"M\n" +
+	"\x15InitProducerIdRequest\x124\n" +
+	"\x16transaction_timeout_ms\x18\x01 \x01(\x05R\x14transactionTimeoutMs\"\xb2\x01\n" +
+	"\x16InitProducerIdResponse\x12+\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x1f\n" +
+	"\vproducer_id\x18\x03 \x01(\x03R\n" +
+	"producerId\x12%\n" +
+	"\x0eproducer_epoch\x18\x04 \x01(\x05R\rproducerEpoch*z\n" +
 	"\vFetcherType\x12\x1c\n" +
 	"\x18FETCHER_TYPE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15FETCHER_TYPE_FOLLOWER\x10\x01\x12\x19\n" +
@@ -2360,9 +2494,10 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"\x14OFFSET_SPEC_EARLIEST\x10\x01\x12\x16\n" +
 	"\x12OFFSET_SPEC_LATEST\x10\x02\x12\x1e\n" +
 	"\x1aOFFSET_SPEC_HIGH_WATERMARK\x10\x03\x12\x19\n" +
-	"\x15OFFSET_SPEC_TIMESTAMP\x10\x042T\n" +
+	"\x15OFFSET_SPEC_TIMESTAMP\x10\x042\xad\x01\n" +
 	"\x0eProduceService\x12B\n" +
-	"\aProduce\x12\x1a.twinlog.v1.ProduceRequest\x1a\x1b.twinlog.v1.ProduceResponse2\xce\x02\n" +
+	"\aProduce\x12\x1a.twinlog.v1.ProduceRequest\x1a\x1b.twinlog.v1.ProduceResponse\x12W\n" +
+	"\x0eInitProducerId\x12!.twinlog.v1.InitProducerIdRequest\x1a\".twinlog.v1.InitProducerIdResponse2\xce\x02\n" +
 	"\fFetchService\x12<\n" +
 	"\x05Fetch\x12\x18.twinlog.v1.FetchRequest\x1a\x19.twinlog.v1.FetchResponse\x12N\n" +
 	"\vListOffsets\x12\x1e.twinlog.v1.ListOffsetsRequest\x1a\x1f.twinlog.v1.ListOffsetsResponse\x12i\n" +
@@ -2385,7 +2520,7 @@ func file_twinlog_v1_broker_proto_rawDescGZIP() []byte {
 }
 
 var file_twinlog_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_twinlog_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_twinlog_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_twinlog_v1_broker_proto_goTypes = []any{
 	(FetcherType)(0),                              // 0: twinlog.v1.FetcherType
 	(OffsetSpec)(0),                               // 1: twinlog.v1.OffsetSpec
@@ -2419,59 +2554,64 @@ var file_twinlog_v1_broker_proto_goTypes = []any{
 	(*GetReplicaLogInfoResponse)(nil),             // 29: twinlog.v1.GetReplicaLogInfoResponse
 	(*GetReplicaLogInfoTopicResponse)(nil),        // 30: twinlog.v1.GetReplicaLogInfoTopicResponse
 	(*ReplicaLogInfo)(nil),                        // 31: twinlog.v1.ReplicaLogInfo
-	(ErrorCode)(0),                                // 32: twinlog.v1.ErrorCode
-	(*EpochEndOffset)(nil),                        // 33: twinlog.v1.EpochEndOffset
-	(MirrorState)(0),                              // 34: twinlog.v1.MirrorState
+	(*InitProducerIdRequest)(nil),                 // 32: twinlog.v1.InitProducerIdRequest
+	(*InitProducerIdResponse)(nil),                // 33: twinlog.v1.InitProducerIdResponse
+	(ErrorCode)(0),                                // 34: twinlog.v1.ErrorCode
+	(*EpochEndOffset)(nil),                        // 35: twinlog.v1.EpochEndOffset
+	(MirrorState)(0),                              // 36: twinlog.v1.MirrorState
 }
 var file_twinlog_v1_broker_proto_depIdxs = []int32{
 	3,  // 0: twinlog.v1.ProduceRequest.partitions:type_name -> twinlog.v1.ProducePartitionData
 	5,  // 1: twinlog.v1.ProduceResponse.partitions:type_name -> twinlog.v1.ProducePartitionResponse
-	32, // 2: twinlog.v1.ProducePartitionResponse.error:type_name -> twinlog.v1.ErrorCode
+	34, // 2: twinlog.v1.ProducePartitionResponse.error:type_name -> twinlog.v1.ErrorCode
 	0,  // 3: twinlog.v1.FetchRequest.fetcher_type:type_name -> twinlog.v1.FetcherType
 	7,  // 4: twinlog.v1.FetchRequest.partitions:type_name -> twinlog.v1.FetchPartition
 	9,  // 5: twinlog.v1.FetchResponse.partitions:type_name -> twinlog.v1.FetchPartitionResponse
-	32, // 6: twinlog.v1.FetchPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
-	33, // 7: twinlog.v1.FetchPartitionResponse.diverging_epoch:type_name -> twinlog.v1.EpochEndOffset
+	34, // 6: twinlog.v1.FetchPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
+	35, // 7: twinlog.v1.FetchPartitionResponse.diverging_epoch:type_name -> twinlog.v1.EpochEndOffset
 	11, // 8: twinlog.v1.ListOffsetsRequest.topics:type_name -> twinlog.v1.ListOffsetsTopic
 	12, // 9: twinlog.v1.ListOffsetsTopic.partitions:type_name -> twinlog.v1.ListOffsetsPartition
 	1,  // 10: twinlog.v1.ListOffsetsPartition.spec:type_name -> twinlog.v1.OffsetSpec
 	14, // 11: twinlog.v1.ListOffsetsResponse.topics:type_name -> twinlog.v1.ListOffsetsTopicResponse
 	15, // 12: twinlog.v1.ListOffsetsTopicResponse.partitions:type_name -> twinlog.v1.ListOffsetsPartitionResponse
-	32, // 13: twinlog.v1.ListOffsetsPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
+	34, // 13: twinlog.v1.ListOffsetsPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
 	17, // 14: twinlog.v1.OffsetForLeaderEpochRequest.partitions:type_name -> twinlog.v1.OffsetForLeaderEpochPartition
 	19, // 15: twinlog.v1.OffsetForLeaderEpochResponse.partitions:type_name -> twinlog.v1.OffsetForLeaderEpochPartitionResponse
-	32, // 16: twinlog.v1.OffsetForLeaderEpochPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
+	34, // 16: twinlog.v1.OffsetForLeaderEpochPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
 	22, // 17: twinlog.v1.MetadataResponse.brokers:type_name -> twinlog.v1.MetadataBroker
 	23, // 18: twinlog.v1.MetadataResponse.topics:type_name -> twinlog.v1.MetadataTopic
-	32, // 19: twinlog.v1.MetadataTopic.error:type_name -> twinlog.v1.ErrorCode
-	34, // 20: twinlog.v1.MetadataTopic.mirror_state:type_name -> twinlog.v1.MirrorState
+	34, // 19: twinlog.v1.MetadataTopic.error:type_name -> twinlog.v1.ErrorCode
+	36, // 20: twinlog.v1.MetadataTopic.mirror_state:type_name -> twinlog.v1.MirrorState
 	24, // 21: twinlog.v1.MetadataTopic.partitions:type_name -> twinlog.v1.MetadataPartition
-	32, // 22: twinlog.v1.MetadataPartition.error:type_name -> twinlog.v1.ErrorCode
+	34, // 22: twinlog.v1.MetadataPartition.error:type_name -> twinlog.v1.ErrorCode
 	3,  // 23: twinlog.v1.AppendInternalRequest.partition:type_name -> twinlog.v1.ProducePartitionData
 	5,  // 24: twinlog.v1.AppendInternalResponse.partition:type_name -> twinlog.v1.ProducePartitionResponse
 	28, // 25: twinlog.v1.GetReplicaLogInfoRequest.topics:type_name -> twinlog.v1.GetReplicaLogInfoTopic
 	30, // 26: twinlog.v1.GetReplicaLogInfoResponse.topics:type_name -> twinlog.v1.GetReplicaLogInfoTopicResponse
 	31, // 27: twinlog.v1.GetReplicaLogInfoTopicResponse.partitions:type_name -> twinlog.v1.ReplicaLogInfo
-	32, // 28: twinlog.v1.ReplicaLogInfo.error:type_name -> twinlog.v1.ErrorCode
-	2,  // 29: twinlog.v1.ProduceService.Produce:input_type -> twinlog.v1.ProduceRequest
-	6,  // 30: twinlog.v1.FetchService.Fetch:input_type -> twinlog.v1.FetchRequest
-	10, // 31: twinlog.v1.FetchService.ListOffsets:input_type -> twinlog.v1.ListOffsetsRequest
-	16, // 32: twinlog.v1.FetchService.OffsetForLeaderEpoch:input_type -> twinlog.v1.OffsetForLeaderEpochRequest
-	20, // 33: twinlog.v1.FetchService.Metadata:input_type -> twinlog.v1.MetadataRequest
-	27, // 34: twinlog.v1.ReplicationService.GetReplicaLogInfo:input_type -> twinlog.v1.GetReplicaLogInfoRequest
-	25, // 35: twinlog.v1.ReplicationService.AppendInternal:input_type -> twinlog.v1.AppendInternalRequest
-	4,  // 36: twinlog.v1.ProduceService.Produce:output_type -> twinlog.v1.ProduceResponse
-	8,  // 37: twinlog.v1.FetchService.Fetch:output_type -> twinlog.v1.FetchResponse
-	13, // 38: twinlog.v1.FetchService.ListOffsets:output_type -> twinlog.v1.ListOffsetsResponse
-	18, // 39: twinlog.v1.FetchService.OffsetForLeaderEpoch:output_type -> twinlog.v1.OffsetForLeaderEpochResponse
-	21, // 40: twinlog.v1.FetchService.Metadata:output_type -> twinlog.v1.MetadataResponse
-	29, // 41: twinlog.v1.ReplicationService.GetReplicaLogInfo:output_type -> twinlog.v1.GetReplicaLogInfoResponse
-	26, // 42: twinlog.v1.ReplicationService.AppendInternal:output_type -> twinlog.v1.AppendInternalResponse
-	36, // [36:43] is the sub-list for method output_type
-	29, // [29:36] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	34, // 28: twinlog.v1.ReplicaLogInfo.error:type_name -> twinlog.v1.ErrorCode
+	34, // 29: twinlog.v1.InitProducerIdResponse.error:type_name -> twinlog.v1.ErrorCode
+	2,  // 30: twinlog.v1.ProduceService.Produce:input_type -> twinlog.v1.ProduceRequest
+	32, // 31: twinlog.v1.ProduceService.InitProducerId:input_type -> twinlog.v1.InitProducerIdRequest
+	6,  // 32: twinlog.v1.FetchService.Fetch:input_type -> twinlog.v1.FetchRequest
+	10, // 33: twinlog.v1.FetchService.ListOffsets:input_type -> twinlog.v1.ListOffsetsRequest
+	16, // 34: twinlog.v1.FetchService.OffsetForLeaderEpoch:input_type -> twinlog.v1.OffsetForLeaderEpochRequest
+	20, // 35: twinlog.v1.FetchService.Metadata:input_type -> twinlog.v1.MetadataRequest
+	27, // 36: twinlog.v1.ReplicationService.GetReplicaLogInfo:input_type -> twinlog.v1.GetReplicaLogInfoRequest
+	25, // 37: twinlog.v1.ReplicationService.AppendInternal:input_type -> twinlog.v1.AppendInternalRequest
+	4,  // 38: twinlog.v1.ProduceService.Produce:output_type -> twinlog.v1.ProduceResponse
+	33, // 39: twinlog.v1.ProduceService.InitProducerId:output_type -> twinlog.v1.InitProducerIdResponse
+	8,  // 40: twinlog.v1.FetchService.Fetch:output_type -> twinlog.v1.FetchResponse
+	13, // 41: twinlog.v1.FetchService.ListOffsets:output_type -> twinlog.v1.ListOffsetsResponse
+	18, // 42: twinlog.v1.FetchService.OffsetForLeaderEpoch:output_type -> twinlog.v1.OffsetForLeaderEpochResponse
+	21, // 43: twinlog.v1.FetchService.Metadata:output_type -> twinlog.v1.MetadataResponse
+	29, // 44: twinlog.v1.ReplicationService.GetReplicaLogInfo:output_type -> twinlog.v1.GetReplicaLogInfoResponse
+	26, // 45: twinlog.v1.ReplicationService.AppendInternal:output_type -> twinlog.v1.AppendInternalResponse
+	38, // [38:46] is the sub-list for method output_type
+	30, // [30:38] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_broker_proto_init() }
@@ -2487,7 +2627,7 @@ func file_twinlog_v1_broker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_twinlog_v1_broker_proto_rawDesc), len(file_twinlog_v1_broker_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   30,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

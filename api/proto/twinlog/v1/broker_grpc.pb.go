@@ -19,7 +19,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ProduceService_Produce_FullMethodName = "/twinlog.v1.ProduceService/Produce"
+	ProduceService_Produce_FullMethodName        = "/twinlog.v1.ProduceService/Produce"
+	ProduceService_InitProducerId_FullMethodName = "/twinlog.v1.ProduceService/InitProducerId"
 )
 
 // ProduceServiceClient is the client API for ProduceService service.
@@ -29,6 +30,9 @@ const (
 // ProduceService accepts record batches on partition leaders (SPEC §4.1).
 type ProduceServiceClient interface {
 	Produce(ctx context.Context, in *ProduceRequest, opts ...grpc.CallOption) (*ProduceResponse, error)
+	// InitProducerId gives an idempotent producer a new producer id, epoch 0
+	// (Kafka's InitProducerId without a transactional id).
+	InitProducerId(ctx context.Context, in *InitProducerIdRequest, opts ...grpc.CallOption) (*InitProducerIdResponse, error)
 }
 
 type produceServiceClient struct {
@@ -49,6 +53,16 @@ func (c *produceServiceClient) Produce(ctx context.Context, in *ProduceRequest, 
 	return out, nil
 }
 
+func (c *produceServiceClient) InitProducerId(ctx context.Context, in *InitProducerIdRequest, opts ...grpc.CallOption) (*InitProducerIdResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InitProducerIdResponse)
+	err := c.cc.Invoke(ctx, ProduceService_InitProducerId_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProduceServiceServer is the server API for ProduceService service.
 // All implementations must embed UnimplementedProduceServiceServer
 // for forward compatibility.
@@ -56,6 +70,9 @@ func (c *produceServiceClient) Produce(ctx context.Context, in *ProduceRequest, 
 // ProduceService accepts record batches on partition leaders (SPEC §4.1).
 type ProduceServiceServer interface {
 	Produce(context.Context, *ProduceRequest) (*ProduceResponse, error)
+	// InitProducerId gives an idempotent producer a new producer id, epoch 0
+	// (Kafka's InitProducerId without a transactional id).
+	InitProducerId(context.Context, *InitProducerIdRequest) (*InitProducerIdResponse, error)
 	mustEmbedUnimplementedProduceServiceServer()
 }
 
@@ -68,6 +85,9 @@ type UnimplementedProduceServiceServer struct{}
 
 func (UnimplementedProduceServiceServer) Produce(context.Context, *ProduceRequest) (*ProduceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Produce not implemented")
+}
+func (UnimplementedProduceServiceServer) InitProducerId(context.Context, *InitProducerIdRequest) (*InitProducerIdResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method InitProducerId not implemented")
 }
 func (UnimplementedProduceServiceServer) mustEmbedUnimplementedProduceServiceServer() {}
 func (UnimplementedProduceServiceServer) testEmbeddedByValue()                        {}
@@ -108,6 +128,24 @@ func _ProduceService_Produce_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ProduceService_InitProducerId_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InitProducerIdRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProduceServiceServer).InitProducerId(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ProduceService_InitProducerId_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProduceServiceServer).InitProducerId(ctx, req.(*InitProducerIdRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ProduceService_ServiceDesc is the grpc.ServiceDesc for ProduceService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -118,6 +156,10 @@ var ProduceService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Produce",
 			Handler:    _ProduceService_Produce_Handler,
+		},
+		{
+			MethodName: "InitProducerId",
+			Handler:    _ProduceService_InitProducerId_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

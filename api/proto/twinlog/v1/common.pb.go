@@ -85,6 +85,18 @@ const (
 	// log.message.timestamp.before.max.ms / after.max.ms window around its
 	// clock (Kafka's INVALID_TIMESTAMP). Not retriable.
 	ErrorCode_ERROR_CODE_INVALID_TIMESTAMP ErrorCode = 45
+	// An idempotent producer's batch does not follow its previous one in
+	// this partition (a gap in the sequence, or not 0 at a new epoch);
+	// nothing was appended (Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER).
+	ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER ErrorCode = 46
+	// A request repeats a batch the partition holds among others it does
+	// not: only a retry of a single batch is answered as a duplicate
+	// (Kafka's DUPLICATE_SEQUENCE_NUMBER).
+	ErrorCode_ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER ErrorCode = 47
+	// An idempotent producer's epoch is older than the partition's for its
+	// producer id: a newer producer with the id fenced it (Kafka's
+	// INVALID_PRODUCER_EPOCH).
+	ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH ErrorCode = 48
 )
 
 // Enum value maps for ErrorCode.
@@ -136,6 +148,9 @@ var (
 		43: "ERROR_CODE_DUPLICATE_BROKER_REGISTRATION",
 		44: "ERROR_CODE_BROKER_ID_NOT_REGISTERED",
 		45: "ERROR_CODE_INVALID_TIMESTAMP",
+		46: "ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER",
+		47: "ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER",
+		48: "ERROR_CODE_INVALID_PRODUCER_EPOCH",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_NONE":                             0,
@@ -184,6 +199,9 @@ var (
 		"ERROR_CODE_DUPLICATE_BROKER_REGISTRATION":    43,
 		"ERROR_CODE_BROKER_ID_NOT_REGISTERED":         44,
 		"ERROR_CODE_INVALID_TIMESTAMP":                45,
+		"ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER":     46,
+		"ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER":        47,
+		"ERROR_CODE_INVALID_PRODUCER_EPOCH":           48,
 	}
 )
 
@@ -510,7 +528,7 @@ const file_twinlog_v1_common_proto_rawDesc = "" +
 	"\x06Cursor\x12\x1d\n" +
 	"\n" +
 	"topic_name\x18\x01 \x01(\tR\ttopicName\x12'\n" +
-	"\x0fpartition_index\x18\x02 \x01(\x05R\x0epartitionIndex*\xba\r\n" +
+	"\x0fpartition_index\x18\x02 \x01(\x05R\x0epartitionIndex*\xb8\x0e\n" +
 	"\tErrorCode\x12\x13\n" +
 	"\x0fERROR_CODE_NONE\x10\x00\x12#\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\x01\x12%\n" +
@@ -558,7 +576,10 @@ const file_twinlog_v1_common_proto_rawDesc = "" +
 	"&ERROR_CODE_INVALID_FETCH_SESSION_EPOCH\x10*\x12,\n" +
 	"(ERROR_CODE_DUPLICATE_BROKER_REGISTRATION\x10+\x12'\n" +
 	"#ERROR_CODE_BROKER_ID_NOT_REGISTERED\x10,\x12 \n" +
-	"\x1cERROR_CODE_INVALID_TIMESTAMP\x10-*\x87\x01\n" +
+	"\x1cERROR_CODE_INVALID_TIMESTAMP\x10-\x12+\n" +
+	"'ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER\x10.\x12(\n" +
+	"$ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER\x10/\x12%\n" +
+	"!ERROR_CODE_INVALID_PRODUCER_EPOCH\x100*\x87\x01\n" +
 	"\x13LeaderRecoveryState\x12%\n" +
 	"!LEADER_RECOVERY_STATE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fLEADER_RECOVERY_STATE_RECOVERED\x10\x01\x12$\n" +

@@ -1112,6 +1112,128 @@ func (x *FetchMetadataResponse) GetErrorMessage() string {
 	return ""
 }
 
+type AllocateProducerIdsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BrokerId      int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	BrokerEpoch   int64                  `protobuf:"varint,2,opt,name=broker_epoch,json=brokerEpoch,proto3" json:"broker_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllocateProducerIdsRequest) Reset() {
+	*x = AllocateProducerIdsRequest{}
+	mi := &file_twinlog_v1_controller_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocateProducerIdsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocateProducerIdsRequest) ProtoMessage() {}
+
+func (x *AllocateProducerIdsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_controller_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocateProducerIdsRequest.ProtoReflect.Descriptor instead.
+func (*AllocateProducerIdsRequest) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *AllocateProducerIdsRequest) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+func (x *AllocateProducerIdsRequest) GetBrokerEpoch() int64 {
+	if x != nil {
+		return x.BrokerEpoch
+	}
+	return 0
+}
+
+type AllocateProducerIdsResponse struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Error        ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// producer_id_start is the block's first id; the block is
+	// [producer_id_start, producer_id_start + producer_id_len).
+	ProducerIdStart int64 `protobuf:"varint,3,opt,name=producer_id_start,json=producerIdStart,proto3" json:"producer_id_start,omitempty"`
+	ProducerIdLen   int32 `protobuf:"varint,4,opt,name=producer_id_len,json=producerIdLen,proto3" json:"producer_id_len,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *AllocateProducerIdsResponse) Reset() {
+	*x = AllocateProducerIdsResponse{}
+	mi := &file_twinlog_v1_controller_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllocateProducerIdsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllocateProducerIdsResponse) ProtoMessage() {}
+
+func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_controller_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllocateProducerIdsResponse.ProtoReflect.Descriptor instead.
+func (*AllocateProducerIdsResponse) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *AllocateProducerIdsResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_ERROR_CODE_NONE
+}
+
+func (x *AllocateProducerIdsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *AllocateProducerIdsResponse) GetProducerIdStart() int64 {
+	if x != nil {
+		return x.ProducerIdStart
+	}
+	return 0
+}
+
+func (x *AllocateProducerIdsResponse) GetProducerIdLen() int32 {
+	if x != nil {
+		return x.ProducerIdLen
+	}
+	return 0
+}
+
 var File_twinlog_v1_controller_proto protoreflect.FileDescriptor
 
 const file_twinlog_v1_controller_proto_rawDesc = "" +
@@ -1211,13 +1333,22 @@ const file_twinlog_v1_controller_proto_rawDesc = "" +
 	"cluster_id\x18\x05 \x01(\tR\tclusterId\x12L\n" +
 	"\x14next_snapshot_cursor\x18\x06 \x01(\v2\x1a.twinlog.v1.SnapshotCursorR\x12nextSnapshotCursor\x12+\n" +
 	"\x11snapshot_position\x18\a \x01(\x03R\x10snapshotPosition\x12#\n" +
-	"\rerror_message\x18\b \x01(\tR\ferrorMessage2\xd3\x03\n" +
+	"\rerror_message\x18\b \x01(\tR\ferrorMessage\"\\\n" +
+	"\x1aAllocateProducerIdsRequest\x12\x1b\n" +
+	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12!\n" +
+	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\"\xc3\x01\n" +
+	"\x1bAllocateProducerIdsResponse\x12+\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12*\n" +
+	"\x11producer_id_start\x18\x03 \x01(\x03R\x0fproducerIdStart\x12&\n" +
+	"\x0fproducer_id_len\x18\x04 \x01(\x05R\rproducerIdLen2\xbb\x04\n" +
 	"\x11ControllerService\x12W\n" +
 	"\x0eRegisterBroker\x12!.twinlog.v1.RegisterBrokerRequest\x1a\".twinlog.v1.RegisterBrokerResponse\x12Z\n" +
 	"\x0fBrokerHeartbeat\x12\".twinlog.v1.BrokerHeartbeatRequest\x1a#.twinlog.v1.BrokerHeartbeatResponse\x12W\n" +
 	"\x0eAlterPartition\x12!.twinlog.v1.AlterPartitionRequest\x1a\".twinlog.v1.AlterPartitionResponse\x12Z\n" +
 	"\x0fBumpLeaderEpoch\x12\".twinlog.v1.BumpLeaderEpochRequest\x1a#.twinlog.v1.BumpLeaderEpochResponse\x12T\n" +
-	"\rFetchMetadata\x12 .twinlog.v1.FetchMetadataRequest\x1a!.twinlog.v1.FetchMetadataResponseB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
+	"\rFetchMetadata\x12 .twinlog.v1.FetchMetadataRequest\x1a!.twinlog.v1.FetchMetadataResponse\x12f\n" +
+	"\x13AllocateProducerIds\x12&.twinlog.v1.AllocateProducerIdsRequest\x1a'.twinlog.v1.AllocateProducerIdsResponseB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
 
 var (
 	file_twinlog_v1_controller_proto_rawDescOnce sync.Once
@@ -1231,57 +1362,62 @@ func file_twinlog_v1_controller_proto_rawDescGZIP() []byte {
 	return file_twinlog_v1_controller_proto_rawDescData
 }
 
-var file_twinlog_v1_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_twinlog_v1_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_twinlog_v1_controller_proto_goTypes = []any{
-	(*RegisterBrokerRequest)(nil),   // 0: twinlog.v1.RegisterBrokerRequest
-	(*RegisterBrokerResponse)(nil),  // 1: twinlog.v1.RegisterBrokerResponse
-	(*BrokerHeartbeatRequest)(nil),  // 2: twinlog.v1.BrokerHeartbeatRequest
-	(*OfflinePartition)(nil),        // 3: twinlog.v1.OfflinePartition
-	(*BrokerHeartbeatResponse)(nil), // 4: twinlog.v1.BrokerHeartbeatResponse
-	(*AlterPartitionRequest)(nil),   // 5: twinlog.v1.AlterPartitionRequest
-	(*IsrMember)(nil),               // 6: twinlog.v1.IsrMember
-	(*AlterPartitionResponse)(nil),  // 7: twinlog.v1.AlterPartitionResponse
-	(*BumpLeaderEpochRequest)(nil),  // 8: twinlog.v1.BumpLeaderEpochRequest
-	(*BumpLeaderEpochResponse)(nil), // 9: twinlog.v1.BumpLeaderEpochResponse
-	(*FetchMetadataRequest)(nil),    // 10: twinlog.v1.FetchMetadataRequest
-	(*SnapshotCursor)(nil),          // 11: twinlog.v1.SnapshotCursor
-	(*FetchMetadataResponse)(nil),   // 12: twinlog.v1.FetchMetadataResponse
-	(ErrorCode)(0),                  // 13: twinlog.v1.ErrorCode
-	(*MirrorPartitionStatus)(nil),   // 14: twinlog.v1.MirrorPartitionStatus
-	(LeaderRecoveryState)(0),        // 15: twinlog.v1.LeaderRecoveryState
-	(*MetadataSnapshot)(nil),        // 16: twinlog.v1.MetadataSnapshot
-	(*MetadataDelta)(nil),           // 17: twinlog.v1.MetadataDelta
+	(*RegisterBrokerRequest)(nil),       // 0: twinlog.v1.RegisterBrokerRequest
+	(*RegisterBrokerResponse)(nil),      // 1: twinlog.v1.RegisterBrokerResponse
+	(*BrokerHeartbeatRequest)(nil),      // 2: twinlog.v1.BrokerHeartbeatRequest
+	(*OfflinePartition)(nil),            // 3: twinlog.v1.OfflinePartition
+	(*BrokerHeartbeatResponse)(nil),     // 4: twinlog.v1.BrokerHeartbeatResponse
+	(*AlterPartitionRequest)(nil),       // 5: twinlog.v1.AlterPartitionRequest
+	(*IsrMember)(nil),                   // 6: twinlog.v1.IsrMember
+	(*AlterPartitionResponse)(nil),      // 7: twinlog.v1.AlterPartitionResponse
+	(*BumpLeaderEpochRequest)(nil),      // 8: twinlog.v1.BumpLeaderEpochRequest
+	(*BumpLeaderEpochResponse)(nil),     // 9: twinlog.v1.BumpLeaderEpochResponse
+	(*FetchMetadataRequest)(nil),        // 10: twinlog.v1.FetchMetadataRequest
+	(*SnapshotCursor)(nil),              // 11: twinlog.v1.SnapshotCursor
+	(*FetchMetadataResponse)(nil),       // 12: twinlog.v1.FetchMetadataResponse
+	(*AllocateProducerIdsRequest)(nil),  // 13: twinlog.v1.AllocateProducerIdsRequest
+	(*AllocateProducerIdsResponse)(nil), // 14: twinlog.v1.AllocateProducerIdsResponse
+	(ErrorCode)(0),                      // 15: twinlog.v1.ErrorCode
+	(*MirrorPartitionStatus)(nil),       // 16: twinlog.v1.MirrorPartitionStatus
+	(LeaderRecoveryState)(0),            // 17: twinlog.v1.LeaderRecoveryState
+	(*MetadataSnapshot)(nil),            // 18: twinlog.v1.MetadataSnapshot
+	(*MetadataDelta)(nil),               // 19: twinlog.v1.MetadataDelta
 }
 var file_twinlog_v1_controller_proto_depIdxs = []int32{
-	13, // 0: twinlog.v1.RegisterBrokerResponse.error:type_name -> twinlog.v1.ErrorCode
-	14, // 1: twinlog.v1.BrokerHeartbeatRequest.mirror_partitions:type_name -> twinlog.v1.MirrorPartitionStatus
+	15, // 0: twinlog.v1.RegisterBrokerResponse.error:type_name -> twinlog.v1.ErrorCode
+	16, // 1: twinlog.v1.BrokerHeartbeatRequest.mirror_partitions:type_name -> twinlog.v1.MirrorPartitionStatus
 	3,  // 2: twinlog.v1.BrokerHeartbeatRequest.offline_partitions:type_name -> twinlog.v1.OfflinePartition
-	13, // 3: twinlog.v1.BrokerHeartbeatResponse.error:type_name -> twinlog.v1.ErrorCode
+	15, // 3: twinlog.v1.BrokerHeartbeatResponse.error:type_name -> twinlog.v1.ErrorCode
 	6,  // 4: twinlog.v1.AlterPartitionRequest.new_isr:type_name -> twinlog.v1.IsrMember
-	15, // 5: twinlog.v1.AlterPartitionRequest.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
-	13, // 6: twinlog.v1.AlterPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
-	15, // 7: twinlog.v1.AlterPartitionResponse.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
-	13, // 8: twinlog.v1.BumpLeaderEpochResponse.error:type_name -> twinlog.v1.ErrorCode
+	17, // 5: twinlog.v1.AlterPartitionRequest.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
+	15, // 6: twinlog.v1.AlterPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
+	17, // 7: twinlog.v1.AlterPartitionResponse.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
+	15, // 8: twinlog.v1.BumpLeaderEpochResponse.error:type_name -> twinlog.v1.ErrorCode
 	11, // 9: twinlog.v1.FetchMetadataRequest.snapshot_cursor:type_name -> twinlog.v1.SnapshotCursor
-	13, // 10: twinlog.v1.FetchMetadataResponse.error:type_name -> twinlog.v1.ErrorCode
-	16, // 11: twinlog.v1.FetchMetadataResponse.snapshot:type_name -> twinlog.v1.MetadataSnapshot
-	17, // 12: twinlog.v1.FetchMetadataResponse.deltas:type_name -> twinlog.v1.MetadataDelta
+	15, // 10: twinlog.v1.FetchMetadataResponse.error:type_name -> twinlog.v1.ErrorCode
+	18, // 11: twinlog.v1.FetchMetadataResponse.snapshot:type_name -> twinlog.v1.MetadataSnapshot
+	19, // 12: twinlog.v1.FetchMetadataResponse.deltas:type_name -> twinlog.v1.MetadataDelta
 	11, // 13: twinlog.v1.FetchMetadataResponse.next_snapshot_cursor:type_name -> twinlog.v1.SnapshotCursor
-	0,  // 14: twinlog.v1.ControllerService.RegisterBroker:input_type -> twinlog.v1.RegisterBrokerRequest
-	2,  // 15: twinlog.v1.ControllerService.BrokerHeartbeat:input_type -> twinlog.v1.BrokerHeartbeatRequest
-	5,  // 16: twinlog.v1.ControllerService.AlterPartition:input_type -> twinlog.v1.AlterPartitionRequest
-	8,  // 17: twinlog.v1.ControllerService.BumpLeaderEpoch:input_type -> twinlog.v1.BumpLeaderEpochRequest
-	10, // 18: twinlog.v1.ControllerService.FetchMetadata:input_type -> twinlog.v1.FetchMetadataRequest
-	1,  // 19: twinlog.v1.ControllerService.RegisterBroker:output_type -> twinlog.v1.RegisterBrokerResponse
-	4,  // 20: twinlog.v1.ControllerService.BrokerHeartbeat:output_type -> twinlog.v1.BrokerHeartbeatResponse
-	7,  // 21: twinlog.v1.ControllerService.AlterPartition:output_type -> twinlog.v1.AlterPartitionResponse
-	9,  // 22: twinlog.v1.ControllerService.BumpLeaderEpoch:output_type -> twinlog.v1.BumpLeaderEpochResponse
-	12, // 23: twinlog.v1.ControllerService.FetchMetadata:output_type -> twinlog.v1.FetchMetadataResponse
-	19, // [19:24] is the sub-list for method output_type
-	14, // [14:19] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	15, // 14: twinlog.v1.AllocateProducerIdsResponse.error:type_name -> twinlog.v1.ErrorCode
+	0,  // 15: twinlog.v1.ControllerService.RegisterBroker:input_type -> twinlog.v1.RegisterBrokerRequest
+	2,  // 16: twinlog.v1.ControllerService.BrokerHeartbeat:input_type -> twinlog.v1.BrokerHeartbeatRequest
+	5,  // 17: twinlog.v1.ControllerService.AlterPartition:input_type -> twinlog.v1.AlterPartitionRequest
+	8,  // 18: twinlog.v1.ControllerService.BumpLeaderEpoch:input_type -> twinlog.v1.BumpLeaderEpochRequest
+	10, // 19: twinlog.v1.ControllerService.FetchMetadata:input_type -> twinlog.v1.FetchMetadataRequest
+	13, // 20: twinlog.v1.ControllerService.AllocateProducerIds:input_type -> twinlog.v1.AllocateProducerIdsRequest
+	1,  // 21: twinlog.v1.ControllerService.RegisterBroker:output_type -> twinlog.v1.RegisterBrokerResponse
+	4,  // 22: twinlog.v1.ControllerService.BrokerHeartbeat:output_type -> twinlog.v1.BrokerHeartbeatResponse
+	7,  // 23: twinlog.v1.ControllerService.AlterPartition:output_type -> twinlog.v1.AlterPartitionResponse
+	9,  // 24: twinlog.v1.ControllerService.BumpLeaderEpoch:output_type -> twinlog.v1.BumpLeaderEpochResponse
+	12, // 25: twinlog.v1.ControllerService.FetchMetadata:output_type -> twinlog.v1.FetchMetadataResponse
+	14, // 26: twinlog.v1.ControllerService.AllocateProducerIds:output_type -> twinlog.v1.AllocateProducerIdsResponse
+	21, // [21:27] is the sub-list for method output_type
+	15, // [15:21] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_controller_proto_init() }
@@ -1298,7 +1434,7 @@ func file_twinlog_v1_controller_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_twinlog_v1_controller_proto_rawDesc), len(file_twinlog_v1_controller_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,11 +19,12 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ControllerService_RegisterBroker_FullMethodName  = "/twinlog.v1.ControllerService/RegisterBroker"
-	ControllerService_BrokerHeartbeat_FullMethodName = "/twinlog.v1.ControllerService/BrokerHeartbeat"
-	ControllerService_AlterPartition_FullMethodName  = "/twinlog.v1.ControllerService/AlterPartition"
-	ControllerService_BumpLeaderEpoch_FullMethodName = "/twinlog.v1.ControllerService/BumpLeaderEpoch"
-	ControllerService_FetchMetadata_FullMethodName   = "/twinlog.v1.ControllerService/FetchMetadata"
+	ControllerService_RegisterBroker_FullMethodName      = "/twinlog.v1.ControllerService/RegisterBroker"
+	ControllerService_BrokerHeartbeat_FullMethodName     = "/twinlog.v1.ControllerService/BrokerHeartbeat"
+	ControllerService_AlterPartition_FullMethodName      = "/twinlog.v1.ControllerService/AlterPartition"
+	ControllerService_BumpLeaderEpoch_FullMethodName     = "/twinlog.v1.ControllerService/BumpLeaderEpoch"
+	ControllerService_FetchMetadata_FullMethodName       = "/twinlog.v1.ControllerService/FetchMetadata"
+	ControllerService_AllocateProducerIds_FullMethodName = "/twinlog.v1.ControllerService/AllocateProducerIds"
 )
 
 // ControllerServiceClient is the client API for ControllerService service.
@@ -40,6 +41,10 @@ type ControllerServiceClient interface {
 	// answers with a snapshot when the offset is too old, in pages bounded by
 	// metadata.fetch.max.bytes that the caller walks with snapshot_cursor.
 	FetchMetadata(ctx context.Context, in *FetchMetadataRequest, opts ...grpc.CallOption) (*FetchMetadataResponse, error)
+	// AllocateProducerIds hands a broker the next block of idempotent
+	// producer ids of this cluster's id space (Kafka's KIP-730); the block
+	// is durable before the answer, so no id is ever given twice.
+	AllocateProducerIds(ctx context.Context, in *AllocateProducerIdsRequest, opts ...grpc.CallOption) (*AllocateProducerIdsResponse, error)
 }
 
 type controllerServiceClient struct {
@@ -100,6 +105,16 @@ func (c *controllerServiceClient) FetchMetadata(ctx context.Context, in *FetchMe
 	return out, nil
 }
 
+func (c *controllerServiceClient) AllocateProducerIds(ctx context.Context, in *AllocateProducerIdsRequest, opts ...grpc.CallOption) (*AllocateProducerIdsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AllocateProducerIdsResponse)
+	err := c.cc.Invoke(ctx, ControllerService_AllocateProducerIds_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ControllerServiceServer is the server API for ControllerService service.
 // All implementations must embed UnimplementedControllerServiceServer
 // for forward compatibility.
@@ -114,6 +129,10 @@ type ControllerServiceServer interface {
 	// answers with a snapshot when the offset is too old, in pages bounded by
 	// metadata.fetch.max.bytes that the caller walks with snapshot_cursor.
 	FetchMetadata(context.Context, *FetchMetadataRequest) (*FetchMetadataResponse, error)
+	// AllocateProducerIds hands a broker the next block of idempotent
+	// producer ids of this cluster's id space (Kafka's KIP-730); the block
+	// is durable before the answer, so no id is ever given twice.
+	AllocateProducerIds(context.Context, *AllocateProducerIdsRequest) (*AllocateProducerIdsResponse, error)
 	mustEmbedUnimplementedControllerServiceServer()
 }
 
@@ -138,6 +157,9 @@ func (UnimplementedControllerServiceServer) BumpLeaderEpoch(context.Context, *Bu
 }
 func (UnimplementedControllerServiceServer) FetchMetadata(context.Context, *FetchMetadataRequest) (*FetchMetadataResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method FetchMetadata not implemented")
+}
+func (UnimplementedControllerServiceServer) AllocateProducerIds(context.Context, *AllocateProducerIdsRequest) (*AllocateProducerIdsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AllocateProducerIds not implemented")
 }
 func (UnimplementedControllerServiceServer) mustEmbedUnimplementedControllerServiceServer() {}
 func (UnimplementedControllerServiceServer) testEmbeddedByValue()                           {}
@@ -250,6 +272,24 @@ func _ControllerService_FetchMetadata_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControllerService_AllocateProducerIds_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AllocateProducerIdsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerServiceServer).AllocateProducerIds(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerService_AllocateProducerIds_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerServiceServer).AllocateProducerIds(ctx, req.(*AllocateProducerIdsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ControllerService_ServiceDesc is the grpc.ServiceDesc for ControllerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -276,6 +316,10 @@ var ControllerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "FetchMetadata",
 			Handler:    _ControllerService_FetchMetadata_Handler,
+		},
+		{
+			MethodName: "AllocateProducerIds",
+			Handler:    _ControllerService_AllocateProducerIds_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

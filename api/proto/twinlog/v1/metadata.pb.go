@@ -576,6 +576,69 @@ func (x *ClusterConfigRecord) GetConfigs() map[string]string {
 	return nil
 }
 
+// ProducerIdsRecord is the producer id allocation: the blocks below
+// next_producer_id (in the cluster's id space) are handed out; the last
+// went to broker_id at broker_epoch (Kafka's ProducerIdsRecord).
+type ProducerIdsRecord struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	BrokerId       int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	BrokerEpoch    int64                  `protobuf:"varint,2,opt,name=broker_epoch,json=brokerEpoch,proto3" json:"broker_epoch,omitempty"`
+	NextProducerId int64                  `protobuf:"varint,3,opt,name=next_producer_id,json=nextProducerId,proto3" json:"next_producer_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ProducerIdsRecord) Reset() {
+	*x = ProducerIdsRecord{}
+	mi := &file_twinlog_v1_metadata_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProducerIdsRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProducerIdsRecord) ProtoMessage() {}
+
+func (x *ProducerIdsRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_metadata_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProducerIdsRecord.ProtoReflect.Descriptor instead.
+func (*ProducerIdsRecord) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_metadata_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ProducerIdsRecord) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+func (x *ProducerIdsRecord) GetBrokerEpoch() int64 {
+	if x != nil {
+		return x.BrokerEpoch
+	}
+	return 0
+}
+
+func (x *ProducerIdsRecord) GetNextProducerId() int64 {
+	if x != nil {
+		return x.NextProducerId
+	}
+	return 0
+}
+
 // MetadataDelta is one metadata change: the full new state of every entity it
 // touches. Brokers apply deltas in offset order (SPEC §3.1).
 type MetadataDelta struct {
@@ -589,13 +652,14 @@ type MetadataDelta struct {
 	RemovedMirrors []string               `protobuf:"bytes,7,rep,name=removed_mirrors,json=removedMirrors,proto3" json:"removed_mirrors,omitempty"`
 	ClusterConfig  *ClusterConfigRecord   `protobuf:"bytes,8,opt,name=cluster_config,json=clusterConfig,proto3" json:"cluster_config,omitempty"`
 	RemovedBrokers []int32                `protobuf:"varint,9,rep,packed,name=removed_brokers,json=removedBrokers,proto3" json:"removed_brokers,omitempty"`
+	ProducerIds    *ProducerIdsRecord     `protobuf:"bytes,10,opt,name=producer_ids,json=producerIds,proto3" json:"producer_ids,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MetadataDelta) Reset() {
 	*x = MetadataDelta{}
-	mi := &file_twinlog_v1_metadata_proto_msgTypes[6]
+	mi := &file_twinlog_v1_metadata_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +671,7 @@ func (x *MetadataDelta) String() string {
 func (*MetadataDelta) ProtoMessage() {}
 
 func (x *MetadataDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_metadata_proto_msgTypes[6]
+	mi := &file_twinlog_v1_metadata_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -620,7 +684,7 @@ func (x *MetadataDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataDelta.ProtoReflect.Descriptor instead.
 func (*MetadataDelta) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_metadata_proto_rawDescGZIP(), []int{6}
+	return file_twinlog_v1_metadata_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *MetadataDelta) GetOffset() int64 {
@@ -686,6 +750,13 @@ func (x *MetadataDelta) GetRemovedBrokers() []int32 {
 	return nil
 }
 
+func (x *MetadataDelta) GetProducerIds() *ProducerIdsRecord {
+	if x != nil {
+		return x.ProducerIds
+	}
+	return nil
+}
+
 // MetadataSnapshot is the whole metadata image at an offset.
 type MetadataSnapshot struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -696,13 +767,14 @@ type MetadataSnapshot struct {
 	Partitions    []*PartitionRecord     `protobuf:"bytes,5,rep,name=partitions,proto3" json:"partitions,omitempty"`
 	Mirrors       []*MirrorRecord        `protobuf:"bytes,6,rep,name=mirrors,proto3" json:"mirrors,omitempty"`
 	ClusterConfig *ClusterConfigRecord   `protobuf:"bytes,7,opt,name=cluster_config,json=clusterConfig,proto3" json:"cluster_config,omitempty"`
+	ProducerIds   *ProducerIdsRecord     `protobuf:"bytes,8,opt,name=producer_ids,json=producerIds,proto3" json:"producer_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MetadataSnapshot) Reset() {
 	*x = MetadataSnapshot{}
-	mi := &file_twinlog_v1_metadata_proto_msgTypes[7]
+	mi := &file_twinlog_v1_metadata_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -714,7 +786,7 @@ func (x *MetadataSnapshot) String() string {
 func (*MetadataSnapshot) ProtoMessage() {}
 
 func (x *MetadataSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_metadata_proto_msgTypes[7]
+	mi := &file_twinlog_v1_metadata_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -727,7 +799,7 @@ func (x *MetadataSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetadataSnapshot.ProtoReflect.Descriptor instead.
 func (*MetadataSnapshot) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_metadata_proto_rawDescGZIP(), []int{7}
+	return file_twinlog_v1_metadata_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MetadataSnapshot) GetOffset() int64 {
@@ -775,6 +847,13 @@ func (x *MetadataSnapshot) GetMirrors() []*MirrorRecord {
 func (x *MetadataSnapshot) GetClusterConfig() *ClusterConfigRecord {
 	if x != nil {
 		return x.ClusterConfig
+	}
+	return nil
+}
+
+func (x *MetadataSnapshot) GetProducerIds() *ProducerIdsRecord {
+	if x != nil {
+		return x.ProducerIds
 	}
 	return nil
 }
@@ -844,7 +923,11 @@ const file_twinlog_v1_metadata_proto_rawDesc = "" +
 	"\aconfigs\x18\x01 \x03(\v2,.twinlog.v1.ClusterConfigRecord.ConfigsEntryR\aconfigs\x1a:\n" +
 	"\fConfigsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbe\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"}\n" +
+	"\x11ProducerIdsRecord\x12\x1b\n" +
+	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12!\n" +
+	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\x12(\n" +
+	"\x10next_producer_id\x18\x03 \x01(\x03R\x0enextProducerId\"\x80\x04\n" +
 	"\rMetadataDelta\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x122\n" +
 	"\abrokers\x18\x02 \x03(\v2\x18.twinlog.v1.BrokerRecordR\abrokers\x12/\n" +
@@ -856,7 +939,9 @@ const file_twinlog_v1_metadata_proto_rawDesc = "" +
 	"\x0eremoved_topics\x18\x06 \x03(\tR\rremovedTopics\x12'\n" +
 	"\x0fremoved_mirrors\x18\a \x03(\tR\x0eremovedMirrors\x12F\n" +
 	"\x0ecluster_config\x18\b \x01(\v2\x1f.twinlog.v1.ClusterConfigRecordR\rclusterConfig\x12'\n" +
-	"\x0fremoved_brokers\x18\t \x03(\x05R\x0eremovedBrokers\"\xe7\x02\n" +
+	"\x0fremoved_brokers\x18\t \x03(\x05R\x0eremovedBrokers\x12@\n" +
+	"\fproducer_ids\x18\n" +
+	" \x01(\v2\x1d.twinlog.v1.ProducerIdsRecordR\vproducerIds\"\xa9\x03\n" +
 	"\x10MetadataSnapshot\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x1d\n" +
 	"\n" +
@@ -867,7 +952,8 @@ const file_twinlog_v1_metadata_proto_rawDesc = "" +
 	"partitions\x18\x05 \x03(\v2\x1b.twinlog.v1.PartitionRecordR\n" +
 	"partitions\x122\n" +
 	"\amirrors\x18\x06 \x03(\v2\x18.twinlog.v1.MirrorRecordR\amirrors\x12F\n" +
-	"\x0ecluster_config\x18\a \x01(\v2\x1f.twinlog.v1.ClusterConfigRecordR\rclusterConfigB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
+	"\x0ecluster_config\x18\a \x01(\v2\x1f.twinlog.v1.ClusterConfigRecordR\rclusterConfig\x12@\n" +
+	"\fproducer_ids\x18\b \x01(\v2\x1d.twinlog.v1.ProducerIdsRecordR\vproducerIdsB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
 
 var (
 	file_twinlog_v1_metadata_proto_rawDescOnce sync.Once
@@ -881,7 +967,7 @@ func file_twinlog_v1_metadata_proto_rawDescGZIP() []byte {
 	return file_twinlog_v1_metadata_proto_rawDescData
 }
 
-var file_twinlog_v1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_twinlog_v1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_twinlog_v1_metadata_proto_goTypes = []any{
 	(*BrokerRecord)(nil),        // 0: twinlog.v1.BrokerRecord
 	(*TopicRecord)(nil),         // 1: twinlog.v1.TopicRecord
@@ -889,36 +975,39 @@ var file_twinlog_v1_metadata_proto_goTypes = []any{
 	(*MirrorTopicRecord)(nil),   // 3: twinlog.v1.MirrorTopicRecord
 	(*MirrorRecord)(nil),        // 4: twinlog.v1.MirrorRecord
 	(*ClusterConfigRecord)(nil), // 5: twinlog.v1.ClusterConfigRecord
-	(*MetadataDelta)(nil),       // 6: twinlog.v1.MetadataDelta
-	(*MetadataSnapshot)(nil),    // 7: twinlog.v1.MetadataSnapshot
-	nil,                         // 8: twinlog.v1.TopicRecord.ConfigsEntry
-	nil,                         // 9: twinlog.v1.ClusterConfigRecord.ConfigsEntry
-	(LeaderRecoveryState)(0),    // 10: twinlog.v1.LeaderRecoveryState
-	(*TruncationPoint)(nil),     // 11: twinlog.v1.TruncationPoint
-	(MirrorState)(0),            // 12: twinlog.v1.MirrorState
+	(*ProducerIdsRecord)(nil),   // 6: twinlog.v1.ProducerIdsRecord
+	(*MetadataDelta)(nil),       // 7: twinlog.v1.MetadataDelta
+	(*MetadataSnapshot)(nil),    // 8: twinlog.v1.MetadataSnapshot
+	nil,                         // 9: twinlog.v1.TopicRecord.ConfigsEntry
+	nil,                         // 10: twinlog.v1.ClusterConfigRecord.ConfigsEntry
+	(LeaderRecoveryState)(0),    // 11: twinlog.v1.LeaderRecoveryState
+	(*TruncationPoint)(nil),     // 12: twinlog.v1.TruncationPoint
+	(MirrorState)(0),            // 13: twinlog.v1.MirrorState
 }
 var file_twinlog_v1_metadata_proto_depIdxs = []int32{
-	8,  // 0: twinlog.v1.TopicRecord.configs:type_name -> twinlog.v1.TopicRecord.ConfigsEntry
-	10, // 1: twinlog.v1.PartitionRecord.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
-	11, // 2: twinlog.v1.PartitionRecord.truncation_points:type_name -> twinlog.v1.TruncationPoint
-	12, // 3: twinlog.v1.MirrorTopicRecord.desired_state:type_name -> twinlog.v1.MirrorState
+	9,  // 0: twinlog.v1.TopicRecord.configs:type_name -> twinlog.v1.TopicRecord.ConfigsEntry
+	11, // 1: twinlog.v1.PartitionRecord.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
+	12, // 2: twinlog.v1.PartitionRecord.truncation_points:type_name -> twinlog.v1.TruncationPoint
+	13, // 3: twinlog.v1.MirrorTopicRecord.desired_state:type_name -> twinlog.v1.MirrorState
 	3,  // 4: twinlog.v1.MirrorRecord.topics:type_name -> twinlog.v1.MirrorTopicRecord
-	9,  // 5: twinlog.v1.ClusterConfigRecord.configs:type_name -> twinlog.v1.ClusterConfigRecord.ConfigsEntry
+	10, // 5: twinlog.v1.ClusterConfigRecord.configs:type_name -> twinlog.v1.ClusterConfigRecord.ConfigsEntry
 	0,  // 6: twinlog.v1.MetadataDelta.brokers:type_name -> twinlog.v1.BrokerRecord
 	1,  // 7: twinlog.v1.MetadataDelta.topics:type_name -> twinlog.v1.TopicRecord
 	2,  // 8: twinlog.v1.MetadataDelta.partitions:type_name -> twinlog.v1.PartitionRecord
 	4,  // 9: twinlog.v1.MetadataDelta.mirrors:type_name -> twinlog.v1.MirrorRecord
 	5,  // 10: twinlog.v1.MetadataDelta.cluster_config:type_name -> twinlog.v1.ClusterConfigRecord
-	0,  // 11: twinlog.v1.MetadataSnapshot.brokers:type_name -> twinlog.v1.BrokerRecord
-	1,  // 12: twinlog.v1.MetadataSnapshot.topics:type_name -> twinlog.v1.TopicRecord
-	2,  // 13: twinlog.v1.MetadataSnapshot.partitions:type_name -> twinlog.v1.PartitionRecord
-	4,  // 14: twinlog.v1.MetadataSnapshot.mirrors:type_name -> twinlog.v1.MirrorRecord
-	5,  // 15: twinlog.v1.MetadataSnapshot.cluster_config:type_name -> twinlog.v1.ClusterConfigRecord
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	6,  // 11: twinlog.v1.MetadataDelta.producer_ids:type_name -> twinlog.v1.ProducerIdsRecord
+	0,  // 12: twinlog.v1.MetadataSnapshot.brokers:type_name -> twinlog.v1.BrokerRecord
+	1,  // 13: twinlog.v1.MetadataSnapshot.topics:type_name -> twinlog.v1.TopicRecord
+	2,  // 14: twinlog.v1.MetadataSnapshot.partitions:type_name -> twinlog.v1.PartitionRecord
+	4,  // 15: twinlog.v1.MetadataSnapshot.mirrors:type_name -> twinlog.v1.MirrorRecord
+	5,  // 16: twinlog.v1.MetadataSnapshot.cluster_config:type_name -> twinlog.v1.ClusterConfigRecord
+	6,  // 17: twinlog.v1.MetadataSnapshot.producer_ids:type_name -> twinlog.v1.ProducerIdsRecord
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_metadata_proto_init() }
@@ -933,7 +1022,7 @@ func file_twinlog_v1_metadata_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_twinlog_v1_metadata_proto_rawDesc), len(file_twinlog_v1_metadata_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
