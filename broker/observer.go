@@ -33,6 +33,11 @@ type Observer interface {
 	ObserveRequest(api string, d time.Duration)
 	// ObserveBytesIn counts produced bytes appended by leaders.
 	ObserveBytesIn(n int)
+	// ObserveIdempotentRefusal counts an idempotent producer's batch a
+	// leader did not append: duplicate (answered with the original's
+	// offsets), out_of_order_sequence, invalid_producer_epoch or
+	// duplicate_sequence.
+	ObserveIdempotentRefusal(outcome string)
 	// ObserveBytesOut counts record bytes returned by Fetch.
 	ObserveBytesOut(n int)
 	// ObserveISRChange counts a committed ISR shrink (expand=false) or
@@ -47,5 +52,6 @@ func (nopObserver) ForgetPartition(string, int32)        {}
 func (nopObserver) ObserveTruncation(string)             {}
 func (nopObserver) ObserveRequest(string, time.Duration) {}
 func (nopObserver) ObserveBytesIn(int)                   {}
+func (nopObserver) ObserveIdempotentRefusal(string)      {}
 func (nopObserver) ObserveBytesOut(int)                  {}
 func (nopObserver) ObserveISRChange(bool)                {}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twinlog/twinlog"
@@ -166,12 +167,21 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 	}
 	p.nextID++
 	id := p.nextID
-	d := serve.Propose(p.r, replica.Proposal{ID: id, Acks: acks, TimeoutMs: timeout.Milliseconds(), NumRecords: numRecords}, b.nowMs(), out)
+	d, duplicate := serve.Propose(p.r, p.log, buf, replica.Proposal{ID: id, Acks: acks, TimeoutMs: timeout.Milliseconds(), NumRecords: numRecords}, b.nowMs(), out)
+	switch {
+	case duplicate:
+		b.obs.ObserveIdempotentRefusal("duplicate")
+	case d.Error == pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER, d.Error == pb.ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH,
+		d.Error == pb.ErrorCode_ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER:
+		b.obs.ObserveIdempotentRefusal(strings.ToLower(strings.TrimPrefix(d.Error.String(), "ERROR_CODE_")))
+	}
 	if d.Error != pb.ErrorCode_ERROR_CODE_NONE {
 		p.processReadyLocked()
 		return nil, nil
 	}
-	p.proposals[id] = buf
+	if !duplicate {
+		p.proposals[id] = buf
+	}
 	var ch chan replica.ProduceResult
 	if acks != replica.AcksNone {
 		ch = make(chan replica.ProduceResult, 1)

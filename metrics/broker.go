@@ -18,6 +18,7 @@ type Broker struct {
 	underReplicated *prometheus.GaugeVec
 	underMinISR     *prometheus.GaugeVec
 	truncations     *prometheus.CounterVec
+	idempotent      *prometheus.CounterVec
 	requests        *prometheus.HistogramVec
 	bytesIn         prometheus.Counter
 	bytesOut        prometheus.Counter
@@ -60,6 +61,10 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 		truncations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "twinlog_log_truncations_total", Help: "Log truncations by reason (divergence, lmle, out_of_range, added_back).",
 		}, []string{"reason"}),
+		idempotent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "twinlog_idempotent_produce_refusals_total",
+			Help: "Idempotent producers' batches not appended, by outcome: duplicate (a retry answered with its original offsets), out_of_order_sequence, invalid_producer_epoch, duplicate_sequence.",
+		}, []string{"outcome"}),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "twinlog_request_duration_seconds", Help: "Request latency by API.",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 20),
@@ -83,6 +88,9 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 	for _, r := range []string{"divergence", "lmle", "out_of_range"} {
 		b.truncations.WithLabelValues(r)
 	}
+	for _, o := range []string{"duplicate", "out_of_order_sequence", "invalid_producer_epoch", "duplicate_sequence"} {
+		b.idempotent.WithLabelValues(o)
+	}
 	b.kafkaConns = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "twinlog_kafka_connections", Help: "Open connections to the Kafka listener.",
 	})
@@ -97,7 +105,7 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 		b.kafkaClosed.WithLabelValues(r)
 	}
 	for _, col := range []prometheus.Collector{b.hw, b.leo, b.isrSize, b.underReplicated, b.underMinISR,
-		b.truncations, b.requests, b.bytesIn, b.bytesOut, b.isrShrinks, b.isrExpands, b.offline,
+		b.truncations, b.idempotent, b.requests, b.bytesIn, b.bytesOut, b.isrShrinks, b.isrExpands, b.offline,
 		b.kafkaConns, b.kafkaRequests, b.kafkaClosed} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
@@ -139,6 +147,11 @@ func (b *Broker) ForgetPartition(topic string, partition int32) {
 
 // ObserveTruncation implements broker.Observer.
 func (b *Broker) ObserveTruncation(reason string) { b.truncations.WithLabelValues(reason).Inc() }
+
+// ObserveIdempotentRefusal implements broker.Observer.
+func (b *Broker) ObserveIdempotentRefusal(outcome string) {
+	b.idempotent.WithLabelValues(outcome).Inc()
+}
 
 // ObserveRequest implements broker.Observer.
 func (b *Broker) ObserveRequest(api string, d time.Duration) {

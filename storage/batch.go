@@ -496,7 +496,9 @@ type TimestampRange struct{ Min, Max int64 }
 // 0..recordCount−1, i.e. lastOffsetDelta = recordCount−1, so a producer
 // cannot make the leader assign offsets no record holds; and maxTimestamp
 // equal to the largest record timestamp (batches are CreateTime: the
-// header's value is what timestamp lookups trust). Those errors wrap
+// header's value is what timestamp lookups trust); producer id −1 or an
+// idempotent producer's (≥ 0) with non-negative epoch and base sequence.
+// Those errors wrap
 // ErrInvalidProducerBatch; malformed batches are *CorruptError as in
 // ValidateBatches. It returns the timestamp range over all records, for
 // the broker's log.message.timestamp.*.max.ms bounds. One walk per batch.
@@ -525,6 +527,10 @@ func ValidateProducerBatches(buf []byte) (Validated, TimestampRange, error) {
 		if b.MaxTimestamp() != ts.Max {
 			return Validated{}, all, fmt.Errorf("%w: batch at byte %d: maxTimestamp %d, largest record timestamp %d",
 				ErrInvalidProducerBatch, pos, b.MaxTimestamp(), ts.Max)
+		}
+		if pid := b.ProducerID(); pid < NoProducerID || pid >= 0 && (b.ProducerEpoch() < 0 || b.BaseSequence() < 0) {
+			return Validated{}, all, fmt.Errorf("%w: batch at byte %d: producer id %d, epoch %d, base sequence %d (an idempotent producer's epoch and sequence are not negative)",
+				ErrInvalidProducerBatch, pos, pid, b.ProducerEpoch(), b.BaseSequence())
 		}
 		all.Min, all.Max = min(all.Min, ts.Min), max(all.Max, ts.Max)
 		// As ValidateBatches: views keep the whole buffer's capacity.

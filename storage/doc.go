@@ -14,6 +14,7 @@
 //	    00000000000000000000.log         batches
 //	    00000000000000000000.index       relOffset → position
 //	    00000000000000000000.timeindex   maxTimestamp → relOffset
+//	    00000000000000000000.snapshot    idempotent producers as of the offset
 //	    leader-epoch-checkpoint
 //	    partition.metadata
 //
@@ -59,6 +60,17 @@
 // key, value length (-1 null) + value, header count, then per header key
 // length + key, value length (-1 null) + value. franz-go's kmsg reads and
 // writes the same bytes (kafka_format_test.go).
+//
+// # Idempotent producers
+//
+// A log keeps the state of its idempotent producers (storage/producer:
+// per producer id its epoch and its last five batches' sequences and
+// offsets), applied from every batch it appends and rebuilt after a
+// truncation or at Open from the latest <offset>.snapshot at or below the
+// LEO plus the batch headers after it. Snapshots are written at every roll
+// and at Close; producers.go has the rules that keep them true, and
+// storage/producer/snapshot.go their format. A leader asks CheckProducers
+// before it appends (broker/serve.Propose).
 //
 // # Indexes
 //

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	"github.com/twinlog/twinlog/storage/epoch"
+	"github.com/twinlog/twinlog/storage/producer"
 	"github.com/twinlog/twinlog/storage/vfs"
 )
 
@@ -59,6 +60,10 @@ type Log struct {
 	lastFlush     time.Time
 	closed        bool
 	failed        error // sticky I/O error: the log must be reopened
+
+	// producers is the idempotent producers' state as of the LEO
+	// (producers.go).
+	producers *producer.State
 
 	// recoveryPointLowered: a truncation lowered recoveryPoint and the
 	// checkpoint on disk may hold the old, higher value; cleared by
@@ -243,6 +248,18 @@ func (l *Log) load() error {
 	}
 	l.recoveryPoint = leo
 	l.hw = clamp(l.opts.HighWatermark, l.logStart(), leo)
+	removedSnapshots, err := l.loadProducers()
+	if err != nil {
+		return err
+	}
+	if removedSnapshots {
+		// Durable before the log can grow past them: back after a crash,
+		// a snapshot above the LEO of its day would be read as the state
+		// of a log that has grown past it since.
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("sync dir %s: %w", l.dir, err)
+		}
+	}
 	return nil
 }
 
@@ -336,6 +353,11 @@ func (l *Log) roll(base twinlog.Offset) error {
 		return l.fail(err)
 	} else {
 		old.recent = nil // reads of a closed segment are not at the tail
+	}
+	// The state as of base is the new segment's snapshot; the dir sync
+	// below makes it durable with the segment.
+	if err := l.writeProducerSnapshot(base); err != nil {
+		return l.fail(err)
 	}
 	if err := l.addSegment(base); err != nil {
 		return l.fail(err)
@@ -580,6 +602,7 @@ func (l *Log) appendLocked(bs []BatchView) (AppendInfo, []writeback, error) {
 		}
 		for _, b := range run {
 			s.noteBatch(b, pos, l.opts.IndexIntervalBytes)
+			l.applyProducer(b)
 			pos += int64(len(b))
 			info.NumRecords += int64(b.RecordCount())
 			info.MaxTimestamp = max(info.MaxTimestamp, b.MaxTimestamp())
@@ -914,6 +937,11 @@ func (l *Log) TruncateTo(o twinlog.Offset) (err error) {
 	if err := s.persistIndexes(l.fs, true); err != nil {
 		return l.fail(err)
 	}
+	// Snapshots above the new end go with the same dir sync as the
+	// segments, and the state is rebuilt to the cut.
+	if _, err := l.loadProducers(); err != nil {
+		return l.fail(err)
+	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.fail(fmt.Errorf("sync dir %s: %w", l.dir, err))
 	}
@@ -992,6 +1020,10 @@ func (l *Log) truncateFullyLocked(o twinlog.Offset) error {
 		}
 	}
 	l.segs = nil
+	if err := l.removeSnapshots(func(twinlog.Offset) bool { return true }); err != nil {
+		return l.fail(err)
+	}
+	l.producers = producer.New()
 	if err := l.addSegment(o); err != nil {
 		return l.fail(err)
 	}
@@ -1093,6 +1125,11 @@ func (l *Log) DeleteRetained() (int, error) {
 		}
 	}
 	l.segs = slices.Delete(l.segs, 0, n)
+	// Snapshots below the new log start describe deleted data; the one at
+	// it, if any, stays (truncation may reload from it).
+	if err := l.removeSnapshots(func(o twinlog.Offset) bool { return o < l.logStart() }); err != nil {
+		return n, l.fail(err)
+	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return n, l.fail(fmt.Errorf("sync dir %s: %w", l.dir, err))
 	}
@@ -1179,6 +1216,15 @@ func (l *Log) Close() error {
 	defer l.mu.Unlock()
 	if l.closed {
 		return ErrClosed
+	}
+	if err == nil && l.failed == nil {
+		// A clean start then reads no batch to rebuild the state (Kafka
+		// writes one at close too).
+		if err = l.writeProducerSnapshot(l.leo()); err == nil {
+			if err = l.fs.SyncDir(l.dir); err != nil {
+				err = fmt.Errorf("sync dir %s: %w", l.dir, err)
+			}
+		}
 	}
 	l.closeFiles()
 	l.closed = true

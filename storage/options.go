@@ -39,6 +39,11 @@ type Options struct {
 	// (vfs.StartWriteback). Default 1 MiB; negative: never.
 	WritebackBytes int64
 
+	// ProducerIDExpiration forgets an idempotent producer this long after
+	// its latest batch's max timestamp, when the next producer snapshot is
+	// written (Kafka's producer.id.expiration.ms; default 1 day).
+	ProducerIDExpiration time.Duration
+
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 	// Logger receives warnings about recovery and truncation.
@@ -56,10 +61,11 @@ type Options struct {
 
 // Defaults.
 const (
-	DefaultSegmentMaxBytes    = 1 << 30
-	DefaultIndexIntervalBytes = 4 << 10
-	DefaultMaxBatchBytes      = 1<<20 + BatchHeaderSize
-	DefaultWritebackBytes     = 1 << 20
+	DefaultSegmentMaxBytes      = 1 << 30
+	DefaultIndexIntervalBytes   = 4 << 10
+	DefaultMaxBatchBytes        = 1<<20 + BatchHeaderSize
+	DefaultWritebackBytes       = 1 << 20
+	DefaultProducerIDExpiration = 24 * time.Hour
 )
 
 func (o Options) withDefaults() Options {
@@ -74,6 +80,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.WritebackBytes == 0 {
 		o.WritebackBytes = DefaultWritebackBytes
+	}
+	if o.ProducerIDExpiration <= 0 {
+		o.ProducerIDExpiration = DefaultProducerIDExpiration
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now

@@ -22,7 +22,9 @@ func TestValidateProducerBatches(t *testing.T) {
 	lie := enc(BatchOptions{}, Record{Timestamp: 5}, Record{Timestamp: 9})
 	be.PutUint64(lie[offMaxTimestamp:], 7)
 	be.PutUint32(lie[offCRC:], crc32.Checksum(lie[offAttributes:], castagnoli))
-	for name, buf := range map[string][]byte{"gap": gap, "maxTimestamp": lie} {
+	noSeq := enc(BatchOptions{Producer: &Producer{ID: 4, Epoch: 0, BaseSequence: -1}}, Record{Timestamp: 5})
+	badID := enc(BatchOptions{Producer: &Producer{ID: -2, Epoch: 0, BaseSequence: 0}}, Record{Timestamp: 5})
+	for name, buf := range map[string][]byte{"gap": gap, "maxTimestamp": lie, "no sequence": noSeq, "producer id -2": badID} {
 		if _, err := ValidateBatches(buf); err != nil {
 			t.Errorf("%s: ValidateBatches: %v", name, err)
 		}

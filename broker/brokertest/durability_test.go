@@ -293,5 +293,6 @@ func (nopObs) ForgetPartition(string, int32)          {}
 func (nopObs) ObserveTruncation(string)               {}
 func (nopObs) ObserveRequest(string, time.Duration)   {}
 func (nopObs) ObserveBytesIn(int)                     {}
+func (nopObs) ObserveIdempotentRefusal(string)        {}
 func (nopObs) ObserveBytesOut(int)                    {}
 func (nopObs) ObserveISRChange(bool)                  {}

@@ -48,6 +48,38 @@ func (r *Replica) Propose(p Proposal, nowMs int64) ProposeDecision {
 	return d
 }
 
+// ProposeDuplicate answers a produce the shell found to repeat a batch this
+// leader's log holds at [base, last] (an idempotent producer's retry,
+// storage/producer): nothing is appended, and the answer is the one the
+// original got, with the same checks as Propose and, for acks=all, once
+// the HW passes last (at once if it has), as Kafka answers a duplicate.
+func (r *Replica) ProposeDuplicate(p Proposal, base, last twinlog.Offset, nowMs int64) ProposeDecision {
+	d := ProposeDecision{BaseOffset: twinlog.NoOffset, LastOffset: twinlog.NoOffset, LeaderEpoch: r.le}
+	switch {
+	case r.role != RoleLeader || r.truncationUnconfirmed:
+		d.Error = errNotLeader
+		return d
+	case !r.writable:
+		d.Error = errReadOnly
+		return d
+	case p.Acks != AcksAll && p.Acks != AcksLeader && p.Acks != AcksNone,
+		base < r.logStart || last < base || last >= r.leo:
+		d.Error = errInvalidRequest
+		return d
+	case p.Acks == AcksAll && len(r.isr) < r.effectiveMinISR():
+		d.Error = errNotEnough
+		return d
+	}
+	d.BaseOffset, d.LastOffset = base, last
+	switch {
+	case p.Acks == AcksLeader, p.Acks == AcksAll && r.hw > last:
+		r.rd.ProduceResults = append(r.rd.ProduceResults, ProduceResult{ID: p.ID, Error: errNone, BaseOffset: base})
+	case p.Acks == AcksAll:
+		r.pending = append(r.pending, pendingProduce{id: p.ID, base: base, last: last, deadline: nowMs + p.TimeoutMs})
+	}
+	return d
+}
+
 // HandleFollowerFetch decides one partition of a Fetch served by this
 // replica (SPEC §4.3 steps 1–7), for followers, consumers and mirrors alike.
 // Only FOLLOWER fetches that get records change leader state.

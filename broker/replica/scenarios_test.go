@@ -113,3 +113,60 @@ func TestS13AcksAll(t *testing.T) {
 		t.Fatalf("acks=all with ISR {1}: %v LEO %d", d.Error, l.r.LogEndOffset())
 	}
 }
+
+// TestProposeDuplicate: a retried batch the leader holds is answered with
+// its original offsets without an append: acks=1 at once, acks=all once
+// the HW passes it (at once if it has); a range the log does not hold is
+// refused, and so is a duplicate on a follower.
+func TestProposeDuplicate(t *testing.T) {
+	e := newEnv(1000)
+	e.quiet = true
+	for _, id := range []twinlog.BrokerID{1, 2} {
+		e.addNode(id, &memLog{}, 0)
+	}
+	e.ctl.replicas, e.ctl.isr, e.ctl.leader, e.ctl.le, e.ctl.pe = []twinlog.BrokerID{1, 2}, []twinlog.BrokerID{1, 2}, 1, 1, 1
+	e.push(e.ids())
+	l := e.nodes[1]
+	l.r.Propose(Proposal{ID: 1, Acks: AcksAll, TimeoutMs: 1000, NumRecords: 3}, e.now)
+	e.processReady(l)
+	// The retry before the follower has it: pending, nothing appended.
+	if d := l.r.ProposeDuplicate(Proposal{ID: 2, Acks: AcksAll, TimeoutMs: 1000, NumRecords: 3}, 0, 2, e.now); d.Error != errNone || d.BaseOffset != 0 || l.r.LogEndOffset() != 3 {
+		t.Fatalf("duplicate: %+v, LEO %d", d, l.r.LogEndOffset())
+	}
+	e.processReady(l)
+	if _, done := e.results[2]; done {
+		t.Fatalf("acks=all duplicate answered below the HW: %v", e.results[2])
+	}
+	if d := l.r.ProposeDuplicate(Proposal{ID: 3, Acks: AcksLeader, NumRecords: 3}, 0, 2, e.now); d.Error != errNone {
+		t.Fatalf("acks=1 duplicate: %+v", d)
+	}
+	e.processReady(l)
+	if r, done := e.results[3]; !done || r.Error != errNone || r.BaseOffset != 0 {
+		t.Fatalf("acks=1 duplicate result %+v (done %v)", r, done)
+	}
+	for e.sendFetch(2, 0) {
+		e.deliverFetch(e.fetchQ[0])
+		e.fetchQ = e.fetchQ[1:]
+		if l.r.HighWatermark() == 3 {
+			break
+		}
+	}
+	for _, id := range []ProposalID{1, 2} {
+		if r, done := e.results[id]; !done || r.Error != errNone || r.BaseOffset != 0 {
+			t.Fatalf("proposal %d after the HW passed: %+v (done %v), HW %d", id, r, done, l.r.HighWatermark())
+		}
+	}
+	if d := l.r.ProposeDuplicate(Proposal{ID: 4, Acks: AcksAll, NumRecords: 3}, 0, 2, e.now); d.Error != errNone {
+		t.Fatalf("duplicate below the HW: %+v", d)
+	}
+	e.processReady(l)
+	if r, done := e.results[4]; !done || r.Error != errNone {
+		t.Fatalf("acks=all duplicate below the HW not answered at once: %+v", r)
+	}
+	if d := l.r.ProposeDuplicate(Proposal{ID: 5, Acks: AcksAll, NumRecords: 3}, 2, 4, e.now); d.Error != errInvalidRequest {
+		t.Fatalf("duplicate past the LEO: %+v", d)
+	}
+	if d := e.nodes[2].r.ProposeDuplicate(Proposal{ID: 6, Acks: AcksAll, NumRecords: 3}, 0, 2, e.now); d.Error != errNotLeader {
+		t.Fatalf("duplicate on a follower: %+v", d)
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/storage"
+	"github.com/twinlog/twinlog/storage/producer"
 )
 
 // ProduceLimits are the broker's checks of a producer's batches beyond
@@ -62,14 +64,42 @@ func TimestampsAllowed(ts storage.TimestampRange, nowMs int64, before, after tim
 	return ts.Max <= nowMs+after.Milliseconds()
 }
 
-// Propose proposes a producer's batches (p, validated) to the leader's
-// replica r (partition locked) and fills what the decision settles of
-// the partition's answer: its LE and log start, and on a refusal the
-// error, with the leader for NOT_LEADER_OR_FOLLOWER. The host appends
-// the batches with the Ready it processes next (and answers the producer
-// when the replica reports the proposal's result).
-func Propose(r *replica.Replica, p replica.Proposal, nowMs int64, out *pb.ProducePartitionResponse) replica.ProposeDecision {
-	d := r.Propose(p, nowMs)
+// ProducerChecker is a partition log's idempotent-producer check
+// (storage.Log.CheckProducers).
+type ProducerChecker interface {
+	CheckProducers(v storage.Validated) (producer.Verdict, int)
+}
+
+// Propose proposes a producer's batches v (p, validated) to the leader's
+// replica r (partition locked) and fills what the decision settles of the
+// partition's answer: its LE and log start, and on a refusal the error,
+// with the leader for NOT_LEADER_OR_FOLLOWER. The host appends the
+// batches with the Ready it processes next (and answers the producer when
+// the replica reports the proposal's result).
+//
+// A leader first asks its log's producer state (storage/producer) about
+// idempotent producers' batches: a retry of a batch the log holds is
+// answered with the original's offsets and appends nothing (duplicate
+// reports it: the host has no batch to append), one out of sequence or of
+// a fenced epoch is refused with Kafka's code and why.
+func Propose(r *replica.Replica, log ProducerChecker, v storage.Validated, p replica.Proposal, nowMs int64, out *pb.ProducePartitionResponse) (d replica.ProposeDecision, duplicate bool) {
+	verdict := producer.Verdict{Outcome: producer.Append}
+	at := -1
+	if r.Role() == replica.RoleLeader && r.Writable() {
+		verdict, at = log.CheckProducers(v)
+	}
+	switch verdict.Outcome {
+	case producer.Append:
+		d = r.Propose(p, nowMs)
+	case producer.Duplicate:
+		d = r.ProposeDuplicate(p, verdict.Original.FirstOffset, verdict.Original.LastOffset, nowMs)
+		duplicate = d.Error == pb.ErrorCode_ERROR_CODE_NONE
+	default:
+		out.LeaderEpoch = int32(r.LeaderEpoch())
+		out.LogStartOffset = int64(r.LogStartOffset())
+		out.Error, out.ErrorMessage = ProducerRefusal(verdict, v.Batches()[at])
+		return replica.ProposeDecision{Error: out.Error, BaseOffset: twinlog.NoOffset, LastOffset: twinlog.NoOffset, LeaderEpoch: r.LeaderEpoch()}, false
+	}
 	out.LeaderEpoch = int32(d.LeaderEpoch)
 	out.LogStartOffset = int64(r.LogStartOffset())
 	if d.Error != pb.ErrorCode_ERROR_CODE_NONE {
@@ -77,10 +107,28 @@ func Propose(r *replica.Replica, p replica.Proposal, nowMs int64, out *pb.Produc
 		if d.Error == pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER {
 			out.LeaderId = int32(r.Leader())
 		}
-		return d
+		return d, false
 	}
 	out.BaseOffset = int64(d.BaseOffset)
-	return d
+	return d, duplicate
+}
+
+// ProducerRefusal is the error and message for a batch b the producer
+// state refused.
+func ProducerRefusal(v producer.Verdict, b storage.BatchView) (pb.ErrorCode, string) {
+	last := producer.LastSeq(b.BaseSequence(), b.RecordCount())
+	switch v.Outcome {
+	case producer.StaleEpoch:
+		return pb.ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH, fmt.Sprintf("producer %d epoch %d is fenced: the partition has epoch %d",
+			b.ProducerID(), b.ProducerEpoch(), v.CurrentEpoch)
+	case producer.OutOfOrder:
+		return pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER, fmt.Sprintf("producer %d epoch %d: sequence %d..%d, expected %d",
+			b.ProducerID(), b.ProducerEpoch(), b.BaseSequence(), last, v.Expected)
+	case producer.DuplicateAmongOthers:
+		return pb.ErrorCode_ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER, fmt.Sprintf("producer %d epoch %d: sequence %d..%d is at offsets %d..%d already, and the request has other batches",
+			b.ProducerID(), b.ProducerEpoch(), b.BaseSequence(), last, v.Original.FirstOffset, v.Original.LastOffset)
+	}
+	return pb.ErrorCode_ERROR_CODE_INVALID_REQUEST, fmt.Sprintf("producer check: %v", v.Outcome)
 }
 
 // InternalWriter decides an AppendInternal's writer (SPEC §6.4: only a

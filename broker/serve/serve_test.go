@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/twinlog/twinlog/broker/serve"
 	"github.com/twinlog/twinlog/storage"
 	"github.com/twinlog/twinlog/storage/epoch"
+	"github.com/twinlog/twinlog/storage/producer"
 )
 
 const batchBytes = 50
@@ -128,19 +130,60 @@ func TestBudget(t *testing.T) {
 	}
 }
 
+// verdict is a log's producer check that answers v for any batches.
+type verdict producer.Verdict
+
+func (v verdict) CheckProducers(storage.Validated) (producer.Verdict, int) { return producer.Verdict(v), 0 }
+
 // TestPropose: an accepted proposal answers its base offset and LE; a
-// refused one its error, with the leader for NOT_LEADER_OR_FOLLOWER.
+// refused one its error, with the leader for NOT_LEADER_OR_FOLLOWER. The
+// log's producer state decides first on a leader: a duplicate is answered
+// with the original's offsets and nothing to append, a batch out of
+// sequence or of a fenced epoch is refused with its code and why.
 func TestPropose(t *testing.T) {
 	var events []string
 	lead := newPart(t, "p0", 1, &events)
+	b, err := storage.EncodeBatch([]storage.Record{{Value: []byte("v")}}, storage.BatchOptions{Producer: &storage.Producer{ID: 9, Epoch: 2, BaseSequence: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := storage.ValidateBatches(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendIt := verdict{Outcome: producer.Append}
 	var out pb.ProducePartitionResponse
-	d := serve.Propose(lead.r, replica.Proposal{ID: 1, Acks: replica.AcksLeader, TimeoutMs: 1000, NumRecords: 3}, 1, &out)
-	if d.Error != pb.ErrorCode_ERROR_CODE_NONE || out.GetError() != pb.ErrorCode_ERROR_CODE_NONE || out.GetBaseOffset() != 10 || out.GetLeaderEpoch() != 1 {
-		t.Fatalf("accepted: decision %+v, answer %v", d, &out)
+	d, dup := serve.Propose(lead.r, appendIt, v, replica.Proposal{ID: 1, Acks: replica.AcksLeader, TimeoutMs: 1000, NumRecords: 3}, 1, &out)
+	if dup || d.Error != pb.ErrorCode_ERROR_CODE_NONE || out.GetError() != pb.ErrorCode_ERROR_CODE_NONE || out.GetBaseOffset() != 10 || out.GetLeaderEpoch() != 1 {
+		t.Fatalf("accepted: decision %+v, duplicate %v, answer %v", d, dup, &out)
+	}
+	leo := lead.r.LogEndOffset()
+	out = pb.ProducePartitionResponse{}
+	d, dup = serve.Propose(lead.r, verdict{Outcome: producer.Duplicate, Original: producer.Batch{FirstOffset: 4, LastOffset: 6}}, v,
+		replica.Proposal{ID: 2, Acks: replica.AcksLeader, TimeoutMs: 1000, NumRecords: 3}, 1, &out)
+	if !dup || d.Error != pb.ErrorCode_ERROR_CODE_NONE || out.GetBaseOffset() != 4 || lead.r.LogEndOffset() != leo {
+		t.Fatalf("duplicate: decision %+v, duplicate %v, answer %v, LEO %d (was %d)", d, dup, &out, lead.r.LogEndOffset(), leo)
+	}
+	for _, c := range []struct {
+		v    verdict
+		code pb.ErrorCode
+		msg  string
+	}{
+		{verdict{Outcome: producer.OutOfOrder, Expected: 3}, pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER, "producer 9 epoch 2: sequence 5..5, expected 3"},
+		{verdict{Outcome: producer.StaleEpoch, CurrentEpoch: 4}, pb.ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH, "producer 9 epoch 2 is fenced: the partition has epoch 4"},
+		{verdict{Outcome: producer.DuplicateAmongOthers, Original: producer.Batch{FirstOffset: 1, LastOffset: 1}}, pb.ErrorCode_ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER, "offsets 1..1 already"},
+	} {
+		out = pb.ProducePartitionResponse{}
+		d, dup = serve.Propose(lead.r, c.v, v, replica.Proposal{ID: 3, Acks: replica.AcksAll, TimeoutMs: 1000, NumRecords: 1}, 1, &out)
+		if dup || d.Error != c.code || out.GetError() != c.code || !strings.Contains(out.GetErrorMessage(), c.msg) || lead.r.LogEndOffset() != leo {
+			t.Fatalf("%v: decision %+v, answer %v, LEO %d; want %v with %q", c.v.Outcome, d, &out, lead.r.LogEndOffset(), c.code, c.msg)
+		}
 	}
 	follower := newPart(t, "p1", 2, &events)
 	out = pb.ProducePartitionResponse{}
-	serve.Propose(follower.r, replica.Proposal{ID: 1, Acks: replica.AcksLeader, TimeoutMs: 1000, NumRecords: 1}, 1, &out)
+	// A follower refuses as NOT_LEADER_OR_FOLLOWER whatever its producer
+	// state says: the producer must find the leader.
+	serve.Propose(follower.r, verdict{Outcome: producer.OutOfOrder}, v, replica.Proposal{ID: 1, Acks: replica.AcksLeader, TimeoutMs: 1000, NumRecords: 1}, 1, &out)
 	if out.GetError() != pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER || out.GetLeaderId() != 2 {
 		t.Fatalf("refused: %v", &out)
 	}

@@ -11,7 +11,7 @@ import (
 // so twinctl carries no codec of its own.
 var storageCodec = cli.CodecFuncs{EncodeFunc: encodeBatch, DecodeFunc: decodeBatches}
 
-func encodeBatch(records []cli.Record) ([]byte, error) {
+func encodeBatch(records []cli.Record, p cli.Producer) ([]byte, error) {
 	recs := make([]storage.Record, len(records))
 	for i, r := range records {
 		recs[i] = storage.Record{Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
@@ -19,9 +19,13 @@ func encodeBatch(records []cli.Record) ([]byte, error) {
 			recs[i].Headers = append(recs[i].Headers, storage.Header{Key: h.Key, Value: h.Value})
 		}
 	}
-	// Zero options: base offset 0, dense deltas; the leader re-stamps offset
-	// and epoch (SPEC §4.1).
-	return storage.EncodeBatch(recs, storage.BatchOptions{})
+	// Base offset 0, dense deltas; the leader re-stamps offset and epoch
+	// (SPEC §4.1).
+	var opt storage.BatchOptions
+	if p.ID != cli.NoProducer.ID {
+		opt.Producer = &storage.Producer{ID: p.ID, Epoch: p.Epoch, BaseSequence: p.BaseSequence}
+	}
+	return storage.EncodeBatch(recs, opt)
 }
 
 // batchPrefix is baseOffset int64 + batchLength int32 (SPEC §2.2).

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/twinlog/twinlog/cmd/twinctl/internal/cli"
+	"github.com/twinlog/twinlog/storage"
 )
 
 func TestStorageCodecRoundTrip(t *testing.T) {
@@ -13,11 +14,11 @@ func TestStorageCodecRoundTrip(t *testing.T) {
 		{Timestamp: 1000, Key: []byte("k"), Value: []byte("v1")},
 		{Timestamp: 1001, Value: []byte("v2"), Headers: []cli.RecordHeader{{Key: "h", Value: []byte("x")}}},
 	}
-	b1, err := encodeBatch(in)
+	b1, err := encodeBatch(in, cli.NoProducer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b2, err := encodeBatch(in[:1])
+	b2, err := encodeBatch(in[:1], cli.Producer{ID: 1<<48 | 3, Epoch: 2, BaseSequence: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +37,13 @@ func TestStorageCodecRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got[0].Records); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	// The producer fields are the batch's.
+	if v, _, err := storage.DecodeBatch(b2); err != nil || v.ProducerID() != 1<<48|3 || v.ProducerEpoch() != 2 || v.BaseSequence() != 40 {
+		t.Fatalf("producer fields: %v %d/%d/%d", err, v.ProducerID(), v.ProducerEpoch(), v.BaseSequence())
+	}
+	if v, _, _ := storage.DecodeBatch(b1); v.ProducerID() != -1 || v.ProducerEpoch() != -1 || v.BaseSequence() != -1 {
+		t.Fatalf("no producer: %d/%d/%d", v.ProducerID(), v.ProducerEpoch(), v.BaseSequence())
 	}
 	// A corrupt batch is an error.
 	bad := append([]byte{}, b1...)

@@ -19,19 +19,20 @@ const module = "github.com/twinlog/twinlog"
 // bottom: shared types (the root package, the API, errcode, storage/epoch,
 // storage/vfs, and metadata, the cluster's metadata image) import nothing
 // above them; the pure cores (broker/replica, controller/metastate,
-// mirror/plan) import only shared types; storage, the parts every host of
-// a mirror runner shares (mirror/runner) and the shells (broker,
-// controller, mirror/source) build on the cores; the controller and the
-// brokers share only the API and shared types (the image among them), never
-// each other's code; the daemons under cmd/ and the harnesses may import
-// anything but one another. A package missing here fails the test: a new
-// package states its place in the layout.
+// mirror/plan, storage/producer) import only shared types; storage, the
+// parts every host of a mirror runner shares (mirror/runner) and the
+// shells (broker, controller, mirror/source) build on the cores; the
+// controller and the brokers share only the API and shared types (the
+// image among them), never each other's code; the daemons under cmd/ and
+// the harnesses may import anything but one another. A package missing
+// here fails the test: a new package states its place in the layout.
 var layers = map[string][]string{
 	"":                               nil,
 	"api/proto/twinlog/v1":           nil,
 	"storage/vfs":                    nil,
 	"storage/epoch":                  {"", "storage/vfs"},
-	"storage":                        {"", "storage/epoch", "storage/vfs"},
+	"storage/producer":               {""},
+	"storage":                        {"", "storage/epoch", "storage/producer", "storage/vfs"},
 	"internal/configdef":             nil,
 	"metadata":                       {"", "api/proto/twinlog/v1", "internal/configdef"},
 	"errcode":                        {"api/proto/twinlog/v1"},
@@ -41,7 +42,6 @@ var layers = map[string][]string{
 	"internal/lint":                  nil,
 	"internal/history":               nil,
 	"broker/replica":                 {"", "api/proto/twinlog/v1", "storage/epoch"},
-	"broker/producer":                {""},
 	"controller/metastate":           {"", "api/proto/twinlog/v1", "internal/configdef", "metadata"},
 	"mirror/plan":                    {"", "api/proto/twinlog/v1", "errcode", "storage/epoch"},
 	"mirror/source":                  {"", "api/proto/twinlog/v1", "mirror/plan", "mirror/state"},
@@ -51,7 +51,7 @@ var layers = map[string][]string{
 	"broker/ready":                   {"", "broker/replica", "storage"},
 	"broker/alter":                   {"api/proto/twinlog/v1", "broker/replica"},
 	"broker/wire":                    {"", "api/proto/twinlog/v1", "broker/replica", "storage"},
-	"broker/serve":                   {"", "api/proto/twinlog/v1", "broker/replica", "broker/wire", "storage"},
+	"broker/serve":                   {"", "api/proto/twinlog/v1", "broker/replica", "broker/wire", "storage", "storage/producer"},
 	"broker/kafka":                   {"api/proto/twinlog/v1", "errcode"},
 	"broker/follow":                  {"", "api/proto/twinlog/v1", "broker/replica", "broker/wire", "storage"},
 	"broker/session":                 {"", "api/proto/twinlog/v1"},

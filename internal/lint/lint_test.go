@@ -16,11 +16,11 @@ import (
 // purePackages are driven by tests and the simulator without goroutines,
 // clocks or sockets.
 var purePackages = []string{
-	"broker/producer",
 	"broker/replica",
 	"controller/metastate",
 	"metadata",
 	"mirror/plan",
+	"storage/producer",
 }
 
 var forbidden = []string{

@@ -226,7 +226,7 @@ func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, 
 	}
 	leo := p.r.LogEndOffset()
 	var out pb.ProducePartitionResponse
-	d := serve.Propose(p.r, replica.Proposal{ID: id, Acks: acks, TimeoutMs: timeoutMs, NumRecords: n}, s.now, &out)
+	d, _ := serve.Propose(p.r, p.log, batches, replica.Proposal{ID: id, Acks: acks, TimeoutMs: timeoutMs, NumRecords: n}, s.now, &out)
 	if s.w != nil {
 		s.w.checkProduce(p, d, leo)
 	}

@@ -23,6 +23,17 @@ type RecordHeader struct {
 	Value []byte
 }
 
+// Producer is a batch's idempotent producer fields (SPEC §2.2); NoProducer
+// for a batch without one.
+type Producer struct {
+	ID           int64
+	Epoch        int16
+	BaseSequence int32
+}
+
+// NoProducer marks a batch of no idempotent producer.
+var NoProducer = Producer{ID: -1, Epoch: -1, BaseSequence: -1}
+
 // Batch is one decoded SPEC §2.2 record batch.
 type Batch struct {
 	BaseOffset  int64
@@ -35,9 +46,9 @@ type Batch struct {
 // carry its own codec: cmd/twinctl/main.go plugs in the storage package's
 // one (see Options.Codec).
 type BatchCodec interface {
-	// Encode builds one batch from records with base offset 0 and leader
-	// epoch -1; the partition leader stamps both (SPEC §2.2).
-	Encode(records []Record) ([]byte, error)
+	// Encode builds one batch from records of producer p with base offset
+	// 0 and leader epoch -1; the partition leader stamps both (SPEC §2.2).
+	Encode(records []Record, p Producer) ([]byte, error)
 	// Decode parses the concatenated batches of a Fetch response. A
 	// truncated trailing batch (cut by maxBytes) is dropped, not an error;
 	// a bad CRC is an error.
@@ -46,12 +57,14 @@ type BatchCodec interface {
 
 // CodecFuncs adapts two functions to BatchCodec.
 type CodecFuncs struct {
-	EncodeFunc func(records []Record) ([]byte, error)
+	EncodeFunc func(records []Record, p Producer) ([]byte, error)
 	DecodeFunc func(b []byte) ([]Batch, error)
 }
 
 // Encode implements BatchCodec.
-func (c CodecFuncs) Encode(records []Record) ([]byte, error) { return c.EncodeFunc(records) }
+func (c CodecFuncs) Encode(records []Record, p Producer) ([]byte, error) {
+	return c.EncodeFunc(records, p)
+}
 
 // Decode implements BatchCodec.
 func (c CodecFuncs) Decode(b []byte) ([]Batch, error) { return c.DecodeFunc(b) }

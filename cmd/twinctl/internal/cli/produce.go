@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -133,6 +134,61 @@ type producer struct {
 	now         func() time.Time
 	partition   int32 // -1: by key hash, else 0
 	partitioned bool
+
+	// id is the idempotent producer (NoProducer: not idempotent); next
+	// is each partition's next sequence.
+	id   Producer
+	next map[int32]int32
+}
+
+// initIdempotence asks the bootstrap broker for a producer id
+// (InitProducerId), as Kafka's idempotent producer does before its first
+// batch. required: --idempotent was given; otherwise a broker that does
+// not serve it leaves the producer not idempotent, with a note.
+func (pr *producer) initIdempotence(ctx context.Context, required bool) error {
+	a := pr.a
+	c, err := a.conn(a.bootstrap)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := a.rpcCtx(ctx)
+	defer cancel()
+	resp, err := twinlogv1.NewProduceServiceClient(c).InitProducerId(rctx, &twinlogv1.InitProducerIdRequest{})
+	if status.Code(err) == codes.Unimplemented && !required {
+		fmt.Fprintf(a.opts.Stderr, "note: %s does not serve InitProducerId; producing without idempotence (a retry may duplicate a batch)\n", a.bootstrap)
+		return nil
+	}
+	if err != nil {
+		return rpcError(err, a.bootstrap, "init producer id")
+	}
+	if err := protoErr(resp.GetError(), "producer id", resp.GetErrorMessage(), ""); err != nil {
+		return err
+	}
+	pr.id = Producer{ID: resp.GetProducerId(), Epoch: int16(resp.GetProducerEpoch())}
+	pr.next = map[int32]int32{}
+	return nil
+}
+
+// batch encodes records for partition p: with the producer's next
+// sequence there when idempotent. A retry of the batch sends the same
+// bytes, so the leader answers it as the original (a duplicate) if that
+// was appended.
+func (pr *producer) batch(p int32, recs []Record) ([]byte, error) {
+	id := pr.id
+	if pr.next != nil {
+		id.BaseSequence = pr.next[p]
+	} else {
+		id = NoProducer
+	}
+	return pr.a.opts.Codec.Encode(recs, id)
+}
+
+// acked moves partition p's sequence past an acknowledged batch of n
+// records (wrapping past MaxInt32 to 0, as Kafka's producer).
+func (pr *producer) acked(p int32, n int) {
+	if pr.next != nil {
+		pr.next[p] = int32((int64(pr.next[p]) + int64(n)) % (math.MaxInt32 + 1))
+	}
 }
 
 type produceResult struct {
@@ -217,7 +273,10 @@ func (pr *producer) send(ctx context.Context, p int32, batch []byte, count int) 
 			return &produceResult{Topic: pr.meta.topic, Partition: p, BaseOffset: ppr.GetBaseOffset(), LeaderEpoch: ppr.GetLeaderEpoch(), Records: count}, nil
 		}
 		perr := protoErr(ppr.GetError(), subject, ppr.GetErrorMessage(), pr.meta.topic)
-		if !retriableRefresh(ppr.GetError()) {
+		// An idempotent batch may also be retried where a plain one could
+		// be appended twice (REQUEST_TIMED_OUT, *_AFTER_APPEND): the
+		// leader answers a retry of an appended batch as a duplicate.
+		if !retriableRefresh(ppr.GetError()) && !(pr.next != nil && errcode.Of(ppr.GetError()).Retriable) {
 			return nil, perr
 		}
 		lastErr = perr
@@ -237,6 +296,7 @@ func (a *app) produceCommand() *cobra.Command {
 		timeoutMs  int32
 		retries    int
 		batchLimit int
+		idempotent bool
 	)
 	c := &cobra.Command{
 		Use:   "produce --topic T [--value V | < lines]",
@@ -247,7 +307,13 @@ NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
 NOT_ENOUGH_REPLICAS and KAFKA_STORAGE_ERROR (the leader's copy is offline)
 are retried after a Metadata refresh (SPEC §1.4).
 Without --partition, keyed records are spread by a hash of the key; unkeyed
-ones go to partition 0.`,
+ones go to partition 0.
+With acks all, the producer is idempotent unless --idempotent=false (as
+Kafka's since 3.0): it takes a producer id from the broker (InitProducerId)
+and numbers its batches, so the retries above, and those of
+REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS_AFTER_APPEND, never append a
+batch twice; a batch the leader cannot place in sequence fails with
+OUT_OF_ORDER_SEQUENCE_NUMBER.`,
 		Example: `  twinctl --bootstrap 127.0.0.1:9091 produce --topic orders --value hello
   printf 'k1:v1\nk2:v2\n' | twinctl --bootstrap 127.0.0.1:9091 produce --topic orders --parse-key --acks all`,
 		Args: noArgs,
@@ -268,13 +334,22 @@ ones go to partition 0.`,
 			if a.opts.Codec == nil {
 				return errNoCodec
 			}
+			explicit := cmd.Flags().Changed("idempotent")
+			if idempotent && explicit && ack != -1 {
+				return usagef("--idempotent needs --acks all (a producer that does not wait for the ISR cannot know what to retry)")
+			}
 			pr := &producer{a: a, meta: a.newTopicMeta(topic), acks: ack, timeoutMs: timeoutMs, retries: retries,
-				now: time.Now, partition: partition, partitioned: cmd.Flags().Changed("partition")}
+				now: time.Now, partition: partition, partitioned: cmd.Flags().Changed("partition"), id: NoProducer}
+			ctx := cmd.Context()
+			if idempotent && ack == -1 {
+				if err := pr.initIdempotence(ctx, explicit); err != nil {
+					return err
+				}
+			}
 			var staticKey []byte
 			if cmd.Flags().Changed("key") {
 				staticKey = []byte(key)
 			}
-			ctx := cmd.Context()
 			p := a.printer()
 			total := 0
 			flush := func(recs []Record) error {
@@ -291,7 +366,7 @@ ones go to partition 0.`,
 					byPart[pn] = append(byPart[pn], r)
 				}
 				for _, pn := range order {
-					batch, err := a.opts.Codec.Encode(byPart[pn])
+					batch, err := pr.batch(pn, byPart[pn])
 					if err != nil {
 						return fmt.Errorf("encode batch: %w", err)
 					}
@@ -299,6 +374,7 @@ ones go to partition 0.`,
 					if err != nil {
 						return err
 					}
+					pr.acked(pn, len(byPart[pn]))
 					total += res.Records
 					if p.json {
 						if err := p.emitJSON(res); err != nil {
@@ -343,6 +419,7 @@ ones go to partition 0.`,
 	f.Int32Var(&timeoutMs, "request-timeout-ms", 5000, "server-side wait for acks=all")
 	f.IntVar(&retries, "retries", 5, "retries on leader changes")
 	f.IntVar(&batchLimit, "batch-size", 100, "max records per batch")
+	f.BoolVar(&idempotent, "idempotent", true, "idempotent producer (with --acks all): retries never duplicate a batch")
 	return c
 }
 

@@ -128,7 +128,7 @@ func (c *dataCluster) run(t *testing.T, args ...string) (stdout, stderr string, 
 		})},
 		StderrIsTerminal: func() bool { return false },
 		Codec: CodecFuncs{
-			EncodeFunc: func([]Record) ([]byte, error) { return []byte("batch"), nil },
+			EncodeFunc: func([]Record, Producer) ([]byte, error) { return []byte("batch"), nil },
 			DecodeFunc: func([]byte) ([]Batch, error) { return nil, nil },
 		},
 	}

@@ -63,6 +63,11 @@ const (
 	// StaleEpoch: the producer was fenced by a newer epoch of its id
 	// (INVALID_PRODUCER_EPOCH). Nothing is appended.
 	StaleEpoch
+	// DuplicateAmongOthers: one batch of a request of several repeats a
+	// batch the partition holds (DUPLICATE_SEQUENCE_NUMBER): only a retry
+	// of a request's single batch can be answered with its original
+	// offsets. Nothing is appended.
+	DuplicateAmongOthers
 )
 
 func (o Outcome) String() string {
@@ -75,6 +80,8 @@ func (o Outcome) String() string {
 		return "out of order"
 	case StaleEpoch:
 		return "stale epoch"
+	case DuplicateAmongOthers:
+		return "duplicate among others"
 	}
 	return "outcome(?)"
 }
@@ -158,6 +165,62 @@ func (s *State) Check(pid int64, epoch int16, firstSeq, lastSeq int32) Verdict {
 		return Verdict{Outcome: OutOfOrder, Expected: want, CurrentEpoch: e.epoch}
 	}
 	return Verdict{Outcome: Append}
+}
+
+// Seqs are a produced batch's producer fields, for CheckBatches.
+type Seqs struct {
+	ProducerID        int64
+	Epoch             int16
+	FirstSeq, LastSeq int32
+}
+
+// CheckBatches is Check for the batches of one produce request, in order:
+// each batch is checked as if the ones before it were appended. The verdict
+// is the first batch's that is not Append (Index says which), or Append for
+// all. A Duplicate is only answered as such when it is the request's only
+// batch of an idempotent producer; among others it is DuplicateAmongOthers.
+func (s *State) CheckBatches(batches []Seqs) (Verdict, int) {
+	idempotent := 0
+	for _, b := range batches {
+		if b.ProducerID != NoProducerID {
+			idempotent++
+		}
+	}
+	// What the earlier batches of this request would leave, per producer.
+	type pending struct {
+		epoch   int16
+		lastSeq int32
+	}
+	var seen map[int64]pending
+	for i, b := range batches {
+		if b.ProducerID == NoProducerID {
+			continue
+		}
+		var v Verdict
+		if p, ok := seen[b.ProducerID]; ok {
+			switch {
+			case b.Epoch < p.epoch:
+				v = Verdict{Outcome: StaleEpoch, CurrentEpoch: p.epoch}
+			case b.Epoch > p.epoch && b.FirstSeq != 0:
+				v = Verdict{Outcome: OutOfOrder, Expected: 0, CurrentEpoch: p.epoch}
+			case b.Epoch == p.epoch && b.FirstSeq != nextSeq(p.lastSeq):
+				v = Verdict{Outcome: OutOfOrder, Expected: nextSeq(p.lastSeq), CurrentEpoch: p.epoch}
+			}
+		} else {
+			v = s.Check(b.ProducerID, b.Epoch, b.FirstSeq, b.LastSeq)
+		}
+		if v.Outcome == Duplicate && idempotent > 1 {
+			v = Verdict{Outcome: DuplicateAmongOthers, Original: v.Original}
+		}
+		if v.Outcome != Append {
+			return v, i
+		}
+		if seen == nil {
+			seen = map[int64]pending{}
+		}
+		seen[b.ProducerID] = pending{epoch: b.Epoch, lastSeq: b.LastSeq}
+	}
+	return Verdict{Outcome: Append}, -1
 }
 
 // Apply records an appended batch. Replicas apply what their log holds
