@@ -52,6 +52,14 @@ type Broker struct {
 	// without one).
 	klis  net.Listener
 	kafka *kafka.Server
+	// caughtUp is closed when the metadata image first holds this
+	// broker's own registration: only then does the Kafka listener
+	// accept, as Kafka's brokers process requests only once caught up
+	// with the metadata log. Before it, a restarted broker's empty image
+	// answered UNKNOWN_TOPIC_OR_PARTITION, which clients retry only a few
+	// times before failing the records.
+	caughtUp     chan struct{}
+	caughtUpOnce sync.Once
 
 	dirs   []*storage.LogDir
 	prevEp twinlog.BrokerEpoch // from the clean-shutdown files (SPEC §2.5)
@@ -109,6 +117,9 @@ type Broker struct {
 	mirrorMu sync.Mutex
 	runners  map[twinlog.TopicPartition]*mirrorRunner
 	mstate   mirrorStateStore
+
+	// pids hands out idempotent producer ids (producerids.go).
+	pids *producerIDs
 }
 
 // New validates cfg, opens the log dirs (taking their clean-shutdown files,
@@ -120,7 +131,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	cfg = cfg.withDefaults()
 	b := &Broker{
 		cfg: cfg, fs: deps.FS, dial: deps.Dial, now: deps.Now, log: deps.Logger, obs: deps.Observer,
-		lis: deps.Listener, klis: deps.KafkaListener, crashc: make(chan struct{}),
+		lis: deps.Listener, klis: deps.KafkaListener, crashc: make(chan struct{}), caughtUp: make(chan struct{}),
 		image: metadata.New(""), parts: map[twinlog.TopicPartition]*partition{},
 		fetchers: map[twinlog.BrokerID]*fetcher{}, changed: make(chan struct{}),
 		registeredc: make(chan struct{}), regFatal: make(chan error, 1), grantedc: make(chan struct{}),
@@ -144,6 +155,8 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		b.mobs = mo
 	}
 	b.runners = map[twinlog.TopicPartition]*mirrorRunner{}
+	pobs, _ := b.obs.(ProducerIDObserver) // nil: none
+	b.pids = newProducerIDs(b.allocateProducerIDs, pobs)
 	b.mstate.Store = state.NewStore(stateLog{b}, func(sp int32, off twinlog.Offset, err error) {
 		b.log.Warn("skipping unreadable __mirror_state record", "partition", sp, "offset", off, "err", err)
 	})
@@ -406,11 +419,18 @@ func (b *Broker) Run(ctx context.Context) error {
 			Logger: b.log.With("listener", "kafka"), InvalidRequest: ErrInvalidRequest, Observer: kobs,
 		}, b, adminServer{b: b})
 		go func() {
+			// Connections wait in the listen backlog until the image has
+			// caught up; Close closes the listener either way.
+			select {
+			case <-b.caughtUp:
+			case <-b.runCtx.Done():
+			}
 			if err := b.kafka.Serve(b.klis); !errors.Is(err, kafka.ErrServerClosed) {
 				b.log.Error("kafka listener stopped", "err", err)
 			}
 		}()
 		defer b.kafka.Close()
+		defer b.klis.Close() // Serve may never have taken it
 	}
 
 	// inner outlives ctx: the controlled shutdown still needs metadata and

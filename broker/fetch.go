@@ -329,12 +329,14 @@ func (b *Broker) GetReplicaLogInfo(ctx context.Context, req *pb.GetReplicaLogInf
 	return resp, nil
 }
 
-// Metadata answers from this broker's metadata image (SPEC §4.6).
+// Metadata answers from this broker's metadata image (SPEC §4.6), with the
+// cluster's producer id space (a mirror's controller checks it,
+// metastate.ProducerIDSpaceRefusal).
 func (b *Broker) Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.MetadataResponse, error) {
 	b.metaMu.Lock()
 	defer b.metaMu.Unlock()
 	img := b.image
-	resp := &pb.MetadataResponse{ClusterId: b.clusterIDLocked(), MetadataOffset: img.Offset()}
+	resp := &pb.MetadataResponse{ClusterId: b.clusterIDLocked(), MetadataOffset: img.Offset(), ProducerIdSpace: b.producerIDSpaceLocked()}
 	for _, br := range img.Brokers() {
 		if !br.GetFenced() {
 			resp.Brokers = append(resp.Brokers, &pb.MetadataBroker{Id: br.GetBrokerId(), Host: br.GetHost(), Port: br.GetPort(),
@@ -354,13 +356,7 @@ func (b *Broker) Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.Met
 			continue
 		}
 		mt.TopicId, mt.IsInternal, mt.MirrorName = t.GetTopicId(), t.GetInternal(), t.GetMirrorName()
-		if m := img.Mirror(t.GetMirrorName()); m != nil {
-			for _, mtr := range m.GetTopics() {
-				if mtr.GetTopic() == name {
-					mt.MirrorState = mtr.GetDesiredState()
-				}
-			}
-		}
+		mt.MirrorState = img.MirrorTopicState(name)
 		for i := int32(0); i < t.GetPartitionCount(); i++ {
 			pr := img.Partition(name, i)
 			if pr == nil {

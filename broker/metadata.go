@@ -98,7 +98,13 @@ func (b *Broker) applyMetadata(resp *pb.FetchMetadataResponse) error {
 	if id := resp.GetClusterId(); id != "" {
 		b.metaCluster = id
 	}
-	return metadata.ApplyTo(b.image, resp)
+	if err := metadata.ApplyTo(b.image, resp); err != nil {
+		return err
+	}
+	if e := b.brokerEpoch(); e > 0 && b.image.Broker(int32(b.cfg.ID)).GetBrokerEpoch() == e {
+		b.caughtUpOnce.Do(func() { close(b.caughtUp) })
+	}
+	return nil
 }
 
 // MetadataOffset is the offset of the last applied metadata change.

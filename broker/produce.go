@@ -175,6 +175,12 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 		d.Error == pb.ErrorCode_ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER:
 		b.obs.ObserveIdempotentRefusal(strings.ToLower(strings.TrimPrefix(d.Error.String(), "ERROR_CODE_")))
 	}
+	if d.Error == pb.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC {
+		b.metaMu.Lock()
+		desired := b.image.MirrorTopicState(tp.Topic)
+		b.metaMu.Unlock()
+		out.Error, out.ErrorMessage = serve.ReadOnlyRefusal(desired)
+	}
 	if d.Error != pb.ErrorCode_ERROR_CODE_NONE {
 		p.processReadyLocked()
 		return nil, nil

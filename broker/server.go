@@ -29,6 +29,11 @@ func (s produceServer) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb
 	return resp, toStatus(err)
 }
 
+func (s produceServer) InitProducerId(ctx context.Context, req *pb.InitProducerIdRequest) (*pb.InitProducerIdResponse, error) {
+	resp, err := s.b.InitProducerId(ctx, req)
+	return resp, toStatus(err)
+}
+
 type fetchServer struct {
 	pb.UnimplementedFetchServiceServer
 	b *Broker

@@ -366,6 +366,12 @@ func (c *Controller) load(clusterID string, rnd metastate.Rand) error {
 		}
 		l.NextOffset = st.Offset() + 1
 	}
+	if v, ok := c.cfg.ClusterConfigs[metadata.KeyProducerIDSpace]; ok && metadata.ConfigInt(v, 0) != int64(st.ProducerIDSpace()) {
+		// Static: the space was fixed at the first start, and changing it
+		// could hand out ids another cluster allocates.
+		c.log.Warn("configured producer.id.space ignored: the cluster's space is fixed at its first start",
+			"configured", v, "producer_id_space", st.ProducerIDSpace())
+	}
 	if st.Offset()+1 != l.NextOffset {
 		return fmt.Errorf("controller: replayed to offset %d but the store's next offset is %d: %w",
 			st.Offset(), l.NextOffset, metastore.ErrCorrupt)
@@ -374,7 +380,7 @@ func (c *Controller) load(clusterID string, rnd metastate.Rand) error {
 	c.compactedAt = l.Snapshot.GetOffset()
 	c.stats.reset(st, c.obs)
 	c.log.Info("metadata loaded", "cluster_id", id, "controller_epoch", epoch,
-		"offset", st.Offset(), "snapshot_offset", l.Snapshot.GetOffset(), "replayed", len(l.Deltas))
+		"offset", st.Offset(), "snapshot_offset", l.Snapshot.GetOffset(), "replayed", len(l.Deltas), "producer_id_space", st.ProducerIDSpace())
 	return nil
 }
 

@@ -22,6 +22,10 @@ type fakeSource struct {
 	configs map[string][]*twinlogv1.ConfigEntry
 	// down makes DescribeConfigs fail (the source's controller unreachable).
 	down atomic.Bool
+	// space is the producer id space Metadata reports (0: the one derived
+	// from the source's cluster id, as a real broker's; -1: none, as a
+	// broker older than the field).
+	space int32
 }
 
 func startFakeSource(t *testing.T, nw *netw, addr string, fs *fakeSource) {
@@ -34,7 +38,14 @@ func startFakeSource(t *testing.T, nw *netw, addr string, fs *fakeSource) {
 }
 
 func (fs *fakeSource) Metadata(ctx context.Context, req *twinlogv1.MetadataRequest) (*twinlogv1.MetadataResponse, error) {
-	return &twinlogv1.MetadataResponse{ClusterId: "cluster-src", Topics: fs.topics}, nil
+	space := fs.space
+	switch space {
+	case 0:
+		space = metadata.DerivedProducerIDSpace("cluster-src")
+	case -1:
+		space = 0
+	}
+	return &twinlogv1.MetadataResponse{ClusterId: "cluster-src", Topics: fs.topics, ProducerIdSpace: space}, nil
 }
 
 func (fs *fakeSource) DescribeConfigs(ctx context.Context, req *twinlogv1.DescribeConfigsRequest) (*twinlogv1.DescribeConfigsResponse, error) {

@@ -190,6 +190,14 @@ func (s controllerServer) BumpLeaderEpoch(ctx context.Context, req *twinlogv1.Bu
 	})
 }
 
+// AllocateProducerIds hands a broker the next block of producer ids; the
+// block is durable before the answer (run), so no id is given twice.
+func (s controllerServer) AllocateProducerIds(ctx context.Context, req *twinlogv1.AllocateProducerIdsRequest) (*twinlogv1.AllocateProducerIdsResponse, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.AllocateProducerIdsResponse) {
+		return st.AllocateProducerIds(req)
+	})
+}
+
 func (s controllerServer) FetchMetadata(ctx context.Context, req *twinlogv1.FetchMetadataRequest) (*twinlogv1.FetchMetadataResponse, error) {
 	resp, err := s.c.FetchMetadata(ctx, req)
 	return resp, toStatus(err)
@@ -466,9 +474,9 @@ func (s mirrorServer) CreateMirror(ctx context.Context, req *twinlogv1.CreateMir
 	// Resolve the source cluster id before taking the lock: it is network
 	// I/O and may be slow or impossible (controllers need not reach the
 	// other cluster; brokers' mirror fetchers verify ids themselves).
-	sourceID, sources := s.c.resolveSource(ctx, req.GetSourceBootstrap(), req.GetTopics())
+	src, sources := s.c.resolveSource(ctx, req.GetSourceBootstrap(), req.GetTopics())
 	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.CreateMirrorResponse) {
-		return st.CreateMirror(req, sourceID, sources)
+		return st.CreateMirror(req, src, sources)
 	})
 }
 
@@ -494,14 +502,15 @@ func (s mirrorServer) StartMirrorTopics(ctx context.Context, req *twinlogv1.Star
 	// The cluster id the addresses answer goes to metastate too: new
 	// addresses must be the mirror's source cluster (a mirror is never
 	// re-pointed at another cluster), and so must the old ones that
-	// describe the topics.
-	var sourceID string
+	// describe the topics; new addresses must report a producer id space
+	// other than this cluster's.
+	var src metastate.SourceCluster
 	var sources map[string]metastate.SourceTopic
 	if len(bootstrap) > 0 && (len(req.GetTopics()) > 0 || len(req.GetSourceBootstrap()) > 0) {
-		sourceID, sources = s.c.resolveSource(ctx, bootstrap, req.GetTopics())
+		src, sources = s.c.resolveSource(ctx, bootstrap, req.GetTopics())
 	}
 	res, err := run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
-		return st.StartMirrorTopics(req.GetMirror(), req.GetTopics(), req.GetSourceBootstrap(), sourceID, sources)
+		return st.StartMirrorTopics(req.GetMirror(), req.GetTopics(), req.GetSourceBootstrap(), src, sources)
 	})
 	if err != nil {
 		return nil, err
@@ -559,8 +568,9 @@ func (s mirrorServer) ResumeMirrorTopics(ctx context.Context, req *twinlogv1.Res
 	return &twinlogv1.ResumeMirrorTopicsResponse{Topics: res}, nil
 }
 
-// resolveSource asks the source bootstrap brokers for their cluster id and
-// the listed topics: Metadata gives the name, topic id, partition count and
+// resolveSource asks the source bootstrap brokers for their cluster id,
+// producer id space and the listed topics: Metadata gives the cluster id and
+// space (metastate.SourceCluster) and each topic's name, topic id, partition count and
 // replication factor, DescribeConfigs (which the broker forwards to the
 // source's controller) the topic's own settings (source TOPIC entries; which
 // of them are copied is metadata.MirroredTopicConfigs). A topic the source
@@ -570,15 +580,15 @@ func (s mirrorServer) ResumeMirrorTopics(ctx context.Context, req *twinlogv1.Res
 // unchecked). The first answer that describes every topic wins; an answer
 // with topics missing is kept while the other addresses are asked (a broker
 // may not have seen a topic just created). Bounded by RecoveryRPCTimeout. It
-// returns "" and nil if no Metadata answers. If Metadata answers but no
+// returns a zero SourceCluster and nil if no Metadata answers. If Metadata answers but no
 // broker can describe the configs, the topics carry ConfigsErr (metastate
 // refuses to create them without their configs).
-func (c *Controller) resolveSource(ctx context.Context, bootstrap, topics []string) (string, map[string]metastate.SourceTopic) {
+func (c *Controller) resolveSource(ctx context.Context, bootstrap, topics []string) (metastate.SourceCluster, map[string]metastate.SourceTopic) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RecoveryRPCTimeout)
 	defer cancel()
 	var (
-		bestID, partialID string
-		best, partial     map[string]metastate.SourceTopic
+		bestSrc, partialSrc metastate.SourceCluster
+		best, partial       map[string]metastate.SourceTopic
 	)
 	missing := func(sources map[string]metastate.SourceTopic) int {
 		n := 0
@@ -590,14 +600,14 @@ func (c *Controller) resolveSource(ctx context.Context, bootstrap, topics []stri
 		return n
 	}
 	for _, addr := range bootstrap {
-		id, sources, err := c.describeSource(ctx, addr, topics)
+		src, sources, err := c.describeSource(ctx, addr, topics)
 		switch {
 		case err == nil && missing(sources) == 0:
-			return id, sources
+			return src, sources
 		case err == nil && (best == nil || missing(sources) < missing(best)):
-			bestID, best = id, sources
+			bestSrc, best = src, sources
 		case err != nil && sources != nil && partial == nil:
-			partialID, partial = id, sources
+			partialSrc, partial = src, sources
 		}
 		c.log.Debug("resolve mirror source", "addr", addr, "err", err)
 		if ctx.Err() != nil {
@@ -606,22 +616,23 @@ func (c *Controller) resolveSource(ctx context.Context, bootstrap, topics []stri
 	}
 	switch {
 	case best != nil:
-		return bestID, best
+		return bestSrc, best
 	case partial != nil:
 		c.log.Warn("mirror source topic configs unreadable; topics to create are refused", "bootstrap", bootstrap)
-		return partialID, partial
+		return partialSrc, partial
 	}
 	c.log.Warn("mirror source unresolved; its topics are refused until it answers", "bootstrap", bootstrap)
-	return "", nil
+	return metastate.SourceCluster{}, nil
 }
 
 // describeSource is resolveSource against one source broker. When Metadata
 // answers but DescribeConfigs does not, it returns the sources marked with
 // ConfigsErr and the error.
-func (c *Controller) describeSource(ctx context.Context, addr string, topics []string) (string, map[string]metastate.SourceTopic, error) {
+func (c *Controller) describeSource(ctx context.Context, addr string, topics []string) (metastate.SourceCluster, map[string]metastate.SourceTopic, error) {
+	var src metastate.SourceCluster
 	conn, err := c.dial(addr)
 	if err != nil {
-		return "", nil, err
+		return src, nil, err
 	}
 	defer func() { _ = conn.Close() }()
 	want := slices.Clone(topics)
@@ -630,11 +641,12 @@ func (c *Controller) describeSource(ctx context.Context, addr string, topics []s
 	}
 	md, err := twinlogv1.NewFetchServiceClient(conn).Metadata(ctx, &twinlogv1.MetadataRequest{Topics: want})
 	if err != nil {
-		return "", nil, err
+		return src, nil, err
 	}
 	if md.GetClusterId() == "" {
-		return "", nil, errors.New("metadata without a cluster id")
+		return src, nil, errors.New("metadata without a cluster id")
 	}
+	src = metastate.SourceCluster{ID: md.GetClusterId(), ProducerIDSpace: md.GetProducerIdSpace()}
 	sources := map[string]metastate.SourceTopic{}
 	var res []*twinlogv1.ConfigResource
 	for _, t := range md.GetTopics() {
@@ -653,8 +665,8 @@ func (c *Controller) describeSource(ctx context.Context, addr string, topics []s
 		res = append(res, &twinlogv1.ConfigResource{Type: twinlogv1.ConfigResourceType_CONFIG_RESOURCE_TYPE_TOPIC, Name: t.GetName()})
 	}
 	if len(res) == 0 || len(topics) == 0 {
-		// No topic named: only the cluster id is wanted.
-		return md.GetClusterId(), sources, nil
+		// No topic named: only the cluster id and space are wanted.
+		return src, sources, nil
 	}
 	dc, err := twinlogv1.NewAdminServiceClient(conn).DescribeConfigs(ctx, &twinlogv1.DescribeConfigsRequest{Resources: res})
 	if err != nil {
@@ -664,7 +676,7 @@ func (c *Controller) describeSource(ctx context.Context, addr string, topics []s
 				sources[n] = st
 			}
 		}
-		return md.GetClusterId(), sources, err
+		return src, sources, err
 	}
 	described := map[string]bool{}
 	for _, r := range dc.GetResults() {
@@ -698,7 +710,7 @@ func (c *Controller) describeSource(ctx context.Context, addr string, topics []s
 			sources[n] = st
 		}
 	}
-	return md.GetClusterId(), sources, nil
+	return src, sources, nil
 }
 
 // DescribeMirrors aggregates the runtime states that destination leaders

@@ -159,7 +159,7 @@ var table = [...]Info{
 	twinlogv1.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS: {
 		Name:        "COORDINATOR_LOAD_IN_PROGRESS",
 		Kafka:       14,
-		Description: "the __mirror_state leader has not read its partition up to its high watermark yet",
+		Description: "the __mirror_state leader has not read its partition up to its high watermark yet, or the broker has no producer id block from the controller yet (InitProducerId)",
 		Retriable:   true,
 	},
 	twinlogv1.ErrorCode_ERROR_CODE_INVALID_MIRROR_SOURCE: {

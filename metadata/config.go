@@ -33,6 +33,21 @@ const (
 	defaultServerPartitionLimit  = 1000
 )
 
+// KeyProducerIDSpace is the cluster's producer id space, 1 to
+// MaxProducerIDSpace; static: written at the controller's first start only,
+// and fixed for the cluster's life. Every idempotent producer id the
+// cluster allocates is space<<48 | counter (producerids.go), so two clusters
+// with different spaces never hand out the same id. Unset, the space is
+// derived from the cluster id (ProducerIDSpace), as fixed as the id.
+//
+// Two clusters that mirror each other must have different spaces: a mirror
+// copies the source's batches with their producer ids, and an id the
+// destination also gave one of its own producers would mix two producers'
+// sequences in one partition. CreateMirror (and StartMirrorTopics with new
+// source addresses) refuses a source whose space is this cluster's, or that
+// does not report one.
+const KeyProducerIDSpace = "producer.id.space"
+
 // InternalTopicPrefix starts the names reserved for internal topics
 // (Kafka's "__consumer_offsets", our "__mirror_state").
 const InternalTopicPrefix = "__"
@@ -98,6 +113,9 @@ var configDefs = map[string]ConfigDef{
 	KeyMirrorRetryMaxAttempts:    {Scopes: ScopeBroker, Default: "20"},
 	KeyMirrorStateReplication:    {Scopes: ScopeCluster, Default: "3", Static: true},
 	KeyMirrorStateNumPartitions:  {Scopes: ScopeCluster, Default: "1", Static: true},
+	// No default: unset means derived from the cluster id
+	// (ProducerIDSpace), which DescribeConfigs shows.
+	KeyProducerIDSpace: {Scopes: ScopeCluster, Static: true},
 }
 
 func init() {

@@ -1,6 +1,6 @@
 // Package metadata is the metadata image of one cluster: the persisted
 // records (brokers, topics with configs, partitions, mirrors, cluster
-// configs) at one metadata offset, as the controller writes them and as
+// configs, the producer id allocation) at one metadata offset, as the controller writes them and as
 // every broker rebuilds them from FetchMetadata. It is the one package the
 // controller (controller/metastate) and the brokers share besides the API:
 // the controller's decisions build on an Image, a broker reads one.
@@ -29,6 +29,14 @@
 // strategy; broker acceptability): the image's readers call them with its
 // records, the controller with the records of a change it is computing, so
 // the rule exists once.
+//
+// # Producer ids
+//
+// Idempotent producer ids are space<<48 | counter (producerids.go): the
+// space is the cluster's (producer.id.space, else derived from the cluster
+// id; ProducerIDSpace is the one rule, used by the controller that
+// allocates and by the brokers that report it), the counter is allocated
+// in blocks by the controller and recorded in the ProducerIdsRecord.
 //
 // # Concurrency
 //

@@ -134,7 +134,8 @@ func (f *Follower) add(resp *twinlogv1.FetchMetadataResponse) (_ *twinlogv1.Meta
 	page, pos := resp.GetSnapshot(), resp.GetSnapshotPosition()
 	switch {
 	case pos == 0:
-		f.snap = &twinlogv1.MetadataSnapshot{Offset: page.GetOffset(), ClusterId: page.GetClusterId(), ClusterConfig: page.GetClusterConfig()}
+		f.snap = &twinlogv1.MetadataSnapshot{Offset: page.GetOffset(), ClusterId: page.GetClusterId(), ClusterConfig: page.GetClusterConfig(),
+			ProducerIds: page.GetProducerIds()}
 		f.next = 0
 	case f.snap == nil:
 		return nil, fmt.Errorf("metadata: snapshot %d: page at position %d but no snapshot in progress", page.GetOffset(), pos)

@@ -19,7 +19,8 @@ var ErrOffsetGap = errors.New("metadata: delta offset does not follow the metada
 const noBroker = int32(twinlog.NoBroker)
 
 // Image is the persisted metadata of one cluster at one metadata offset:
-// brokers, topics, partitions, mirrors and cluster configs. It is what the
+// brokers, topics, partitions, mirrors, cluster configs and the producer id
+// allocation. It is what the
 // controller writes and what every broker rebuilds from FetchMetadata.
 //
 // Image is not safe for concurrent use. Records returned by its readers must
@@ -32,6 +33,8 @@ type Image struct {
 	partitions    map[string][]*twinlogv1.PartitionRecord
 	mirrors       map[string]*twinlogv1.MirrorRecord
 	clusterConfig map[string]string
+	// producerIDs is the producer id allocation (nil: none yet).
+	producerIDs *twinlogv1.ProducerIdsRecord
 
 	// Indexes of the image, kept by putPartition and dropTopicPartitions so
 	// that fencing a broker and electing leaderless partitions (the
@@ -69,6 +72,7 @@ func (img *Image) reset() {
 	img.partitions = map[string][]*twinlogv1.PartitionRecord{}
 	img.mirrors = map[string]*twinlogv1.MirrorRecord{}
 	img.clusterConfig = map[string]string{}
+	img.producerIDs = nil
 	img.byBroker = map[int32]map[tpKey]struct{}{}
 	img.leaderless = map[tpKey]struct{}{}
 }
@@ -152,6 +156,24 @@ func (img *Image) LeaderlessPartitions() iter.Seq2[string, int32] {
 // Mirror returns a mirror record, nil if unknown. Do not modify it.
 func (img *Image) Mirror(name string) *twinlogv1.MirrorRecord { return img.mirrors[name] }
 
+// MirrorTopicState is the desired mirror state of topic name
+// (MIRRORING, PAUSED, STOPPED, FAILED), UNSPECIFIED when no mirror holds
+// it.
+func (img *Image) MirrorTopicState(name string) twinlogv1.MirrorState {
+	t := img.topics[name]
+	if t == nil {
+		return twinlogv1.MirrorState_MIRROR_STATE_UNSPECIFIED
+	}
+	if m := img.mirrors[t.GetMirrorName()]; m != nil {
+		for _, mt := range m.GetTopics() {
+			if mt.GetTopic() == name {
+				return mt.GetDesiredState()
+			}
+		}
+	}
+	return twinlogv1.MirrorState_MIRROR_STATE_UNSPECIFIED
+}
+
 // MirrorNames returns all mirror names in byte-wise order.
 func (img *Image) MirrorNames() []string { return slices.Sorted(maps.Keys(img.mirrors)) }
 
@@ -216,6 +238,14 @@ func (img *Image) ClusterConfigSet(key string) (string, bool) {
 	return v, ok
 }
 
+// ProducerIDs returns the producer id allocation, nil before the first
+// block. Do not modify it.
+func (img *Image) ProducerIDs() *twinlogv1.ProducerIdsRecord { return img.producerIDs }
+
+// ProducerIDSpace returns the cluster's producer id space
+// (metadata.ProducerIDSpace of its cluster configs and id).
+func (img *Image) ProducerIDSpace() int32 { return ProducerIDSpace(img.clusterConfig, img.clusterID) }
+
 // ELREnabled reports eligible.leader.replicas.enabled.
 func (img *Image) ELREnabled() bool { return ResolveELREnabled(img.clusterConfig) }
 
@@ -250,6 +280,9 @@ func (img *Image) Apply(d *twinlogv1.MetadataDelta) error {
 		if img.clusterConfig == nil {
 			img.clusterConfig = map[string]string{}
 		}
+	}
+	if r := d.GetProducerIds(); r != nil {
+		img.producerIDs = r
 	}
 	for _, name := range d.GetRemovedTopics() {
 		delete(img.topics, name)
@@ -344,6 +377,9 @@ func (img *Image) Snapshot() *twinlogv1.MetadataSnapshot {
 		ClusterId:     img.clusterID,
 		ClusterConfig: &twinlogv1.ClusterConfigRecord{Configs: maps.Clone(img.clusterConfig)},
 	}
+	if img.producerIDs != nil {
+		snap.ProducerIds = proto.CloneOf(img.producerIDs)
+	}
 	for _, b := range img.Brokers() {
 		snap.Brokers = append(snap.Brokers, proto.Clone(b).(*twinlogv1.BrokerRecord))
 	}
@@ -383,6 +419,9 @@ func (img *Image) Restore(snap *twinlogv1.MetadataSnapshot) {
 	}
 	if cc := snap.GetClusterConfig().GetConfigs(); cc != nil {
 		img.clusterConfig = maps.Clone(cc)
+	}
+	if r := snap.GetProducerIds(); r != nil {
+		img.producerIDs = proto.CloneOf(r)
 	}
 }
 

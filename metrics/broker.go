@@ -25,6 +25,8 @@ type Broker struct {
 	isrShrinks      prometheus.Counter
 	isrExpands      prometheus.Counter
 	offline         prometheus.Gauge
+	pidBlocks       *prometheus.CounterVec
+	pids            prometheus.Counter
 
 	kafkaConns    prometheus.Gauge
 	kafkaRequests *prometheus.HistogramVec
@@ -32,9 +34,10 @@ type Broker struct {
 }
 
 var (
-	_ broker.Observer        = (*Broker)(nil)
-	_ broker.StorageObserver = (*Broker)(nil)
-	_ kafka.Observer         = (*Broker)(nil)
+	_ broker.Observer           = (*Broker)(nil)
+	_ broker.StorageObserver    = (*Broker)(nil)
+	_ broker.ProducerIDObserver = (*Broker)(nil)
+	_ kafka.Observer            = (*Broker)(nil)
 )
 
 // NewBroker registers the broker collectors on reg. The leader-side ISR
@@ -85,6 +88,15 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 			Name: "twinlog_broker_offline_partitions", Help: "Partitions whose log failed to open at start (corrupt below the recovery point, bad checkpoint, I/O error); offline until repaired.",
 		}),
 	}
+	b.pidBlocks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "twinlog_producer_id_blocks_total", Help: "Producer id blocks asked of the controller (AllocateProducerIds), by result (ok, error).",
+	}, []string{"result"})
+	b.pids = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "twinlog_producer_ids_total", Help: "Producer ids handed to idempotent producers (InitProducerId).",
+	})
+	for _, r := range []string{"ok", "error"} {
+		b.pidBlocks.WithLabelValues(r)
+	}
 	for _, r := range []string{"divergence", "lmle", "out_of_range"} {
 		b.truncations.WithLabelValues(r)
 	}
@@ -105,7 +117,7 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 		b.kafkaClosed.WithLabelValues(r)
 	}
 	for _, col := range []prometheus.Collector{b.hw, b.leo, b.isrSize, b.underReplicated, b.underMinISR,
-		b.truncations, b.idempotent, b.requests, b.bytesIn, b.bytesOut, b.isrShrinks, b.isrExpands, b.offline,
+		b.truncations, b.idempotent, b.requests, b.bytesIn, b.bytesOut, b.isrShrinks, b.isrExpands, b.offline, b.pidBlocks, b.pids,
 		b.kafkaConns, b.kafkaRequests, b.kafkaClosed} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
@@ -175,6 +187,18 @@ func (b *Broker) ObserveISRChange(expand bool) {
 
 // ObserveOfflinePartitions implements broker.StorageObserver.
 func (b *Broker) ObserveOfflinePartitions(n int) { b.offline.Set(float64(n)) }
+
+// ObserveProducerIDBlock implements broker.ProducerIDObserver.
+func (b *Broker) ObserveProducerIDBlock(ok bool) {
+	if ok {
+		b.pidBlocks.WithLabelValues("ok").Inc()
+		return
+	}
+	b.pidBlocks.WithLabelValues("error").Inc()
+}
+
+// ObserveProducerID implements broker.ProducerIDObserver.
+func (b *Broker) ObserveProducerID() { b.pids.Inc() }
 
 // ObserveKafkaConnections implements kafka.Observer.
 func (b *Broker) ObserveKafkaConnections(n int) { b.kafkaConns.Set(float64(n)) }

@@ -56,6 +56,9 @@ func TestBrokerObserver(t *testing.T) {
 	b.ObserveISRChange(false)
 	b.ObserveISRChange(true)
 	b.ObserveOfflinePartitions(2)
+	b.ObserveProducerIDBlock(true)
+	b.ObserveProducerID()
+	b.ObserveProducerID()
 	b.ObserveKafkaConnections(3)
 	b.ObserveKafkaRequest("Produce", time.Millisecond)
 	b.ObserveKafkaClosed("oversized")
@@ -75,6 +78,9 @@ func TestBrokerObserver(t *testing.T) {
 		"twinlog_isr_shrinks_total":                               1,
 		"twinlog_isr_expands_total":                               1,
 		"twinlog_broker_offline_partitions":                       2,
+		"twinlog_producer_id_blocks_total,result=ok":              1,
+		"twinlog_producer_id_blocks_total,result=error":           0,
+		"twinlog_producer_ids_total":                              2,
 		"twinlog_kafka_connections":                               3,
 		"twinlog_kafka_request_duration_seconds,api=Produce":      1,
 		"twinlog_kafka_connections_closed_total,reason=oversized": 1,

@@ -15,6 +15,9 @@
 #   4. A produce to B's mirror topic is refused (INVALID_REQUEST).
 #   5. confluent-kafka-python's AdminClient creates a topic with a config,
 #      describes the config, produces to it and deletes it.
+#   6. confluent-kafka-python idempotent producers on A, then on B after a
+#      planned failover of the topic: B holds every record exactly once, and
+#      the two clusters' producer ids are in their own id spaces.
 #
 # kcat and python3-confluent-kafka are Debian packages; when missing, the
 # script installs them with apt-get and fails (never skips) if it cannot.
@@ -153,6 +156,38 @@ if out=$("$PY" scripts/kafka_e2e.py admin $KAFKA_A e2e-admin 2>&1); then
   pass "5: confluent-kafka-python AdminClient: $(tr '\n' ';' <<<"$out")"
 else
   fail "5: AdminClient: $out"
+fi
+
+# ---- 6. idempotent producers through a planned failover -------------------
+# idem on A, mirrored to B; 1,000 records from an idempotent producer on A;
+# planned failover of idem (stop --wait-for-catch-up on B); 1,000 more from
+# an idempotent producer on B. B holds the 2,000 exactly once, and the
+# producer ids in the batches are A's id space (1) then B's (2): the
+# clusters never hand out the same id.
+CTL_A=127.0.0.1:9090
+CTL_B=127.0.0.1:9100
+pid_spaces() { # the producer id spaces (id >> 48) of the batches in dir $1
+  bin/twinctl dump-log "$1" --json 2>/dev/null | jq -s -r '[.[] | select(.producer_id >= 0) | (.producer_id / 281474976710656 | floor)] | unique | map(tostring) | join(",")'
+}
+if ! bin/twinctl --bootstrap $CTL_A topics create idem --partitions 3 --replication-factor 3 --config min.insync.replicas=2 >/dev/null ||
+  ! bin/twinctl --bootstrap $CTL_B mirrors start a-to-b idem >/dev/null; then
+  fail "6: could not create idem on A and mirror it to B"
+elif ! out=$("$PY" scripts/kafka_e2e.py produce-idempotent $KAFKA_A idem 0 1000 2>&1); then
+  fail "6: $out"
+elif ! stop=$(bin/twinctl --bootstrap $CTL_B mirrors stop a-to-b idem --wait-for-catch-up 2>&1); then
+  fail "6: planned failover of idem: $stop"
+elif ! out2=$("$PY" scripts/kafka_e2e.py produce-idempotent $KAFKA_B idem 1000 1000 2>&1); then
+  fail "6: after the failover: $out2"
+elif ! out3=$("$PY" scripts/kafka_e2e.py exactly-once $KAFKA_B idem 2000 2>&1); then
+  fail "6: $out3"
+else
+  spaces_a=$(for d in run/cluster-a/broker-*/idem-*; do pid_spaces "$d"; done | tr ',' '\n' | grep -v '^$' | sort -u | paste -sd,)
+  spaces_b=$(for d in run/cluster-b/broker-*/idem-*; do pid_spaces "$d"; done | tr ',' '\n' | grep -v '^$' | sort -u | paste -sd,)
+  if [ "$spaces_a" = 1 ] && [ "$spaces_b" = 1,2 ]; then
+    pass "6: $(printf '%s;%s;%s' "$out" "$out2" "$out3") producer id spaces: A's log $spaces_a, B's log $spaces_b"
+  else
+    fail "6: producer id spaces in A's idem logs '$spaces_a' (want 1), B's '$spaces_b' (want 1,2)"
+  fi
 fi
 
 log "$PASSED passed, ${#FAILED[@]} failed"

@@ -14,6 +14,14 @@ confluent-kafka-python (librdkafka), a client nobody here wrote.
       creates TOPIC (3 partitions, 3 replicas, min.insync.replicas 2) with
       the AdminClient, reads its config back, produces to every partition,
       deletes it.
+  kafka_e2e.py produce-idempotent BOOTSTRAP TOPIC FIRST N
+      produces values idem-FIRST .. idem-(FIRST+N-1) with an idempotent
+      producer (enable.idempotence, acks=all, up to 5 requests in flight)
+      and checks every delivery report and that each partition's
+      acknowledged offsets are dense.
+  kafka_e2e.py exactly-once BOOTSTRAP TOPIC N
+      reads every partition of TOPIC from the start: values idem-0 ..
+      idem-(N-1), each exactly once, nothing else.
 
 Prints one line per check; exits 0 when all passed.
 """
@@ -125,6 +133,67 @@ def admin(bootstrap, topic):
     print("ok   delete_topics removed %s" % topic)
 
 
+def produce_idempotent(bootstrap, topic, first, n):
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                  "max.in.flight.requests.per.connection": 5, "linger.ms": 5,
+                  "batch.num.messages": 50, "message.timeout.ms": 60000})
+    acked, errors = {}, []
+
+    def report(err, msg):
+        if err is not None:
+            errors.append("%s: %s" % (msg.value(), err))
+        else:
+            acked.setdefault(msg.partition(), []).append(msg.offset())
+
+    for i in range(first, first + n):
+        while True:
+            try:
+                p.produce(topic, key=b"k%d" % (i % 13), value=b"idem-%d" % i, on_delivery=report)
+                break
+            except BufferError:
+                p.poll(0.1)
+        p.poll(0)
+    left = p.flush(60)
+    if left or errors:
+        fail("idempotent produce to %s: %d undelivered, errors %s" % (bootstrap, left, errors[:3]))
+    total = 0
+    for part, offs in sorted(acked.items()):
+        offs.sort()
+        if offs != list(range(offs[0], offs[0] + len(offs))):
+            fail("partition %d: acknowledged offsets are not dense: %s..." % (part, offs[:10]))
+        total += len(offs)
+    if total != n:
+        fail("%d of %d acknowledged" % (total, n))
+    print("ok   idempotent producer on %s: %d records acknowledged, dense offsets on %d partitions" % (bootstrap, n, len(acked)))
+
+
+def exactly_once(bootstrap, topic, n):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafka-e2e-unused", "enable.auto.commit": False,
+                  "enable.partition.eof": True})
+    md = c.list_topics(topic, timeout=10)
+    parts = sorted(md.topics[topic].partitions)
+    c.assign([TopicPartition(topic, part, 0) for part in parts])
+    seen = {}
+    eof = set()
+    deadline = time.time() + 60
+    while len(eof) < len(parts) and time.time() < deadline:
+        for m in c.consume(500, 0.5):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    eof.add(m.partition())
+                    continue
+                fail("consume: %s" % m.error())
+            v = m.value().decode()
+            if v in seen:
+                fail("%s twice: %s and %d/%d" % (v, seen[v], m.partition(), m.offset()))
+            seen[v] = "%d/%d" % (m.partition(), m.offset())
+    c.close()
+    want = set("idem-%d" % i for i in range(n))
+    if set(seen) != want:
+        fail("read %d values; missing %d, unexpected %d" % (len(seen), len(want - set(seen)), len(set(seen) - want)))
+    print("ok   %s on %s holds idem-0..idem-%d exactly once" % (topic, bootstrap, n - 1))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "produce-consume":
         produce_consume(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
@@ -132,5 +201,9 @@ if __name__ == "__main__":
         produce_refused(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "admin":
         admin(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "produce-idempotent":
+        produce_idempotent(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    elif sys.argv[1] == "exactly-once":
+        exactly_once(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
         fail("unknown command " + sys.argv[1])

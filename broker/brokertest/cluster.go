@@ -149,6 +149,12 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 		"broker.session.timeout.ms":    strconv.FormatInt(opts.SessionTimeout.Milliseconds(), 10),
 		"broker.heartbeat.interval.ms": "100",
 	}
+	if n := opts.Cluster; len(n) == 1 && n[0] >= 'a' && n[0] <= 'z' {
+		// Distinct, explicit producer id spaces (a 1, b 2, ...), as the
+		// deployments set them: clusters that mirror each other must not
+		// share one. Other names keep the space derived from the id.
+		cfgs["producer.id.space"] = strconv.Itoa(int(n[0]-'a') + 1) // metadata.KeyProducerIDSpace
+	}
 	for k, v := range opts.ClusterConfigs {
 		cfgs[k] = v
 	}

@@ -26,6 +26,9 @@ const (
 	invalidTxnState     int16 = 48
 	notController       int16 = 41
 	unknownTopicID      int16 = 100
+	// transactionalIDAuthorizationFailed refuses a transactional
+	// InitProducerId (initproducerid.go).
+	transactionalIDAuthorizationFailed int16 = 53
 )
 
 const apiVersionsKey int16 = 18
@@ -74,6 +77,11 @@ func (s *Server) table() map[int16]api {
 		2:  {min: 1, max: 6, handle: s.listOffsets, fail: failListOffsets, timeout: fixed},
 		23: {min: 0, max: 4, handle: s.offsetForLeaderEpoch, fail: failOffsetForLeaderEpoch, timeout: fixed},
 		60: {min: 0, max: 1, handle: s.describeCluster, fail: failDescribeCluster, timeout: fixed},
+		// InitProducerId: v2 is the first flexible version, v3 adds the
+		// producer id and epoch (KIP-360), v4 the PRODUCER_FENCED code
+		// (transactional only). v5 (kmsg's last) changes only what a
+		// transactional producer may be answered.
+		22: {min: 0, max: 4, handle: s.initProducerID, fail: failInitProducerID, timeout: fixed},
 	}
 	if s.admin != nil {
 		t[19] = api{min: 2, max: 7, handle: s.createTopics, fail: failCreateTopics, timeout: fixed}

@@ -36,6 +36,11 @@
 // check, as in Kafka (docs/spec-deviations.md: SPEC §4.3 step 2 asks
 // every consumer for one).
 //
+// InitProducerId (v0-v4) gives idempotent producers a producer id from
+// the broker's block of the cluster's id space; a transactional id is
+// refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as twinlog has no
+// transactions (and serves no FindCoordinator).
+//
 // Concurrency: a Server is safe for concurrent use; each connection has
 // its own goroutine, and the Backend is called concurrently.
 package kafka

@@ -26,6 +26,7 @@ type Backend interface {
 	ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error)
 	OffsetForLeaderEpoch(ctx context.Context, req *pb.OffsetForLeaderEpochRequest) (*pb.OffsetForLeaderEpochResponse, error)
 	Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.MetadataResponse, error)
+	InitProducerId(ctx context.Context, req *pb.InitProducerIdRequest) (*pb.InitProducerIdResponse, error)
 }
 
 // Defaults, as Kafka's.

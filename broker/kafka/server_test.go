@@ -19,9 +19,21 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 )
 
-// fakeBackend answers every partition NONE at offset 0, and counts
-// produce calls.
-type fakeBackend struct{ produces atomic.Int32 }
+// fakeBackend answers every partition NONE at offset 0, counts produce
+// calls, and gives producer ids 1000, 1001, ... (pidCode set: refuses
+// InitProducerId with it).
+type fakeBackend struct {
+	produces atomic.Int32
+	pids     atomic.Int64
+	pidCode  atomic.Int32 // a pb.ErrorCode
+}
+
+func (f *fakeBackend) InitProducerId(context.Context, *pb.InitProducerIdRequest) (*pb.InitProducerIdResponse, error) {
+	if code := pb.ErrorCode(f.pidCode.Load()); code != pb.ErrorCode_ERROR_CODE_NONE {
+		return &pb.InitProducerIdResponse{Error: code, ErrorMessage: "no block", ProducerId: -1, ProducerEpoch: -1}, nil
+	}
+	return &pb.InitProducerIdResponse{ProducerId: 1000 + f.pids.Add(1) - 1}, nil
+}
 
 func (f *fakeBackend) Produce(_ context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
 	f.produces.Add(1)

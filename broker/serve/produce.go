@@ -113,6 +113,23 @@ func Propose(r *replica.Replica, log ProducerChecker, v storage.Validated, p rep
 	return d, duplicate
 }
 
+// ReadOnlyRefusal is the answer to a produce that a mirror partition's
+// leader refused as read-only (READ_ONLY_TOPIC), given the topic's desired
+// mirror state in the leader's metadata. While the mirror runs (MIRRORING,
+// PAUSED, FAILED) the topic is read-only until a failover: READ_ONLY_TOPIC,
+// which Kafka clients get as INVALID_REQUEST and do not retry. Once an
+// operator has stopped it, a leader that is not writable yet is one that
+// took over after the stop and whose mirror runner has not yet read the
+// STOPPED state back (SPEC §6.6): NOT_LEADER_OR_FOLLOWER, which every client
+// retries after a metadata refresh, instead of failing an idempotent
+// producer that is moving to the destination.
+func ReadOnlyRefusal(desired pb.MirrorState) (pb.ErrorCode, string) {
+	if desired == pb.MirrorState_MIRROR_STATE_STOPPED {
+		return pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, "the mirror topic was stopped (failed over) and this leader is not writable yet; retry"
+	}
+	return pb.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC, "a mirror topic is read-only until it is stopped (failover)"
+}
+
 // ProducerRefusal is the error and message for a batch b the producer
 // state refused.
 func ProducerRefusal(v producer.Verdict, b storage.BatchView) (pb.ErrorCode, string) {

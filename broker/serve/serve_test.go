@@ -133,7 +133,9 @@ func TestBudget(t *testing.T) {
 // verdict is a log's producer check that answers v for any batches.
 type verdict producer.Verdict
 
-func (v verdict) CheckProducers(storage.Validated) (producer.Verdict, int) { return producer.Verdict(v), 0 }
+func (v verdict) CheckProducers(storage.Validated) (producer.Verdict, int) {
+	return producer.Verdict(v), 0
+}
 
 // TestPropose: an accepted proposal answers its base offset and LE; a
 // refused one its error, with the leader for NOT_LEADER_OR_FOLLOWER. The
@@ -186,6 +188,23 @@ func TestPropose(t *testing.T) {
 	serve.Propose(follower.r, verdict{Outcome: producer.OutOfOrder}, v, replica.Proposal{ID: 1, Acks: replica.AcksLeader, TimeoutMs: 1000, NumRecords: 1}, 1, &out)
 	if out.GetError() != pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER || out.GetLeaderId() != 2 {
 		t.Fatalf("refused: %v", &out)
+	}
+}
+
+// TestReadOnlyRefusal: a mirror topic's produce refusal is READ_ONLY_TOPIC
+// while the mirror runs, NOT_LEADER_OR_FOLLOWER (retriable) once it was
+// stopped and the leader is not writable yet.
+func TestReadOnlyRefusal(t *testing.T) {
+	for state, want := range map[pb.MirrorState]pb.ErrorCode{
+		pb.MirrorState_MIRROR_STATE_MIRRORING:   pb.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC,
+		pb.MirrorState_MIRROR_STATE_PAUSED:      pb.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC,
+		pb.MirrorState_MIRROR_STATE_FAILED:      pb.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC,
+		pb.MirrorState_MIRROR_STATE_UNSPECIFIED: pb.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC,
+		pb.MirrorState_MIRROR_STATE_STOPPED:     pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER,
+	} {
+		if got, msg := serve.ReadOnlyRefusal(state); got != want || msg == "" {
+			t.Errorf("%v: %v %q, want %v with a message", state, got, msg, want)
+		}
 	}
 }
 

@@ -117,7 +117,7 @@ func run(ctx context.Context, cfg config.ControllerConfig, log *slog.Logger) err
 // controllerConfig maps controllerd's keys to controller.Config: the
 // limits, and the cluster configs written at the first start.
 func controllerConfig(cfg config.ControllerConfig) controller.Config {
-	return controller.Config{
+	cc := controller.Config{
 		DataDir:                             cfg.DataDir,
 		ClusterID:                           cfg.ClusterID,
 		ListenAddr:                          cfg.ListenAddress,
@@ -137,6 +137,12 @@ func controllerConfig(cfg config.ControllerConfig) controller.Config {
 			"mirror.state.topic.num.partitions":     strconv.Itoa(cfg.MirrorStateTopicNumPartitions),
 		},
 	}
+	if cfg.ProducerIDSpace != 0 {
+		// Unset (0), nothing is written: the space is derived from the
+		// cluster id (metadata.ProducerIDSpace).
+		cc.ClusterConfigs["producer.id.space"] = strconv.Itoa(cfg.ProducerIDSpace)
+	}
+	return cc
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

@@ -33,3 +33,36 @@ func TestControllerLimitsReachController(t *testing.T) {
 		t.Errorf("controller.Config.Validate: %v", err)
 	}
 }
+
+// TestProducerIDSpaceReachesController: producer.id.space goes into the
+// first-start cluster configs when set, and is left out when unset (0), so
+// the controller derives the space from the cluster id.
+func TestProducerIDSpaceReachesController(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // "": absent
+	}{
+		{[]string{"--cluster.id=a"}, ""},
+		{[]string{"--cluster.id=a", "--producer.id.space=2"}, "2"},
+	} {
+		fs := pflag.NewFlagSet("controllerd", pflag.ContinueOnError)
+		config.RegisterControllerFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.LoadController("", fs)
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := controllerConfig(cfg)
+		if got, ok := c.ClusterConfigs["producer.id.space"]; got != tc.want || ok != (tc.want != "") {
+			t.Errorf("%v: producer.id.space %q (set %t), want %q", tc.args, got, ok, tc.want)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%v: controller.Config.Validate: %v", tc.args, err)
+		}
+	}
+}

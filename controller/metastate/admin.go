@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
@@ -358,6 +359,11 @@ func (t *txn) alterConfig(r *twinlogv1.AlterConfigsResource) (twinlogv1.ErrorCod
 		if !ok || d.Scopes&scope == 0 {
 			return invalid, fmt.Errorf("unknown config %q for this resource", k)
 		}
+		if d.Static {
+			// Deleting would change the value as much as setting it:
+			// producer.id.space would fall back to the derived space.
+			return invalid, fmt.Errorf("config %q is static", k)
+		}
 		delete(next, k)
 	}
 	touched := func(k string) bool { _, set := r.GetSet()[k]; return set || slices.Contains(r.GetDelete(), k) }
@@ -427,6 +433,10 @@ func (s *State) DescribeConfigs(req *twinlogv1.DescribeConfigsRequest) *twinlogv
 		}
 		for _, k := range metadata.KeysWithScope(scope) {
 			e := &twinlogv1.ConfigEntry{Name: k, Value: configDef(k).Default, Source: twinlogv1.ConfigSource_CONFIG_SOURCE_DEFAULT}
+			if k == metadata.KeyProducerIDSpace {
+				// Its default is derived from the cluster id.
+				e.Value = strconv.Itoa(int(metadata.DerivedProducerIDSpace(s.ClusterID())))
+			}
 			if v, ok := t.clusterConfigs()[k]; ok {
 				e.Value, e.Source = v, twinlogv1.ConfigSource_CONFIG_SOURCE_CLUSTER
 			}

@@ -35,7 +35,15 @@
 // concerned; CheckInvariants verifies them (Image.CheckConsistency).
 //
 // InitialClusterConfigs writes the first-start cluster configs, including
-// the static mirror.state.topic.* keys that AlterConfigs refuses.
+// the static mirror.state.topic.* and producer.id.space keys that
+// AlterConfigs refuses.
+//
+// AllocateProducerIds hands a live broker the next block of
+// ProducerIDBlockSize idempotent producer ids of the cluster's space
+// (metadata.ProducerIDSpace): the ProducerIdsRecord of its delta moves the
+// next id past the block, and snapshots keep it, so a block once durable is
+// never handed out again (CheckTransition checks that the next id only
+// rises within the space).
 //
 // # Mirrors
 //
@@ -43,7 +51,10 @@
 // pure SourceTopic per topic; CreateMirror and StartMirrorTopics create a
 // missing local topic with the source's name, id, partition count and
 // configs, add partitions the source added, and answer
-// INCONSISTENT_TOPIC_ID for a local topic with another id. The first
+// INCONSISTENT_TOPIC_ID for a local topic with another id. The source's
+// cluster id and producer id space come as a SourceCluster: a source in this
+// cluster's space, or one that reports none, is refused
+// (ProducerIDSpaceRefusal), as new source addresses are. The first
 // CreateMirror creates __mirror_state (SPEC §6.4). Stop is only a desired
 // state: waitForCatchUp is handled by the shell, which waits for the lag
 // reported in heartbeats before writing it.

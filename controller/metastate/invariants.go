@@ -79,8 +79,8 @@ func (s *State) CheckInvariants() error {
 	return errors.Join(errs...)
 }
 
-// CheckTransition checks SPEC §8 invariants 3, 4 and 6 for one applied
-// delta: before is the image the delta was computed on (a Snapshot), d the
+// CheckTransition checks SPEC §8 invariants 3, 4 and 6, and that producer
+// id blocks never go back, for one applied delta: before is the image the delta was computed on (a Snapshot), d the
 // delta. bumped reports a BumpLeaderEpoch (LE may rise by more than one
 // without a leader change); leader changes and replica-dropping reassignment
 // completions or cancels are recognised from the records themselves.
@@ -96,6 +96,18 @@ func CheckTransition(before *twinlogv1.MetadataSnapshot, d *twinlogv1.MetadataDe
 	next := FromSnapshot(before, Config{})
 	if _, err := next.Apply(d); err != nil {
 		return err
+	}
+	if r := d.GetProducerIds(); r != nil {
+		// Producer id blocks are handed out once: the next id only rises,
+		// within the cluster's space.
+		space := next.ProducerIDSpace()
+		prev := metadata.FirstProducerID(space)
+		if b := before.GetProducerIds(); b != nil {
+			prev = b.GetNextProducerId()
+		}
+		if n := r.GetNextProducerId(); n <= prev || metadata.ProducerIDSpaceOf(n-1) != space {
+			errs = append(errs, fmt.Errorf("producer ids: next id %d -> %d (space %d)", prev, n, space))
+		}
 	}
 	for _, n := range d.GetPartitions() {
 		o := old[tpKey{n.GetTopic(), n.GetPartition()}]

@@ -55,8 +55,47 @@ type SourceTopic struct {
 	Missing bool
 }
 
+// SourceCluster is what the shell learned of a mirror's source cluster from
+// its brokers' Metadata. It is a pure input: metastate never talks to the
+// source.
+type SourceCluster struct {
+	// ID is the source's cluster id, "" if no address answered.
+	ID string
+	// ProducerIDSpace is the source's producer id space
+	// (MetadataResponse.producer_id_space, metadata.ProducerIDSpace there);
+	// 0 if the source did not report one (a broker older than the field).
+	ProducerIDSpace int32
+}
+
+// ProducerIDSpaceRefusal is the rule for a mirror source's producer id
+// space as src reports it: a source must allocate idempotent producer ids
+// in another space than this cluster's (metadata.KeyProducerIDSpace), or a
+// mirror topic would hold batches of two producers with one id, and the
+// destination's own producers' ids could meet the source's after a
+// failover. It returns INVALID_CONFIG for a source in this cluster's space,
+// INVALID_REQUEST for one that does not report its space (0: a broker
+// older than the field, whose space cannot be checked; upgrading it lets
+// the request through), else ecNone.
+func (s *State) ProducerIDSpaceRefusal(src SourceCluster) (twinlogv1.ErrorCode, string) {
+	own := s.ProducerIDSpace()
+	switch src.ProducerIDSpace {
+	case 0:
+		return ecInvalid, fmt.Sprintf("source cluster %s does not report its producer id space (%s; a broker older than this controller?): "+
+			"cannot check that its idempotent producer ids differ from this cluster's (space %d); upgrade the source's brokers and retry",
+			src.ID, metadata.KeyProducerIDSpace, own)
+	case own:
+		return twinlogv1.ErrorCode_ERROR_CODE_INVALID_CONFIG, fmt.Sprintf("source cluster %s allocates producer ids in space %d, this cluster's own (%s): "+
+			"the two clusters' idempotent producer ids would collide in mirrored topics; mirror between clusters whose %s differ "+
+			"(it is fixed at a cluster's first start, derived from cluster.id when unset)",
+			src.ID, own, metadata.KeyProducerIDSpace, metadata.KeyProducerIDSpace)
+	}
+	return ecNone, ""
+}
+
 // CreateMirror defines a mirror (SPEC §6.1) with the source cluster id the
-// shell resolved (required: BROKER_NOT_AVAILABLE without it), creates the
+// shell resolved (required: BROKER_NOT_AVAILABLE without it), refuses a
+// source in this cluster's producer id space or that does not report its
+// space (ProducerIDSpaceRefusal), creates the
 // __mirror_state topic at the first mirror (SPEC §6.4) and starts the listed
 // topics. sources describes the listed topics as the source has them (from
 // its Metadata, keyed by name); see StartMirrorTopics for what a description
@@ -66,7 +105,8 @@ type SourceTopic struct {
 // is the first refused topic's (each topic's result says why) and nothing is
 // written — no mirror, no topic, no __mirror_state — so a mistyped topic or
 // source leaves nothing half-created behind (issue 13).
-func (s *State) CreateMirror(req *twinlogv1.CreateMirrorRequest, sourceClusterID string, sources map[string]SourceTopic) (*twinlogv1.MetadataDelta, *twinlogv1.CreateMirrorResponse) {
+func (s *State) CreateMirror(req *twinlogv1.CreateMirrorRequest, src SourceCluster, sources map[string]SourceTopic) (*twinlogv1.MetadataDelta, *twinlogv1.CreateMirrorResponse) {
+	sourceClusterID := src.ID
 	resp := &twinlogv1.CreateMirrorResponse{}
 	t := s.view()
 	switch {
@@ -88,6 +128,10 @@ func (s *State) CreateMirror(req *twinlogv1.CreateMirrorRequest, sourceClusterID
 		resp.Error = twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE
 		resp.ErrorMessage = fmt.Sprintf("source cluster unreachable at %v: its cluster id is needed to create the mirror; retry when it answers",
 			req.GetSourceBootstrap())
+		return nil, resp
+	}
+	if ec, msg := s.ProducerIDSpaceRefusal(src); ec != ecNone {
+		resp.Error, resp.ErrorMessage = ec, fmt.Sprintf("mirror %q not created: %s", req.GetName(), msg)
 		return nil, resp
 	}
 	if err := t.ensureMirrorStateTopic(); err != nil {
@@ -184,7 +228,7 @@ func (s *State) SetMirrorTopicsDesiredState(mirror string, topics []string, op M
 	if len(sourceBootstrap) > 0 {
 		return nil, refuseAll(topics, ecInvalid, "re-pointing a mirror needs the new addresses' cluster id: use StartMirrorTopics")
 	}
-	return s.mirrorTopicsOp(mirror, topics, op, nil, "", nil, false)
+	return s.mirrorTopicsOp(mirror, topics, op, nil, SourceCluster{}, nil, false)
 }
 
 // StartMirrorTopics is Start with the source's description of the topics
@@ -206,10 +250,13 @@ func (s *State) SetMirrorTopicsDesiredState(mirror string, topics []string, op M
 // its LMLE records, and the other cluster's LMLE answers, name that cluster
 // (SPEC §6.4), so a mirror silently pointed at another cluster would mirror
 // it under the old one's name. New addresses are taken only if they answer
-// the mirror's source cluster (RepointRefusal); otherwise every topic is
-// refused and nothing changes.
-func (s *State) StartMirrorTopics(mirror string, topics []string, sourceBootstrap []string, sourceClusterID string, sources map[string]SourceTopic) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
-	return s.mirrorTopicsOp(mirror, topics, MirrorStart, sourceBootstrap, sourceClusterID, sources, true)
+// the mirror's source cluster (RepointRefusal) and it reports a producer id
+// space other than this cluster's (ProducerIDSpaceRefusal, as CreateMirror);
+// otherwise every topic is refused and nothing changes. The space is not
+// checked without new addresses: the mirror's source was checked when the
+// mirror was created (or re-pointed).
+func (s *State) StartMirrorTopics(mirror string, topics []string, sourceBootstrap []string, src SourceCluster, sources map[string]SourceTopic) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
+	return s.mirrorTopicsOp(mirror, topics, MirrorStart, sourceBootstrap, src, sources, true)
 }
 
 // RepointRefusal is the rule for the source of mirror m as a Start finds
@@ -250,7 +297,7 @@ func refuseAll(topics []string, ec twinlogv1.ErrorCode, msg string) []*twinlogv1
 	return out
 }
 
-func (s *State) mirrorTopicsOp(mirror string, topics []string, op MirrorOp, sourceBootstrap []string, sourceClusterID string, sources map[string]SourceTopic, described bool) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
+func (s *State) mirrorTopicsOp(mirror string, topics []string, op MirrorOp, sourceBootstrap []string, src SourceCluster, sources map[string]SourceTopic, described bool) (*twinlogv1.MetadataDelta, []*twinlogv1.MirrorTopicResult) {
 	t := s.view()
 	m := t.mirror(mirror)
 	if m == nil {
@@ -261,11 +308,16 @@ func (s *State) mirrorTopicsOp(mirror string, topics []string, op MirrorOp, sour
 		return nil, out
 	}
 	if op == MirrorStart && described {
-		if ec, msg := RepointRefusal(m, sourceBootstrap, sourceClusterID); ec != ecNone {
+		if ec, msg := RepointRefusal(m, sourceBootstrap, src.ID); ec != ecNone {
 			return nil, refuseAll(topics, ec, msg)
 		}
+		if repoint := len(sourceBootstrap) > 0 && !slices.Equal(sourceBootstrap, m.GetSourceBootstrap()); repoint {
+			if ec, msg := s.ProducerIDSpaceRefusal(src); ec != ecNone {
+				return nil, refuseAll(topics, ec, "the new source addresses are refused: "+msg)
+			}
+		}
 	}
-	out := t.mirrorOp(mirror, topics, op, sourceBootstrap, sourceClusterID, sources, described)
+	out := t.mirrorOp(mirror, topics, op, sourceBootstrap, src.ID, sources, described)
 	if len(out) > 0 && !slices.ContainsFunc(out, func(r *twinlogv1.MirrorTopicResult) bool { return r.GetError() == ecNone }) {
 		// Every topic refused: not even a re-pointed source bootstrap is
 		// written.

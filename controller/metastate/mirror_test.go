@@ -8,9 +8,18 @@ import (
 	"github.com/twinlog/twinlog/metadata"
 )
 
+// source is cluster id as its brokers' Metadata describes it, with the
+// space derived from the id ("": no broker answered).
+func source(id string) SourceCluster {
+	if id == "" {
+		return SourceCluster{}
+	}
+	return SourceCluster{ID: id, ProducerIDSpace: metadata.DerivedProducerIDSpace(id)}
+}
+
 func TestMirrorDesiredStates(t *testing.T) {
 	h := seeded(t, ids(1, 2, 3), nil, nil, part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 0, 0))
-	d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: []string{"t"}}, "A",
+	d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: []string{"t"}}, source("A"),
 		map[string]SourceTopic{"t": {TopicID: "tid", Partitions: 1}})
 	h.apply(d, false)
 	if resp.GetError() != ecNone || resp.GetTopics()[0].GetError() != ecNone {
@@ -102,12 +111,12 @@ func TestStartMirrorTopicsFromSource(t *testing.T) {
 				h.base = h.s.Snapshot()
 			}
 			d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}},
-				"A", nil)
+				source("A"), nil)
 			h.apply(d, false)
 			if resp.GetError() != ecNone {
 				t.Fatal(resp)
 			}
-			d, res := h.s.StartMirrorTopics("m", []string{tc.src.Name}, nil, "A", map[string]SourceTopic{tc.src.Name: tc.src})
+			d, res := h.s.StartMirrorTopics("m", []string{tc.src.Name}, nil, source("A"), map[string]SourceTopic{tc.src.Name: tc.src})
 			h.apply(d, false)
 			if res[0].GetError() != tc.want {
 				t.Fatalf("result %v, want %v", res[0], tc.want)
@@ -175,7 +184,7 @@ func TestCreateMirrorFromSourceAndStateTopic(t *testing.T) {
 		h.unfence(b)
 	}
 	d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: []string{"s"}},
-		"A", map[string]SourceTopic{"s": {Name: "s", TopicID: "sid", Partitions: 2}})
+		source("A"), map[string]SourceTopic{"s": {Name: "s", TopicID: "sid", Partitions: 2}})
 	h.apply(d, false)
 	if resp.GetError() != ecNone || resp.GetTopics()[0].GetError() != ecNone {
 		t.Fatal(resp)
@@ -192,7 +201,7 @@ func TestCreateMirrorFromSourceAndStateTopic(t *testing.T) {
 		t.Fatal(got)
 	}
 	// A second mirror reuses the state topic.
-	d, _ = h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "a", SourceBootstrap: []string{"a:1"}}, "A", nil)
+	d, _ = h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "a", SourceBootstrap: []string{"a:1"}}, source("A"), nil)
 	h.apply(d, false)
 	if got := h.s.MirrorNames(); len(got) != 2 || got[0] != "a" || h.s.Topic(mirrorStateTopic).GetTopicId() != st.GetTopicId() {
 		t.Fatal(got)
@@ -202,9 +211,9 @@ func TestCreateMirrorFromSourceAndStateTopic(t *testing.T) {
 // SPEC §6.5: a transition from the wrong state is INVALID_REQUEST.
 func TestMirrorWrongStateIsInvalidRequest(t *testing.T) {
 	h := seeded(t, ids(1, 2, 3), nil, nil, part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 0, 0))
-	d, _ := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}}, "A", nil)
+	d, _ := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}}, source("A"), nil)
 	h.apply(d, false)
-	d, res := h.s.StartMirrorTopics("m", []string{"t"}, nil, "A", map[string]SourceTopic{"t": {TopicID: "tid", Partitions: 1}})
+	d, res := h.s.StartMirrorTopics("m", []string{"t"}, nil, source("A"), map[string]SourceTopic{"t": {TopicID: "tid", Partitions: 1}})
 	h.apply(d, false)
 	if res[0].GetError() != ecNone {
 		t.Fatal(res[0])
@@ -271,7 +280,7 @@ func TestMirrorRefusesWhatWouldDestroyData(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := seeded(t, ids(1, 2, 3), nil, nil, part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 0, 0))
 			before := h.s.Snapshot()
-			d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: tc.topics}, "A", tc.sources)
+			d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: tc.topics}, source("A"), tc.sources)
 			if resp.GetError() != tc.want {
 				t.Fatalf("CreateMirror = %v, want %v", resp, tc.want)
 			}
@@ -299,13 +308,13 @@ func TestMirrorRefusesWhatWouldDestroyData(t *testing.T) {
 
 			// The same through StartMirrorTopics on an existing mirror:
 			// the refused topic changes nothing.
-			d, _ = h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}}, "A", nil)
+			d, _ = h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}}, source("A"), nil)
 			h.apply(d, false)
 			id := "A" // the re-pointed addresses are cluster A's
 			if tc.sources == nil {
 				id = "" // unreachable
 			}
-			d, res := h.s.StartMirrorTopics("m", tc.topics, []string{"elsewhere:1"}, id, tc.sources)
+			d, res := h.s.StartMirrorTopics("m", tc.topics, []string{"elsewhere:1"}, source(id), tc.sources)
 			if len(tc.topics) == 1 && d != nil {
 				t.Fatalf("StartMirrorTopics with its only topic refused wrote %v", d)
 			}
@@ -341,7 +350,7 @@ func TestMirrorRefusesWhatWouldDestroyData(t *testing.T) {
 func TestMirrorRepointOtherClusterRefused(t *testing.T) {
 	h := seeded(t, ids(1, 2, 3), nil, nil, part(ids(1, 2, 3), 1, ids(1, 2, 3), nil, nil, -1, 0, 0))
 	src := map[string]SourceTopic{"t": {TopicID: "tid", Partitions: 1}}
-	d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: []string{"t"}}, "A", src)
+	d, resp := h.s.CreateMirror(&twinlogv1.CreateMirrorRequest{Name: "m", SourceBootstrap: []string{"a:1"}, Topics: []string{"t"}}, source("A"), src)
 	h.apply(d, false)
 	if resp.GetError() != ecNone {
 		t.Fatal(resp)
@@ -374,7 +383,7 @@ func TestMirrorRepointOtherClusterRefused(t *testing.T) {
 		{"old addresses now answer another cluster", []string{"t"}, nil, "C", ecInvalid, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, res := h.s.StartMirrorTopics("m", tc.topics, tc.bootstrap, tc.id, src)
+			d, res := h.s.StartMirrorTopics("m", tc.topics, tc.bootstrap, source(tc.id), src)
 			if d != nil {
 				t.Fatalf("refused re-point wrote %v", d)
 			}
@@ -396,7 +405,7 @@ func TestMirrorRepointOtherClusterRefused(t *testing.T) {
 	unchanged(t)
 
 	// New addresses of the same cluster: the addresses are updated.
-	d, res := h.s.StartMirrorTopics("m", []string{"t"}, []string{"a:2", "a:3"}, "A", src)
+	d, res := h.s.StartMirrorTopics("m", []string{"t"}, []string{"a:2", "a:3"}, source("A"), src)
 	if res[0].GetError() != ecNone || d == nil {
 		t.Fatalf("same-cluster re-point = %v", res)
 	}

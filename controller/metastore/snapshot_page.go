@@ -24,7 +24,7 @@ var snapshotItemFields = func() [4]protowire.Number {
 }()
 
 // itemKind returns num's index in snapshotItemFields, -1 for the other
-// fields (offset, cluster id, cluster config, unknown ones).
+// fields (offset, cluster id, cluster config, producer ids, unknown ones).
 func itemKind(num protowire.Number) int {
 	for k, n := range snapshotItemFields {
 		if n == num {
@@ -36,8 +36,8 @@ func itemKind(num protowire.Number) int {
 
 // SnapshotPage is a run of consecutive items of the stored snapshot.
 type SnapshotPage struct {
-	// Snapshot holds the page: Offset always, ClusterId and ClusterConfig
-	// only when Position is 0, and the items [Position, Next) in their
+	// Snapshot holds the page: Offset always, ClusterId, ClusterConfig and
+	// ProducerIds only when Position is 0, and the items [Position, Next) in their
 	// lists.
 	Snapshot *twinlogv1.MetadataSnapshot
 	// Position is the index of the page's first item in the snapshot's item
@@ -120,7 +120,7 @@ func ReadSnapshotPage(v []byte, offset int64, start func(offset, items int64) (i
 func readPage(v []byte, hdr *twinlogv1.MetadataSnapshot, counts [4]int64, pos int64, fits func(int) bool) (*SnapshotPage, error) {
 	snap := &twinlogv1.MetadataSnapshot{Offset: hdr.GetOffset()}
 	if pos == 0 {
-		snap.ClusterId, snap.ClusterConfig = hdr.GetClusterId(), hdr.GetClusterConfig()
+		snap.ClusterId, snap.ClusterConfig, snap.ProducerIds = hdr.GetClusterId(), hdr.GetClusterConfig(), hdr.GetProducerIds()
 	}
 	size, next, full := proto.Size(snap), pos, false
 	var base int64 // position of kind k's first item

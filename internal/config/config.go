@@ -89,6 +89,7 @@ type ControllerConfig struct {
 	BrokerHeartbeatInterval           time.Duration // broker.heartbeat.interval.ms
 	MirrorStateTopicReplicationFactor int           // mirror.state.topic.replication.factor (static)
 	MirrorStateTopicNumPartitions     int           // mirror.state.topic.num.partitions (static)
+	ProducerIDSpace                   int           // producer.id.space (static; 0: unset, derived from cluster.id)
 	MaxRequestPartitionSizeLimit      int32         // max.request.partition.size.limit
 
 	CreateTopicsMaxPartitionsPerRequest int // create.topics.max.partitions.per.request
@@ -165,6 +166,9 @@ func controllerFields(c *ControllerConfig) []field {
 		msField("broker.heartbeat.interval.ms", "2000", "expected broker heartbeat period", &c.BrokerHeartbeatInterval),
 		intField("mirror.state.topic.replication.factor", "3", "__mirror_state RF (static)", &c.MirrorStateTopicReplicationFactor),
 		intField("mirror.state.topic.num.partitions", "1", "__mirror_state partitions (static)", &c.MirrorStateTopicNumPartitions),
+		intField(configdef.KeyProducerIDSpace, "0", "idempotent producer id space, 1 to 32767: ids are space<<48 | counter "+
+			"(static, fixed at the cluster's first start; 0: derived from cluster.id). Two clusters that mirror each other "+
+			"must have different spaces: mirror creation refuses a source in this cluster's space", &c.ProducerIDSpace),
 		intField("max.request.partition.size.limit", "1000", "DescribeTopicPartitions page limit (SPEC §5)", &c.MaxRequestPartitionSizeLimit),
 		intField(configdef.KeyCreateTopicsMaxPartitionsPerRequest, "10000", "partitions one CreateTopics request may create", &c.CreateTopicsMaxPartitionsPerRequest),
 		intField(configdef.KeyClusterMaxPartitions, "100000", "partitions the cluster may hold (CreateTopics refuses more)", &c.MaxClusterPartitions),
@@ -342,6 +346,10 @@ func (c ControllerConfig) Validate() error {
 	// The same bounds AlterConfigs applies at run time (configdef).
 	checkRange(&errs, "mirror.state.topic.replication.factor", int64(c.MirrorStateTopicReplicationFactor))
 	checkRange(&errs, "mirror.state.topic.num.partitions", int64(c.MirrorStateTopicNumPartitions))
+	if c.ProducerIDSpace != 0 {
+		// 0 is unset: the space is derived from cluster.id.
+		checkRange(&errs, configdef.KeyProducerIDSpace, int64(c.ProducerIDSpace))
+	}
 	checkRange(&errs, "max.request.partition.size.limit", int64(c.MaxRequestPartitionSizeLimit))
 	checkRange(&errs, configdef.KeyCreateTopicsMaxPartitionsPerRequest, int64(c.CreateTopicsMaxPartitionsPerRequest))
 	checkRange(&errs, configdef.KeyClusterMaxPartitions, int64(c.MaxClusterPartitions))

@@ -147,6 +147,8 @@ func rawString(c ControllerConfig, key string) string {
 		return strconvI(int64(c.MirrorStateTopicReplicationFactor))
 	case "mirror.state.topic.num.partitions":
 		return strconvI(int64(c.MirrorStateTopicNumPartitions))
+	case "producer.id.space":
+		return strconvI(int64(c.ProducerIDSpace))
 	case "max.request.partition.size.limit":
 		return strconvI(int64(c.MaxRequestPartitionSizeLimit))
 	case "create.topics.max.partitions.per.request":
@@ -257,6 +259,8 @@ func TestControllerValidate(t *testing.T) {
 		{"recovery timeout", func(c *ControllerConfig) { c.UncleanRecoveryTimeout = 0 }, "unclean.recovery.timeout.ms"},
 		{"mirror state rf", func(c *ControllerConfig) { c.MirrorStateTopicReplicationFactor = 0 }, "mirror.state.topic.replication.factor"},
 		{"mirror state partitions", func(c *ControllerConfig) { c.MirrorStateTopicNumPartitions = 0 }, "mirror.state.topic.num.partitions"},
+		{"producer id space negative", func(c *ControllerConfig) { c.ProducerIDSpace = -1 }, "producer.id.space = -1: must be ≥ 1"},
+		{"producer id space too large", func(c *ControllerConfig) { c.ProducerIDSpace = 32768 }, "producer.id.space = 32768: must be ≤ 32767"},
 		{"session", func(c *ControllerConfig) { c.BrokerSessionTimeout = time.Second }, "broker.session.timeout.ms"},
 	}
 	for _, tt := range tests {

@@ -44,6 +44,7 @@
 //	cluster.max.partitions                   1 to 10000000 (default 100000)
 //	metadata.fetch.max.bytes                 65536 to 33554432 (default 16777216)
 //	mirror.state.topic.num.partitions        1 to 1000
+//	producer.id.space                        1 to 32767, or 0 (unset: derived from cluster.id)
 //	log.retention.ms, log.retention.bytes    -1 (unlimited) or ≥ 1; 0 is refused
 //	                                         (Kafka deletes at once, storage would keep all)
 //	log.message.timestamp.{before,after}.max.ms

@@ -65,7 +65,12 @@ const (
 	KeyCreateTopicsMaxPartitionsPerRequest = "create.topics.max.partitions.per.request"
 	KeyClusterMaxPartitions                = "cluster.max.partitions"
 	KeyMetadataFetchMaxBytes               = "metadata.fetch.max.bytes"
+	KeyProducerIDSpace                     = "producer.id.space"
 )
+
+// MaxProducerIDSpace is producer.id.space's ceiling (metadata's
+// ProducerIDSpace says how ids are built from it).
+const MaxProducerIDSpace = 1<<15 - 1
 
 // defs is the table. Floors lie far below any sane setting and above the
 // values that make a daemon spin, flood its peers or flap: a session of
@@ -92,6 +97,10 @@ var defs = map[string]Def{
 	// The controller creates __mirror_state with this many partitions at
 	// its first start; more than a thousand only costs.
 	"mirror.state.topic.num.partitions": {Kind: Int, Min: 1, Max: 1000},
+	// Producer ids are space<<48 | counter: 15 bits keep every id a
+	// positive int64. 0 is left out: it is what a broker that does not
+	// report its space answers (MetadataResponse.producer_id_space).
+	KeyProducerIDSpace: {Kind: Int, Min: 1, Max: MaxProducerIDSpace},
 
 	// Broker start-up only.
 	"log.roll.ms": {Kind: Millis, Min: 1000, Max: MaxMillis, Why: "rolling more often makes a segment file per batch"},

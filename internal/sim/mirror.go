@@ -253,9 +253,10 @@ func (w *world) run() {
 	}
 	a.setupTopic(nil)
 	topicID := a.ctl.image.Topic("t").GetTopicId()
+	aSource := metastate.SourceCluster{ID: "a", ProducerIDSpace: a.ctl.image.ProducerIDSpace()}
 	b.setupTopic(func(rf int) {
 		b.ctl.do("create-mirror", func(st *metastate.State) *pb.MetadataDelta {
-			d, resp := st.CreateMirror(&pb.CreateMirrorRequest{Name: mirrorName, SourceBootstrap: []string{"a"}, Topics: []string{"t"}}, "a",
+			d, resp := st.CreateMirror(&pb.CreateMirrorRequest{Name: mirrorName, SourceBootstrap: []string{"a"}, Topics: []string{"t"}}, aSource,
 				map[string]metastate.SourceTopic{"t": {TopicID: topicID, Partitions: int32(a.report.Partitions), ReplicationFactor: int32(rf)}})
 			if resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 				b.fail("setup", "create mirror: %v", resp)
@@ -729,20 +730,21 @@ func (w *world) failback() {
 	nd, ns := w.src, w.dst
 	topicID := ns.ctl.image.Topic("t").GetTopicId()
 	sources := map[string]metastate.SourceTopic{"t": {TopicID: topicID, Partitions: int32(ns.report.Partitions)}}
+	src := metastate.SourceCluster{ID: ns.clusterID, ProducerIDSpace: ns.ctl.image.ProducerIDSpace()}
 	ok := true
 	nd.ctl.do("start-mirror", func(st *metastate.State) *pb.MetadataDelta {
 		var d *pb.MetadataDelta
 		var res []*pb.MirrorTopicResult
 		if st.Mirror(mirrorName) == nil {
 			var resp *pb.CreateMirrorResponse
-			d, resp = st.CreateMirror(&pb.CreateMirrorRequest{Name: mirrorName, SourceBootstrap: []string{ns.clusterID}, Topics: []string{"t"}}, ns.clusterID, sources)
+			d, resp = st.CreateMirror(&pb.CreateMirrorRequest{Name: mirrorName, SourceBootstrap: []string{ns.clusterID}, Topics: []string{"t"}}, src, sources)
 			if resp.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 				ok = false
 				nd.tracef("mirror: create mirror: %s", errText(resp))
 			}
 			res = resp.GetTopics()
 		} else {
-			d, res = st.StartMirrorTopics(mirrorName, []string{"t"}, []string{ns.clusterID}, ns.clusterID, sources)
+			d, res = st.StartMirrorTopics(mirrorName, []string{"t"}, []string{ns.clusterID}, src, sources)
 		}
 		for _, r := range res {
 			if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {

@@ -373,6 +373,7 @@ func manyItems(offset int64) *twinlogv1.MetadataSnapshot {
 	s := &twinlogv1.MetadataSnapshot{Offset: offset, ClusterId: "c1",
 		ClusterConfig: &twinlogv1.ClusterConfigRecord{Configs: map[string]string{"min.insync.replicas": "2"}},
 		Mirrors:       []*twinlogv1.MirrorRecord{{Name: "m1"}, {Name: "m2"}},
+		ProducerIds:   &twinlogv1.ProducerIdsRecord{BrokerId: 1, BrokerEpoch: 10, NextProducerId: 5<<48 + 3000},
 	}
 	for b := range int32(5) {
 		s.Brokers = append(s.Brokers, &twinlogv1.BrokerRecord{BrokerId: b + 1, BrokerEpoch: int64(b) + 10})
@@ -443,7 +444,8 @@ func testSnapshotPages(t *testing.T, open func(*testing.T) Store, reopen func(*t
 				if page.Next < page.Items && proto.Size(page.Snapshot)+proto.Size(all[page.Next]) <= budget {
 					t.Fatalf("budget %d, page %d: [%d, %d) stops before an item that fits", budget, pages, page.Position, page.Next)
 				}
-				if (pos == 0) != (page.Snapshot.GetClusterConfig() != nil) || page.Snapshot.GetOffset() != 30 {
+				if (pos == 0) != (page.Snapshot.GetClusterConfig() != nil) || (pos == 0) != (page.Snapshot.GetProducerIds() != nil) ||
+					page.Snapshot.GetOffset() != 30 {
 					t.Fatalf("budget %d, page at %d: header %v", budget, pos, page.Snapshot)
 				}
 				proto.Merge(joined, page.Snapshot)
