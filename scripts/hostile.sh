@@ -15,6 +15,10 @@
 #      with a reason, keeps every record on every replica through several
 #      automatic retries without a leader epoch bump, and `mirrors stop`
 #      makes it writable with all records.
+#   4. Garbage on A's Kafka port (a frame of random bytes, a 2 GiB size
+#      prefix, an unknown API key, a frame cut short): each closes only its own
+#      connection (counted by reason in twinlog_kafka_connections_closed_total)
+#      while a connection opened before them still gets ApiVersions answered.
 #
 # Exits 0 when every check passed, 1 otherwise. Needs bin/ (make bins),
 # curl and jq. Data and logs in ./run (HOSTILE_KEEP=1 leaves the clusters
@@ -209,6 +213,64 @@ if wait_for "B's t2 to become writable" 30 writable && [ "$(records $BRK_B t2 0)
   pass "3: after mirrors stop B's t2 is writable and holds 4 records"
 else
   fail "3: after mirrors stop: $(records $BRK_B t2 0) records, $(mirror_partition a-to-b t2 0)"
+fi
+
+# ---- 4. garbage on the Kafka port -------------------------------------------
+KAFKA_A=(127.0.0.1 9291)
+METRICS_A1=127.0.0.1:9191
+# ApiVersions v0, correlation id 7, null client id: size 10, then the header.
+APIVERSIONS='\x00\x00\x00\x0a\x00\x12\x00\x00\x00\x00\x00\x07\xff\xff'
+closed_total() {
+  curl -s "http://$METRICS_A1/metrics" |
+    awk -v r="$1" '$1 == "twinlog_kafka_connections_closed_total{reason=\""r"\"}" {print $2}'
+}
+# answered FD: the next response on FD carries correlation id 7 (after
+# its 4-byte size).
+answered() {
+  local got
+  got=$(timeout 5 head -c 8 <&"$1" | od -An -tx1 | tr -d ' \n')
+  [ "${got:8:8}" = 00000007 ]
+}
+# closes FD: the broker closed it (EOF within 5 s).
+closes() { timeout 5 cat <&"$1" >/dev/null; }
+before_oversized=$(closed_total oversized)
+before_malformed=$(closed_total malformed)
+exec 5<>"/dev/tcp/${KAFKA_A[0]}/${KAFKA_A[1]}" # a client already connected
+ok=1
+exec 6<>"/dev/tcp/${KAFKA_A[0]}/${KAFKA_A[1]}"
+# A 256-byte frame of random bytes after an API key no Kafka API has.
+{ printf '\x00\x00\x01\x00\xde\xad'; head -c 254 /dev/urandom; } >&6 2>/dev/null
+closes 6 || { ok=; log "random bytes: connection not closed"; }
+exec 6>&-
+exec 6<>"/dev/tcp/${KAFKA_A[0]}/${KAFKA_A[1]}"
+printf '\x7f\xff\xff\xff' >&6
+closes 6 || { ok=; log "2 GiB size prefix: connection not closed"; }
+exec 6>&-
+exec 6<>"/dev/tcp/${KAFKA_A[0]}/${KAFKA_A[1]}"
+printf '\x00\x00\x00\x0a\x7f\x00\x00\x00\x00\x00\x00\x01\xff\xff' >&6 # api key 32512
+closes 6 || { ok=; log "unknown API key: connection not closed"; }
+exec 6>&-
+exec 6<>"/dev/tcp/${KAFKA_A[0]}/${KAFKA_A[1]}"
+printf '\x00\x00\x00\x40\x00\x12' >&6 # 64 bytes announced, 2 sent
+exec 6>&- # the broker sees EOF mid-frame
+printf "$APIVERSIONS" >&5
+if [ -n "$ok" ] && answered 5; then
+  pass "4: random bytes, a 2 GiB size prefix and an unknown API key each closed their connection; an open client's ApiVersions still answered"
+else
+  fail "4: garbage on the Kafka port: a connection stayed open or the open client got no answer"
+fi
+exec 5>&-
+after_oversized=$(closed_total oversized)
+after_malformed=$(closed_total malformed)
+if [ "${after_oversized:-0}" -gt "${before_oversized:-0}" ] && [ "${after_malformed:-0}" -gt "${before_malformed:-0}" ]; then
+  pass "4: twinlog_kafka_connections_closed_total counted them (oversized ${before_oversized:-0} -> $after_oversized, malformed ${before_malformed:-0} -> $after_malformed)"
+else
+  fail "4: twinlog_kafka_connections_closed_total: oversized '${before_oversized}' -> '${after_oversized}', malformed '${before_malformed}' -> '${after_malformed}'"
+fi
+if $T --bootstrap $BRK_A produce --topic demo --value after-garbage >/dev/null 2>&1; then
+  pass "4: broker 1 of A still serves after the garbage"
+else
+  fail "4: produce to A after the garbage failed"
 fi
 
 log "$PASSED passed, ${#FAILED[@]} failed"
