@@ -343,6 +343,9 @@ func (b *Broker) Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.Met
 				KafkaHost: br.GetKafkaHost(), KafkaPort: br.GetKafkaPort()})
 		}
 	}
+	if req.GetNoTopics() {
+		return resp, nil
+	}
 	names := req.GetTopics()
 	if len(names) == 0 {
 		names = img.TopicNames()

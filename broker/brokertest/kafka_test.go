@@ -529,3 +529,34 @@ func TestKafkaConsumerAcrossFailbackTruncation(t *testing.T) {
 	}
 	t.Logf("consumer: %s", losses[0])
 }
+
+// TestKafkaMetadataTopicLists: Metadata with a null topic list answers
+// every topic, with an empty one (v1+) only the brokers, as Kafka; over
+// gRPC no_topics is the empty list.
+func TestKafkaMetadataTopicLists(t *testing.T) {
+	c := NewCluster(t, Options{})
+	c.CreateTopic("a", 1, 3, nil)
+	c.CreateTopic("b", 1, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := kafkaClient(t, c)
+	for _, tc := range []struct {
+		name   string
+		topics []kmsg.MetadataRequestTopic
+		want   int
+	}{{"null", nil, 2}, {"empty", []kmsg.MetadataRequestTopic{}, 0}} {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = tc.topics
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Topics) != tc.want || len(resp.Brokers) != 3 {
+			t.Fatalf("%s topic list: %d topics and %d brokers, want %d and 3", tc.name, len(resp.Topics), len(resp.Brokers), tc.want)
+		}
+	}
+	md, err := c.FetchClient(1).Metadata(ctx, &pb.MetadataRequest{NoTopics: true})
+	if err != nil || len(md.GetTopics()) != 0 || len(md.GetBrokers()) != 3 {
+		t.Fatalf("gRPC no_topics: %v, %d topics, %d brokers", err, len(md.GetTopics()), len(md.GetBrokers()))
+	}
+}

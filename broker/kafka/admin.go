@@ -51,7 +51,7 @@ func (s *Server) createTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	preq := &pb.CreateTopicsRequest{ValidateOnly: req.ValidateOnly}
 	brokers := 0
-	if md, err := s.backend.Metadata(ctx, &pb.MetadataRequest{Topics: []string{}}); err == nil {
+	if md, err := s.backend.Metadata(ctx, &pb.MetadataRequest{NoTopics: true}); err == nil {
 		brokers = len(md.GetBrokers())
 	}
 	for _, t := range req.Topics {
@@ -403,7 +403,7 @@ func (s *Server) describeCluster(ctx context.Context, kreq kmsg.Request) (kmsg.R
 		resp.ErrorCode = 114 // MISMATCHED_ENDPOINT_TYPE
 		return resp, nil
 	}
-	md, err := s.backend.Metadata(ctx, &pb.MetadataRequest{Topics: []string{}})
+	md, err := s.backend.Metadata(ctx, &pb.MetadataRequest{NoTopics: true})
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func (s *Server) metadata(ctx context.Context, kreq kmsg.Request) (kmsg.Response
 	if byID {
 		names = nil
 	}
-	presp, err := s.backend.Metadata(ctx, &pb.MetadataRequest{Topics: names})
+	presp, err := s.backend.Metadata(ctx, &pb.MetadataRequest{Topics: names, NoTopics: !all && len(req.Topics) == 0})
 	if err != nil {
 		return nil, err // the broker's own metadata cannot fail but by a bug: close
 	}

@@ -1399,8 +1399,11 @@ func (x *OffsetForLeaderEpochPartitionResponse) GetEndOffset() int64 {
 
 type MetadataRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// topics selects topics; empty means all.
-	Topics        []string `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	// topics selects topics; empty means all, unless no_topics.
+	Topics []string `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	// no_topics asks for the brokers and cluster only (Kafka's Metadata
+	// with an empty, non-null topic list).
+	NoTopics      bool `protobuf:"varint,2,opt,name=no_topics,json=noTopics,proto3" json:"no_topics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1440,6 +1443,13 @@ func (x *MetadataRequest) GetTopics() []string {
 		return x.Topics
 	}
 	return nil
+}
+
+func (x *MetadataRequest) GetNoTopics() bool {
+	if x != nil {
+		return x.NoTopics
+	}
+	return false
 }
 
 type MetadataResponse struct {
@@ -2408,9 +2418,10 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"\x05error\x18\x03 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12!\n" +
 	"\fleader_epoch\x18\x04 \x01(\x05R\vleaderEpoch\x12\x1d\n" +
 	"\n" +
-	"end_offset\x18\x05 \x01(\x03R\tendOffset\")\n" +
+	"end_offset\x18\x05 \x01(\x03R\tendOffset\"F\n" +
 	"\x0fMetadataRequest\x12\x16\n" +
-	"\x06topics\x18\x01 \x03(\tR\x06topics\"\xef\x01\n" +
+	"\x06topics\x18\x01 \x03(\tR\x06topics\x12\x1b\n" +
+	"\tno_topics\x18\x02 \x01(\bR\bnoTopics\"\xef\x01\n" +
 	"\x10MetadataResponse\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x124\n" +
