@@ -380,9 +380,9 @@ func (r *runner) printSummary(mirrorErr error) {
 try:
   %[1]s --bootstrap %[2]s topics describe demo               # A's partitions, leaders, ISR
   %[1]s --bootstrap %[3]s produce --topic demo --value hi     # produce on A
-  %[1]s --bootstrap %[3]s consume --topic demo --partition 0  # offset, leader epoch, time, key, value
+  %[1]s --bootstrap %[3]s consume --topic demo               # partition, offset, leader epoch, time, key, value
   %[1]s --bootstrap %[4]s mirrors describe a-to-b            # mirror state and lag on B
-  %[1]s --bootstrap %[5]s consume --topic demo --partition 0  # B's copy
+  %[1]s --bootstrap %[5]s consume --topic demo               # B's copy
   curl -s http://127.0.0.1:9190/metrics | grep twinlog_cluster_electable_leaders
 
 Kafka clients (any broker's Kafka listener bootstraps):

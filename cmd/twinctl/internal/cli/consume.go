@@ -64,6 +64,10 @@ func (p *printer) record(topic string, part int32, epoch int32, r Record) error 
 		enc := jsonLine{w: p.w}
 		return enc.write(v)
 	}
+	if p.partitionColumn {
+		_, err := fmt.Fprintf(p.w, "%d\t%d\t%d\t%s\t%s\t%s\n", part, r.Offset, epoch, formatTimestamp(r.Timestamp), showBytes(r.Key), showBytes(r.Value))
+		return err
+	}
 	_, err := fmt.Fprintf(p.w, "%d\t%d\t%s\t%s\t%s\n", r.Offset, epoch, formatTimestamp(r.Timestamp), showBytes(r.Key), showBytes(r.Value))
 	return err
 }
@@ -76,6 +80,8 @@ type consumer struct {
 	maxBytes  int32
 	retries   int
 	warn      func(format string, args ...any)
+	// printed counts the records run printed, over every call.
+	printed int
 }
 
 // listOffset resolves earliest/latest (HW: consumers read below it, SPEC §4.2).
@@ -218,6 +224,7 @@ func (c *consumer) run(ctx context.Context, pos int64, follow bool, maxRecords i
 						return err
 					}
 					printed++
+					c.printed++
 				}
 				if b.LastOffset+1 > pos {
 					pos = b.LastOffset + 1 // mirror partitions may have gaps (SPEC §6.2b)
@@ -340,7 +347,11 @@ leader, found with the Metadata RPC on --bootstrap (a broker). Without
 reported on stderr and the position is moved (SPEC §4.3, §4.4). Leader
 changes, and KAFKA_STORAGE_ERROR (the leader's copy is offline), are retried
 after a Metadata refresh, up to --retries times in a row.
-Table output columns: OFFSET, LEADER-EPOCH, TIMESTAMP, KEY, VALUE (tab-separated).`,
+Without --partition it reads every partition in turn, each from --offset
+(earliest, latest or N in each) up to its high watermark; --follow needs
+--partition.
+Table output columns: OFFSET, LEADER-EPOCH, TIMESTAMP, KEY, VALUE
+(tab-separated), after PARTITION when reading every partition.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if topic == "" {
@@ -373,18 +384,51 @@ Table output columns: OFFSET, LEADER-EPOCH, TIMESTAMP, KEY, VALUE (tab-separated
 					fmt.Fprintf(a.opts.Stderr, "twinctl: warning: "+format+"\n", args...)
 				}}
 			ctx := cmd.Context()
-			if spec != twinlogv1.OffsetSpec_OFFSET_SPEC_UNSPECIFIED {
-				var err error
-				if pos, err = cons.listOffset(ctx, spec); err != nil {
+			parts := []int32{partition}
+			if !cmd.Flags().Changed("partition") {
+				// Every partition in turn, each up to its HW, as a Kafka
+				// consumer assigned the whole topic reads it (a partition
+				// column tells them apart).
+				if follow {
+					return usagef("--follow reads one partition: give --partition (without it consume reads every partition once, up to its high watermark)")
+				}
+				n, err := cons.meta.partitionCount(ctx)
+				if err != nil {
+					return err
+				}
+				parts = parts[:0]
+				for i := range int32(n) {
+					parts = append(parts, i)
+				}
+			}
+			p := a.printer()
+			p.partitionColumn = !cmd.Flags().Changed("partition")
+			start := pos
+			for _, part := range parts {
+				if max > 0 && cons.printed >= max {
+					break
+				}
+				cons.partition, pos = part, start
+				if spec != twinlogv1.OffsetSpec_OFFSET_SPEC_UNSPECIFIED {
+					var err error
+					if pos, err = cons.listOffset(ctx, spec); err != nil {
+						return err
+					}
+				}
+				left := 0
+				if max > 0 {
+					left = max - cons.printed
+				}
+				if err := cons.run(ctx, pos, follow, left, p); err != nil {
 					return err
 				}
 			}
-			return cons.run(ctx, pos, follow, max, a.printer())
+			return nil
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&topic, "topic", "", "topic to read (required)")
-	f.Int32Var(&partition, "partition", 0, "partition to read")
+	f.Int32Var(&partition, "partition", 0, "partition to read (default: every partition, once)")
 	f.StringVar(&offset, "offset", "earliest", "start: earliest, latest (high watermark) or an offset")
 	f.BoolVarP(&follow, "follow", "f", false, "keep waiting for new records (Ctrl-C stops)")
 	f.IntVar(&max, "max-records", 0, "stop after this many records (0: no limit)")

@@ -57,9 +57,20 @@ func (b *idemBroker) Produce(_ context.Context, req *twinlogv1.ProduceRequest) (
 
 func runIdem(t *testing.T, b *idemBroker, stdin string, args ...string) (string, string, int) {
 	t.Helper()
+	return runFake(t, b, b, stdin, args...)
+}
+
+func runPartsBroker(t *testing.T, b *partsBroker, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	return runFake(t, b, b, stdin, args...)
+}
+
+// runFake runs twinctl against one fake broker serving fetch and produce.
+func runFake(t *testing.T, fetch twinlogv1.FetchServiceServer, produce twinlogv1.ProduceServiceServer, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	srv := grpc.NewServer()
-	twinlogv1.RegisterFetchServiceServer(srv, b)
-	twinlogv1.RegisterProduceServiceServer(srv, b)
+	twinlogv1.RegisterFetchServiceServer(srv, fetch)
+	twinlogv1.RegisterProduceServiceServer(srv, produce)
 	lis := bufconn.Listen(1 << 20)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
@@ -74,10 +85,20 @@ func runIdem(t *testing.T, b *idemBroker, stdin string, args ...string) (string,
 			EncodeFunc: func(recs []Record, p Producer) ([]byte, error) {
 				return fmt.Appendf(nil, "%d/%d/%d/%d", p.ID, p.Epoch, p.BaseSequence, len(recs)), nil
 			},
-			DecodeFunc: func([]byte) ([]Batch, error) { return nil, nil },
+			DecodeFunc: decodeFake,
 		},
 	})
 	return out.String(), errb.String(), code
+}
+
+// decodeFake reads the fake brokers' records: "P@N" is one record at
+// offset N with value "pP-N"; anything else is no records.
+func decodeFake(b []byte) ([]Batch, error) {
+	var p, n int64
+	if _, err := fmt.Sscanf(string(b), "%d@%d", &p, &n); err != nil {
+		return nil, nil
+	}
+	return []Batch{{BaseOffset: n, LastOffset: n, LeaderEpoch: 3, Records: []Record{{Offset: n, Timestamp: 0, Value: fmt.Appendf(nil, "p%d-%d", p, n)}}}}, nil
 }
 
 // TestProduceIdempotent: with acks all twinctl takes a producer id, numbers

@@ -5,13 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -139,6 +141,10 @@ type producer struct {
 	// is each partition's next sequence.
 	id   Producer
 	next map[int32]int32
+
+	keyed       kgo.TopicPartitioner
+	unkeyedNext int32 // next unkeyed batch's partition; -1: not chosen yet
+	randN       func(n int) int32
 }
 
 // initIdempotence asks the bootstrap broker for a producer id
@@ -199,11 +205,18 @@ type produceResult struct {
 	Records     int    `json:"records"`
 }
 
-// pick chooses the partition of a record: --partition if given, else a hash
-// of the key, else 0.
-func (pr *producer) pick(ctx context.Context, key []byte) (int32, error) {
-	if pr.partitioned || key == nil {
+// pick chooses the partition of a record: --partition if given, else for
+// a keyed record the partition Kafka's Java producer picks (murmur2 of the
+// key, high bit masked, modulo the partition count; franz-go's
+// StickyKeyPartitioner computes it), so twinctl and Kafka clients put a key
+// in the same partition; an unkeyed record goes to the batch's partition
+// (unkeyed), as Kafka's sticky partitioner keeps a batch together.
+func (pr *producer) pick(ctx context.Context, key []byte, unkeyed int32) (int32, error) {
+	if pr.partitioned {
 		return max(pr.partition, 0), nil
+	}
+	if key == nil {
+		return unkeyed, nil
 	}
 	n, err := pr.meta.partitionCount(ctx)
 	if err != nil {
@@ -212,9 +225,26 @@ func (pr *producer) pick(ctx context.Context, key []byte) (int32, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	h := fnv.New32a()
-	h.Write(key)
-	return int32(h.Sum32() % uint32(n)), nil
+	if pr.keyed == nil {
+		pr.keyed = kgo.StickyKeyPartitioner(nil).ForTopic(pr.meta.topic)
+	}
+	return int32(pr.keyed.Partition(&kgo.Record{Key: key}, n)), nil
+}
+
+// nextUnkeyed is the partition of the next batch's unkeyed records: the
+// partitions in turn from a random one, so unkeyed records spread over
+// every partition a batch at a time.
+func (pr *producer) nextUnkeyed(ctx context.Context) (int32, error) {
+	n, err := pr.meta.partitionCount(ctx)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if pr.unkeyedNext < 0 {
+		pr.unkeyedNext = pr.randN(n)
+	}
+	p := pr.unkeyedNext % int32(n)
+	pr.unkeyedNext = (p + 1) % int32(n)
+	return p, nil
 }
 
 // send produces one batch to partition p, following leadership changes.
@@ -306,8 +336,9 @@ The leader is found with the Metadata RPC on --bootstrap (a broker);
 NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
 NOT_ENOUGH_REPLICAS and KAFKA_STORAGE_ERROR (the leader's copy is offline)
 are retried after a Metadata refresh (SPEC §1.4).
-Without --partition, keyed records are spread by a hash of the key; unkeyed
-ones go to partition 0.
+Without --partition, a keyed record goes to the partition Kafka's Java
+producer picks for its key (murmur2), and unkeyed records are spread a batch
+(--batch-size lines) at a time over the partitions in turn.
 With acks all, the producer is idempotent unless --idempotent=false (as
 Kafka's since 3.0): it takes a producer id from the broker (InitProducerId)
 and numbers its batches, so the retries above, and those of
@@ -339,7 +370,8 @@ OUT_OF_ORDER_SEQUENCE_NUMBER.`,
 				return usagef("--idempotent needs --acks all (a producer that does not wait for the ISR cannot know what to retry)")
 			}
 			pr := &producer{a: a, meta: a.newTopicMeta(topic), acks: ack, timeoutMs: timeoutMs, retries: retries,
-				now: time.Now, partition: partition, partitioned: cmd.Flags().Changed("partition"), id: NoProducer}
+				now: time.Now, partition: partition, partitioned: cmd.Flags().Changed("partition"), id: NoProducer,
+				unkeyedNext: -1, randN: func(n int) int32 { return int32(rand.IntN(n)) }}
 			ctx := cmd.Context()
 			if idempotent && ack == -1 {
 				if err := pr.initIdempotence(ctx, explicit); err != nil {
@@ -355,8 +387,15 @@ OUT_OF_ORDER_SEQUENCE_NUMBER.`,
 			flush := func(recs []Record) error {
 				byPart := map[int32][]Record{}
 				var order []int32
+				unkeyed := int32(0)
+				if !pr.partitioned && slices.ContainsFunc(recs, func(r Record) bool { return r.Key == nil }) {
+					var err error
+					if unkeyed, err = pr.nextUnkeyed(ctx); err != nil {
+						return err
+					}
+				}
 				for _, r := range recs {
-					pn, err := pr.pick(ctx, r.Key)
+					pn, err := pr.pick(ctx, r.Key, unkeyed)
 					if err != nil {
 						return err
 					}

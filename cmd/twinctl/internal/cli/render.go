@@ -18,6 +18,9 @@ import (
 type printer struct {
 	w    io.Writer
 	json bool
+	// partitionColumn: consume's table rows start with the partition
+	// (it reads every partition).
+	partitionColumn bool
 }
 
 func (p *printer) emitJSON(v any) error {
