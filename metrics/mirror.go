@@ -51,10 +51,10 @@ func NewMirror(reg prometheus.Registerer) (*Mirror, error) {
 	tp := []string{"topic", "partition"}
 	m := &Mirror{
 		lagRecords: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "twinlog_mirror_lag_records", Help: "Source HW minus the destination LEO (led mirror partitions).",
+			Name: "twinlog_mirror_lag_records", Help: "Source HW minus the destination HW: the source's committed records a failover now would lose (led mirror partitions).",
 		}, tp),
 		lagSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "twinlog_mirror_lag_seconds", Help: "Seconds since the destination last reached the source HW.",
+			Name: "twinlog_mirror_lag_seconds", Help: "Age of the oldest source record the destination has not committed, from the fetch that first showed it committed at the source; 0 when caught up.",
 		}, tp),
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "twinlog_mirror_partition_state", Help: "1 for the current mirror state of a led partition.",

@@ -429,11 +429,67 @@ func StraddleTruncation(logStart, base, srcLogStart twinlog.Offset) Truncation {
 	return Truncation{Full: true, Offset: logStart, RestartAt: min(max(srcLogStart, 0), max(base, 0))}
 }
 
-// Lag is the mirror lag of SPEC §6.3: records = max(0, S.HW − D.LEO);
-// seconds = now − lastCaughtUpMs, the time of the last fetch response that
-// found D.LEO ≥ S.HW (the shell passes the mirroring start if there was none).
-func Lag(sourceHW, leo twinlog.Offset, nowMs, lastCaughtUpMs int64) (records int64, seconds float64) {
-	return max(0, int64(sourceHW-leo)), float64(max(0, nowMs-lastCaughtUpMs)) / 1000
+// LagClock tells the mirror lag as what a failover would lose now (issue
+// 18; SPEC §6.3 measured from the destination's LEO and the last fetch
+// that found it caught up, which read 0 while the destination's committed
+// offsets trailed by thousands and 0.4 s when idle and caught up):
+//
+//   - records: source HW − destination HW, the source's committed records
+//     the destination has not committed;
+//   - seconds: the age of the oldest of them, counted from the first fetch
+//     response that showed the source had committed it; 0 when caught up.
+//
+// It remembers, oldest first, each source HW a fetch response showed that
+// the destination had not committed, with when it was first shown. The
+// zero value is ready; it holds at most lagClockMax entries (when full the
+// newest absorbs the next, keeping its older time: the age is never
+// under-reported).
+type LagClock struct {
+	seen []hwSeen
+}
+
+type hwSeen struct {
+	hw   twinlog.Offset
+	atMs int64
+}
+
+const lagClockMax = 32
+
+// Observe notes a fetch response's source HW at nowMs, the destination's
+// HW being destHW.
+func (c *LagClock) Observe(srcHW, destHW twinlog.Offset, nowMs int64) {
+	i := 0
+	for i < len(c.seen) && c.seen[i].hw <= destHW {
+		i++
+	}
+	c.seen = append(c.seen[:0], c.seen[i:]...)
+	if srcHW <= destHW {
+		return
+	}
+	switch n := len(c.seen); {
+	case n > 0 && c.seen[n-1].hw >= srcHW:
+	case n == lagClockMax:
+		c.seen[n-1].hw = srcHW
+	default:
+		c.seen = append(c.seen, hwSeen{hw: srcHW, atMs: nowMs})
+	}
+}
+
+// Reset forgets every entry (a new run or leadership starts counting).
+func (c *LagClock) Reset() { c.seen = c.seen[:0] }
+
+// Lag is the lag at nowMs for the source HW srcHW and the destination HW
+// destHW.
+func (c *LagClock) Lag(srcHW, destHW twinlog.Offset, nowMs int64) (records int64, seconds float64) {
+	if srcHW <= destHW {
+		return 0, 0
+	}
+	for _, s := range c.seen {
+		if s.hw > destHW {
+			return int64(srcHW - destHW), float64(max(0, nowMs-s.atMs)) / 1000
+		}
+	}
+	return int64(srcHW - destHW), 0
 }
 
 // Backoff is full-jitter exponential backoff: a uniform delay in

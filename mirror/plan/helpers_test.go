@@ -233,12 +233,6 @@ func TestFetchFieldsLagBackoff(t *testing.T) {
 	if n, e := plan.AppendablePrefix([]twinlog.Epoch{1, 3}, 3); n != 2 || e != -1 {
 		t.Errorf("prefix %d, %d", n, e)
 	}
-	if r, s := plan.Lag(10, 4, 9000, 6000); r != 6 || s != 3 {
-		t.Errorf("lag %d %v", r, s)
-	}
-	if r, _ := plan.Lag(4, 10, 9000, 9000); r != 0 {
-		t.Errorf("lag %d", r)
-	}
 	for attempt, want := range []int64{100, 200, 400, 800, 1000, 1000} {
 		if got := plan.Backoff(maxRand{}, attempt, 100, 1000); got != want {
 			t.Errorf("Backoff(%d) = %d, want %d", attempt, got, want)
@@ -434,4 +428,34 @@ func TestSourceLeaderEpochUsable(t *testing.T) {
 			t.Errorf("MinSourceLeaderEpoch(%d) = %d, want %d", lmle, got, want)
 		}
 	}
+}
+
+// TestLagClock: the lag is what a failover would lose now: the source's
+// committed records the destination has not committed, and the age of the
+// oldest of them since a fetch first showed it committed at the source; 0
+// and 0 when caught up, however long ago the last fetch was.
+func TestLagClock(t *testing.T) {
+	var c plan.LagClock
+	check := func(src, dest twinlog.Offset, now int64, wantRecs int64, wantSecs float64) {
+		t.Helper()
+		if r, s := c.Lag(src, dest, now); r != wantRecs || s != wantSecs {
+			t.Fatalf("Lag(%d, %d, %d) = %d, %v; want %d, %v", src, dest, now, r, s, wantRecs, wantSecs)
+		}
+	}
+	c.Observe(10, 10, 1000)
+	check(10, 10, 50_000, 0, 0) // idle and caught up: no lag, however old
+	c.Observe(20, 10, 2000)     // source committed up to 20 at 2.0 s
+	c.Observe(30, 12, 3000)     // ... up to 30 at 3.0 s; destination HW 12
+	check(30, 12, 4000, 18, 2)  // offset 12 was committed at the source by 2.0 s
+	c.Observe(30, 25, 5000)     // destination committed past 20
+	check(30, 25, 5500, 5, 2.5) // offset 25 was first seen committed at 3.0 s
+	c.Observe(30, 30, 6000)
+	check(30, 30, 6000, 0, 0)
+	// Full: the newest entry absorbs later HWs and keeps its (older) time.
+	for i := range 100 {
+		c.Observe(twinlog.Offset(100+i), 30, int64(10_000+i))
+	}
+	// 32 entries: 100..131 first seen at 10.000..10.031 s; then 131 grew to
+	// 199 keeping 10.031 s, so offset 190's age is counted from there.
+	check(199, 190, 20_000, 9, 9.969)
 }

@@ -254,7 +254,7 @@ type Machine struct {
 	corrupt   int
 	srcHW     twinlog.Offset
 	srcLEO    twinlog.Offset
-	caughtUp  int64 // last response with D.LEO ≥ S.HW
+	lag       LagClock
 	stopWait  bool
 	stopUntil int64
 
@@ -1048,7 +1048,7 @@ func (m *Machine) lmleOrEmpty() *twinlogv1.MirrorLmleRecord {
 
 func (m *Machine) mirroring(why string) {
 	if m.state != Mirroring {
-		m.caughtUp = m.nowMs // lag seconds count from the start of mirroring
+		m.lag.Reset() // lag counts from the start of mirroring
 	}
 	m.setState(Mirroring, why)
 	// A new leader resumes MIRRORING without the run's LMLE truncation: if
@@ -1089,10 +1089,10 @@ func (m *Machine) onFetch(ev Event) {
 		}
 		m.nowMs = max(m.nowMs, ev.NowMs)
 		m.srcHW, m.srcLEO = ev.SourceHighWatermark, ev.SourceLogEndOffset
+		m.lag.Observe(m.srcHW, m.log.HighWatermark(), m.nowMs)
 		m.corrupt = 0
 		m.run.LastError = ""
 		if m.log.LogEndOffset() >= m.srcHW {
-			m.caughtUp = m.nowMs
 			if m.stopWait {
 				m.stopWait = false
 				m.desired.State = Stopped

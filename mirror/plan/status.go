@@ -35,7 +35,7 @@ func (m *Machine) Status() *twinlogv1.MirrorPartitionStatus {
 		st.Taints = taintsToProto(taintsFromProto(m.lmle.Taints))
 	}
 	if m.state == Mirroring && m.srcHW >= 0 {
-		st.LagRecords, st.LagSeconds = Lag(m.srcHW, m.log.LogEndOffset(), m.nowMs, m.caughtUp)
+		st.LagRecords, st.LagSeconds = m.lag.Lag(m.srcHW, m.log.HighWatermark(), m.nowMs)
 	}
 	return st
 }
