@@ -4,7 +4,7 @@ TOOL    := $(GO) tool -modfile=$(CURDIR)/tools/go.mod
 PKGS    := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build bins test test-short sim bench fuzz e2e hostile kafka-e2e chaos lint proto proto-check tidy-check ci run clean
+.PHONY: all build bins test test-short sim bench fuzz e2e hostile kafka-e2e promcheck chaos lint proto proto-check tidy-check ci run clean
 
 # Local binaries for `make run` (and for trying twinctl by hand).
 BINS := brokerd controllerd twinctl
@@ -103,6 +103,18 @@ hostile: bins
 # when missing) against make run's processes (scripts/kafka-e2e.sh, ~30 s).
 kafka-e2e: bins
 	./scripts/kafka-e2e.sh
+
+# promcheck: issue 18's alerting rules (deploy/prometheus) and Grafana
+# dashboard (deploy/grafana), checked by Prometheus's own tools: promtool
+# check rules/config, the rules' unit tests (promtool test rules), every
+# dashboard expression through the parser; then against make run's
+# processes: every metric name they use must be in the daemons' scrape, and a
+# real Prometheus must evaluate every rule (none firing on the healthy
+# clusters) and every dashboard query (scripts/promcheck.sh, ~30 s; promtool
+# and prometheus from Debian's prometheus package, fetched with apt-get when
+# missing, a failure if they cannot be).
+promcheck: bins
+	./scripts/promcheck.sh
 
 # chaos: issue 7's history checker on the docker-compose deployment, both
 # clusters (scripts/chaos.sh: docker kill/restart of brokers and controllers,

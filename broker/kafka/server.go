@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"syscall"
 	"sync"
 	"time"
 
@@ -227,6 +228,9 @@ func (s *Server) serveConn(c net.Conn) {
 			var ne net.Error
 			switch {
 			case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+			case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+				// The peer went away, mid-frame or by a reset (a client
+				// closing with unread data does): not its input's fault.
 			case errors.Is(err, errOversized):
 				s.cfg.Observer.ObserveKafkaClosed("oversized")
 				log.Info("kafka: connection closed", "reason", err)

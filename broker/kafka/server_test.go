@@ -302,12 +302,38 @@ func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 		resp.SetVersion(12)
 		good.recv(good.send(m), resp, true)
 	}
+	// A client that goes away mid-frame, or resets the connection, sent
+	// nothing malformed: not counted.
+	for _, reset := range []bool{false, true} {
+		c := dial(t, addr)
+		c.raw(append(binary.BigEndian.AppendUint32(nil, 100), 1, 2, 3))
+		if reset {
+			c.c.(*net.TCPConn).SetLinger(0) // close with RST
+		}
+		c.c.Close()
+		m := kmsg.NewPtrMetadataRequest()
+		m.SetVersion(12)
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.SetVersion(12)
+		good.recv(good.send(m), resp, true)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		obs.mu.Lock()
+		conns := obs.conns
+		obs.mu.Unlock()
+		if conns == 1 {
+			break // the server has dropped both
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open, want the good one only", conns)
+		}
+	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
 	// The over-max size is oversized; the negative size, like the rest,
 	// malformed.
-	if obs.closed["oversized"] != 1 || obs.closed["malformed"] != len(bad)-1 || obs.requests["Metadata"] != len(bad) {
-		t.Errorf("observed closed %v, requests %v; want 1 oversized, %d malformed, %d Metadata", obs.closed, obs.requests, len(bad)-1, len(bad))
+	if obs.closed["oversized"] != 1 || obs.closed["malformed"] != len(bad)-1 || obs.requests["Metadata"] != len(bad)+2 {
+		t.Errorf("observed closed %v, requests %v; want 1 oversized, %d malformed, %d Metadata", obs.closed, obs.requests, len(bad)-1, len(bad)+2)
 	}
 	if obs.conns < 1 {
 		t.Errorf("observed %d open connections, want the good one at least", obs.conns)
