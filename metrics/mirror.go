@@ -16,6 +16,7 @@ import (
 type Mirror struct {
 	lagRecords  *prometheus.GaugeVec
 	lagSeconds  *prometheus.GaugeVec
+	fetchAge    *prometheus.GaugeVec
 	state       *prometheus.GaugeVec
 	partitions  *prometheus.GaugeVec
 	tainted     *prometheus.GaugeVec
@@ -56,6 +57,10 @@ func NewMirror(reg prometheus.Registerer) (*Mirror, error) {
 		lagSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "twinlog_mirror_lag_seconds", Help: "Age of the oldest source record the destination has not committed, from the fetch that first showed it committed at the source; 0 when caught up.",
 		}, tp),
+		fetchAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "twinlog_mirror_source_fetch_age_seconds",
+			Help: "Seconds since the last fetch response from the source (led mirror partitions; -1 before the first): the lag figures are that old.",
+		}, tp),
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "twinlog_mirror_partition_state", Help: "1 for the current mirror state of a led partition.",
 		}, []string{"mirror", "topic", "partition", "state"}),
@@ -79,7 +84,7 @@ func NewMirror(reg prometheus.Registerer) (*Mirror, error) {
 		}, []string{"error"}),
 		parts: map[tpKey]partState{},
 	}
-	for _, c := range []prometheus.Collector{m.lagRecords, m.lagSeconds, m.state, m.partitions, m.tainted,
+	for _, c := range []prometheus.Collector{m.lagRecords, m.lagSeconds, m.fetchAge, m.state, m.partitions, m.tainted,
 		m.truncations, m.truncated, m.bytes, m.fetchErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -102,6 +107,7 @@ func (m *Mirror) ObserveMirrorPartition(st *pb.MirrorPartitionStatus) {
 	p := strconv.Itoa(int(st.GetPartition()))
 	m.lagRecords.WithLabelValues(st.GetTopic(), p).Set(float64(st.GetLagRecords()))
 	m.lagSeconds.WithLabelValues(st.GetTopic(), p).Set(st.GetLagSeconds())
+	m.fetchAge.WithLabelValues(st.GetTopic(), p).Set(st.GetSourceFetchAgeSeconds())
 	m.tainted.WithLabelValues(st.GetTopic(), p).Set(float64(len(st.GetTaints())))
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -125,6 +131,7 @@ func (m *Mirror) ForgetMirrorPartition(topic string, partition int32) {
 	p := strconv.Itoa(int(partition))
 	m.lagRecords.DeleteLabelValues(topic, p)
 	m.lagSeconds.DeleteLabelValues(topic, p)
+	m.fetchAge.DeleteLabelValues(topic, p)
 	m.tainted.DeleteLabelValues(topic, p)
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -64,3 +64,35 @@ func TestMirrorLagIsWhatAFailoverWouldLose(t *testing.T) {
 		return st != nil && st.GetHighWatermark() == 12 && st.GetLagRecords() == 0 && st.GetLagSeconds() == 0
 	})
 }
+
+// TestMirrorSourceFetchAge: while B cannot reach A its caught-up mirror
+// keeps lag 0 (what it last knew), and the age of its last fetch response
+// grows, which is what says the lag is stale; reachable again, it is fresh.
+func TestMirrorSourceFetchAge(t *testing.T) {
+	a, b := TwoClusters(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	a.CreateTopic("t", 1, 3, nil)
+	produceN(ctx, a, "t", 3, "x")
+	b.CreateMirror("m", a, "t")
+	b.WaitMirrorState("t", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
+	var st *pb.MirrorPartitionStatus
+	pollFor(t, "B caught up with a fresh fetch", func() bool {
+		st = b.MirrorState("t", 0)
+		return st != nil && st.GetLagRecords() == 0 && st.GetHighWatermark() == 3 &&
+			st.GetSourceFetchAgeSeconds() >= 0 && st.GetSourceFetchAgeSeconds() < 1 && st.GetReportedAtMs() > 0
+	})
+	b.Unreachable(a)
+	pollFor(t, "the last fetch from A over 1.5 s old", func() bool {
+		st = b.MirrorState("t", 0)
+		return st.GetSourceFetchAgeSeconds() > 1.5
+	})
+	if st.GetLagRecords() != 0 || st.GetState() != pb.MirrorState_MIRROR_STATE_MIRRORING {
+		t.Fatalf("cut off from A: %v, lag %d; want MIRRORING with lag 0 (what it last knew)", st.GetState(), st.GetLagRecords())
+	}
+	b.Reachable(a)
+	pollFor(t, "a fresh fetch from A again", func() bool {
+		st = b.MirrorState("t", 0)
+		return st.GetSourceFetchAgeSeconds() >= 0 && st.GetSourceFetchAgeSeconds() < 1
+	})
+}

@@ -255,6 +255,7 @@ type Machine struct {
 	srcHW     twinlog.Offset
 	srcLEO    twinlog.Offset
 	lag       LagClock
+	fetchedMs int64 // time of the latest Fetched of this leadership; 0: none
 	stopWait  bool
 	stopUntil int64
 
@@ -641,6 +642,7 @@ func (m *Machine) resetTransient() {
 	// caught up (a stop --wait-for-catch-up right after a failback, whose
 	// first fetch may still cut the log) and show a lag of the past.
 	m.srcHW, m.srcLEO = twinlog.NoOffset, twinlog.NoOffset
+	m.fetchedMs = 0
 	m.step = stepIdle
 	m.await = 0
 	m.dropStepWrites()
@@ -1089,6 +1091,7 @@ func (m *Machine) onFetch(ev Event) {
 		}
 		m.nowMs = max(m.nowMs, ev.NowMs)
 		m.srcHW, m.srcLEO = ev.SourceHighWatermark, ev.SourceLogEndOffset
+		m.fetchedMs = m.nowMs
 		m.lag.Observe(m.srcHW, m.log.HighWatermark(), m.nowMs)
 		m.corrupt = 0
 		m.run.LastError = ""

@@ -9,21 +9,26 @@ import (
 // used by the current run, or the recorded one once STOPPING/STOPPED.
 func (m *Machine) Status() *twinlogv1.MirrorPartitionStatus {
 	st := &twinlogv1.MirrorPartitionStatus{
-		Mirror:              m.cfg.Mirror,
-		Topic:               m.cfg.TopicPartition.Topic,
-		Partition:           m.cfg.TopicPartition.Partition,
-		State:               m.state,
-		DesiredState:        m.desired.State,
-		Lmle:                m.run.LmleUsed,
-		SourceHighWatermark: int64(m.srcHW),
-		SourceLogEndOffset:  int64(m.srcLEO),
-		HighWatermark:       int64(m.log.HighWatermark()),
-		LogEndOffset:        int64(m.log.LogEndOffset()),
-		SkippedReplicas:     append([]int32(nil), m.run.SkippedReplicas...),
-		LastError:           m.run.LastError,
-		RetryCount:          m.run.RetryCount,
-		LeaderId:            -1,
-		LeaderEpoch:         int32(m.le),
+		Mirror:                m.cfg.Mirror,
+		Topic:                 m.cfg.TopicPartition.Topic,
+		Partition:             m.cfg.TopicPartition.Partition,
+		State:                 m.state,
+		DesiredState:          m.desired.State,
+		Lmle:                  m.run.LmleUsed,
+		SourceHighWatermark:   int64(m.srcHW),
+		SourceLogEndOffset:    int64(m.srcLEO),
+		HighWatermark:         int64(m.log.HighWatermark()),
+		LogEndOffset:          int64(m.log.LogEndOffset()),
+		SkippedReplicas:       append([]int32(nil), m.run.SkippedReplicas...),
+		LastError:             m.run.LastError,
+		RetryCount:            m.run.RetryCount,
+		LeaderId:              -1,
+		LeaderEpoch:           int32(m.le),
+		ReportedAtMs:          m.nowMs,
+		SourceFetchAgeSeconds: -1,
+	}
+	if m.fetchedMs > 0 {
+		st.SourceFetchAgeSeconds = float64(max(0, m.nowMs-m.fetchedMs)) / 1000
 	}
 	if m.leader {
 		st.LeaderId = int32(m.cfg.BrokerID)

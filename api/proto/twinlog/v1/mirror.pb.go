@@ -884,8 +884,17 @@ type MirrorPartitionStatus struct {
 	RetryCount          int32                  `protobuf:"varint,16,opt,name=retry_count,json=retryCount,proto3" json:"retry_count,omitempty"`
 	LeaderId            int32                  `protobuf:"varint,17,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
 	LeaderEpoch         int32                  `protobuf:"varint,18,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// source_fetch_age_seconds is how long ago the last fetch response from
+	// the source arrived, -1 before the first: the source figures and the
+	// lag are that old (a source that cannot be reached leaves the lag at
+	// what it last knew).
+	SourceFetchAgeSeconds float64 `protobuf:"fixed64,19,opt,name=source_fetch_age_seconds,json=sourceFetchAgeSeconds,proto3" json:"source_fetch_age_seconds,omitempty"`
+	// reported_at_ms is when the leader computed this status (its clock, ms
+	// since the epoch); a controller's DescribeMirrors answers with the
+	// latest heartbeat's.
+	ReportedAtMs  int64 `protobuf:"varint,20,opt,name=reported_at_ms,json=reportedAtMs,proto3" json:"reported_at_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MirrorPartitionStatus) Reset() {
@@ -1040,6 +1049,20 @@ func (x *MirrorPartitionStatus) GetLeaderId() int32 {
 func (x *MirrorPartitionStatus) GetLeaderEpoch() int32 {
 	if x != nil {
 		return x.LeaderEpoch
+	}
+	return 0
+}
+
+func (x *MirrorPartitionStatus) GetSourceFetchAgeSeconds() float64 {
+	if x != nil {
+		return x.SourceFetchAgeSeconds
+	}
+	return 0
+}
+
+func (x *MirrorPartitionStatus) GetReportedAtMs() int64 {
+	if x != nil {
+		return x.ReportedAtMs
 	}
 	return 0
 }
@@ -1528,7 +1551,7 @@ const file_twinlog_v1_mirror_proto_rawDesc = "" +
 	"\x11source_cluster_id\x18\x03 \x01(\tR\x0fsourceClusterId\x12A\n" +
 	"\n" +
 	"partitions\x18\x04 \x03(\v2!.twinlog.v1.MirrorPartitionStatusR\n" +
-	"partitions\"\xb7\x05\n" +
+	"partitions\"\x96\x06\n" +
 	"\x15MirrorPartitionStatus\x12\x16\n" +
 	"\x06mirror\x18\x01 \x01(\tR\x06mirror\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1c\n" +
@@ -1552,7 +1575,9 @@ const file_twinlog_v1_mirror_proto_rawDesc = "" +
 	"\vretry_count\x18\x10 \x01(\x05R\n" +
 	"retryCount\x12\x1b\n" +
 	"\tleader_id\x18\x11 \x01(\x05R\bleaderId\x12!\n" +
-	"\fleader_epoch\x18\x12 \x01(\x05R\vleaderEpoch\"V\n" +
+	"\fleader_epoch\x18\x12 \x01(\x05R\vleaderEpoch\x127\n" +
+	"\x18source_fetch_age_seconds\x18\x13 \x01(\x01R\x15sourceFetchAgeSeconds\x12$\n" +
+	"\x0ereported_at_ms\x18\x14 \x01(\x03R\freportedAtMs\"V\n" +
 	"\fReplicaTaint\x12\x18\n" +
 	"\areplica\x18\x01 \x01(\x05R\areplica\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x05R\x05epoch\x12\x16\n" +

@@ -43,6 +43,8 @@ type Options struct {
 	StderrIsTerminal func() bool
 	// HomeDir overrides the directory searched for .twinctl.yaml.
 	HomeDir string
+	// Now is the clock ages are shown against (default time.Now).
+	Now func() time.Time
 }
 
 // app is the state of one Execute call.
@@ -66,6 +68,9 @@ func Execute(ctx context.Context, args []string, opts Options) int {
 	}
 	if opts.Stderr == nil {
 		opts.Stderr = os.Stderr
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	a := &app{opts: opts, v: viper.New(), conns: map[string]*grpc.ClientConn{}}
 	defer a.closeConns()

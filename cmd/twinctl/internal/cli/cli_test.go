@@ -350,10 +350,12 @@ func goldenFake() *fakeAdmin {
 		Name: "a-to-b", SourceBootstrap: []string{"127.0.0.1:9091", "127.0.0.1:9092"}, SourceClusterId: "cluster-a",
 		Partitions: []*twinlogv1.MirrorPartitionStatus{
 			{Mirror: "a-to-b", Topic: "orders", Partition: 0, State: twinlogv1.MirrorState_MIRROR_STATE_MIRRORING, DesiredState: twinlogv1.MirrorState_MIRROR_STATE_MIRRORING,
-				Lmle: 3, SourceHighWatermark: 120, SourceLogEndOffset: 125, HighWatermark: 118, LogEndOffset: 120, LagRecords: 0, LagSeconds: 0.25,
-				SkippedReplicas: []int32{3}, Taints: []*twinlogv1.ReplicaTaint{{Replica: 3, Epoch: 3, Offset: 100}}, LeaderId: 1, LeaderEpoch: 7},
+				Lmle: 3, SourceHighWatermark: 120, SourceLogEndOffset: 125, HighWatermark: 118, LogEndOffset: 120, LagRecords: 2, LagSeconds: 0.25,
+				SkippedReplicas: []int32{3}, Taints: []*twinlogv1.ReplicaTaint{{Replica: 3, Epoch: 3, Offset: 100}}, LeaderId: 1, LeaderEpoch: 7,
+				SourceFetchAgeSeconds: 0.4, ReportedAtMs: fakeReportedAtMs},
 			{Mirror: "a-to-b", Topic: "orders", Partition: 1, State: twinlogv1.MirrorState_MIRROR_STATE_FAILED, DesiredState: twinlogv1.MirrorState_MIRROR_STATE_MIRRORING,
-				Lmle: -1, LeaderId: -1, LastError: "INCONSISTENT_TOPIC_ID", RetryCount: 4},
+				Lmle: -1, LeaderId: -1, LastError: "INCONSISTENT_TOPIC_ID", RetryCount: 4,
+				SourceHighWatermark: -1, SourceLogEndOffset: -1, SourceFetchAgeSeconds: -1, ReportedAtMs: fakeReportedAtMs},
 		},
 	}}
 	return f

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -371,8 +372,13 @@ func startFake(t *testing.T, fake *fakeAdmin) *harness {
 	return h
 }
 
+// fakeReportedAtMs is when the fake's mirror statuses were reported; the
+// harness's clock reads 1.5 s later.
+const fakeReportedAtMs = 1_800_000_000_000
+
 func (h *harness) options() Options {
 	return Options{
+		Now: func() time.Time { return time.UnixMilli(fakeReportedAtMs + 1500) },
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			h.mu.Lock()
 			h.dialed = append(h.dialed, addr)

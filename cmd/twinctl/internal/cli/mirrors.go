@@ -392,6 +392,12 @@ type mirrorPartitionView struct {
 	Taints         []taintView `json:"taints"`
 	LastError      string      `json:"last_error,omitempty"`
 	RetryCount     int32       `json:"retry_count"`
+	// SourceFetchAge is how long before ReportedAt the last fetch response
+	// from the source arrived (-1: none yet); ReportedAt is when the
+	// leader computed these figures ("" when the server does not say).
+	SourceFetchAge float64 `json:"source_fetch_age_seconds"`
+	ReportedAt     string  `json:"reported_at,omitempty"`
+	reportedAtMs   int64
 }
 
 type taintView struct {
@@ -418,6 +424,10 @@ func mirrorViews(ms []*twinlogv1.MirrorDescription) []mirrorView {
 				SourceHW: p.GetSourceHighWatermark(), SourceLEO: p.GetSourceLogEndOffset(), HW: p.GetHighWatermark(), LEO: p.GetLogEndOffset(),
 				LagRecords: p.GetLagRecords(), LagSeconds: p.GetLagSeconds(), SkippedReplica: ints(p.GetSkippedReplicas()),
 				Taints: []taintView{}, LastError: p.GetLastError(), RetryCount: p.GetRetryCount(),
+				SourceFetchAge: p.GetSourceFetchAgeSeconds(), reportedAtMs: p.GetReportedAtMs(),
+			}
+			if ms := p.GetReportedAtMs(); ms > 0 {
+				pv.ReportedAt = time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 			}
 			for _, t := range p.GetTaints() {
 				pv.Taints = append(pv.Taints, taintView{t.GetReplica(), t.GetEpoch(), t.GetOffset()})
@@ -429,7 +439,7 @@ func mirrorViews(ms []*twinlogv1.MirrorDescription) []mirrorView {
 	return out
 }
 
-func renderMirrors(p *printer, ms []mirrorView) error {
+func renderMirrors(p *printer, ms []mirrorView, now time.Time) error {
 	if p.json {
 		return p.emitJSON(ms)
 	}
@@ -452,14 +462,29 @@ func renderMirrors(p *printer, ms []mirrorView) error {
 			if pv.RetryCount > 0 {
 				errCol = fmt.Sprintf("%s (retry %d)", errCol, pv.RetryCount)
 			}
+			// "-" for what is not known: the source's offsets before a
+			// fetch of this run, the lag outside MIRRORING, the fetch age
+			// from a server that does not report it.
+			src, lag, lagS, fetched := "-", "-", "-", "-"
+			if pv.SourceHW >= 0 {
+				src = fmt.Sprintf("%d/%d", pv.SourceHW, pv.SourceLEO)
+			}
+			if pv.State == "MIRRORING" && pv.SourceHW >= 0 {
+				lag, lagS = strconv.FormatInt(pv.LagRecords, 10), strconv.FormatFloat(pv.LagSeconds, 'f', 1, 64)
+			}
+			if pv.reportedAtMs > 0 && pv.SourceFetchAge >= 0 {
+				// The figures were reported a while ago: the fetch is that
+				// much older now.
+				age := pv.SourceFetchAge + float64(max(0, now.UnixMilli()-pv.reportedAtMs))/1000
+				fetched = strconv.FormatFloat(age, 'f', 1, 64) + "s ago"
+			}
 			rows = append(rows, []string{
 				pv.Topic, strconv.Itoa(int(pv.Partition)), pv.State, pv.DesiredState, leaderString(pv.Leader),
-				strconv.Itoa(int(pv.LMLE)), fmt.Sprintf("%d/%d", pv.SourceHW, pv.SourceLEO), fmt.Sprintf("%d/%d", pv.HW, pv.LEO),
-				strconv.FormatInt(pv.LagRecords, 10), strconv.FormatFloat(pv.LagSeconds, 'f', 1, 64),
-				joinInts(pv.SkippedReplica), strings.Join(taints, ","), errCol,
+				strconv.Itoa(int(pv.LMLE)), src, fmt.Sprintf("%d/%d", pv.HW, pv.LEO),
+				lag, lagS, fetched, joinInts(pv.SkippedReplica), strings.Join(taints, ","), errCol,
 			})
 		}
-		if err := p.table([]string{"TOPIC", "PARTITION", "STATE", "DESIRED", "LEADER", "LMLE", "SRC-HW/LEO", "HW/LEO", "LAG", "LAG-S", "SKIPPED", "TAINTS", "LAST-ERROR"}, rows); err != nil {
+		if err := p.table([]string{"TOPIC", "PARTITION", "STATE", "DESIRED", "LEADER", "LMLE", "SRC-HW/LEO", "HW/LEO", "LAG", "LAG-S", "FETCHED", "SKIPPED", "TAINTS", "LAST-ERROR"}, rows); err != nil {
 			return err
 		}
 	}
@@ -482,7 +507,7 @@ func (a *app) mirrorsDescribe() *cobra.Command {
 				return describeMirrorsError(err, a.bootstrap, args)
 			}
 			views := mirrorViews(resp.GetMirrors())
-			if err := renderMirrors(a.printer(), views); err != nil {
+			if err := renderMirrors(a.printer(), views, a.opts.Now()); err != nil {
 				return err
 			}
 			if len(args) > 0 && len(views) < len(args) {
