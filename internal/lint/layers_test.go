@@ -32,6 +32,7 @@ var layers = map[string][]string{
 	"storage/vfs":                    nil,
 	"storage/epoch":                  {"", "storage/vfs"},
 	"storage/producer":               {""},
+	"group":                          {""},
 	"storage":                        {"", "storage/epoch", "storage/producer", "storage/vfs"},
 	"internal/configdef":             nil,
 	"metadata":                       {"", "api/proto/twinlog/v1", "internal/configdef"},

@@ -18,6 +18,7 @@ import (
 var purePackages = []string{
 	"broker/replica",
 	"controller/metastate",
+	"group",
 	"metadata",
 	"mirror/plan",
 	"storage/producer",
