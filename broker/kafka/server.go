@@ -10,8 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
-	"syscall"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
