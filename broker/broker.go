@@ -460,6 +460,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	b.startMetadata()
 	b.goLoop(inner, b.tickLoop)
 	b.goLoop(inner, b.checkpointLoop)
+	b.goLoop(inner, b.cleanerLoop)
 
 	var runErr error
 	select {

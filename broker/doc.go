@@ -23,6 +23,8 @@
 //   - tickLoop turns a ticker into Replica.Tick (ISR shrink §4.5, produce
 //     timeouts §4.1) and reports metrics.
 //   - checkpointLoop writes HW/log-start/recovery checkpoints every 5 s (§2.5).
+//   - cleanerLoop compacts the logs of cleanup.policy=compact topics
+//     (cleaner.go, storage.Cleaner), up to log.cleaner.threads at once.
 //   - one fetcher per leader broker replicates every partition followed from
 //     it with one pipelined long-poll Fetch (§4.4; its decisions are
 //     broker/follow's, the leader's answer broker/serve.Once).

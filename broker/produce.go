@@ -153,9 +153,9 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 	// (codec.Server, releaseProduce), so records is ours: no copy of every
 	// produced byte. The append happens in this call (processReadyLocked),
 	// so nothing refers to it afterwards.
-	buf, numRecords, code := b.validateBatches(records)
+	buf, numRecords, code, msg := b.validateBatches(tp.Topic, records)
 	if code != pb.ErrorCode_ERROR_CODE_NONE {
-		out.Error = code
+		out.Error, out.ErrorMessage = code, msg
 		return nil, nil
 	}
 
@@ -200,10 +200,12 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 	return ch, p
 }
 
-// validateBatches checks the producer's batches with the broker's limits
-// (serve.ValidateProduce).
-func (b *Broker) validateBatches(records []byte) (storage.Validated, int, pb.ErrorCode) {
-	return serve.ValidateProduce(records, b.nowMs(), serve.ProduceLimits{
+// validateBatches checks the producer's batches for topic with the
+// broker's limits (serve.ValidateProduceMessage); a compacted topic takes
+// keyed records only.
+func (b *Broker) validateBatches(topic string, records []byte) (storage.Validated, int, pb.ErrorCode, string) {
+	return serve.ValidateProduceMessage(records, b.nowMs(), serve.ProduceLimits{
 		MaxBatchBytes: b.cfg.Log.MaxBatchBytes, TimestampBeforeMax: b.cfg.LogMessageTimestampBeforeMax, TimestampAfterMax: b.cfg.LogMessageTimestampAfterMax,
+		RequireKeys: b.compacted(topic),
 	})
 }

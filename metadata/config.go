@@ -27,10 +27,23 @@ const (
 	KeyMirrorRetryMaxAttempts    = "mirror.failed.retry.max.attempts"
 	KeyMirrorStateReplication    = "mirror.state.topic.replication.factor"
 	KeyMirrorStateNumPartitions  = "mirror.state.topic.num.partitions"
-	StrategyNone                 = "none"
-	StrategyBalanced             = "balanced"
-	StrategyAggressive           = "aggressive"
-	defaultServerPartitionLimit  = 1000
+	// Log compaction (storage/doc.go "Compaction"): topic configs with a
+	// cluster default, and the cleaner's broker settings.
+	KeyCleanupPolicy                 = "cleanup.policy"
+	KeyMinCleanableDirtyRatio        = "min.cleanable.dirty.ratio"
+	KeyDeleteRetentionMs             = "delete.retention.ms"
+	KeyMinCompactionLagMs            = "min.compaction.lag.ms"
+	KeyMaxCompactionLagMs            = "max.compaction.lag.ms"
+	KeyLogCleanerThreads             = "log.cleaner.threads"
+	KeyLogCleanerIOMaxBytesPerSecond = "log.cleaner.io.max.bytes.per.second"
+	KeyLogCleanerDedupeBufferSize    = "log.cleaner.dedupe.buffer.size"
+	KeyLogCleanerBackoffMs           = "log.cleaner.backoff.ms"
+	CleanupPolicyDelete              = "delete"
+	CleanupPolicyCompact             = "compact"
+	StrategyNone                     = "none"
+	StrategyBalanced                 = "balanced"
+	StrategyAggressive               = "aggressive"
+	defaultServerPartitionLimit      = 1000
 )
 
 // KeyProducerIDSpace is the cluster's producer id space, 1 to
@@ -116,6 +129,40 @@ var configDefs = map[string]ConfigDef{
 	// No default: unset means derived from the cluster id
 	// (ProducerIDSpace), which DescribeConfigs shows.
 	KeyProducerIDSpace: {Scopes: ScopeCluster, Static: true},
+	// Log compaction, Kafka's names and defaults. The log.cleaner.* keys
+	// are broker settings set cluster-wide, as in Kafka (on the cluster or
+	// the default broker: one value either way). cleanup.policy is copied
+	// to a mirror topic (MirroredTopicConfigs).
+	KeyCleanupPolicy:                 {Scopes: ScopeTopic | ScopeCluster, Default: CleanupPolicyDelete, Mirrored: true},
+	KeyMinCleanableDirtyRatio:        {Scopes: ScopeTopic | ScopeCluster, Default: "0.5"},
+	KeyDeleteRetentionMs:             {Scopes: ScopeTopic | ScopeCluster, Default: "86400000"},
+	KeyMinCompactionLagMs:            {Scopes: ScopeTopic | ScopeCluster, Default: "0"},
+	KeyMaxCompactionLagMs:            {Scopes: ScopeTopic | ScopeCluster, Default: "9223372036854775807"},
+	KeyLogCleanerThreads:             {Scopes: ScopeBroker | ScopeCluster, Default: "1"},
+	KeyLogCleanerIOMaxBytesPerSecond: {Scopes: ScopeBroker | ScopeCluster, Default: "1.7976931348623157E308"},
+	KeyLogCleanerDedupeBufferSize:    {Scopes: ScopeBroker | ScopeCluster, Default: "134217728"},
+	KeyLogCleanerBackoffMs:           {Scopes: ScopeBroker | ScopeCluster, Default: "15000"},
+}
+
+// IsCompacted reports whether a cleanup.policy value includes compact.
+func IsCompacted(policy string) bool {
+	for p := range strings.SplitSeq(policy, ",") {
+		if p == CleanupPolicyCompact {
+			return true
+		}
+	}
+	return false
+}
+
+// HasDeletePolicy reports whether a cleanup.policy value includes delete
+// (size and age retention apply).
+func HasDeletePolicy(policy string) bool {
+	for p := range strings.SplitSeq(policy, ",") {
+		if p == CleanupPolicyDelete {
+			return true
+		}
+	}
+	return false
 }
 
 func init() {
@@ -140,7 +187,12 @@ func init() {
 // are repaired), and its only effect on the destination is that a Start
 // waits for every replica (PENDING, SPEC §6.6 step 3) instead of tainting
 // the absent ones — the safe direction. Copying it keeps the protection when
-// the roles swap at failover.
+// the roles swap at failover. And cleanup.policy, so a compacted source's
+// mirror is compacted too (Cluster Linking and MirrorMaker 2 copy it): the
+// mirror copies the source's batches with their offset gaps either way,
+// and each cluster's replicas clean their own logs. The compaction
+// settings (min.cleanable.dirty.ratio, delete.retention.ms, the lags) stay
+// local, each cluster's cost and space trade-off.
 //
 // Local (never copied), as Kafka's MirrorMaker 2 excludes them by default
 // (config.properties.exclude) and Confluent Cluster Linking leaves

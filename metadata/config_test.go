@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/internal/configdef"
 )
 
-// MirroredTopicConfigs is the documented copy list: the one topic config
-// that protects the pair (docs/operations.md lists the same).
+// MirroredTopicConfigs is the documented copy list: the topic config that
+// protects the pair and the cleanup policy (docs/operations.md lists the
+// same).
 func TestMirroredTopicConfigs(t *testing.T) {
-	if got := MirroredTopicConfigs(); !slices.Equal(got, []string{KeyMirrorSupportUnclean}) {
+	if got := MirroredTopicConfigs(); !slices.Equal(got, []string{KeyCleanupPolicy, KeyMirrorSupportUnclean}) {
 		t.Fatalf("MirroredTopicConfigs() = %v", got)
 	}
 	for _, k := range []string{KeyMinInsyncReplicas, KeyUncleanLeaderElection, KeyUncleanRecoveryStrategy} {
@@ -43,6 +45,27 @@ func TestResolveUncleanStrategy(t *testing.T) {
 	} {
 		if got := ResolveUncleanStrategy(tc.tr, tc.cluster); got != tc.want {
 			t.Errorf("%s: ResolveUncleanStrategy = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestConfigDefaults: every default passes its key's own rule, and the
+// cleanup policies read as Kafka's lists.
+func TestConfigDefaults(t *testing.T) {
+	for k, d := range configDefs {
+		if d.Default == "" {
+			continue
+		}
+		if err := configdef.Check(k, d.Default); err != nil {
+			t.Errorf("%s default %q: %v", k, d.Default, err)
+		}
+	}
+	for _, c := range []struct {
+		policy          string
+		compact, delete bool
+	}{{"delete", false, true}, {"compact", true, false}, {"compact,delete", true, true}, {"delete,compact", true, true}} {
+		if IsCompacted(c.policy) != c.compact || HasDeletePolicy(c.policy) != c.delete {
+			t.Errorf("%q: compact %v delete %v", c.policy, IsCompacted(c.policy), HasDeletePolicy(c.policy))
 		}
 	}
 }

@@ -31,12 +31,23 @@ type Broker struct {
 	kafkaConns    prometheus.Gauge
 	kafkaRequests *prometheus.HistogramVec
 	kafkaClosed   *prometheus.CounterVec
+
+	cleanerRounds       *prometheus.CounterVec
+	cleanerRoundSeconds prometheus.Histogram
+	cleanerReadBytes    prometheus.Counter
+	cleanerWrittenBytes prometheus.Counter
+	cleanerReclaimed    prometheus.Counter
+	cleanerRemoved      prometheus.Counter
+	cleanerMaxDirty     prometheus.Gauge
+	cleanerMaxDelay     prometheus.Gauge
+	cleanerUncleanable  prometheus.Gauge
 }
 
 var (
 	_ broker.Observer           = (*Broker)(nil)
 	_ broker.StorageObserver    = (*Broker)(nil)
 	_ broker.ProducerIDObserver = (*Broker)(nil)
+	_ broker.CleanerObserver    = (*Broker)(nil)
 	_ kafka.Observer            = (*Broker)(nil)
 )
 
@@ -116,9 +127,42 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 	for _, r := range []string{"oversized", "malformed", "idle", "panic"} {
 		b.kafkaClosed.WithLabelValues(r)
 	}
+	b.cleanerRounds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "twinlog_log_cleaner_rounds_total", Help: "Log cleaner rounds by result: cleaned (segments swapped in), unchanged, aborted (truncation, retention, close), error (the partition is left uncleaned until restart).",
+	}, []string{"result"})
+	for _, r := range []string{"cleaned", "unchanged", "aborted", "error"} {
+		b.cleanerRounds.WithLabelValues(r)
+	}
+	b.cleanerRoundSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "twinlog_log_cleaner_round_duration_seconds", Help: "Duration of log cleaner rounds.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+	})
+	b.cleanerReadBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "twinlog_log_cleaner_read_bytes_total", Help: "Bytes the log cleaner read (log.cleaner.io.max.bytes.per.second bounds reads and writes together).",
+	})
+	b.cleanerWrittenBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "twinlog_log_cleaner_written_bytes_total", Help: "Bytes of cleaned segments the log cleaner wrote.",
+	})
+	b.cleanerReclaimed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "twinlog_log_cleaner_reclaimed_bytes_total", Help: "Bytes by which swapped-in cleaned segments are smaller than those they replaced.",
+	})
+	b.cleanerRemoved = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "twinlog_log_cleaner_removed_records_total", Help: "Records the log cleaner removed (superseded, keyless, expired tombstones).",
+	})
+	b.cleanerMaxDirty = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "twinlog_log_cleaner_max_dirty_ratio", Help: "Largest dirty ratio among the broker's compacted logs (due above min.cleanable.dirty.ratio).",
+	})
+	b.cleanerMaxDelay = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "twinlog_log_cleaner_max_compaction_delay_seconds", Help: "How far past max.compaction.lag.ms the most overdue compacted log is (0: none overdue).",
+	})
+	b.cleanerUncleanable = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "twinlog_log_cleaner_uncleanable_partitions", Help: "Compacted partitions whose cleaning failed; not cleaned until the broker restarts.",
+	})
 	for _, col := range []prometheus.Collector{b.hw, b.leo, b.isrSize, b.underReplicated, b.underMinISR,
 		b.truncations, b.idempotent, b.requests, b.bytesIn, b.bytesOut, b.isrShrinks, b.isrExpands, b.offline, b.pidBlocks, b.pids,
-		b.kafkaConns, b.kafkaRequests, b.kafkaClosed} {
+		b.kafkaConns, b.kafkaRequests, b.kafkaClosed,
+		b.cleanerRounds, b.cleanerRoundSeconds, b.cleanerReadBytes, b.cleanerWrittenBytes, b.cleanerReclaimed, b.cleanerRemoved,
+		b.cleanerMaxDirty, b.cleanerMaxDelay, b.cleanerUncleanable} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -210,3 +254,20 @@ func (b *Broker) ObserveKafkaRequest(api string, d time.Duration) {
 
 // ObserveKafkaClosed implements kafka.Observer.
 func (b *Broker) ObserveKafkaClosed(reason string) { b.kafkaClosed.WithLabelValues(reason).Inc() }
+
+// ObserveCleanRound implements broker.CleanerObserver.
+func (b *Broker) ObserveCleanRound(r broker.CleanRound) {
+	b.cleanerRounds.WithLabelValues(r.Result).Inc()
+	b.cleanerRoundSeconds.Observe(r.Duration.Seconds())
+	b.cleanerReadBytes.Add(float64(r.BytesRead))
+	b.cleanerWrittenBytes.Add(float64(r.BytesWritten))
+	b.cleanerReclaimed.Add(float64(max(r.BytesBefore-r.BytesAfter, 0)))
+	b.cleanerRemoved.Add(float64(r.RecordsRemoved))
+}
+
+// ObserveCleanerState implements broker.CleanerObserver.
+func (b *Broker) ObserveCleanerState(maxDirtyRatio float64, maxCompactionDelay time.Duration, uncleanable int) {
+	b.cleanerMaxDirty.Set(maxDirtyRatio)
+	b.cleanerMaxDelay.Set(max(maxCompactionDelay, 0).Seconds())
+	b.cleanerUncleanable.Set(float64(uncleanable))
+}

@@ -62,6 +62,9 @@ func TestBrokerObserver(t *testing.T) {
 	b.ObserveKafkaConnections(3)
 	b.ObserveKafkaRequest("Produce", time.Millisecond)
 	b.ObserveKafkaClosed("oversized")
+	b.ObserveCleanRound(broker.CleanRound{Result: "cleaned", BytesRead: 1000, BytesWritten: 300, BytesBefore: 500, BytesAfter: 300,
+		RecordsRemoved: 7, Duration: 20 * time.Millisecond})
+	b.ObserveCleanerState(0.75, -time.Second, 1)
 	got := gathered(t, reg)
 	for k, v := range map[string]float64{
 		"twinlog_partition_high_watermark,partition=0,topic=t":    7,
@@ -85,6 +88,16 @@ func TestBrokerObserver(t *testing.T) {
 		"twinlog_kafka_request_duration_seconds,api=Produce":      1,
 		"twinlog_kafka_connections_closed_total,reason=oversized": 1,
 		"twinlog_kafka_connections_closed_total,reason=malformed": 0,
+		"twinlog_log_cleaner_rounds_total,result=cleaned":         1,
+		"twinlog_log_cleaner_rounds_total,result=error":           0,
+		"twinlog_log_cleaner_round_duration_seconds":              1,
+		"twinlog_log_cleaner_read_bytes_total":                    1000,
+		"twinlog_log_cleaner_written_bytes_total":                 300,
+		"twinlog_log_cleaner_reclaimed_bytes_total":               200,
+		"twinlog_log_cleaner_removed_records_total":               7,
+		"twinlog_log_cleaner_max_dirty_ratio":                     0.75,
+		"twinlog_log_cleaner_max_compaction_delay_seconds":        0,
+		"twinlog_log_cleaner_uncleanable_partitions":              1,
 	} {
 		if g, ok := got[k]; !ok || g != v {
 			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)

@@ -217,14 +217,20 @@ func (b BatchView) Size() int { return len(b) }
 func batchSize(buf []byte) int64 { return int64(int32(be.Uint32(buf[offBatchLength:]))) + logOverhead }
 
 // Validate checks magic, lengths, crc, attributes and every record: lengths
-// within bounds, offset deltas strictly increasing from >= 0 with the last
-// equal to lastOffsetDelta, recordCount records exactly filling the batch.
-// Errors are *CorruptError with Position 0.
-func (b BatchView) Validate() error { return b.validate(nil) }
+// within bounds, offset deltas strictly increasing from >= 0 up to at most
+// lastOffsetDelta, recordCount records exactly filling the batch. The last
+// record's delta is below lastOffsetDelta in a batch the log cleaner
+// thinned (it keeps the batch's offsets, as Kafka's does), and an empty
+// batch (recordCount 0, no record bytes, not compressed) is what it leaves
+// of a batch whose header must stay (cleaner.go). A producer's batches
+// are held to dense deltas by ValidateProducerBatches. Errors are
+// *CorruptError with Position 0.
+func (b BatchView) Validate() error { return b.validate(nil, nil) }
 
 // validate is Validate; with ts non-nil it also sets ts to the batch's
-// smallest and largest record timestamps, in the same walk.
-func (b BatchView) validate(ts *TimestampRange) error {
+// smallest and largest record timestamps, and with nullKey non-nil it sets
+// it when a record has a null key, in the same walk.
+func (b BatchView) validate(ts *TimestampRange, nullKey *bool) error {
 	if len(b) < BatchHeaderSize {
 		return corruptf(0, "batch of %d bytes is shorter than the %d-byte header", len(b), BatchHeaderSize)
 	}
@@ -244,11 +250,20 @@ func (b BatchView) validate(ts *TimestampRange) error {
 		return corruptf(0, "negative base offset %d", b.BaseOffset())
 	}
 	n := b.RecordCount()
-	if n <= 0 {
+	if n < 0 {
 		return corruptf(0, "record count %d", n)
 	}
 	if b.LastOffsetDelta() < 0 {
 		return corruptf(0, "negative lastOffsetDelta %d", b.LastOffsetDelta())
+	}
+	if ts != nil {
+		*ts = TimestampRange{Min: math.MaxInt64, Max: math.MinInt64}
+	}
+	if n == 0 {
+		if b.Codec() != CodecNone || len(b) != BatchHeaderSize {
+			return corruptf(0, "record count 0 with %d bytes of %s records", len(b)-BatchHeaderSize, b.Codec())
+		}
+		return nil
 	}
 	recs, err := b.recordBytes()
 	if err != nil {
@@ -258,10 +273,7 @@ func (b BatchView) validate(ts *TimestampRange) error {
 		return corruptf(0, "record count %d cannot fit in %d bytes", n, len(recs))
 	}
 	var prev int64 = -1
-	if ts != nil {
-		*ts = TimestampRange{Min: math.MaxInt64, Max: math.MinInt64}
-	}
-	err = b.eachRecord(recs, func(r *Record, delta int64) error {
+	err = b.eachRecord(recs, func(r *Record, delta int64, _ []byte) error {
 		if delta <= prev {
 			return corruptf(0, "offset delta %d after %d", delta, prev)
 		}
@@ -269,13 +281,16 @@ func (b BatchView) validate(ts *TimestampRange) error {
 		if ts != nil {
 			ts.Min, ts.Max = min(ts.Min, r.Timestamp), max(ts.Max, r.Timestamp)
 		}
+		if nullKey != nil && r.Key == nil {
+			*nullKey = true
+		}
 		return nil
 	}, false)
 	if err != nil {
 		return err
 	}
-	if prev != int64(b.LastOffsetDelta()) {
-		return corruptf(0, "last offset delta %d, header says %d", prev, b.LastOffsetDelta())
+	if prev > int64(b.LastOffsetDelta()) {
+		return corruptf(0, "record offset delta %d beyond lastOffsetDelta %d", prev, b.LastOffsetDelta())
 	}
 	return nil
 }
@@ -292,7 +307,7 @@ func (b BatchView) Records() ([]Record, error) {
 		return nil, err
 	}
 	out := make([]Record, 0, b.RecordCount())
-	err = b.eachRecord(recs, func(r *Record, _ int64) error {
+	err = b.eachRecord(recs, func(r *Record, _ int64, _ []byte) error {
 		out = append(out, *r)
 		return nil
 	}, true)
@@ -300,8 +315,9 @@ func (b BatchView) Records() ([]Record, error) {
 }
 
 // eachRecord walks the records in recs (recordBytes); with full it fills
-// r's slices. Positions in errors count from the first record.
-func (b BatchView) eachRecord(recs []byte, fn func(r *Record, delta int64) error, full bool) error {
+// r's headers (key and value always). raw is the record's encoding, its
+// length varint included. Positions in errors count from the first record.
+func (b BatchView) eachRecord(recs []byte, fn func(r *Record, delta int64, raw []byte) error, full bool) error {
 	p := recs
 	pos := func() int64 { return int64(len(recs) - len(p)) }
 	varint := func(what string) (int64, error) {
@@ -334,6 +350,7 @@ func (b BatchView) eachRecord(recs []byte, fn func(r *Record, delta int64) error
 	first := b.FirstTimestamp()
 	var r Record
 	for i := int32(0); i < b.RecordCount(); i++ {
+		start := p
 		l, err := varint("record length")
 		if err != nil {
 			return err
@@ -391,7 +408,7 @@ func (b BatchView) eachRecord(recs []byte, fn func(r *Record, delta int64) error
 		if len(p) != 0 {
 			return corruptf(0, "record %d has %d trailing bytes", i, len(p))
 		}
-		if err := fn(&r, od); err != nil {
+		if err := fn(&r, od, start[:len(start)-len(rest)]); err != nil {
 			return err
 		}
 		p = rest
@@ -503,6 +520,23 @@ type TimestampRange struct{ Min, Max int64 }
 // ValidateBatches. It returns the timestamp range over all records, for
 // the broker's log.message.timestamp.*.max.ms bounds. One walk per batch.
 func ValidateProducerBatches(buf []byte) (Validated, TimestampRange, error) {
+	return validateProducerBatches(buf, false)
+}
+
+// ErrKeylessRecord: a producer's record without a key, for a compacted
+// topic (ValidateKeyedProducerBatches). It wraps ErrInvalidProducerBatch.
+var ErrKeylessRecord = fmt.Errorf("%w: compacted topic cannot accept a record without a key", ErrInvalidProducerBatch)
+
+// ValidateKeyedProducerBatches is ValidateProducerBatches for a compacted
+// topic (cleanup.policy compact): a record with a null key is refused too
+// (ErrKeylessRecord), as Kafka refuses it with INVALID_RECORD, since the
+// cleaner could never keep it. Replicated and mirrored batches are not
+// held to it. Same single walk per batch.
+func ValidateKeyedProducerBatches(buf []byte) (Validated, TimestampRange, error) {
+	return validateProducerBatches(buf, true)
+}
+
+func validateProducerBatches(buf []byte, requireKeys bool) (Validated, TimestampRange, error) {
 	all := TimestampRange{Min: math.MaxInt64, Max: math.MinInt64}
 	var out []BatchView
 	var pos int64
@@ -517,12 +551,20 @@ func ValidateProducerBatches(buf []byte) (Validated, TimestampRange, error) {
 		}
 		b := BatchView(rest[:size:size])
 		var ts TimestampRange
-		if err := b.validate(&ts); err != nil {
+		var nullKey bool
+		nk := &nullKey
+		if !requireKeys {
+			nk = nil
+		}
+		if err := b.validate(&ts, nk); err != nil {
 			return Validated{}, all, withFile(err, "", pos)
 		}
 		if int64(b.LastOffsetDelta()) != int64(b.RecordCount())-1 {
 			return Validated{}, all, fmt.Errorf("%w: batch at byte %d: lastOffsetDelta %d with %d records (offsets must be dense)",
 				ErrInvalidProducerBatch, pos, b.LastOffsetDelta(), b.RecordCount())
+		}
+		if nullKey {
+			return Validated{}, all, fmt.Errorf("%w (batch at byte %d)", ErrKeylessRecord, pos)
 		}
 		if b.MaxTimestamp() != ts.Max {
 			return Validated{}, all, fmt.Errorf("%w: batch at byte %d: maxTimestamp %d, largest record timestamp %d",

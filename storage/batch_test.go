@@ -115,7 +115,7 @@ func TestBatchCorruption(t *testing.T) {
 		{"count too high", mut(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offRecordCount:], 4); return fixCRC(b) })},
 		{"count huge", mut(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offRecordCount:], 1<<30); return fixCRC(b) })},
 		{"count too low", mut(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offRecordCount:], 2); return fixCRC(b) })},
-		{"lastOffsetDelta wrong", mut(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offLastOffsetDelta:], 5); return fixCRC(b) })},
+		{"lastOffsetDelta below the last record", mut(func(b []byte) []byte { binary.BigEndian.PutUint32(b[offLastOffsetDelta:], 1); return fixCRC(b) })},
 		{"lastOffsetDelta negative", mut(func(b []byte) []byte {
 			binary.BigEndian.PutUint32(b[offLastOffsetDelta:], 0xffffffff)
 			return fixCRC(b)

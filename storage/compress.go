@@ -207,3 +207,70 @@ func unsnappyBlock(dst, block []byte) ([]byte, error) {
 	}
 	return append(dst, out...), nil
 }
+
+// compress compresses src with codec c as Kafka's brokers write a batch
+// they rebuild (the cleaner's, cleaner.go): gzip, snappy in the Java
+// client's xerial framing (which every client reads; raw blocks are not
+// read by all), an LZ4 frame of independent blocks, zstd.
+func compress(c Codec, src []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	switch c {
+	case CodecGzip:
+		w, _ := gzipWriters.Get().(*gzip.Writer)
+		if w == nil {
+			w = gzip.NewWriter(&buf)
+		} else {
+			w.Reset(&buf)
+		}
+		defer gzipWriters.Put(w)
+		if _, err := w.Write(src); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	case CodecSnappy:
+		buf.Write(xerialMagic)
+		buf.Write([]byte{0, 0, 0, 1, 0, 0, 0, 1}) // version 1, compatible version 1
+		for len(src) > 0 {
+			n := min(len(src), xerialChunkSize)
+			block := snappy.Encode(nil, src[:n])
+			buf.Write(binary.BigEndian.AppendUint32(nil, uint32(len(block))))
+			buf.Write(block)
+			src = src[n:]
+		}
+	case CodecLZ4:
+		w := lz4Writers.Get().(*lz4.Writer)
+		defer lz4Writers.Put(w)
+		w.Reset(&buf)
+		if _, err := w.Write(src); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	case CodecZstd:
+		return zstdEncoder().EncodeAll(src, nil), nil
+	default:
+		return nil, fmt.Errorf("unknown codec %d", c)
+	}
+	return buf.Bytes(), nil
+}
+
+// xerialChunkSize is the uncompressed size of one xerial snappy chunk
+// (the Java client's block size).
+const xerialChunkSize = 32 << 10
+
+var (
+	gzipWriters sync.Pool // *gzip.Writer
+	lz4Writers  = sync.Pool{New: func() any { return lz4.NewWriter(nil) }}
+	// zstdEncoder's EncodeAll is safe for concurrent use; it is built on
+	// first use (only the cleaner compresses).
+	zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			panic(err) // only for invalid options, which are constant
+		}
+		return e
+	})
+)

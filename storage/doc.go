@@ -15,8 +15,11 @@
 //	    00000000000000000000.index       relOffset → position
 //	    00000000000000000000.timeindex   maxTimestamp → relOffset
 //	    00000000000000000000.snapshot    idempotent producers as of the offset
+//	    00000000000000000000.log.cleaned a cleaned segment being written
+//	    00000000000000000000.log.swap    a cleaned segment being swapped in
 //	    leader-epoch-checkpoint
 //	    partition.metadata
+//	    cleaner-offset-checkpoint        compaction rounds (end offset, time)
 //
 // Offset checkpoints (Kafka's text format, sorted by topic, partition):
 //
@@ -27,8 +30,9 @@
 //
 // leader-epoch-checkpoint is "0", count, then "epoch startOffset" lines
 // (SPEC §2.3). partition.metadata is "version: 0", "topic_id: <id>",
-// "aligned_epoch: <LE or -1>". All of them, and the clean-shutdown file, are
-// written tmp → fsync → rename → fsync dir.
+// "aligned_epoch: <LE or -1>". cleaner-offset-checkpoint is "0", count,
+// then "endOffset timeMs" lines (see Compaction). All of them, and the
+// clean-shutdown file, are written tmp → fsync → rename → fsync dir.
 //
 // # Batch (SPEC §2.2): Kafka's RecordBatch v2, big-endian
 //
@@ -59,7 +63,12 @@
 // attributes (int8 0), timestampDelta, offsetDelta, key length (-1 null) +
 // key, value length (-1 null) + value, header count, then per header key
 // length + key, value length (-1 null) + value. franz-go's kmsg reads and
-// writes the same bytes (kafka_format_test.go).
+// writes the same bytes (kafka_format_test.go). A producer's batch has
+// dense offset deltas 0..recordCount−1; a batch the cleaner thinned keeps
+// its baseOffset and lastOffsetDelta with fewer records (gaps), and one it
+// emptied is the header alone, recordCount 0, uncompressed (Kafka's
+// empty batch). Both validate as stored and replicated batches, never as
+// a producer's.
 //
 // # Idempotent producers
 //
@@ -103,6 +112,62 @@
 //     *CorruptError rather than dropping it. RecoveryPoint therefore must come
 //     from a checkpoint written after the Flush that established it.
 //
+// # Compaction
+//
+// A topic with cleanup.policy compact keeps, per key, at least its latest
+// record (Kafka's log cleaner; cleaner.go drives rounds, compact.go has the
+// pure rules). The log divides at the first dirty offset (the end of the
+// last round, cleaner-offset-checkpoint) into a clean part, already
+// compacted, and a dirty part; cleaning stops at the first uncleanable
+// offset: min(active segment base, HW, the first segment with a record
+// younger than min.compaction.lag.ms). A round:
+//
+//   - maps each key of the dirty part [first dirty, uncleanable) to its
+//     latest offset, in a map bounded by the dedupe buffer; when it fills,
+//     the round covers the dirty prefix that fit (its end);
+//   - rewrites every non-active segment below that end, merged into groups
+//     of at most SegmentMaxBytes, keeping a record unless its key has a
+//     later offset in the map, it has no key, or it is a tombstone whose
+//     delete horizon passed (below);
+//   - swaps each group that changed in (below) and records (end, time) in
+//     the checkpoint.
+//
+// Nothing moves: a kept record keeps its offset and bytes, a kept batch
+// its baseOffset, lastOffsetDelta, leader epoch, producer fields and codec
+// (thinned records are re-compressed with it), so readers see offset gaps,
+// followers and mirrors copy the batches as they are
+// (AppendAsFollower), the leader-epoch-checkpoint stays true, and log
+// start and LEO do not change. Two kinds of batch keep their header even
+// with no record left, as empty batches: an idempotent producer's last
+// batch (its sequences and epoch rebuild its state; the producer state
+// applies a batch's offsets, lastOffsetDelta + 1, as its sequence range),
+// and the last batch of each group, so a cleaned segment ends where the
+// old ones did and segments still chain (recovery checks the chain).
+// Keyless records below the end go (a compacted topic refuses them at
+// produce, ValidateKeyedProducerBatches; they remain only from before the
+// topic was compacted).
+//
+// Tombstones: a tombstone deletes what is below it once the first round
+// that maps it runs; a reader that saw those records must still find the
+// tombstone for delete.retention.ms after that. So the tombstone at offset
+// o may go in a round once the first completed round whose end is above o
+// is delete.retention.ms old (KIP-534's delete horizon, kept per log in
+// the checkpoint rather than in the batch, so the bytes stay as written and
+// as every replica holds them). A round with nothing dirty still runs when
+// a kept tombstone's horizon has passed. Losing or cutting the checkpoint
+// only delays tombstones; a truncation and recovery cut it to the LEO, so
+// records written again there are dirty.
+//
+// Swap, crash-safe (Kafka's .cleaned/.swap protocol): the group is written
+// to <base>.log.cleaned and fsynced; renamed to <base>.log.swap and the
+// dir fsynced (the commit); the old segments' files removed and the dir
+// fsynced; the swap renamed to <base>.log, its indexes written, the dir
+// fsynced. Open first removes any .cleaned file (the old segments are all
+// there) and finishes any .swap: it validates it and removes every segment
+// whose base lies in [its base, its next offset) before renaming it. A
+// failure before the commit leaves the log as it was; after it, the log
+// fails and Open finishes the swap.
+//
 // # Durability
 //
 // Appends write with pwrite and do not fsync, unless the flush policy
@@ -122,4 +187,13 @@
 // flush mutex keeps truncation and retention out meanwhile), so reads and
 // appends continue during an fsync. AppendAsLeader stamps the caller's
 // buffer in place. Lock order: flushMu, then mu.
+//
+// A cleaning round (Cleaner.Clean) holds the log's cleanMu, so one runs
+// per log at a time, and plans under mu; it reads segments and writes the
+// cleaned file without the log's locks (non-active segments change only by
+// truncation, retention, Close and Delete, which bump segGen), stops at
+// the next batch when segGen moved or its context ended, and swaps each
+// group in under flushMu and mu after checking segGen again. So appends,
+// reads and flushes run during a round; a truncation, retention or Close
+// waits at most for one swap and makes the round stop.
 package storage

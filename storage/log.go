@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twinlog/twinlog"
@@ -71,6 +72,20 @@ type Log struct {
 	// by the LogDir before the log is shared) to rewrite it.
 	recoveryPointLowered   bool
 	onRecoveryPointLowered func() error
+
+	// The cleaner's state (cleaner.go). cleanMu is held by a round for
+	// its whole length (one round per log at a time; nothing else takes
+	// it). segGen counts the operations that remove or shrink segments
+	// (truncation, retention, Close, Delete); written under mu, read by a
+	// round without it, which stops when it moved. cleanHist (the cleaner
+	// checkpoint) and the last round's result are guarded by mu.
+	cleanMu        sync.Mutex
+	segGen         atomic.Uint64
+	cleanHist      cleanHistory
+	tombstoneFrom  twinlog.Offset // first tombstone the last round kept below its end; NoOffset: none (or unknown)
+	lastClean      time.Time
+	lastCleanStats CleanStats
+	lastCleanErr   error
 }
 
 // Open opens (creating if needed) the partition log in dir.
@@ -79,7 +94,7 @@ func Open(fsys FS, dir string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	l := &Log{fs: fsys, dir: dir, opts: opts,
+	l := &Log{fs: fsys, dir: dir, opts: opts, tombstoneFrom: twinlog.NoOffset,
 		log: opts.Logger.With("component", "storage", "dir", dir)}
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir %s: %w", dir, err)
@@ -102,6 +117,15 @@ func (l *Log) load() error {
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", l.dir, err)
+	}
+	// A cleaner swap a crash interrupted is finished (or a clean not yet
+	// committed dropped) before the segments are read.
+	if swapped, err := l.recoverSwaps(names); err != nil {
+		return err
+	} else if swapped {
+		if names, err = l.fs.List(l.dir); err != nil {
+			return fmt.Errorf("list %s: %w", l.dir, err)
+		}
 	}
 	var bases []twinlog.Offset
 	have := map[string]bool{}
@@ -248,6 +272,12 @@ func (l *Log) load() error {
 	}
 	l.recoveryPoint = leo
 	l.hw = clamp(l.opts.HighWatermark, l.logStart(), leo)
+	// Rounds the cleaner checkpoint records above a LEO recovery cut
+	// describe data that is gone.
+	l.loadCleanHistory()
+	if err := l.truncateCleanHistory(leo); err != nil {
+		return err
+	}
 	removedSnapshots, err := l.loadProducers()
 	if err != nil {
 		return err
@@ -912,6 +942,7 @@ func (l *Log) TruncateTo(o twinlog.Offset) (err error) {
 	if err != nil {
 		return err
 	}
+	l.segGen.Add(1) // a clean in progress stops
 	old := l.leo()
 	// Shrink s first: a crash before the later segments are removed leaves
 	// a log longer than intended, never one with a hole.
@@ -948,6 +979,9 @@ func (l *Log) TruncateTo(o twinlog.Offset) (err error) {
 	leo := l.leo()
 	if s.size == 0 {
 		s.rollBaseMilli = l.opts.Clock().UnixMilli()
+	}
+	if err := l.truncateCleanHistory(leo); err != nil {
+		return err
 	}
 	l.hw = min(l.hw, leo)
 	l.lowerRecoveryPoint(leo)
@@ -1014,6 +1048,10 @@ func (l *Log) TruncateFullyAndStartAt(o twinlog.Offset) (err error) {
 }
 
 func (l *Log) truncateFullyLocked(o twinlog.Offset) error {
+	l.segGen.Add(1)
+	if err := l.truncateCleanHistory(0); err != nil {
+		return err
+	}
 	for _, s := range l.segs {
 		if err := l.removeSegmentFiles(s); err != nil {
 			return l.fail(err)
@@ -1119,6 +1157,7 @@ func (l *Log) DeleteRetained() (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
+	l.segGen.Add(1)
 	for _, s := range l.segs[:n] {
 		if err := l.removeSegmentFiles(s); err != nil {
 			return 0, l.fail(err)
@@ -1217,6 +1256,7 @@ func (l *Log) Close() error {
 	if l.closed {
 		return ErrClosed
 	}
+	l.segGen.Add(1)
 	if err == nil && l.failed == nil {
 		// A clean start then reads no batch to rebuild the state (Kafka
 		// writes one at close too).
@@ -1245,6 +1285,7 @@ func (l *Log) Delete() error {
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.segGen.Add(1)
 	if !l.closed {
 		l.closeFiles()
 		l.closed = true

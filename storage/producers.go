@@ -155,14 +155,18 @@ func (l *Log) replayProducers(from twinlog.Offset) error {
 	return nil
 }
 
-// applyProducer applies one appended batch to the producer state.
+// applyProducer applies one appended batch to the producer state. The
+// sequences span the batch's offsets (lastOffsetDelta + 1, Kafka's
+// lastSequence), not its record count: the two agree for a producer's
+// batch (dense offsets), and a batch the cleaner emptied or thinned keeps
+// its offsets, so the state rebuilt from it is the state it had.
 func (l *Log) applyProducer(b BatchView) {
 	if b.ProducerID() == NoProducerID {
 		return
 	}
 	l.producers.Apply(producer.Batch{
 		ProducerID: b.ProducerID(), Epoch: b.ProducerEpoch(),
-		FirstSeq: b.BaseSequence(), LastSeq: producer.LastSeq(b.BaseSequence(), b.RecordCount()),
+		FirstSeq: b.BaseSequence(), LastSeq: producer.LastSeq(b.BaseSequence(), b.LastOffsetDelta()+1),
 		FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), MaxTimestamp: b.MaxTimestamp(),
 	})
 }

@@ -14,42 +14,63 @@ import (
 
 // ProduceLimits are the broker's checks of a producer's batches beyond
 // their format: log.message.max.bytes per batch and
-// log.message.timestamp.{before,after}.max.ms (before 0: unbounded).
+// log.message.timestamp.{before,after}.max.ms (before 0: unbounded);
+// RequireKeys for a compacted topic (cleanup.policy compact), which
+// refuses a record without a key (Kafka's INVALID_RECORD).
 type ProduceLimits struct {
 	MaxBatchBytes      int
 	TimestampBeforeMax time.Duration
 	TimestampAfterMax  time.Duration
+	RequireKeys        bool
 }
+
+// KeylessRecordMessage is the error message of a compacted topic's
+// refusal of a keyless record (storage.ErrKeylessRecord).
+const KeylessRecordMessage = "compacted topic cannot accept a record without a key"
 
 // ValidateProduce checks a producer's batches at broker time nowMs (SPEC
 // §2.2, storage.ValidateProducerBatches: dense offsets, a true
 // maxTimestamp, else INVALID_RECORD; CORRUPT_MESSAGE for what does not
-// parse or check; INVALID_TIMESTAMP, MESSAGE_TOO_LARGE by the limits) and
-// returns them validated with the number of offsets they take.
+// parse or check; INVALID_TIMESTAMP, MESSAGE_TOO_LARGE by the limits;
+// INVALID_RECORD for a keyless record with RequireKeys) and returns them
+// validated with the number of offsets they take.
 func ValidateProduce(records []byte, nowMs int64, l ProduceLimits) (storage.Validated, int, pb.ErrorCode) {
+	v, n, code, _ := ValidateProduceMessage(records, nowMs, l)
+	return v, n, code
+}
+
+// ValidateProduceMessage is ValidateProduce with the error message that
+// goes with the code: KeylessRecordMessage for a keyless record, else "".
+func ValidateProduceMessage(records []byte, nowMs int64, l ProduceLimits) (storage.Validated, int, pb.ErrorCode, string) {
 	if len(records) == 0 {
-		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, ""
 	}
-	v, ts, err := storage.ValidateProducerBatches(records)
+	validate := storage.ValidateProducerBatches
+	if l.RequireKeys {
+		validate = storage.ValidateKeyedProducerBatches
+	}
+	v, ts, err := validate(records)
 	switch {
+	case errors.Is(err, storage.ErrKeylessRecord):
+		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_INVALID_RECORD, KeylessRecordMessage
 	case errors.Is(err, storage.ErrInvalidProducerBatch):
-		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_INVALID_RECORD
+		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_INVALID_RECORD, ""
 	case err != nil:
-		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, ""
 	case !TimestampsAllowed(ts, nowMs, l.TimestampBeforeMax, l.TimestampAfterMax):
-		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_INVALID_TIMESTAMP
+		return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_INVALID_TIMESTAMP, ""
 	}
 	n := 0
 	for _, bv := range v.Batches() {
 		if bv.Size() > l.MaxBatchBytes {
-			return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_MESSAGE_TOO_LARGE
+			return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_MESSAGE_TOO_LARGE, ""
 		}
 		n += int(bv.LastOffsetDelta()) + 1
 		if n > 1<<30 {
-			return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE
+			return storage.Validated{}, 0, pb.ErrorCode_ERROR_CODE_CORRUPT_MESSAGE, ""
 		}
 	}
-	return v, n, pb.ErrorCode_ERROR_CODE_NONE
+	return v, n, pb.ErrorCode_ERROR_CODE_NONE, ""
 }
 
 // TimestampsAllowed applies the before and after bounds to the records'

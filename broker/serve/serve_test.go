@@ -246,3 +246,38 @@ func TestValidateProduce(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateProduceCompacted: a compacted topic (RequireKeys) refuses a
+// batch with a keyless record as INVALID_RECORD with Kafka's message,
+// whatever its codec; keyed batches pass, and other topics take keyless
+// records.
+func TestValidateProduceCompacted(t *testing.T) {
+	now := int64(1_700_000_000_000)
+	batch := func(keys ...string) []byte {
+		recs := make([]storage.Record, len(keys))
+		for i, k := range keys {
+			recs[i] = storage.Record{Timestamp: now, Value: []byte("v")}
+			if k != "" {
+				recs[i].Key = []byte(k)
+			}
+		}
+		b, err := storage.EncodeBatch(recs, storage.BatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	compacted := serve.ProduceLimits{MaxBatchBytes: 1 << 20, TimestampAfterMax: time.Hour, RequireKeys: true}
+	plain := compacted
+	plain.RequireKeys = false
+	keyless := append(batch("a", "b"), batch("c", "")...)
+	if _, n, code, msg := serve.ValidateProduceMessage(keyless, now, compacted); code != pb.ErrorCode_ERROR_CODE_INVALID_RECORD || msg != serve.KeylessRecordMessage || n != 0 {
+		t.Errorf("keyless to a compacted topic: %v %q %d", code, msg, n)
+	}
+	if _, n, code, msg := serve.ValidateProduceMessage(batch("a", "b"), now, compacted); code != pb.ErrorCode_ERROR_CODE_NONE || msg != "" || n != 2 {
+		t.Errorf("keyed to a compacted topic: %v %q %d", code, msg, n)
+	}
+	if _, n, code := serve.ValidateProduce(keyless, now, plain); code != pb.ErrorCode_ERROR_CODE_NONE || n != 4 {
+		t.Errorf("keyless to a plain topic: %v %d", code, n)
+	}
+}

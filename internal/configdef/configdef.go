@@ -36,6 +36,9 @@ const (
 	Bool
 	// Enum is one of Def.Values, exactly.
 	Enum
+	// Float is a decimal number (ParseFloat's rule: Kafka's DOUBLE keys,
+	// such as min.cleanable.dirty.ratio), bounded by FloatMin and FloatMax.
+	Float
 )
 
 // MaxMillis is the largest count of milliseconds a time.Duration holds
@@ -52,6 +55,8 @@ type Def struct {
 	Why string
 	// Values are the allowed values of an Enum.
 	Values []string
+	// FloatMin and FloatMax bound a Float value (inclusive).
+	FloatMin, FloatMax float64
 }
 
 const maxInt32 = math.MaxInt32
@@ -66,6 +71,8 @@ const (
 	KeyClusterMaxPartitions                = "cluster.max.partitions"
 	KeyMetadataFetchMaxBytes               = "metadata.fetch.max.bytes"
 	KeyProducerIDSpace                     = "producer.id.space"
+	KeyMinCompactionLagMs                  = "min.compaction.lag.ms"
+	KeyMaxCompactionLagMs                  = "max.compaction.lag.ms"
 )
 
 // MaxProducerIDSpace is producer.id.space's ceiling (metadata's
@@ -101,6 +108,22 @@ var defs = map[string]Def{
 	// positive int64. 0 is left out: it is what a broker that does not
 	// report its space answers (MetadataResponse.producer_id_space).
 	KeyProducerIDSpace: {Kind: Int, Min: 1, Max: MaxProducerIDSpace},
+
+	// Log compaction (Kafka's names and bounds; storage/doc.go
+	// "Compaction"). Topic and cluster: "delete,compact" is Kafka's list
+	// in the other order. max.compaction.lag.ms defaults to Long.MAX:
+	// beyond MaxMillis it is no bound.
+	"cleanup.policy":            {Kind: Enum, Values: []string{"delete", "compact", "compact,delete", "delete,compact"}},
+	"min.cleanable.dirty.ratio": {Kind: Float, FloatMin: 0, FloatMax: 1},
+	"delete.retention.ms":       {Kind: Millis, Min: 0, Max: MaxMillis},
+	KeyMinCompactionLagMs:       {Kind: Millis, Min: 0, Max: MaxMillis},
+	KeyMaxCompactionLagMs:       {Kind: Int, Min: 1, Max: math.MaxInt64},
+	// Broker (cluster-wide broker default). 0 threads: no cleaning.
+	"log.cleaner.threads": {Kind: Int, Min: 0, Max: 1024},
+	// Kafka's default is Double.MAX (no bound); 1 byte/s is the floor.
+	"log.cleaner.io.max.bytes.per.second": {Kind: Float, FloatMin: 1, FloatMax: math.MaxFloat64},
+	"log.cleaner.dedupe.buffer.size":      {Kind: Int, Min: 1 << 20, Max: math.MaxInt64, Why: "each cleaner thread needs room for a useful share of a log's keys"},
+	"log.cleaner.backoff.ms":              {Kind: Millis, Min: 10, Max: MaxMillis, Why: "shorter backoffs rescan every log in a busy loop"},
 
 	// Broker start-up only.
 	"log.roll.ms": {Kind: Millis, Min: 1000, Max: MaxMillis, Why: "rolling more often makes a segment file per batch"},
@@ -154,6 +177,15 @@ func (d Def) Check(v string) error {
 			}
 		}
 		return fmt.Errorf("allowed values are %s", strings.Join(d.Values, ", "))
+	case Float:
+		f, err := ParseFloat(v)
+		if err != nil {
+			return err
+		}
+		if f < d.FloatMin || f > d.FloatMax {
+			return fmt.Errorf("must be between %g and %g", d.FloatMin, d.FloatMax)
+		}
+		return nil
 	}
 	// No trimming: a value stored with blanks would be read back as no
 	// number at all by a strict reader.
@@ -208,6 +240,9 @@ var Orders = []Order{
 	{Lower: KeyMirrorFailedRetryInitialBackoffMs, Upper: KeyMirrorFailedRetryMaxBackoffMs},
 	// One request cannot be allowed more than the whole cluster.
 	{Lower: KeyCreateTopicsMaxPartitionsPerRequest, Upper: KeyClusterMaxPartitions},
+	// A record may not have to wait for compaction longer than it must
+	// (Kafka refuses the pair the other way round).
+	{Lower: KeyMinCompactionLagMs, Upper: KeyMaxCompactionLagMs},
 }
 
 // Check reports, as a rule on the Upper key's value, whether lower and
@@ -268,6 +303,28 @@ func errNotDecimal(s string) error {
 		return errors.New("want a whole decimal integer, not a fraction or exponent")
 	}
 	return errors.New("want a decimal integer")
+}
+
+// ParseFloat parses a decimal number strictly: an optional '-', digits
+// without leading zeros, an optional fraction and an optional exponent
+// ("0.5", "1e6", "1.7976931348623157E308", Kafka's Double.MAX). Hex,
+// '+', underscores, blanks, NaN and infinities are refused.
+func ParseFloat(s string) (float64, error) {
+	bad := fmt.Errorf("want a decimal number, not %q", s)
+	mant, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
+	whole, frac, hasFrac := strings.Cut(strings.TrimPrefix(mant, "-"), ".")
+	digits := func(x string) bool { return x != "" && strings.TrimLeft(x, "0123456789") == "" }
+	switch {
+	case !digits(whole), len(whole) > 1 && whole[0] == '0', hasFrac && !digits(frac):
+		return 0, bad
+	case hasExp && !digits(strings.TrimPrefix(strings.TrimPrefix(exp, "-"), "+")):
+		return 0, bad
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("out of range: %q", s)
+	}
+	return f, nil
 }
 
 // ParseBool accepts exactly true or false, in any case and with

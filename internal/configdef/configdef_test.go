@@ -29,6 +29,24 @@ func TestCheck(t *testing.T) {
 		{"eligible.leader.replicas.enabled", "1", "allowed values are true, false"},
 		{"unclean.recovery.strategy", "none", ""},
 		{"unclean.recovery.strategy", "NONE", "allowed values are none, balanced, aggressive"},
+		{"cleanup.policy", "compact", ""},
+		{"cleanup.policy", "delete,compact", ""},
+		{"cleanup.policy", "compact, delete", "allowed values are"},
+		{"min.cleanable.dirty.ratio", "0.5", ""},
+		{"min.cleanable.dirty.ratio", "1", ""},
+		{"min.cleanable.dirty.ratio", "0", ""},
+		{"min.cleanable.dirty.ratio", "1.01", "must be between 0 and 1"},
+		{"min.cleanable.dirty.ratio", ".5", "want a decimal number"},
+		{"min.cleanable.dirty.ratio", "00.5", "want a decimal number"},
+		{"min.cleanable.dirty.ratio", "NaN", "want a decimal number"},
+		{"min.cleanable.dirty.ratio", "0x1p-1", "want a decimal number"},
+		{"log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", ""},
+		{"log.cleaner.io.max.bytes.per.second", "1e6", ""},
+		{"log.cleaner.io.max.bytes.per.second", "1e400", "out of range"},
+		{"log.cleaner.io.max.bytes.per.second", "0.5", "must be between 1 and"},
+		{"max.compaction.lag.ms", "9223372036854775807", ""},
+		{"max.compaction.lag.ms", "0", "must be ≥ 1"},
+		{"log.cleaner.dedupe.buffer.size", "1048575", "must be ≥ 1048576"},
 		{"no.such.key", "1", "unknown config"},
 	}
 	for _, tt := range tests {
@@ -45,6 +63,9 @@ func TestCheck(t *testing.T) {
 func TestOrdersAndCanonical(t *testing.T) {
 	if err := CheckOrder(KeyBrokerHeartbeatIntervalMs, 2000, KeyBrokerSessionTimeoutMs, 2000); err == nil {
 		t.Error("session = heartbeat accepted")
+	}
+	if err := CheckOrder(KeyMinCompactionLagMs, 2000, KeyMaxCompactionLagMs, 1000); err == nil {
+		t.Error("min.compaction.lag.ms above max.compaction.lag.ms accepted")
 	}
 	if err := CheckOrder(KeyMirrorFailedRetryInitialBackoffMs, 100, KeyMirrorFailedRetryMaxBackoffMs, 100); err != nil {
 		t.Errorf("max backoff = initial refused: %v", err)
