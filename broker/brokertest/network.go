@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -104,6 +105,12 @@ func (n *Network) Dial(from string) func(addr string) (*grpc.ClientConn, error) 
 	}
 }
 
+// unreachable is a dial's error across a cut, as a TCP dial to a host
+// with no route says.
+func unreachable(from, addr string) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("bufnet: %s → %s: %w", from, addr, syscall.EHOSTUNREACH)}
+}
+
 // DialConn opens a raw connection from node from to addr, subject to cuts
 // (a Kafka client's dialer, kgo.Dialer).
 func (n *Network) DialConn(ctx context.Context, from, addr string) (net.Conn, error) {
@@ -112,17 +119,24 @@ func (n *Network) DialConn(ctx context.Context, from, addr string) (net.Conn, er
 	l, cut := n.lis[addr], n.cut[pair(from, to)]
 	n.mu.Unlock()
 	if l == nil || cut {
-		return nil, fmt.Errorf("bufnet: %s → %s unreachable", from, addr)
+		return nil, unreachable(from, addr)
 	}
 	c, err := l.DialContext(ctx)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// A stopped node's listener is closed: what a TCP dial to a
+		// port nobody listens on says, so that clients treat it as they
+		// treat a real one (franz-go retries ECONNREFUSED, and fails a
+		// record on an error it does not know).
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("bufnet: %s → %s: %w", from, addr, syscall.ECONNREFUSED)}
 	}
 	n.mu.Lock()
 	if n.cut[pair(from, to)] {
 		n.mu.Unlock()
 		_ = c.Close()
-		return nil, fmt.Errorf("bufnet: %s → %s unreachable", from, addr)
+		return nil, unreachable(from, addr)
 	}
 	k := [2]string{from, to}
 	n.conns[k] = append(n.conns[k], c)
