@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/twinlog/twinlog"
 	"github.com/twinlog/twinlog/storage/producer"
@@ -38,15 +36,7 @@ func snapshotPath(dir string, o twinlog.Offset) string {
 
 // parseSnapshotName returns the offset of "<20 digits>.snapshot".
 func parseSnapshotName(name string) (twinlog.Offset, bool) {
-	stem, ok := strings.CutSuffix(name, snapshotSuffix)
-	if !ok || len(stem) != 20 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(stem, 10, 64)
-	if err != nil || n < 0 {
-		return 0, false
-	}
-	return twinlog.Offset(n), true
+	return parseOffsetName(name, snapshotSuffix)
 }
 
 // snapshotOffsets lists the snapshot files, ascending.
@@ -176,27 +166,7 @@ func (l *Log) applyProducer(b BatchView) {
 // fsynced; the caller syncs the dir.
 func (l *Log) writeProducerSnapshot(at twinlog.Offset) error {
 	l.producers.Expire(l.opts.Clock().UnixMilli(), l.opts.ProducerIDExpiration.Milliseconds())
-	path := snapshotPath(l.dir, at)
-	tmp := path + ".tmp"
-	f, err := l.fs.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
-	}
-	if _, err := f.Write(l.producers.MarshalSnapshot()); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := l.fs.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	return nil
+	return vfs.WriteFileRenamed(l.fs, snapshotPath(l.dir, at), l.producers.MarshalSnapshot())
 }
 
 // CheckProducers decides a leader's append of v for its idempotent

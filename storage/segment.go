@@ -28,8 +28,12 @@ const (
 func segmentName(base twinlog.Offset) string { return fmt.Sprintf("%020d", base) }
 
 // parseSegmentName returns the base offset of "<20 digits>.log".
-func parseSegmentName(name string) (twinlog.Offset, bool) {
-	stem, ok := strings.CutSuffix(name, logSuffix)
+func parseSegmentName(name string) (twinlog.Offset, bool) { return parseOffsetName(name, logSuffix) }
+
+// parseOffsetName returns the offset of "<20 digits><suffix>", the name of
+// every per-offset file of a partition (segments, snapshots).
+func parseOffsetName(name, suffix string) (twinlog.Offset, bool) {
+	stem, ok := strings.CutSuffix(name, suffix)
 	if !ok || len(stem) != 20 {
 		return 0, false
 	}

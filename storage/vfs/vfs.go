@@ -115,6 +115,20 @@ func (OSFS) SyncDir(dir string) error {
 // renames it over name and fsyncs the directory. A crash at any point leaves
 // either the old or the new contents under name.
 func WriteFileAtomic(fsys FS, name string, data []byte) error {
+	if err := WriteFileRenamed(fsys, name, data); err != nil {
+		return err
+	}
+	if err := fsys.SyncDir(filepath.Dir(name)); err != nil {
+		return fmt.Errorf("sync dir of %s: %w", name, err)
+	}
+	return nil
+}
+
+// WriteFileRenamed is WriteFileAtomic without the directory fsync, for a
+// caller that fsyncs the directory itself once for several changes: the
+// file under name is whole, old or new, but the rename may not survive a
+// crash until that fsync.
+func WriteFileRenamed(fsys FS, name string, data []byte) error {
 	tmp := name + ".tmp"
 	f, err := fsys.Create(tmp)
 	if err != nil {
@@ -133,9 +147,6 @@ func WriteFileAtomic(fsys FS, name string, data []byte) error {
 	}
 	if err := fsys.Rename(tmp, name); err != nil {
 		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	if err := fsys.SyncDir(filepath.Dir(name)); err != nil {
-		return fmt.Errorf("sync dir of %s: %w", name, err)
 	}
 	return nil
 }
