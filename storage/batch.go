@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/twinlog/twinlog"
+	"github.com/twinlog/twinlog/storage/producer"
 )
 
 // Batch header layout (SPEC §2.2), big-endian. See doc.go for the diagram.
@@ -199,6 +200,19 @@ func (b BatchView) ProducerEpoch() int16 { return int16(be.Uint16(b[offProducerE
 
 // BaseSequence is the sequence number of the first record (−1 if none).
 func (b BatchView) BaseSequence() int32 { return int32(be.Uint32(b[offBaseSequence:])) }
+
+// LastSequence is the sequence of the batch's last offset (Kafka's
+// lastSequence): BaseSequence plus lastOffsetDelta, wrapping past MaxInt32
+// to 0 as producers do. It spans the batch's offsets, not its records: the
+// two agree for a producer's batch (dense offsets), and a batch the cleaner
+// thinned or emptied keeps its offsets. −1 for a batch without an
+// idempotent producer's sequence.
+func (b BatchView) LastSequence() int32 {
+	if b.BaseSequence() < 0 {
+		return -1
+	}
+	return producer.LastSeq(b.BaseSequence(), b.LastOffsetDelta()+1)
+}
 
 // RecordCount is the number of records.
 func (b BatchView) RecordCount() int32 { return int32(be.Uint32(b[offRecordCount:])) }

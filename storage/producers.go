@@ -146,17 +146,15 @@ func (l *Log) replayProducers(from twinlog.Offset) error {
 }
 
 // applyProducer applies one appended batch to the producer state. The
-// sequences span the batch's offsets (lastOffsetDelta + 1, Kafka's
-// lastSequence), not its record count: the two agree for a producer's
-// batch (dense offsets), and a batch the cleaner emptied or thinned keeps
-// its offsets, so the state rebuilt from it is the state it had.
+// sequences span the batch's offsets (BatchView.LastSequence), so a batch
+// the cleaner emptied or thinned rebuilds the state it had.
 func (l *Log) applyProducer(b BatchView) {
 	if b.ProducerID() == NoProducerID {
 		return
 	}
 	l.producers.Apply(producer.Batch{
 		ProducerID: b.ProducerID(), Epoch: b.ProducerEpoch(),
-		FirstSeq: b.BaseSequence(), LastSeq: producer.LastSeq(b.BaseSequence(), b.LastOffsetDelta()+1),
+		FirstSeq: b.BaseSequence(), LastSeq: b.LastSequence(),
 		FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), MaxTimestamp: b.MaxTimestamp(),
 	})
 }
@@ -178,7 +176,7 @@ func (l *Log) CheckProducers(v Validated) (producer.Verdict, int) {
 	seqs := make([]producer.Seqs, len(bs))
 	for i, b := range bs {
 		seqs[i] = producer.Seqs{ProducerID: b.ProducerID(), Epoch: b.ProducerEpoch(),
-			FirstSeq: b.BaseSequence(), LastSeq: producer.LastSeq(b.BaseSequence(), b.RecordCount())}
+			FirstSeq: b.BaseSequence(), LastSeq: b.LastSequence()}
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()

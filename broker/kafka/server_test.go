@@ -346,7 +346,7 @@ func FuzzFrame(f *testing.F) {
 	fb := &fakeBackend{}
 	s := NewServer(Config{BrokerID: 1, Logger: slog.New(slog.DiscardHandler)}, fb, nil)
 	for _, req := range []kmsg.Request{kmsg.NewPtrMetadataRequest(), kmsg.NewPtrProduceRequest(), kmsg.NewPtrFetchRequest(),
-		kmsg.NewPtrListOffsetsRequest(), kmsg.NewPtrOffsetForLeaderEpochRequest(), kmsg.NewPtrApiVersionsRequest()} {
+		kmsg.NewPtrListOffsetsRequest(), kmsg.NewPtrOffsetForLeaderEpochRequest(), kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrInitProducerIDRequest()} {
 		req.SetVersion(s.apis[req.Key()].max)
 		b := kmsg.NewRequestFormatter().AppendRequest(nil, req, 7)
 		f.Add(b[4:])

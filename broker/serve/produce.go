@@ -154,7 +154,7 @@ func ReadOnlyRefusal(desired pb.MirrorState) (pb.ErrorCode, string) {
 // ProducerRefusal is the error and message for a batch b the producer
 // state refused.
 func ProducerRefusal(v producer.Verdict, b storage.BatchView) (pb.ErrorCode, string) {
-	last := producer.LastSeq(b.BaseSequence(), b.RecordCount())
+	last := b.LastSequence()
 	switch v.Outcome {
 	case producer.StaleEpoch:
 		return pb.ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH, fmt.Sprintf("producer %d epoch %d is fenced: the partition has epoch %d",
