@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/twinlog/twinlog"
@@ -168,12 +167,8 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 	p.nextID++
 	id := p.nextID
 	d, duplicate := serve.Propose(p.r, p.log, buf, replica.Proposal{ID: id, Acks: acks, TimeoutMs: timeout.Milliseconds(), NumRecords: numRecords}, b.nowMs(), out)
-	switch {
-	case duplicate:
-		b.obs.ObserveIdempotentRefusal("duplicate")
-	case d.Error == pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER, d.Error == pb.ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH,
-		d.Error == pb.ErrorCode_ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER:
-		b.obs.ObserveIdempotentRefusal(strings.ToLower(strings.TrimPrefix(d.Error.String(), "ERROR_CODE_")))
+	if o := idempotentOutcome(duplicate, d.Error); o != "" {
+		b.obs.ObserveIdempotentRefusal(o)
 	}
 	if d.Error == pb.ErrorCode_ERROR_CODE_READ_ONLY_TOPIC {
 		b.metaMu.Lock()
@@ -198,6 +193,28 @@ func (b *Broker) producePartition(pd *pb.ProducePartitionData, acks replica.Acks
 	// its buffer goes back to the pool when the request ends.
 	delete(p.proposals, id)
 	return ch, p
+}
+
+// IdempotentRefusalOutcomes are ObserveIdempotentRefusal's outcomes (the
+// metric's outcome label, the alert's selector), in the order
+// idempotentOutcome gives them.
+var IdempotentRefusalOutcomes = []string{"duplicate", "out_of_order_sequence", "invalid_producer_epoch", "duplicate_sequence"}
+
+// idempotentOutcome names a produce an idempotent producer's state
+// decided: a duplicate answered, or the refusal code's outcome; "" for
+// anything else.
+func idempotentOutcome(duplicate bool, code pb.ErrorCode) string {
+	switch {
+	case duplicate:
+		return IdempotentRefusalOutcomes[0]
+	case code == pb.ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER:
+		return IdempotentRefusalOutcomes[1]
+	case code == pb.ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH:
+		return IdempotentRefusalOutcomes[2]
+	case code == pb.ErrorCode_ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER:
+		return IdempotentRefusalOutcomes[3]
+	}
+	return ""
 }
 
 // validateBatches checks the producer's batches for topic with the

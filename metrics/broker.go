@@ -111,7 +111,7 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 	for _, r := range []string{"divergence", "lmle", "out_of_range"} {
 		b.truncations.WithLabelValues(r)
 	}
-	for _, o := range []string{"duplicate", "out_of_order_sequence", "invalid_producer_epoch", "duplicate_sequence"} {
+	for _, o := range broker.IdempotentRefusalOutcomes {
 		b.idempotent.WithLabelValues(o)
 	}
 	b.kafkaConns = prometheus.NewGauge(prometheus.GaugeOpts{

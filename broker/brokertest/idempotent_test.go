@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -65,7 +67,8 @@ func idempotentProduce(ctx context.Context, t *testing.T, cl *kgo.Client, id twi
 // bumped epoch restarts at sequence 0 and fences the old one
 // (INVALID_PRODUCER_EPOCH). The log ends with each batch exactly once.
 func TestKafkaIdempotentRetriesAcrossLeaders(t *testing.T) {
-	c := NewCluster(t, Options{MinISR: 2})
+	refusals := &refusalObserver{outcomes: map[string]int{}}
+	c := NewCluster(t, Options{MinISR: 2, Observer: func(twinlog.BrokerID) broker.Observer { return refusals }})
 	c.CreateTopic("i", 1, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -132,6 +135,33 @@ func TestKafkaIdempotentRetriesAcrossLeaders(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("log %v, want %v", got, want)
 	}
+	// The brokers counted them under the outcomes the metric and the
+	// alert name (broker.IdempotentRefusalOutcomes).
+	refusals.mu.Lock()
+	defer refusals.mu.Unlock()
+	for o, n := range map[string]int{"duplicate": 4, "out_of_order_sequence": 2, "invalid_producer_epoch": 1} {
+		if refusals.outcomes[o] != n {
+			t.Errorf("outcome %q counted %d times, want %d (all: %v)", o, refusals.outcomes[o], n, refusals.outcomes)
+		}
+	}
+	for o := range refusals.outcomes {
+		if !slices.Contains(broker.IdempotentRefusalOutcomes, o) {
+			t.Errorf("outcome %q is not one of %v", o, broker.IdempotentRefusalOutcomes)
+		}
+	}
+}
+
+// refusalObserver counts ObserveIdempotentRefusal by outcome.
+type refusalObserver struct {
+	nopObs
+	mu       sync.Mutex
+	outcomes map[string]int
+}
+
+func (o *refusalObserver) ObserveIdempotentRefusal(outcome string) {
+	o.mu.Lock()
+	o.outcomes[outcome]++
+	o.mu.Unlock()
 }
 
 // TestMirrorCarriesIdempotentProducers: a mirror builds its producer state
