@@ -28,6 +28,7 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/alter"
 	"github.com/twinlog/twinlog/broker/codec"
+	"github.com/twinlog/twinlog/broker/coord"
 	"github.com/twinlog/twinlog/broker/kafka"
 	"github.com/twinlog/twinlog/broker/metaloop"
 	"github.com/twinlog/twinlog/broker/replica"
@@ -52,6 +53,9 @@ type Broker struct {
 	// without one).
 	klis  net.Listener
 	kafka *kafka.Server
+	// groups hosts the group coordinators of the __consumer_offsets
+	// partitions this broker leads (nil without a Kafka listener).
+	groups *coord.Host
 	// caughtUp is closed when the metadata image first holds this
 	// broker's own registration: only then does the Kafka listener
 	// accept, as Kafka's brokers process requests only once caught up
@@ -414,9 +418,18 @@ func (b *Broker) Run(ctx context.Context) error {
 	go func() { serveErr <- b.grpc.Serve(b.lis) }()
 	if b.klis != nil {
 		kobs, _ := b.obs.(kafka.Observer) // metrics.Broker's; nil: none
+		groups, err := coord.New(coord.Config{Group: b.cfg.Groups, ReconcileInterval: 2 * b.cfg.TickInterval,
+			Logger: b.log.With("component", "groups")}, groupsEnv{b})
+		if err != nil {
+			b.lis.Close()
+			b.klis.Close()
+			return fmt.Errorf("broker: group coordinator: %w", err)
+		}
+		b.groups = groups
 		b.kafka = kafka.NewServer(kafka.Config{
 			BrokerID: int32(b.cfg.ID), MaxRequestBytes: b.cfg.KafkaMaxRequestBytes,
 			Logger: b.log.With("listener", "kafka"), InvalidRequest: ErrInvalidRequest, Observer: kobs,
+			Groups: groups,
 		}, b, adminServer{b: b})
 		go func() {
 			// Connections wait in the listen backlog until the image has
@@ -458,6 +471,9 @@ func (b *Broker) Run(ctx context.Context) error {
 	b.log.Info("broker registered", "broker_epoch", b.brokerEpoch(), "previous_broker_epoch", b.prevEp)
 
 	b.startMetadata()
+	if b.groups != nil {
+		b.groups.Start()
+	}
 	b.goLoop(inner, b.tickLoop)
 	b.goLoop(inner, b.checkpointLoop)
 	b.goLoop(inner, b.cleanerLoop)
@@ -523,6 +539,9 @@ func (b *Broker) goLoop(ctx context.Context, fn func(context.Context)) {
 func (b *Broker) stopKafka() {
 	if b.kafka != nil {
 		b.kafka.Close()
+	}
+	if b.groups != nil {
+		b.groups.Close()
 	}
 }
 

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"github.com/twinlog/twinlog/group"
 	"log/slog"
 	"net"
 	"time"
@@ -137,6 +138,12 @@ type Config struct {
 	MirrorRetryInitialBackoff time.Duration
 	MirrorRetryMaxBackoff     time.Duration
 	MirrorRetryMaxAttempts    int
+
+	// Groups configures the group coordinators (group.initial.rebalance.
+	// delay.ms, group.min/max.session.timeout.ms, group.max.size,
+	// offsets.retention.minutes ...; zero fields take Kafka's defaults).
+	// They serve on the Kafka listener: without one, no coordinator runs.
+	Groups group.Config
 }
 
 func (c Config) withDefaults() Config {

@@ -66,6 +66,9 @@ func (h metadataHost) Apply(resp *pb.FetchMetadataResponse) error { return h.b.a
 func (h metadataHost) Applied(*pb.FetchMetadataResponse, int64) {
 	b := h.b
 	b.reconcile()
+	if b.groups != nil {
+		b.groups.Reconcile()
+	}
 	b.noteStateTombstones(b.runCtx)
 	b.notifyChange()
 	b.kickHeartbeat()

@@ -198,6 +198,14 @@ func (s controllerServer) AllocateProducerIds(ctx context.Context, req *twinlogv
 	})
 }
 
+// EnsureInternalTopic creates __consumer_offsets on a broker's first
+// FindCoordinator; the topic is durable before the answer (run).
+func (s controllerServer) EnsureInternalTopic(ctx context.Context, req *twinlogv1.EnsureInternalTopicRequest) (*twinlogv1.EnsureInternalTopicResponse, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.EnsureInternalTopicResponse) {
+		return st.EnsureInternalTopic(req)
+	})
+}
+
 func (s controllerServer) FetchMetadata(ctx context.Context, req *twinlogv1.FetchMetadataRequest) (*twinlogv1.FetchMetadataResponse, error) {
 	resp, err := s.c.FetchMetadata(ctx, req)
 	return resp, toStatus(err)

@@ -27,6 +27,10 @@ const (
 	KeyMirrorRetryMaxAttempts    = "mirror.failed.retry.max.attempts"
 	KeyMirrorStateReplication    = "mirror.state.topic.replication.factor"
 	KeyMirrorStateNumPartitions  = "mirror.state.topic.num.partitions"
+	// __consumer_offsets (ConsumerOffsetsTopic): Kafka's names and
+	// defaults, read once, when the first FindCoordinator creates it.
+	KeyOffsetsTopicReplication   = "offsets.topic.replication.factor"
+	KeyOffsetsTopicNumPartitions = "offsets.topic.num.partitions"
 	// Log compaction (storage/doc.go "Compaction"): topic configs with a
 	// cluster default, and the cleaner's broker settings.
 	KeyCleanupPolicy                 = "cleanup.policy"
@@ -64,6 +68,11 @@ const KeyProducerIDSpace = "producer.id.space"
 // InternalTopicPrefix starts the names reserved for internal topics
 // (Kafka's "__consumer_offsets", our "__mirror_state").
 const InternalTopicPrefix = "__"
+
+// ConsumerOffsetsTopic is Kafka's internal topic of consumer groups and
+// their committed offsets (package group): compacted, written by the
+// group coordinators only, created on the first FindCoordinator.
+const ConsumerOffsetsTopic = "__consumer_offsets"
 
 // IsReservedTopicName reports a name clients may not create: internal topics
 // are created by the cluster's own code only.
@@ -126,6 +135,8 @@ var configDefs = map[string]ConfigDef{
 	KeyMirrorRetryMaxAttempts:    {Scopes: ScopeBroker, Default: "20"},
 	KeyMirrorStateReplication:    {Scopes: ScopeCluster, Default: "3", Static: true},
 	KeyMirrorStateNumPartitions:  {Scopes: ScopeCluster, Default: "1", Static: true},
+	KeyOffsetsTopicReplication:   {Scopes: ScopeCluster, Default: "3", Static: true},
+	KeyOffsetsTopicNumPartitions: {Scopes: ScopeCluster, Default: "50", Static: true},
 	// No default: unset means derived from the cluster id
 	// (ProducerIDSpace), which DescribeConfigs shows.
 	KeyProducerIDSpace: {Scopes: ScopeCluster, Static: true},

@@ -90,7 +90,44 @@ func (s *Server) table() map[int16]api {
 		t[44] = api{min: 0, max: 1, handle: s.incrementalAlterConfigs, fail: failIncrementalAlterConfigs, timeout: fixed}
 		t[75] = api{min: 0, max: 0, handle: s.describeTopicPartitions, fail: failDescribeTopicPartitions, timeout: fixed}
 	}
+	if s.cfg.Groups != nil {
+		s.addGroupAPIs(t, fixed)
+	}
 	return t
+}
+
+// addGroupAPIs adds the classic consumer-group APIs (groups.go) to t, each
+// up to the last version whose meaning the group coordinator serves. The
+// ranges meet librdkafka's balanced-consumer feature check (OffsetCommit
+// v1..v2, OffsetFetch v1, the others v0).
+func (s *Server) addGroupAPIs(t map[int16]api, fixed func(kmsg.Request) time.Duration) {
+	// FindCoordinator: v4 batches keys (KIP-699), v5 only adds a
+	// transactional code; v6 adds share groups (KIP-932).
+	t[10] = api{min: 0, max: 5, handle: s.findCoordinator, fail: failFindCoordinator, timeout: fixed}
+	// OffsetCommit: v1 has a commit timestamp per partition that the
+	// coordinator does not take, and v0/v1 are gone from Kafka 4.0
+	// (KIP-896); v9 is GROUP_ID_NOT_FOUND for an unknown group (the
+	// coordinator takes the version); v10 names topics by id.
+	t[8] = api{min: 2, max: 9, handle: s.offsetCommit, fail: failOffsetCommit, timeout: fixed}
+	// OffsetFetch: v0 read ZooKeeper; v10 names topics by id.
+	t[9] = api{min: 1, max: 9, handle: s.offsetFetch, fail: failOffsetFetch, timeout: fixed}
+	// JoinGroup, SyncGroup, Heartbeat, LeaveGroup: every version (kmsg's
+	// last is Kafka's).
+	t[11] = api{min: 0, max: 9, handle: s.joinGroup, fail: failJoinGroup, timeout: joinGroupTimeout}
+	t[14] = api{min: 0, max: 5, handle: s.syncGroup, fail: failSyncGroup,
+		timeout: func(kmsg.Request) time.Duration { return syncGroupTimeout }}
+	t[12] = api{min: 0, max: 4, handle: s.heartbeat, fail: failHeartbeat, timeout: fixed}
+	t[13] = api{min: 0, max: 5, handle: s.leaveGroup, fail: failLeaveGroup, timeout: fixed}
+	// DescribeGroups: v6 answers GROUP_ID_NOT_FOUND for a group the
+	// coordinator describes as Dead (KIP-1043), which Groups cannot tell
+	// by version.
+	t[15] = api{min: 0, max: 5, handle: s.describeGroups, fail: failDescribeGroups, timeout: fixed}
+	// ListGroups: v4 filters by state, v5 by type.
+	t[16] = api{min: 0, max: 5, handle: s.listGroups, fail: failListGroups, timeout: fixed}
+	// DeleteGroups: v2 is the last of Kafka's message specs; kmsg's v3
+	// (an error message per group) is left out until Kafka defines it.
+	t[42] = api{min: 0, max: 2, handle: s.deleteGroups, fail: failDeleteGroups, timeout: fixed}
+	t[47] = api{min: 0, max: 0, handle: s.offsetDelete, fail: failOffsetDelete, timeout: fixed}
 }
 
 // apiVersions answers ApiVersions (key 18) with Versions.

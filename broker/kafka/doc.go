@@ -27,10 +27,11 @@
 // # Versions
 //
 // Server.Versions lists the APIs and versions served, and ApiVersions
-// advertises exactly them: Produce from v3 and Fetch from v4, the first
-// with RecordBatch v2, the other APIs from the versions librdkafka's
-// feature checks ask for (kcat 1.7 probes ListOffsets v1 and Metadata v0),
-// up to the last version before topic ids replace names in requests.
+// advertises exactly them (the group APIs only with Config.Groups):
+// Produce from v3 and Fetch from v4, the first with RecordBatch v2, the
+// other APIs from the versions librdkafka's feature checks ask for (kcat
+// 1.7 probes ListOffsets v1 and Metadata v0), up to the last version
+// before topic ids replace names in requests.
 // Versions before the leader epoch fields (Fetch v9, ListOffsets v4,
 // OffsetForLeaderEpoch v2) and a current leader epoch of −1 mean no
 // check, as in Kafka (docs/spec-deviations.md: SPEC §4.3 step 2 asks
@@ -39,7 +40,26 @@
 // InitProducerId (v0-v4) gives idempotent producers a producer id from
 // the broker's block of the cluster's id space; a transactional id is
 // refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as twinlog has no
-// transactions (and serves no FindCoordinator).
+// transactions (FindCoordinator answers a transaction key with the code
+// Config.Groups gives it, never a coordinator).
+//
+// # Consumer groups
+//
+// With Config.Groups set, the classic consumer-group APIs are served
+// (groups.go), each translated to and from the group coordinator's own
+// requests (package group), which decides everything: FindCoordinator
+// v0-v5 (batched keys from v4), JoinGroup v0-v9, SyncGroup v0-v5,
+// Heartbeat v0-v4, LeaveGroup v0-v5 (a v0-v2 member is a batch of one),
+// OffsetCommit v2-v9, OffsetFetch v1-v9 (batched groups from v8, one
+// Groups call each), DescribeGroups v0-v5, ListGroups v0-v5, DeleteGroups
+// v0-v2 and OffsetDelete v0: from the versions librdkafka's
+// balanced-consumer check asks for to the last before topic ids or
+// semantics the coordinator does not have (apis.go says which, API by
+// API). A JoinGroup gets its header's client id and its connection's host
+// ("/" and the IP, as Kafka reports it) and may wait its rebalance
+// timeout, a SyncGroup five minutes. A JoinGroup or SyncGroup that a newer
+// one of the same member superseded is never answered, as in Kafka: the
+// connection's next response is the next request's.
 //
 // Concurrency: a Server is safe for concurrent use; each connection has
 // its own goroutine, and the Backend is called concurrently.

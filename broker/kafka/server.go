@@ -63,6 +63,9 @@ type Config struct {
 	InvalidRequest error
 	// Observer receives the listener's metrics (nil: none).
 	Observer Observer
+	// Groups is the group coordinator behind the consumer-group APIs
+	// (groups.go). nil: the group APIs are not served.
+	Groups Groups
 }
 
 // Observer receives the listener's metrics (metrics.Broker implements it).
@@ -104,7 +107,8 @@ type Server struct {
 
 // NewServer returns a Server for backend; with admin nil the admin APIs
 // (CreateTopics, DeleteTopics, DescribeConfigs, IncrementalAlterConfigs,
-// DescribeTopicPartitions) are not served.
+// DescribeTopicPartitions) are not served, with Config.Groups nil the
+// group APIs.
 func NewServer(cfg Config, backend Backend, admin Admin) *Server {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
@@ -194,11 +198,26 @@ func (s *Server) Close() error {
 // errOversized: a frame's size prefix exceeds MaxRequestBytes.
 var errOversized = errors.New("frame too large")
 
-// header is a request header (v1, or v2 with tagged fields).
+// header is a request header (v1, or v2 with tagged fields), with the
+// connection's client host, which Kafka's request context carries too.
 type header struct {
 	key, version  int16
 	correlationID int32
 	clientID      string
+	// clientHost is the peer's address as Kafka reports it
+	// (kafkaClientHost); serveConn sets it, it is not on the wire.
+	clientHost string
+}
+
+// headerKey is the context key of the header of the request a handler
+// answers.
+type headerKey struct{}
+
+// requestHeader is the header of the request whose handler got ctx (the
+// zero header outside one): JoinGroup takes its client id and host.
+func requestHeader(ctx context.Context) header {
+	h, _ := ctx.Value(headerKey{}).(header)
+	return h
 }
 
 // serveConn reads, handles and answers one frame at a time until the peer
@@ -206,6 +225,7 @@ type header struct {
 // closes.
 func (s *Server) serveConn(c net.Conn) {
 	log := s.cfg.Logger.With("remote", c.RemoteAddr().String())
+	clientHost := kafkaClientHost(c.RemoteAddr())
 	defer func() {
 		if p := recover(); p != nil {
 			// No input may panic the broker: a bug met on one connection
@@ -249,6 +269,7 @@ func (s *Server) serveConn(c net.Conn) {
 			log.Info("kafka: connection closed", "reason", err)
 			return
 		}
+		h.clientHost = clientHost
 		resp, err := s.handle(h, body)
 		if err != nil {
 			s.cfg.Observer.ObserveKafkaClosed("malformed")
@@ -257,7 +278,7 @@ func (s *Server) serveConn(c net.Conn) {
 		}
 		s.cfg.Observer.ObserveKafkaRequest(kmsg.NameForKey(h.key), time.Since(start))
 		if resp == nil {
-			continue // acks=0
+			continue // acks=0, a superseded JoinGroup or SyncGroup
 		}
 		out = appendResponse(out[:0], h, resp)
 		if _, err := c.Write(out); err != nil {
@@ -391,7 +412,7 @@ func (s *Server) handle(h header, body []byte) (kmsg.Response, error) {
 		}
 		return a.fail(req, unsupportedVersion), nil
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, a.timeout(req))
+	ctx, cancel := context.WithTimeout(context.WithValue(s.ctx, headerKey{}, h), a.timeout(req))
 	defer cancel()
 	return a.handle(ctx, req)
 }

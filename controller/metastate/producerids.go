@@ -33,14 +33,8 @@ func (s *State) AllocateProducerIds(req *twinlogv1.AllocateProducerIdsRequest) (
 		return nil, &twinlogv1.AllocateProducerIdsResponse{Error: ec, ErrorMessage: fmt.Sprintf(format, args...)}
 	}
 	id, epoch := req.GetBrokerId(), req.GetBrokerEpoch()
-	br := s.Broker(id)
-	switch {
-	case br == nil:
-		return fail(ecStale, "broker %d is not registered", id)
-	case br.GetBrokerEpoch() != epoch:
-		return fail(ecStale, "broker %d: stale broker epoch %d (registered %d)", id, epoch, br.GetBrokerEpoch())
-	case br.GetFenced():
-		return fail(ecStale, "broker %d is fenced: it gets producer ids once it has caught up and is unfenced", id)
+	if ec, msg := s.liveRequester(id, epoch); ec != ecNone {
+		return fail(ec, "%s", msg)
 	}
 	space := s.ProducerIDSpace()
 	first := metadata.FirstProducerID(space)

@@ -104,6 +104,9 @@ var defs = map[string]Def{
 	// The controller creates __mirror_state with this many partitions at
 	// its first start; more than a thousand only costs.
 	"mirror.state.topic.num.partitions": {Kind: Int, Min: 1, Max: 1000},
+	// __consumer_offsets, created on first use with these; Kafka's bounds.
+	"offsets.topic.replication.factor": {Kind: Int, Min: 1, Max: 32767},
+	"offsets.topic.num.partitions":     {Kind: Int, Min: 1, Max: 1000},
 	// Producer ids are space<<48 | counter: 15 bits keep every id a
 	// positive int64. 0 is left out: it is what a broker that does not
 	// report its space answers (MetadataResponse.producer_id_space).

@@ -1164,6 +1164,119 @@ func (x *AllocateProducerIdsRequest) GetBrokerEpoch() int64 {
 	return 0
 }
 
+type EnsureInternalTopicRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	BrokerId    int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	BrokerEpoch int64                  `protobuf:"varint,2,opt,name=broker_epoch,json=brokerEpoch,proto3" json:"broker_epoch,omitempty"`
+	// topic is the internal topic: only __consumer_offsets.
+	Topic         string `protobuf:"bytes,3,opt,name=topic,proto3" json:"topic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnsureInternalTopicRequest) Reset() {
+	*x = EnsureInternalTopicRequest{}
+	mi := &file_twinlog_v1_controller_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnsureInternalTopicRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnsureInternalTopicRequest) ProtoMessage() {}
+
+func (x *EnsureInternalTopicRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_controller_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnsureInternalTopicRequest.ProtoReflect.Descriptor instead.
+func (*EnsureInternalTopicRequest) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *EnsureInternalTopicRequest) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+func (x *EnsureInternalTopicRequest) GetBrokerEpoch() int64 {
+	if x != nil {
+		return x.BrokerEpoch
+	}
+	return 0
+}
+
+func (x *EnsureInternalTopicRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+type EnsureInternalTopicResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EnsureInternalTopicResponse) Reset() {
+	*x = EnsureInternalTopicResponse{}
+	mi := &file_twinlog_v1_controller_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EnsureInternalTopicResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EnsureInternalTopicResponse) ProtoMessage() {}
+
+func (x *EnsureInternalTopicResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_controller_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EnsureInternalTopicResponse.ProtoReflect.Descriptor instead.
+func (*EnsureInternalTopicResponse) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *EnsureInternalTopicResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_ERROR_CODE_NONE
+}
+
+func (x *EnsureInternalTopicResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 type AllocateProducerIdsResponse struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Error        ErrorCode              `protobuf:"varint,1,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
@@ -1178,7 +1291,7 @@ type AllocateProducerIdsResponse struct {
 
 func (x *AllocateProducerIdsResponse) Reset() {
 	*x = AllocateProducerIdsResponse{}
-	mi := &file_twinlog_v1_controller_proto_msgTypes[14]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1303,7 @@ func (x *AllocateProducerIdsResponse) String() string {
 func (*AllocateProducerIdsResponse) ProtoMessage() {}
 
 func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_controller_proto_msgTypes[14]
+	mi := &file_twinlog_v1_controller_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1316,7 @@ func (x *AllocateProducerIdsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocateProducerIdsResponse.ProtoReflect.Descriptor instead.
 func (*AllocateProducerIdsResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{14}
+	return file_twinlog_v1_controller_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AllocateProducerIdsResponse) GetError() ErrorCode {
@@ -1336,19 +1449,27 @@ const file_twinlog_v1_controller_proto_rawDesc = "" +
 	"\rerror_message\x18\b \x01(\tR\ferrorMessage\"\\\n" +
 	"\x1aAllocateProducerIdsRequest\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12!\n" +
-	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\"\xc3\x01\n" +
+	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\"r\n" +
+	"\x1aEnsureInternalTopicRequest\x12\x1b\n" +
+	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12!\n" +
+	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\x12\x14\n" +
+	"\x05topic\x18\x03 \x01(\tR\x05topic\"o\n" +
+	"\x1bEnsureInternalTopicResponse\x12+\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\xc3\x01\n" +
 	"\x1bAllocateProducerIdsResponse\x12+\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12#\n" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12*\n" +
 	"\x11producer_id_start\x18\x03 \x01(\x03R\x0fproducerIdStart\x12&\n" +
-	"\x0fproducer_id_len\x18\x04 \x01(\x05R\rproducerIdLen2\xbb\x04\n" +
+	"\x0fproducer_id_len\x18\x04 \x01(\x05R\rproducerIdLen2\xa3\x05\n" +
 	"\x11ControllerService\x12W\n" +
 	"\x0eRegisterBroker\x12!.twinlog.v1.RegisterBrokerRequest\x1a\".twinlog.v1.RegisterBrokerResponse\x12Z\n" +
 	"\x0fBrokerHeartbeat\x12\".twinlog.v1.BrokerHeartbeatRequest\x1a#.twinlog.v1.BrokerHeartbeatResponse\x12W\n" +
 	"\x0eAlterPartition\x12!.twinlog.v1.AlterPartitionRequest\x1a\".twinlog.v1.AlterPartitionResponse\x12Z\n" +
 	"\x0fBumpLeaderEpoch\x12\".twinlog.v1.BumpLeaderEpochRequest\x1a#.twinlog.v1.BumpLeaderEpochResponse\x12T\n" +
 	"\rFetchMetadata\x12 .twinlog.v1.FetchMetadataRequest\x1a!.twinlog.v1.FetchMetadataResponse\x12f\n" +
-	"\x13AllocateProducerIds\x12&.twinlog.v1.AllocateProducerIdsRequest\x1a'.twinlog.v1.AllocateProducerIdsResponseB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
+	"\x13AllocateProducerIds\x12&.twinlog.v1.AllocateProducerIdsRequest\x1a'.twinlog.v1.AllocateProducerIdsResponse\x12f\n" +
+	"\x13EnsureInternalTopic\x12&.twinlog.v1.EnsureInternalTopicRequest\x1a'.twinlog.v1.EnsureInternalTopicResponseB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
 
 var (
 	file_twinlog_v1_controller_proto_rawDescOnce sync.Once
@@ -1362,7 +1483,7 @@ func file_twinlog_v1_controller_proto_rawDescGZIP() []byte {
 	return file_twinlog_v1_controller_proto_rawDescData
 }
 
-var file_twinlog_v1_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_twinlog_v1_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_twinlog_v1_controller_proto_goTypes = []any{
 	(*RegisterBrokerRequest)(nil),       // 0: twinlog.v1.RegisterBrokerRequest
 	(*RegisterBrokerResponse)(nil),      // 1: twinlog.v1.RegisterBrokerResponse
@@ -1378,46 +1499,51 @@ var file_twinlog_v1_controller_proto_goTypes = []any{
 	(*SnapshotCursor)(nil),              // 11: twinlog.v1.SnapshotCursor
 	(*FetchMetadataResponse)(nil),       // 12: twinlog.v1.FetchMetadataResponse
 	(*AllocateProducerIdsRequest)(nil),  // 13: twinlog.v1.AllocateProducerIdsRequest
-	(*AllocateProducerIdsResponse)(nil), // 14: twinlog.v1.AllocateProducerIdsResponse
-	(ErrorCode)(0),                      // 15: twinlog.v1.ErrorCode
-	(*MirrorPartitionStatus)(nil),       // 16: twinlog.v1.MirrorPartitionStatus
-	(LeaderRecoveryState)(0),            // 17: twinlog.v1.LeaderRecoveryState
-	(*MetadataSnapshot)(nil),            // 18: twinlog.v1.MetadataSnapshot
-	(*MetadataDelta)(nil),               // 19: twinlog.v1.MetadataDelta
+	(*EnsureInternalTopicRequest)(nil),  // 14: twinlog.v1.EnsureInternalTopicRequest
+	(*EnsureInternalTopicResponse)(nil), // 15: twinlog.v1.EnsureInternalTopicResponse
+	(*AllocateProducerIdsResponse)(nil), // 16: twinlog.v1.AllocateProducerIdsResponse
+	(ErrorCode)(0),                      // 17: twinlog.v1.ErrorCode
+	(*MirrorPartitionStatus)(nil),       // 18: twinlog.v1.MirrorPartitionStatus
+	(LeaderRecoveryState)(0),            // 19: twinlog.v1.LeaderRecoveryState
+	(*MetadataSnapshot)(nil),            // 20: twinlog.v1.MetadataSnapshot
+	(*MetadataDelta)(nil),               // 21: twinlog.v1.MetadataDelta
 }
 var file_twinlog_v1_controller_proto_depIdxs = []int32{
-	15, // 0: twinlog.v1.RegisterBrokerResponse.error:type_name -> twinlog.v1.ErrorCode
-	16, // 1: twinlog.v1.BrokerHeartbeatRequest.mirror_partitions:type_name -> twinlog.v1.MirrorPartitionStatus
+	17, // 0: twinlog.v1.RegisterBrokerResponse.error:type_name -> twinlog.v1.ErrorCode
+	18, // 1: twinlog.v1.BrokerHeartbeatRequest.mirror_partitions:type_name -> twinlog.v1.MirrorPartitionStatus
 	3,  // 2: twinlog.v1.BrokerHeartbeatRequest.offline_partitions:type_name -> twinlog.v1.OfflinePartition
-	15, // 3: twinlog.v1.BrokerHeartbeatResponse.error:type_name -> twinlog.v1.ErrorCode
+	17, // 3: twinlog.v1.BrokerHeartbeatResponse.error:type_name -> twinlog.v1.ErrorCode
 	6,  // 4: twinlog.v1.AlterPartitionRequest.new_isr:type_name -> twinlog.v1.IsrMember
-	17, // 5: twinlog.v1.AlterPartitionRequest.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
-	15, // 6: twinlog.v1.AlterPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
-	17, // 7: twinlog.v1.AlterPartitionResponse.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
-	15, // 8: twinlog.v1.BumpLeaderEpochResponse.error:type_name -> twinlog.v1.ErrorCode
+	19, // 5: twinlog.v1.AlterPartitionRequest.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
+	17, // 6: twinlog.v1.AlterPartitionResponse.error:type_name -> twinlog.v1.ErrorCode
+	19, // 7: twinlog.v1.AlterPartitionResponse.recovery_state:type_name -> twinlog.v1.LeaderRecoveryState
+	17, // 8: twinlog.v1.BumpLeaderEpochResponse.error:type_name -> twinlog.v1.ErrorCode
 	11, // 9: twinlog.v1.FetchMetadataRequest.snapshot_cursor:type_name -> twinlog.v1.SnapshotCursor
-	15, // 10: twinlog.v1.FetchMetadataResponse.error:type_name -> twinlog.v1.ErrorCode
-	18, // 11: twinlog.v1.FetchMetadataResponse.snapshot:type_name -> twinlog.v1.MetadataSnapshot
-	19, // 12: twinlog.v1.FetchMetadataResponse.deltas:type_name -> twinlog.v1.MetadataDelta
+	17, // 10: twinlog.v1.FetchMetadataResponse.error:type_name -> twinlog.v1.ErrorCode
+	20, // 11: twinlog.v1.FetchMetadataResponse.snapshot:type_name -> twinlog.v1.MetadataSnapshot
+	21, // 12: twinlog.v1.FetchMetadataResponse.deltas:type_name -> twinlog.v1.MetadataDelta
 	11, // 13: twinlog.v1.FetchMetadataResponse.next_snapshot_cursor:type_name -> twinlog.v1.SnapshotCursor
-	15, // 14: twinlog.v1.AllocateProducerIdsResponse.error:type_name -> twinlog.v1.ErrorCode
-	0,  // 15: twinlog.v1.ControllerService.RegisterBroker:input_type -> twinlog.v1.RegisterBrokerRequest
-	2,  // 16: twinlog.v1.ControllerService.BrokerHeartbeat:input_type -> twinlog.v1.BrokerHeartbeatRequest
-	5,  // 17: twinlog.v1.ControllerService.AlterPartition:input_type -> twinlog.v1.AlterPartitionRequest
-	8,  // 18: twinlog.v1.ControllerService.BumpLeaderEpoch:input_type -> twinlog.v1.BumpLeaderEpochRequest
-	10, // 19: twinlog.v1.ControllerService.FetchMetadata:input_type -> twinlog.v1.FetchMetadataRequest
-	13, // 20: twinlog.v1.ControllerService.AllocateProducerIds:input_type -> twinlog.v1.AllocateProducerIdsRequest
-	1,  // 21: twinlog.v1.ControllerService.RegisterBroker:output_type -> twinlog.v1.RegisterBrokerResponse
-	4,  // 22: twinlog.v1.ControllerService.BrokerHeartbeat:output_type -> twinlog.v1.BrokerHeartbeatResponse
-	7,  // 23: twinlog.v1.ControllerService.AlterPartition:output_type -> twinlog.v1.AlterPartitionResponse
-	9,  // 24: twinlog.v1.ControllerService.BumpLeaderEpoch:output_type -> twinlog.v1.BumpLeaderEpochResponse
-	12, // 25: twinlog.v1.ControllerService.FetchMetadata:output_type -> twinlog.v1.FetchMetadataResponse
-	14, // 26: twinlog.v1.ControllerService.AllocateProducerIds:output_type -> twinlog.v1.AllocateProducerIdsResponse
-	21, // [21:27] is the sub-list for method output_type
-	15, // [15:21] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	17, // 14: twinlog.v1.EnsureInternalTopicResponse.error:type_name -> twinlog.v1.ErrorCode
+	17, // 15: twinlog.v1.AllocateProducerIdsResponse.error:type_name -> twinlog.v1.ErrorCode
+	0,  // 16: twinlog.v1.ControllerService.RegisterBroker:input_type -> twinlog.v1.RegisterBrokerRequest
+	2,  // 17: twinlog.v1.ControllerService.BrokerHeartbeat:input_type -> twinlog.v1.BrokerHeartbeatRequest
+	5,  // 18: twinlog.v1.ControllerService.AlterPartition:input_type -> twinlog.v1.AlterPartitionRequest
+	8,  // 19: twinlog.v1.ControllerService.BumpLeaderEpoch:input_type -> twinlog.v1.BumpLeaderEpochRequest
+	10, // 20: twinlog.v1.ControllerService.FetchMetadata:input_type -> twinlog.v1.FetchMetadataRequest
+	13, // 21: twinlog.v1.ControllerService.AllocateProducerIds:input_type -> twinlog.v1.AllocateProducerIdsRequest
+	14, // 22: twinlog.v1.ControllerService.EnsureInternalTopic:input_type -> twinlog.v1.EnsureInternalTopicRequest
+	1,  // 23: twinlog.v1.ControllerService.RegisterBroker:output_type -> twinlog.v1.RegisterBrokerResponse
+	4,  // 24: twinlog.v1.ControllerService.BrokerHeartbeat:output_type -> twinlog.v1.BrokerHeartbeatResponse
+	7,  // 25: twinlog.v1.ControllerService.AlterPartition:output_type -> twinlog.v1.AlterPartitionResponse
+	9,  // 26: twinlog.v1.ControllerService.BumpLeaderEpoch:output_type -> twinlog.v1.BumpLeaderEpochResponse
+	12, // 27: twinlog.v1.ControllerService.FetchMetadata:output_type -> twinlog.v1.FetchMetadataResponse
+	16, // 28: twinlog.v1.ControllerService.AllocateProducerIds:output_type -> twinlog.v1.AllocateProducerIdsResponse
+	15, // 29: twinlog.v1.ControllerService.EnsureInternalTopic:output_type -> twinlog.v1.EnsureInternalTopicResponse
+	23, // [23:30] is the sub-list for method output_type
+	16, // [16:23] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_controller_proto_init() }
@@ -1434,7 +1560,7 @@ func file_twinlog_v1_controller_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_twinlog_v1_controller_proto_rawDesc), len(file_twinlog_v1_controller_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	ControllerService_BumpLeaderEpoch_FullMethodName     = "/twinlog.v1.ControllerService/BumpLeaderEpoch"
 	ControllerService_FetchMetadata_FullMethodName       = "/twinlog.v1.ControllerService/FetchMetadata"
 	ControllerService_AllocateProducerIds_FullMethodName = "/twinlog.v1.ControllerService/AllocateProducerIds"
+	ControllerService_EnsureInternalTopic_FullMethodName = "/twinlog.v1.ControllerService/EnsureInternalTopic"
 )
 
 // ControllerServiceClient is the client API for ControllerService service.
@@ -45,6 +46,10 @@ type ControllerServiceClient interface {
 	// producer ids of this cluster's id space (Kafka's KIP-730); the block
 	// is durable before the answer, so no id is ever given twice.
 	AllocateProducerIds(ctx context.Context, in *AllocateProducerIdsRequest, opts ...grpc.CallOption) (*AllocateProducerIdsResponse, error)
+	// EnsureInternalTopic creates an internal topic that the cluster makes
+	// on first use, as Kafka creates __consumer_offsets on the first
+	// FindCoordinator; an existing topic is left as it is.
+	EnsureInternalTopic(ctx context.Context, in *EnsureInternalTopicRequest, opts ...grpc.CallOption) (*EnsureInternalTopicResponse, error)
 }
 
 type controllerServiceClient struct {
@@ -115,6 +120,16 @@ func (c *controllerServiceClient) AllocateProducerIds(ctx context.Context, in *A
 	return out, nil
 }
 
+func (c *controllerServiceClient) EnsureInternalTopic(ctx context.Context, in *EnsureInternalTopicRequest, opts ...grpc.CallOption) (*EnsureInternalTopicResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EnsureInternalTopicResponse)
+	err := c.cc.Invoke(ctx, ControllerService_EnsureInternalTopic_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ControllerServiceServer is the server API for ControllerService service.
 // All implementations must embed UnimplementedControllerServiceServer
 // for forward compatibility.
@@ -133,6 +148,10 @@ type ControllerServiceServer interface {
 	// producer ids of this cluster's id space (Kafka's KIP-730); the block
 	// is durable before the answer, so no id is ever given twice.
 	AllocateProducerIds(context.Context, *AllocateProducerIdsRequest) (*AllocateProducerIdsResponse, error)
+	// EnsureInternalTopic creates an internal topic that the cluster makes
+	// on first use, as Kafka creates __consumer_offsets on the first
+	// FindCoordinator; an existing topic is left as it is.
+	EnsureInternalTopic(context.Context, *EnsureInternalTopicRequest) (*EnsureInternalTopicResponse, error)
 	mustEmbedUnimplementedControllerServiceServer()
 }
 
@@ -160,6 +179,9 @@ func (UnimplementedControllerServiceServer) FetchMetadata(context.Context, *Fetc
 }
 func (UnimplementedControllerServiceServer) AllocateProducerIds(context.Context, *AllocateProducerIdsRequest) (*AllocateProducerIdsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AllocateProducerIds not implemented")
+}
+func (UnimplementedControllerServiceServer) EnsureInternalTopic(context.Context, *EnsureInternalTopicRequest) (*EnsureInternalTopicResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EnsureInternalTopic not implemented")
 }
 func (UnimplementedControllerServiceServer) mustEmbedUnimplementedControllerServiceServer() {}
 func (UnimplementedControllerServiceServer) testEmbeddedByValue()                           {}
@@ -290,6 +312,24 @@ func _ControllerService_AllocateProducerIds_Handler(srv interface{}, ctx context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControllerService_EnsureInternalTopic_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EnsureInternalTopicRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerServiceServer).EnsureInternalTopic(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerService_EnsureInternalTopic_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerServiceServer).EnsureInternalTopic(ctx, req.(*EnsureInternalTopicRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ControllerService_ServiceDesc is the grpc.ServiceDesc for ControllerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -320,6 +360,10 @@ var ControllerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AllocateProducerIds",
 			Handler:    _ControllerService_AllocateProducerIds_Handler,
+		},
+		{
+			MethodName: "EnsureInternalTopic",
+			Handler:    _ControllerService_EnsureInternalTopic_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
