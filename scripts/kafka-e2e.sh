@@ -7,8 +7,7 @@
 #      back from A, and from B's mirrored copy at the same offsets.
 #   2b. kcat produces with each codec (gzip, snappy, lz4, zstd); the lines
 #      read back, and every replica on A and B stores the batch with that
-#      codec (twinctl dump-log; lz4 excepted, which librdkafka 2.0 sends
-#      uncompressed to a broker without FindCoordinator).
+#      codec (twinctl dump-log).
 #   3. confluent-kafka-python produces 2,000 keyed records (acks=all) over
 #      every partition of demo on A; each is read from A and from B at the
 #      offset its delivery report gave.
@@ -18,6 +17,10 @@
 #   6. confluent-kafka-python idempotent producers on A, then on B after a
 #      planned failover of the topic: B holds every record exactly once, and
 #      the two clusters' producer ids are in their own id spaces.
+#   7. Consumer groups: a confluent-kafka-python group member commits half a
+#      topic and leaves, and a new member resumes at the committed offsets;
+#      kcat -G reads a topic, a second run of the group reads nothing, a
+#      third reads exactly the lines produced since.
 #
 # kcat and python3-confluent-kafka are Debian packages; when missing, the
 # script installs them with apt-get and fails (never skips) if it cannot.
@@ -121,13 +124,6 @@ for codec in gzip snappy lz4 zstd; do
     done
     [ "$n" = 6 ]
   }
-  if [ "$codec" = lz4 ]; then
-    # librdkafka before 2.10 sends lz4 only to a broker that serves
-    # FindCoordinator v0 (consumer groups, issue 16): kcat 1.7 sends these
-    # uncompressed. franz-go's lz4 is tested in broker/brokertest.
-    pass "2b: kcat -z lz4: 40 lines read back (sent uncompressed by librdkafka 2.0 until FindCoordinator is served)"
-    continue
-  fi
   ok=
   for _ in $(seq 1 50); do codecs_ok && ok=1 && break; sleep 0.2; done
   if [ -n "$ok" ]; then
@@ -187,6 +183,29 @@ else
     pass "6: $(printf '%s;%s;%s' "$out" "$out2" "$out3") producer id spaces: A's log $spaces_a, B's log $spaces_b"
   else
     fail "6: producer id spaces in A's idem logs '$spaces_a' (want 1), B's '$spaces_b' (want 1,2)"
+  fi
+fi
+
+# ---- 7. consumer groups -----------------------------------------------------
+if out=$("$PY" scripts/kafka_e2e.py group-resume $KAFKA_A e2e-group 600 2>&1); then
+  pass "7: confluent-kafka-python: $out"
+else
+  fail "7: confluent-kafka-python group: $out"
+fi
+# kcat -G: the balanced consumer of librdkafka, auto-commit on close.
+kcat_group() { timeout 60 kcat -b $KAFKA_A -G kcat-grp e2e-kcat -e -q -X auto.offset.reset=earliest 2>/dev/null; }
+if ! bin/twinctl --bootstrap $CTL_A topics create e2e-kcat --partitions 3 --replication-factor 3 >/dev/null; then
+  fail "7: could not create e2e-kcat"
+else
+  seq -f 'kcat-%g' 1 100 | timeout 30 kcat -b $KAFKA_A -P -t e2e-kcat -X acks=all
+  run1=$(kcat_group | sort -V)
+  run2=$(kcat_group)
+  seq -f 'kcat-%g' 101 120 | timeout 30 kcat -b $KAFKA_A -P -t e2e-kcat -X acks=all
+  run3=$(kcat_group | sort -V)
+  if [ "$run1" = "$(seq -f 'kcat-%g' 1 100)" ] && [ -z "$run2" ] && [ "$run3" = "$(seq -f 'kcat-%g' 101 120)" ]; then
+    pass "7: kcat -G kcat-grp: 100 lines, then none, then exactly the 20 produced since"
+  else
+    fail "7: kcat -G: runs read $(grep -c . <<<"$run1"), $(grep -c . <<<"$run2"), $(grep -c . <<<"$run3") lines (want 100, 0, 20)"
   fi
 fi
 

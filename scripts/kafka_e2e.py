@@ -22,6 +22,12 @@ confluent-kafka-python (librdkafka), a client nobody here wrote.
   kafka_e2e.py exactly-once BOOTSTRAP TOPIC N
       reads every partition of TOPIC from the start: values idem-0 ..
       idem-(N-1), each exactly once, nothing else.
+  kafka_e2e.py group-resume BOOTSTRAP TOPIC N
+      creates TOPIC (3 partitions), produces g-0 .. g-(N-1); a consumer of
+      group TOPIC-grp (subscribe, manual commit) reads at least half,
+      commits its positions and leaves; the committed offsets are its
+      positions; a second consumer of the group reads the rest: every
+      record is read exactly once across the two.
 
 Prints one line per check; exits 0 when all passed.
 """
@@ -194,6 +200,59 @@ def exactly_once(bootstrap, topic, n):
     print("ok   %s on %s holds idem-0..idem-%d exactly once" % (topic, bootstrap, n - 1))
 
 
+
+def group_resume(bootstrap, topic, n):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(n):
+        p.produce(topic, key=b"k%d" % (i % 7), value=b"g-%d" % i)
+    if p.flush(30) != 0:
+        fail("produce: records left unsent")
+    group = topic + "-grp"
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "session.timeout.ms": 10000}
+
+    def read(c, until, first):
+        got = {}
+        deadline = time.time() + 60
+        while len(got) + len(first) < until and time.time() < deadline:
+            for m in c.consume(50, 0.5):
+                if m.error():
+                    fail("consume: %s" % m.error())
+                v = m.value().decode()
+                if v in got or v in first:
+                    fail("%s read twice" % v)
+                got[v] = (m.partition(), m.offset())
+        return got
+
+    c1 = Consumer(conf)
+    c1.subscribe([topic])
+    first = read(c1, n // 2, {})
+    if len(first) < n // 2:
+        fail("first consumer read %d of %d" % (len(first), n // 2))
+    c1.commit(asynchronous=False)
+    positions = {tp.partition: tp.offset for tp in c1.position(c1.assignment())}
+    c1.close()  # LeaveGroup
+    probe = Consumer(conf)
+    committed = {tp.partition: tp.offset for tp in probe.committed([TopicPartition(topic, q) for q in range(3)], timeout=30)}
+    probe.close()
+    for q, o in positions.items():
+        if o >= 0 and committed.get(q) != o:
+            fail("partition %d: committed %s, the consumer's position was %d" % (q, committed.get(q), o))
+    c2 = Consumer(conf)
+    c2.subscribe([topic])
+    rest = read(c2, n, first)
+    c2.close()
+    if len(first) + len(rest) != n:
+        fail("read %d + %d of %d records" % (len(first), len(rest), n))
+    for v, (q, o) in rest.items():
+        if o < committed.get(q, 0):
+            fail("second consumer read %s at %d/%d, below the committed %d" % (v, q, o, committed[q]))
+    print("ok   group %s: %d read and committed at %s, %d read after it by a new member, none twice"
+          % (group, len(first), sorted((q, o) for q, o in committed.items() if o >= 0), len(rest)))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "produce-consume":
         produce_consume(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
@@ -203,6 +262,8 @@ if __name__ == "__main__":
         admin(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "produce-idempotent":
         produce_idempotent(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    elif sys.argv[1] == "group-resume":
+        group_resume(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif sys.argv[1] == "exactly-once":
         exactly_once(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
