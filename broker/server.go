@@ -17,6 +17,7 @@ func registerServices(s *grpc.Server, b *Broker) {
 	pb.RegisterReplicationServiceServer(s, replicationServer{b: b})
 	pb.RegisterAdminServiceServer(s, adminServer{b: b})
 	pb.RegisterMirrorSourceServiceServer(s, mirrorSourceServer{b: b})
+	pb.RegisterGroupServiceServer(s, groupServer{b: b})
 }
 
 type produceServer struct {

@@ -402,4 +402,87 @@ var table = [...]Info{
 		Kafka:       47,
 		Description: "an idempotent producer's epoch is older than the partition's: a newer producer with its id fenced it",
 	},
+	twinlogv1.ErrorCode_ERROR_CODE_COORDINATOR_NOT_AVAILABLE: {
+		Name:        "COORDINATOR_NOT_AVAILABLE",
+		Kafka:       15,
+		Description: "no group coordinator is available yet: the group's __consumer_offsets partition has no leader, or the topic cannot be created with fewer brokers than offsets.topic.replication.factor",
+		Retriable:   true,
+		Hint:        "check `twinctl brokers list`: __consumer_offsets needs offsets.topic.replication.factor unfenced brokers",
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_NOT_COORDINATOR: {
+		Name:        "NOT_COORDINATOR",
+		Kafka:       16,
+		Description: "this broker does not coordinate the group (any more): find its coordinator again",
+		Retriable:   true,
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_ILLEGAL_GENERATION: {
+		Name:        "ILLEGAL_GENERATION",
+		Kafka:       22,
+		Description: "the member's generation is not the group's: it must rejoin",
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MEMBER_ID: {
+		Name:        "UNKNOWN_MEMBER_ID",
+		Kafka:       25,
+		Description: "the member is not in the group; an administrator's offset commit is refused while the group has members",
+		Hint:        "stop the group's consumers (`twinctl groups describe` lists them), then retry",
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_REBALANCE_IN_PROGRESS: {
+		Name:        "REBALANCE_IN_PROGRESS",
+		Kafka:       27,
+		Description: "the group is rebalancing: its members rejoin",
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_NON_EMPTY_GROUP: {
+		Name:        "NON_EMPTY_GROUP",
+		Kafka:       68,
+		Description: "the group has members and cannot be deleted",
+		Hint:        "stop the group's consumers (`twinctl groups describe` lists them), then retry",
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_GROUP_ID_NOT_FOUND: {
+		Name:        "GROUP_ID_NOT_FOUND",
+		Kafka:       69,
+		Description: "the group does not exist",
+		Hint:        "`twinctl groups list` lists the groups",
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_INVALID_GROUP_ID: {
+		Name:        "INVALID_GROUP_ID",
+		Kafka:       24,
+		Description: "the group id is empty or invalid",
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_OFFSET_METADATA_TOO_LARGE: {
+		Name:        "OFFSET_METADATA_TOO_LARGE",
+		Kafka:       12,
+		Description: "a committed offset's metadata is longer than offset.metadata.max.bytes",
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_GROUP_SUBSCRIBED_TO_TOPIC: {
+		Name:        "GROUP_SUBSCRIBED_TO_TOPIC",
+		Kafka:       86,
+		Description: "the group still consumes the topic whose offsets were to be deleted",
+	},
+}
+
+// fromKafka maps a Kafka code to the enum value with that Kafka code (the
+// smallest, where several share one).
+var fromKafka = func() map[int16]twinlogv1.ErrorCode {
+	m := map[int16]twinlogv1.ErrorCode{}
+	for c := len(table) - 1; c >= 0; c-- {
+		if table[c].Name != "" {
+			m[table[c].Kafka] = twinlogv1.ErrorCode(c)
+		}
+	}
+	return m
+}()
+
+// FromKafka is the ErrorCode for a Kafka error code (a group coordinator's
+// answer carried on the gRPC API): the value whose Kafka code it is, with
+// ok false and UNKNOWN_SERVER_ERROR for a Kafka code the enum has no value
+// for.
+func FromKafka(k int16) (twinlogv1.ErrorCode, bool) {
+	if k == 0 {
+		return twinlogv1.ErrorCode_ERROR_CODE_NONE, true
+	}
+	c, ok := fromKafka[k]
+	if !ok || k == -1 {
+		return twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_SERVER_ERROR, false
+	}
+	return c, true
 }

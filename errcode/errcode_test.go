@@ -97,6 +97,9 @@ func TestClassification(t *testing.T) {
 			twinlogv1.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR,
 			twinlogv1.ErrorCode_ERROR_CODE_INVALID_FETCH_SESSION_EPOCH,
 			twinlogv1.ErrorCode_ERROR_CODE_DUPLICATE_BROKER_REGISTRATION,
+			// Kafka's retriable group coordinator codes.
+			twinlogv1.ErrorCode_ERROR_CODE_COORDINATOR_NOT_AVAILABLE,
+			twinlogv1.ErrorCode_ERROR_CODE_NOT_COORDINATOR,
 		}},
 		{"RefreshMetadata", func(in errcode.Info) bool { return in.RefreshMetadata }, []twinlogv1.ErrorCode{
 			twinlogv1.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER,
@@ -209,5 +212,38 @@ func TestKafkaCodes(t *testing.T) {
 	}
 	if k := errcode.Of(1000).Kafka; k != -1 {
 		t.Errorf("unknown code: Kafka %d, want -1 (UNKNOWN_SERVER_ERROR)", k)
+	}
+}
+
+// TestFromKafka: a group coordinator's Kafka code maps back to the enum
+// value with that Kafka code (the group codes among them); 0 is NONE; a
+// Kafka code the enum has no value for, and -1, are UNKNOWN_SERVER_ERROR
+// and not ok.
+func TestFromKafka(t *testing.T) {
+	for _, c := range []twinlogv1.ErrorCode{
+		twinlogv1.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS,
+		twinlogv1.ErrorCode_ERROR_CODE_COORDINATOR_NOT_AVAILABLE,
+		twinlogv1.ErrorCode_ERROR_CODE_NOT_COORDINATOR,
+		twinlogv1.ErrorCode_ERROR_CODE_ILLEGAL_GENERATION,
+		twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MEMBER_ID,
+		twinlogv1.ErrorCode_ERROR_CODE_REBALANCE_IN_PROGRESS,
+		twinlogv1.ErrorCode_ERROR_CODE_NON_EMPTY_GROUP,
+		twinlogv1.ErrorCode_ERROR_CODE_GROUP_ID_NOT_FOUND,
+		twinlogv1.ErrorCode_ERROR_CODE_INVALID_GROUP_ID,
+		twinlogv1.ErrorCode_ERROR_CODE_OFFSET_METADATA_TOO_LARGE,
+		twinlogv1.ErrorCode_ERROR_CODE_GROUP_SUBSCRIBED_TO_TOPIC,
+		twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
+	} {
+		if got, ok := errcode.FromKafka(errcode.Of(c).Kafka); got != c || !ok {
+			t.Errorf("FromKafka(%d) = %v, %v; want %v", errcode.Of(c).Kafka, got, ok, c)
+		}
+	}
+	if got, ok := errcode.FromKafka(0); got != twinlogv1.ErrorCode_ERROR_CODE_NONE || !ok {
+		t.Errorf("FromKafka(0) = %v, %v", got, ok)
+	}
+	for _, k := range []int16{-1, 79, 9999} {
+		if got, ok := errcode.FromKafka(k); got != twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_SERVER_ERROR || ok {
+			t.Errorf("FromKafka(%d) = %v, %v; want UNKNOWN_SERVER_ERROR, false", k, got, ok)
+		}
 	}
 }

@@ -572,6 +572,11 @@ func (c *Cluster) FetchClient(id twinlog.BrokerID) pb.FetchServiceClient {
 	return pb.NewFetchServiceClient(c.conn(c.Addr(id)))
 }
 
+// GroupClient is a GroupService client to broker id.
+func (c *Cluster) GroupClient(id twinlog.BrokerID) pb.GroupServiceClient {
+	return pb.NewGroupServiceClient(c.conn(c.Addr(id)))
+}
+
 // ProduceClient is a ProduceService client to broker id.
 func (c *Cluster) ProduceClient(id twinlog.BrokerID) pb.ProduceServiceClient {
 	return pb.NewProduceServiceClient(c.conn(c.Addr(id)))

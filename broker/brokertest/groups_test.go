@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/twinlog/twinlog"
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker"
 	"github.com/twinlog/twinlog/group"
 	"github.com/twinlog/twinlog/metadata"
@@ -227,5 +230,134 @@ func groupCommitsAndResumes(t *testing.T, killCoordinator bool) {
 	leader, _ := c.Leader(metadata.ConsumerOffsetsTopic, group.PartitionFor("grp", 5))
 	if got := coordinator(); got != int32(leader) {
 		t.Fatalf("FindCoordinator(grp) = %d; the leader of its partition is %d", got, leader)
+	}
+}
+
+// TestGroupServiceAdmin: the gRPC GroupService reaches the coordinators
+// the Kafka listener uses. FindCoordinator names the broker kadm finds;
+// FetchOffsets answers what a franz-go member committed; an
+// administrator's CommitOffsets is refused (UNKNOWN_MEMBER_ID) while the
+// member is in the group and changes nothing; DescribeGroups shows the
+// member with its decoded assignment; once the member left, the commit
+// lands (kadm reads it) and DeleteGroups removes the group (no broker
+// lists it). Another broker answers NOT_COORDINATOR.
+func TestGroupServiceAdmin(t *testing.T) {
+	c := NewCluster(t, groupOptions())
+	c.CreateTopic("g", 3, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	kafkaProduceN(ctx, t, c, "g", 90)
+
+	member := kafkaClient(t, c, kgo.ConsumerGroup("adm"), kgo.ConsumeTopics("g"), kgo.DisableAutoCommit())
+	read := 0
+	for read < 90 {
+		fs := member.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of 90: %v", read, ctx.Err())
+		}
+		read += fs.NumRecords()
+	}
+	if err := member.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(kafkaClient(t, c))
+	kafkaOffsets := func() map[int32]int64 {
+		offs, err := adm.FetchOffsets(ctx, "adm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[int32]int64{}
+		offs.Each(func(o kadm.OffsetResponse) { m[o.Partition] = o.At })
+		return m
+	}
+
+	fc, err := c.GroupClient(1).FindCoordinator(ctx, &pb.FindCoordinatorRequest{GroupId: "adm"})
+	if err != nil || fc.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+		t.Fatalf("FindCoordinator: %v %v", fc, err)
+	}
+	coord := twinlog.BrokerID(fc.GetNodeId())
+	if want := adm.FindGroupCoordinators(ctx, "adm")["adm"].NodeID; int32(coord) != want {
+		t.Fatalf("gRPC FindCoordinator %d, kadm %d", coord, want)
+	}
+	if got := net.JoinHostPort(fc.GetHost(), strconv.Itoa(int(fc.GetPort()))); got != c.Addr(coord) {
+		t.Fatalf("coordinator address %s, broker %d is at %s", got, coord, c.Addr(coord))
+	}
+	gs := c.GroupClient(coord)
+	fetch := func() map[int32]int64 {
+		r, err := gs.FetchOffsets(ctx, &pb.FetchOffsetsRequest{GroupId: "adm"})
+		if err != nil || r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+			t.Fatalf("FetchOffsets: %v %v", r, err)
+		}
+		m := map[int32]int64{}
+		for _, o := range r.GetOffsets() {
+			m[o.GetPartition()] = o.GetOffset()
+		}
+		return m
+	}
+	before := fetch()
+	if !maps.Equal(before, kafkaOffsets()) || len(before) != 3 {
+		t.Fatalf("gRPC offsets %v, Kafka offsets %v", before, kafkaOffsets())
+	}
+
+	commit := func() *pb.CommitOffsetsResponse {
+		r, err := gs.CommitOffsets(ctx, &pb.CommitOffsetsRequest{GroupId: "adm", Offsets: []*pb.CommittedOffset{
+			{Topic: "g", Partition: 0, Offset: 1, LeaderEpoch: -1}, {Topic: "g", Partition: 1, Offset: 2, LeaderEpoch: -1},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, res := range commit().GetResults() {
+		if res.GetError() != pb.ErrorCode_ERROR_CODE_UNKNOWN_MEMBER_ID {
+			t.Fatalf("commit while the member is in the group: %v, want UNKNOWN_MEMBER_ID", res)
+		}
+	}
+	if got := fetch(); !maps.Equal(got, before) {
+		t.Fatalf("a refused commit changed the offsets: %v, were %v", got, before)
+	}
+	desc, err := gs.DescribeGroups(ctx, &pb.DescribeGroupsRequest{GroupIds: []string{"adm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := desc.GetGroups()[0]
+	if g.GetState() != "Stable" || g.GetProtocolType() != "consumer" || len(g.GetMembers()) != 1 {
+		t.Fatalf("described %v", g)
+	}
+	if a := g.GetMembers()[0].GetAssignment(); len(a) != 1 || a[0].GetTopic() != "g" || len(a[0].GetPartitions()) != 3 {
+		t.Fatalf("member assignment %v, want g's 3 partitions", a)
+	}
+
+	member.Close() // LeaveGroup: the group is Empty
+	for _, res := range commit().GetResults() {
+		if res.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+			t.Fatalf("commit to the empty group: %v", res)
+		}
+	}
+	want := maps.Clone(before)
+	want[0], want[1] = 1, 2
+	if got := kafkaOffsets(); !maps.Equal(got, want) {
+		t.Fatalf("after the commit Kafka reads %v, want %v", got, want)
+	}
+
+	other := coord%3 + 1
+	dr, err := c.GroupClient(other).DeleteGroups(ctx, &pb.DeleteGroupsRequest{GroupIds: []string{"adm"}})
+	if err != nil || dr.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NOT_COORDINATOR {
+		t.Fatalf("DeleteGroups on broker %d (not the coordinator): %v %v", other, dr, err)
+	}
+	dr, err = gs.DeleteGroups(ctx, &pb.DeleteGroupsRequest{GroupIds: []string{"adm"}})
+	if err != nil || dr.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+		t.Fatalf("DeleteGroups: %v %v", dr, err)
+	}
+	for _, id := range c.IDs() {
+		lr, err := c.GroupClient(id).ListGroups(ctx, &pb.ListGroupsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lg := range lr.GetGroups() {
+			if lg.GetGroupId() == "adm" {
+				t.Fatalf("broker %d still lists the deleted group: %v", id, lg)
+			}
+		}
 	}
 }

@@ -97,6 +97,29 @@ const (
 	// producer id: a newer producer with the id fenced it (Kafka's
 	// INVALID_PRODUCER_EPOCH).
 	ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH ErrorCode = 48
+	// Consumer groups (issue 16), Kafka's codes of the same names: no
+	// coordinator is available for the group yet (its __consumer_offsets
+	// partition has no leader, or the topic cannot be created yet).
+	ErrorCode_ERROR_CODE_COORDINATOR_NOT_AVAILABLE ErrorCode = 49
+	// This broker does not coordinate the group: ask FindCoordinator again.
+	ErrorCode_ERROR_CODE_NOT_COORDINATOR ErrorCode = 50
+	// A member's generation is not the group's.
+	ErrorCode_ERROR_CODE_ILLEGAL_GENERATION ErrorCode = 51
+	// The member is not in the group; for an administrator's commit, the
+	// group has members and cannot take it.
+	ErrorCode_ERROR_CODE_UNKNOWN_MEMBER_ID ErrorCode = 52
+	// The group is rebalancing.
+	ErrorCode_ERROR_CODE_REBALANCE_IN_PROGRESS ErrorCode = 53
+	// The group has members and cannot be deleted.
+	ErrorCode_ERROR_CODE_NON_EMPTY_GROUP ErrorCode = 54
+	// The group does not exist.
+	ErrorCode_ERROR_CODE_GROUP_ID_NOT_FOUND ErrorCode = 55
+	// The group id is empty or otherwise invalid.
+	ErrorCode_ERROR_CODE_INVALID_GROUP_ID ErrorCode = 56
+	// A committed offset's metadata is longer than offset.metadata.max.bytes.
+	ErrorCode_ERROR_CODE_OFFSET_METADATA_TOO_LARGE ErrorCode = 57
+	// OffsetDelete of a topic the group still consumes.
+	ErrorCode_ERROR_CODE_GROUP_SUBSCRIBED_TO_TOPIC ErrorCode = 58
 )
 
 // Enum value maps for ErrorCode.
@@ -151,6 +174,16 @@ var (
 		46: "ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER",
 		47: "ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER",
 		48: "ERROR_CODE_INVALID_PRODUCER_EPOCH",
+		49: "ERROR_CODE_COORDINATOR_NOT_AVAILABLE",
+		50: "ERROR_CODE_NOT_COORDINATOR",
+		51: "ERROR_CODE_ILLEGAL_GENERATION",
+		52: "ERROR_CODE_UNKNOWN_MEMBER_ID",
+		53: "ERROR_CODE_REBALANCE_IN_PROGRESS",
+		54: "ERROR_CODE_NON_EMPTY_GROUP",
+		55: "ERROR_CODE_GROUP_ID_NOT_FOUND",
+		56: "ERROR_CODE_INVALID_GROUP_ID",
+		57: "ERROR_CODE_OFFSET_METADATA_TOO_LARGE",
+		58: "ERROR_CODE_GROUP_SUBSCRIBED_TO_TOPIC",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_NONE":                             0,
@@ -202,6 +235,16 @@ var (
 		"ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER":     46,
 		"ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER":        47,
 		"ERROR_CODE_INVALID_PRODUCER_EPOCH":           48,
+		"ERROR_CODE_COORDINATOR_NOT_AVAILABLE":        49,
+		"ERROR_CODE_NOT_COORDINATOR":                  50,
+		"ERROR_CODE_ILLEGAL_GENERATION":               51,
+		"ERROR_CODE_UNKNOWN_MEMBER_ID":                52,
+		"ERROR_CODE_REBALANCE_IN_PROGRESS":            53,
+		"ERROR_CODE_NON_EMPTY_GROUP":                  54,
+		"ERROR_CODE_GROUP_ID_NOT_FOUND":               55,
+		"ERROR_CODE_INVALID_GROUP_ID":                 56,
+		"ERROR_CODE_OFFSET_METADATA_TOO_LARGE":        57,
+		"ERROR_CODE_GROUP_SUBSCRIBED_TO_TOPIC":        58,
 	}
 )
 
@@ -528,7 +571,7 @@ const file_twinlog_v1_common_proto_rawDesc = "" +
 	"\x06Cursor\x12\x1d\n" +
 	"\n" +
 	"topic_name\x18\x01 \x01(\tR\ttopicName\x12'\n" +
-	"\x0fpartition_index\x18\x02 \x01(\x05R\x0epartitionIndex*\xb8\x0e\n" +
+	"\x0fpartition_index\x18\x02 \x01(\x05R\x0epartitionIndex*\xa5\x11\n" +
 	"\tErrorCode\x12\x13\n" +
 	"\x0fERROR_CODE_NONE\x10\x00\x12#\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\x01\x12%\n" +
@@ -579,7 +622,17 @@ const file_twinlog_v1_common_proto_rawDesc = "" +
 	"\x1cERROR_CODE_INVALID_TIMESTAMP\x10-\x12+\n" +
 	"'ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER\x10.\x12(\n" +
 	"$ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER\x10/\x12%\n" +
-	"!ERROR_CODE_INVALID_PRODUCER_EPOCH\x100*\x87\x01\n" +
+	"!ERROR_CODE_INVALID_PRODUCER_EPOCH\x100\x12(\n" +
+	"$ERROR_CODE_COORDINATOR_NOT_AVAILABLE\x101\x12\x1e\n" +
+	"\x1aERROR_CODE_NOT_COORDINATOR\x102\x12!\n" +
+	"\x1dERROR_CODE_ILLEGAL_GENERATION\x103\x12 \n" +
+	"\x1cERROR_CODE_UNKNOWN_MEMBER_ID\x104\x12$\n" +
+	" ERROR_CODE_REBALANCE_IN_PROGRESS\x105\x12\x1e\n" +
+	"\x1aERROR_CODE_NON_EMPTY_GROUP\x106\x12!\n" +
+	"\x1dERROR_CODE_GROUP_ID_NOT_FOUND\x107\x12\x1f\n" +
+	"\x1bERROR_CODE_INVALID_GROUP_ID\x108\x12(\n" +
+	"$ERROR_CODE_OFFSET_METADATA_TOO_LARGE\x109\x12(\n" +
+	"$ERROR_CODE_GROUP_SUBSCRIBED_TO_TOPIC\x10:*\x87\x01\n" +
 	"\x13LeaderRecoveryState\x12%\n" +
 	"!LEADER_RECOVERY_STATE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fLEADER_RECOVERY_STATE_RECOVERED\x10\x01\x12$\n" +
