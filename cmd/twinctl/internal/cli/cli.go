@@ -92,9 +92,10 @@ func Execute(ctx context.Context, args []string, opts Options) int {
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "twinctl",
-		Short: "Administer twinlog clusters: topics, configs, leaders, mirrors, produce and consume",
+		Short: "Administer twinlog clusters: topics, configs, leaders, mirrors, consumer groups, produce and consume",
 		Long: `twinctl talks gRPC to a twinlog controller (admin and mirror commands) or
-broker (produce, consume, partitions describe).
+broker (produce, consume, partitions describe). The groups commands start at
+either and then talk to the brokers it lists.
 
 The server address comes from --bootstrap, the TWINLOG_BOOTSTRAP environment
 variable, "bootstrap:" in ~/.twinctl.yaml (or --config FILE), else ` + DefaultBootstrap + `.
@@ -123,6 +124,7 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 		a.electLeadersCommand(),
 		a.reassignCommand(),
 		a.mirrorsCommand(),
+		a.groupsCommand(),
 		a.produceCommand(),
 		a.consumeCommand(),
 		a.dumpLogCommand(),

@@ -7,11 +7,19 @@
 //     rejection), 2 usage (bad flags, arguments or selectors). See ExitCode.
 //   - Every outbound RPC runs under context.WithTimeout(--timeout); consume
 //     --follow long-polls with a per-request deadline of max-wait + --timeout.
+//     The groups commands also bound each group's requests, retries
+//     included, by one --timeout: a coordinator that moved or is loading
+//     (the error table's retriable codes) is found again, at most
+//     groupAttempts times.
 //   - The bootstrap address comes from --bootstrap, then TWINLOG_BOOTSTRAP,
 //     then `bootstrap:` in ~/.twinctl.yaml (or --config), then 127.0.0.1:9090.
 //   - Tables go to stdout; --json prints one JSON document (or one JSON object
-//     per record for consume) with snake_case keys. Errors go to stderr and
-//     say what to do next.
+//     per line: consume's records, the groups commands' rows) with snake_case
+//     keys. Errors go to stderr and say what to do next.
+//   - Consumer groups (groups.go) live on the brokers: the groups commands
+//     find them with ListBrokers on the bootstrap server (controller or
+//     broker), then use GroupService at each group's coordinator
+//     (FindCoordinator) and ListOffsets at the partitions' leaders.
 //   - DescribeTopicPartitions paging (SPEC §5): the pager splits long topic
 //     lists into chunks, follows nextCursor while the error is
 //     REQUEST_LIMIT_REACHED, checks that the cursor advances and merges the

@@ -3,8 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"maps"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -354,12 +357,15 @@ func (f *fakeAdmin) AlterPartitionReassignments(_ context.Context, req *twinlogv
 }
 
 // harness runs a fakeAdmin on bufconn and records every address dialed.
+// Addresses in routes (fake brokers, startGroups) reach their own server;
+// every other address reaches the fakeAdmin.
 type harness struct {
 	fake   *fakeAdmin
 	lis    *bufconn.Listener
 	srv    *grpc.Server
 	mu     sync.Mutex
 	dialed []string
+	routes map[string]*bufconn.Listener
 }
 
 func startFake(t *testing.T, fake *fakeAdmin) *harness {
@@ -382,8 +388,12 @@ func (h *harness) options() Options {
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			h.mu.Lock()
 			h.dialed = append(h.dialed, addr)
+			lis := h.routes[addr]
 			h.mu.Unlock()
-			return h.lis.DialContext(ctx)
+			if lis == nil {
+				lis = h.lis
+			}
+			return lis.DialContext(ctx)
 		})},
 		StderrIsTerminal: func() bool { return false },
 	}
@@ -401,4 +411,345 @@ func (h *harness) run(t *testing.T, args ...string) (stdout, stderr string, code
 	}
 	code = Execute(t.Context(), append([]string{"--bootstrap", "fake:1"}, args...), opts)
 	return out.String(), errb.String(), code
+}
+
+// fakeGroups is a cluster's consumer groups and the data plane around
+// them, as the brokers' GroupService and FetchService answer: every broker
+// serves both (fakeGroupBroker); a group's requests are answered by its
+// coordinator and NOT_COORDINATOR elsewhere, and ListOffsets by a
+// partition's leader and NOT_LEADER_OR_FOLLOWER elsewhere, as
+// broker/groups_grpc.go and broker/fetch.go do.
+type fakeGroups struct {
+	mu      sync.Mutex
+	brokers map[int32]string // id → gRPC address
+	groups  map[string]*fakeGroup
+	logs    map[topicPart]*fakeLog
+	// calls records every RPC as "b<id> <RPC> <group or partitions>".
+	calls []string
+}
+
+type fakeGroup struct {
+	coordinator  int32
+	state        string
+	protocolType string
+	protocol     string
+	members      []*twinlogv1.GroupMemberDescription
+	offsets      map[topicPart]int64
+	// staleFinds FindCoordinator answers still name movedFrom (the
+	// coordinator moved; movedFrom answers NOT_COORDINATOR).
+	staleFinds int
+	movedFrom  int32
+	// loading requests at the coordinator answer
+	// COORDINATOR_LOAD_IN_PROGRESS first.
+	loading int
+}
+
+// fakeLog is a partition: its leader, log start and high watermark. The
+// record at offset o has timestamp fakeTimeBase + o seconds.
+type fakeLog struct {
+	leader    int32
+	start, hw int64
+	// staleMeta Metadata answers still name the previous leader
+	// (leader%3+1), which answers NOT_LEADER_OR_FOLLOWER.
+	staleMeta int
+}
+
+const fakeTimeBase = 1_750_000_000_000 // ms
+
+func (f *fakeGroups) record(id int32, rpc, what string) {
+	f.calls = append(f.calls, fmt.Sprintf("b%d %s %s", id, rpc, what))
+}
+
+func (f *fakeGroups) callsOf() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// goldenGroups: three brokers (b1..b3:9092), orders (3 partitions) and
+// payments (1), and four groups: orders-app (Stable, two members,
+// coordinator 2), audit (Empty consumer group, coordinator 1), batch (only
+// commits offsets, coordinator 3) and idle (Empty, no offsets,
+// coordinator 3).
+func goldenGroups() *fakeGroups {
+	tp := func(t string, p int32) topicPart { return topicPart{t, p} }
+	return &fakeGroups{
+		brokers: map[int32]string{1: "b1:9092", 2: "b2:9092", 3: "b3:9092"},
+		logs: map[topicPart]*fakeLog{
+			tp("orders", 0):   {leader: 1, start: 0, hw: 120},
+			tp("orders", 1):   {leader: 2, start: 10, hw: 80},
+			tp("orders", 2):   {leader: 3, start: 0, hw: 0},
+			tp("payments", 0): {leader: 2, start: 5, hw: 42},
+		},
+		groups: map[string]*fakeGroup{
+			"orders-app": {coordinator: 2, state: "Stable", protocolType: "consumer", protocol: "range",
+				members: []*twinlogv1.GroupMemberDescription{
+					{MemberId: "c1-7f3a", ClientId: "c1", ClientHost: "/10.0.0.7", Assignment: []*twinlogv1.TopicPartitions{{Topic: "orders", Partitions: []int32{0, 1}}}},
+					{MemberId: "c2-9b1e", ClientId: "c2", ClientHost: "/10.0.0.8", Assignment: []*twinlogv1.TopicPartitions{
+						{Topic: "orders", Partitions: []int32{2}}, {Topic: "payments", Partitions: []int32{0}}}},
+				},
+				offsets: map[topicPart]int64{tp("orders", 0): 100, tp("orders", 1): 80, tp("payments", 0): 40}},
+			"audit": {coordinator: 1, state: "Empty", protocolType: "consumer",
+				offsets: map[topicPart]int64{tp("orders", 0): 5, tp("orders", 1): 12}},
+			"batch": {coordinator: 3, state: "Empty", offsets: map[topicPart]int64{tp("payments", 0): 7}},
+			"idle":  {coordinator: 3, state: "Empty", protocolType: "consumer", offsets: map[topicPart]int64{}},
+		},
+	}
+}
+
+// startGroups runs f's brokers, each on its own listener, behind a
+// fakeAdmin (the --bootstrap controller) whose ListBrokers names them and
+// a fenced broker 4 that nothing serves.
+func startGroups(t *testing.T, f *fakeGroups) *harness {
+	t.Helper()
+	admin := newFakeAdmin(nil)
+	admin.brokers = []*twinlogv1.BrokerRecord{{BrokerId: 4, Host: "b4", Port: 9092, Fenced: true}}
+	h := startFake(t, admin)
+	h.routes = map[string]*bufconn.Listener{}
+	for _, id := range slices.Sorted(maps.Keys(f.brokers)) {
+		host, port, _ := net.SplitHostPort(f.brokers[id])
+		p, _ := strconv.Atoi(port)
+		admin.brokers = append(admin.brokers, &twinlogv1.BrokerRecord{BrokerId: id, Host: host, Port: int32(p)})
+		srv := grpc.NewServer()
+		b := &fakeGroupBroker{f: f, id: id}
+		twinlogv1.RegisterGroupServiceServer(srv, b)
+		twinlogv1.RegisterFetchServiceServer(srv, b)
+		lis := bufconn.Listen(1 << 20)
+		h.routes[f.brokers[id]] = lis
+		go func() { _ = srv.Serve(lis) }()
+		t.Cleanup(srv.Stop)
+	}
+	return h
+}
+
+// fakeGroupBroker is broker id of a fakeGroups.
+type fakeGroupBroker struct {
+	twinlogv1.UnimplementedGroupServiceServer
+	twinlogv1.UnimplementedFetchServiceServer
+	f  *fakeGroups
+	id int32
+}
+
+// at answers whether this broker coordinates g now (NONE), or the code it
+// answers instead. f.mu is held.
+func (b *fakeGroupBroker) at(g *fakeGroup) twinlogv1.ErrorCode {
+	switch {
+	case g.coordinator != b.id:
+		return twinlogv1.ErrorCode_ERROR_CODE_NOT_COORDINATOR
+	case g.loading > 0:
+		g.loading--
+		return twinlogv1.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS
+	}
+	return twinlogv1.ErrorCode_ERROR_CODE_NONE
+}
+
+// lookup is the group named id; one that does not exist is coordinated by
+// broker 1 (a new group's coordinator).
+func (f *fakeGroups) lookup(id string) (*fakeGroup, bool) {
+	if g, ok := f.groups[id]; ok {
+		return g, true
+	}
+	return &fakeGroup{coordinator: 1, state: "Dead"}, false
+}
+
+func (b *fakeGroupBroker) FindCoordinator(_ context.Context, req *twinlogv1.FindCoordinatorRequest) (*twinlogv1.FindCoordinatorResponse, error) {
+	f := b.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record(b.id, "FindCoordinator", req.GetGroupId())
+	g, _ := f.lookup(req.GetGroupId())
+	id := g.coordinator
+	if g.staleFinds > 0 {
+		g.staleFinds--
+		id = g.movedFrom
+	}
+	host, port, _ := net.SplitHostPort(f.brokers[id])
+	p, _ := strconv.Atoi(port)
+	return &twinlogv1.FindCoordinatorResponse{NodeId: id, Host: host, Port: int32(p)}, nil
+}
+
+func (b *fakeGroupBroker) ListGroups(context.Context, *twinlogv1.ListGroupsRequest) (*twinlogv1.ListGroupsResponse, error) {
+	f := b.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record(b.id, "ListGroups", "")
+	resp := &twinlogv1.ListGroupsResponse{}
+	for _, id := range slices.Sorted(maps.Keys(f.groups)) {
+		g := f.groups[id]
+		if g.coordinator != b.id {
+			continue
+		}
+		if g.loading > 0 {
+			g.loading--
+			return &twinlogv1.ListGroupsResponse{Error: twinlogv1.ErrorCode_ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS}, nil
+		}
+		resp.Groups = append(resp.Groups, &twinlogv1.ListedGroup{GroupId: id, ProtocolType: g.protocolType, State: g.state})
+	}
+	return resp, nil
+}
+
+func (b *fakeGroupBroker) DescribeGroups(_ context.Context, req *twinlogv1.DescribeGroupsRequest) (*twinlogv1.DescribeGroupsResponse, error) {
+	f := b.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	resp := &twinlogv1.DescribeGroupsResponse{}
+	for _, id := range req.GetGroupIds() {
+		f.record(b.id, "DescribeGroups", id)
+		g, _ := f.lookup(id)
+		d := &twinlogv1.GroupDescription{GroupId: id, Error: b.at(g)}
+		if d.Error == twinlogv1.ErrorCode_ERROR_CODE_NONE {
+			d.State, d.ProtocolType, d.Protocol = g.state, g.protocolType, g.protocol
+			for _, m := range g.members {
+				d.Members = append(d.Members, proto.CloneOf(m))
+			}
+		}
+		resp.Groups = append(resp.Groups, d)
+	}
+	return resp, nil
+}
+
+func (b *fakeGroupBroker) FetchOffsets(_ context.Context, req *twinlogv1.FetchOffsetsRequest) (*twinlogv1.FetchOffsetsResponse, error) {
+	f := b.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record(b.id, "FetchOffsets", req.GetGroupId())
+	g, _ := f.lookup(req.GetGroupId())
+	resp := &twinlogv1.FetchOffsetsResponse{Error: b.at(g)}
+	if resp.Error != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+		return resp, nil
+	}
+	for _, tp := range slices.SortedFunc(maps.Keys(g.offsets), compareTopicPart) {
+		resp.Offsets = append(resp.Offsets, &twinlogv1.CommittedOffset{Topic: tp.topic, Partition: tp.partition, Offset: g.offsets[tp], LeaderEpoch: -1})
+	}
+	return resp, nil
+}
+
+// CommitOffsets commits while the group has no members (UNKNOWN_MEMBER_ID
+// otherwise) and creates a new group, as an administrator's commit does.
+func (b *fakeGroupBroker) CommitOffsets(_ context.Context, req *twinlogv1.CommitOffsetsRequest) (*twinlogv1.CommitOffsetsResponse, error) {
+	f := b.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var what []string
+	for _, o := range req.GetOffsets() {
+		what = append(what, fmt.Sprintf("%s-%d=%d", o.GetTopic(), o.GetPartition(), o.GetOffset()))
+	}
+	f.record(b.id, "CommitOffsets", req.GetGroupId()+" "+strings.Join(what, ","))
+	g, ok := f.lookup(req.GetGroupId())
+	code := b.at(g)
+	if code == twinlogv1.ErrorCode_ERROR_CODE_NONE && len(g.members) > 0 {
+		code = twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MEMBER_ID
+	}
+	if code == twinlogv1.ErrorCode_ERROR_CODE_NONE {
+		if !ok {
+			g = &fakeGroup{coordinator: g.coordinator, state: "Empty", offsets: map[topicPart]int64{}}
+			f.groups[req.GetGroupId()] = g
+		}
+		for _, o := range req.GetOffsets() {
+			g.offsets[topicPart{o.GetTopic(), o.GetPartition()}] = o.GetOffset()
+		}
+	}
+	resp := &twinlogv1.CommitOffsetsResponse{}
+	for _, o := range req.GetOffsets() {
+		resp.Results = append(resp.Results, &twinlogv1.CommittedOffset{Topic: o.GetTopic(), Partition: o.GetPartition(), Offset: o.GetOffset(), Error: code})
+	}
+	return resp, nil
+}
+
+func (b *fakeGroupBroker) DeleteGroups(_ context.Context, req *twinlogv1.DeleteGroupsRequest) (*twinlogv1.DeleteGroupsResponse, error) {
+	f := b.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	resp := &twinlogv1.DeleteGroupsResponse{}
+	for _, id := range req.GetGroupIds() {
+		f.record(b.id, "DeleteGroups", id)
+		g, ok := f.lookup(id)
+		r := &twinlogv1.GroupResult{GroupId: id, Error: b.at(g)}
+		switch {
+		case r.Error != twinlogv1.ErrorCode_ERROR_CODE_NONE:
+		case !ok:
+			r.Error = twinlogv1.ErrorCode_ERROR_CODE_GROUP_ID_NOT_FOUND
+		case len(g.members) > 0:
+			r.Error = twinlogv1.ErrorCode_ERROR_CODE_NON_EMPTY_GROUP
+		default:
+			delete(f.groups, id)
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	return resp, nil
+}
+
+func (b *fakeGroupBroker) Metadata(_ context.Context, req *twinlogv1.MetadataRequest) (*twinlogv1.MetadataResponse, error) {
+	f := b.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record(b.id, "Metadata", strings.Join(req.GetTopics(), ","))
+	resp := &twinlogv1.MetadataResponse{}
+	for _, id := range slices.Sorted(maps.Keys(f.brokers)) {
+		host, port, _ := net.SplitHostPort(f.brokers[id])
+		p, _ := strconv.Atoi(port)
+		resp.Brokers = append(resp.Brokers, &twinlogv1.MetadataBroker{Id: id, Host: host, Port: int32(p)})
+	}
+	for _, t := range req.GetTopics() {
+		mt := &twinlogv1.MetadataTopic{Name: t}
+		for _, tp := range slices.SortedFunc(maps.Keys(f.logs), compareTopicPart) {
+			if tp.topic != t {
+				continue
+			}
+			l := f.logs[tp]
+			leader := l.leader
+			if l.staleMeta > 0 {
+				l.staleMeta--
+				leader = leader%3 + 1
+			}
+			mt.Partitions = append(mt.Partitions, &twinlogv1.MetadataPartition{Index: tp.partition, LeaderId: leader, LeaderEpoch: 4})
+		}
+		if len(mt.Partitions) == 0 {
+			mt.Error = twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp, nil
+}
+
+// ListOffsets answers from the partition's leader: EARLIEST the log
+// start, HIGH_WATERMARK the high watermark, TIMESTAMP the first offset whose
+// record is at least that new (-1 if none is below the high watermark).
+func (b *fakeGroupBroker) ListOffsets(_ context.Context, req *twinlogv1.ListOffsetsRequest) (*twinlogv1.ListOffsetsResponse, error) {
+	f := b.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	resp := &twinlogv1.ListOffsetsResponse{}
+	var what []string
+	for _, t := range req.GetTopics() {
+		tr := &twinlogv1.ListOffsetsTopicResponse{Name: t.GetName()}
+		for _, p := range t.GetPartitions() {
+			tp := topicPart{t.GetName(), p.GetIndex()}
+			what = append(what, tp.String()+":"+strings.TrimPrefix(p.GetSpec().String(), "OFFSET_SPEC_"))
+			pr := &twinlogv1.ListOffsetsPartitionResponse{Index: p.GetIndex(), Offset: -1}
+			l := f.logs[tp]
+			switch {
+			case l == nil:
+				pr.Error = twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+			case l.leader != b.id:
+				pr.Error = twinlogv1.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
+			case p.GetSpec() == twinlogv1.OffsetSpec_OFFSET_SPEC_EARLIEST:
+				pr.Offset = l.start
+			case p.GetSpec() == twinlogv1.OffsetSpec_OFFSET_SPEC_HIGH_WATERMARK:
+				pr.Offset = l.hw
+			case p.GetSpec() == twinlogv1.OffsetSpec_OFFSET_SPEC_TIMESTAMP:
+				o := max(l.start, (p.GetTimestamp()-fakeTimeBase+999)/1000)
+				if o >= l.hw {
+					o = -1
+				}
+				pr.Offset = o
+			default:
+				pr.Error = twinlogv1.ErrorCode_ERROR_CODE_INVALID_REQUEST
+			}
+			tr.Partitions = append(tr.Partitions, pr)
+		}
+		resp.Topics = append(resp.Topics, tr)
+	}
+	f.record(b.id, "ListOffsets", strings.Join(what, ","))
+	return resp, nil
 }
