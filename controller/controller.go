@@ -224,9 +224,11 @@ type Controller struct {
 	failed      error         // sticky: store or apply failure
 	stats       statsTracker
 	mirrorStats map[int32][]*twinlogv1.MirrorPartitionStatus // by reporting broker
-	mirrorNames map[string]bool                              // mirrors in the image
-	offline     map[int32]offlineReport                      // by reporting broker (server.go Heartbeat)
-	roundRetry  roundBackoff                                 // recovery round retry backoff (rounds.go)
+	// offsetSync is each mirror's last offset sync (offsetsync.go).
+	offsetSync  map[string]*twinlogv1.MirrorOffsetSyncStatus
+	mirrorNames map[string]bool         // mirrors in the image
+	offline     map[int32]offlineReport // by reporting broker (server.go Heartbeat)
+	roundRetry  roundBackoff            // recovery round retry backoff (rounds.go)
 	compactedAt int64
 	closing     bool // Run is shutting down: long-polls stop waiting
 	rounds      map[uint64]context.CancelFunc
@@ -259,6 +261,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		lis:         deps.Listener,
 		notify:      make(chan struct{}),
 		mirrorStats: map[int32][]*twinlogv1.MirrorPartitionStatus{},
+		offsetSync:  map[string]*twinlogv1.MirrorOffsetSyncStatus{},
 		mirrorNames: map[string]bool{},
 		rounds:      map[uint64]context.CancelFunc{},
 		roundRetry:  roundBackoff{initial: cfg.RecoveryRetryBackoff, max: cfg.RecoveryRetryMaxBackoff},
@@ -457,6 +460,13 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- c.grpc.Serve(lis) }()
+	// The offset sync loop is not one of c.wg's round goroutines (tests
+	// wait for those to finish): Run waits for it on its own.
+	syncDone := make(chan struct{})
+	go func() {
+		defer close(syncDone)
+		c.offsetSyncLoop(runCtx)
+	}()
 	c.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	c.log.Info("controller serving", "addr", lis.Addr().String())
 
@@ -497,6 +507,7 @@ loop:
 	c.mu.Unlock()
 	c.stopGRPC()
 	cancelRounds()
+	<-syncDone
 	c.wg.Wait()
 	c.Close()
 	c.log.Info("controller stopped", "offset", c.Offset())

@@ -553,6 +553,15 @@ func (s mirrorServer) StopMirrorTopics(ctx context.Context, req *twinlogv1.StopM
 			return resp, nil
 		}
 	}
+	// The last offset sync before the topics become writable (issue 16):
+	// after the catch-up wait when asked, so that a group resumes here
+	// where it committed on the source. Bounded: a source that is gone (a
+	// disaster failover) must not hold the stop up.
+	sctx, cancel := context.WithTimeout(ctx, finalOffsetSyncTimeout)
+	st := s.c.syncOffsets(sctx, req.GetMirror())
+	cancel()
+	s.c.log.Info("offset sync before stopping", "mirror", req.GetMirror(), "topics", req.GetTopics(),
+		"committed", st.GetOffsetsCommitted(), "err", st.GetError())
 	res, err := s.setDesired(req.GetMirror(), req.GetTopics(), metastate.MirrorStop, nil)
 	if err != nil {
 		return nil, err
@@ -763,6 +772,9 @@ func (s mirrorServer) DescribeMirrors(ctx context.Context, req *twinlogv1.Descri
 		}
 		desc := &twinlogv1.MirrorDescription{
 			Name: mr.GetName(), SourceBootstrap: slices.Clone(mr.GetSourceBootstrap()), SourceClusterId: mr.GetSourceClusterId(),
+		}
+		if st := c.offsetSync[name]; st != nil {
+			desc.OffsetSync = proto.Clone(st).(*twinlogv1.MirrorOffsetSyncStatus)
 		}
 		for _, mt := range mr.GetTopics() {
 			tr := c.state.Topic(mt.GetTopic())

@@ -31,6 +31,12 @@ const (
 	// defaults, read once, when the first FindCoordinator creates it.
 	KeyOffsetsTopicReplication   = "offsets.topic.replication.factor"
 	KeyOffsetsTopicNumPartitions = "offsets.topic.num.partitions"
+	// A mirror's offset sync (mirror/offsetsync): every interval, the
+	// committed offsets of the source groups whose id matches include and
+	// not exclude are copied to the destination's groups.
+	KeyMirrorOffsetSyncIntervalMs = "mirror.offset.sync.interval.ms"
+	KeyMirrorOffsetSyncInclude    = "mirror.offset.sync.groups.include"
+	KeyMirrorOffsetSyncExclude    = "mirror.offset.sync.groups.exclude"
 	// Log compaction (storage/doc.go "Compaction"): topic configs with a
 	// cluster default, and the cleaner's broker settings.
 	KeyCleanupPolicy                 = "cleanup.policy"
@@ -137,6 +143,10 @@ var configDefs = map[string]ConfigDef{
 	KeyMirrorStateNumPartitions:  {Scopes: ScopeCluster, Default: "1", Static: true},
 	KeyOffsetsTopicReplication:   {Scopes: ScopeCluster, Default: "3", Static: true},
 	KeyOffsetsTopicNumPartitions: {Scopes: ScopeCluster, Default: "50", Static: true},
+	// Cluster Linking syncs every 30 s (consumer.offset.sync.ms).
+	KeyMirrorOffsetSyncIntervalMs: {Scopes: ScopeCluster, Default: "30000"},
+	KeyMirrorOffsetSyncInclude:    {Scopes: ScopeCluster, Default: ".*"},
+	KeyMirrorOffsetSyncExclude:    {Scopes: ScopeCluster, Default: ""},
 	// No default: unset means derived from the cluster id
 	// (ProducerIDSpace), which DescribeConfigs shows.
 	KeyProducerIDSpace: {Scopes: ScopeCluster, Static: true},

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/twinlog/twinlog"
@@ -188,7 +190,7 @@ func groupCommitsAndResumes(t *testing.T, killCoordinator bool) {
 		// dial): ask with a new one.
 		adm = kadm.NewClient(kafkaClient(t, c))
 		var offs kadm.OffsetResponses
-		c.WaitFor("the group's offsets from its new coordinator", func() bool {
+		pollFor(t, "the group's offsets from its new coordinator", func() bool {
 			var err error
 			offs, err = adm.FetchOffsets(ctx, "grp")
 			if err != nil {
@@ -360,4 +362,202 @@ func TestGroupServiceAdmin(t *testing.T) {
 			}
 		}
 	}
+}
+
+// groupMirrorClusters are A and B on one network, both with groupOptions
+// and the offset sync interval, and B mirroring A's 3-partition topic g.
+func groupMirrorClusters(t *testing.T, syncInterval time.Duration) (a, b *Cluster) {
+	nw := NewNetwork()
+	opts := func(name string) Options {
+		o := groupOptions()
+		o.Cluster, o.Network = name, nw
+		o.ClusterConfigs[metadata.KeyMirrorOffsetSyncIntervalMs] = strconv.FormatInt(syncInterval.Milliseconds(), 10)
+		return o
+	}
+	a, b = NewCluster(t, opts("a")), NewCluster(t, opts("b"))
+	a.CreateTopic("g", 3, 3, map[string]string{metadata.KeyMinInsyncReplicas: "2"})
+	b.CreateMirror("m", a, "g")
+	for p := range int32(3) {
+		b.WaitMirrorState("g", p, pb.MirrorState_MIRROR_STATE_MIRRORING)
+	}
+	return a, b
+}
+
+// consumeAndCommit has one franz-go member of group consume topic from its
+// committed offsets (or the start) until it has read exactly want
+// records, committing after each poll, then leave; it records every record in seen and fails
+// on a record read twice or one below the offset the group had committed.
+func consumeAndCommit(ctx context.Context, t *testing.T, c *Cluster, grp string, want int, seen map[string]bool, below map[int32]int64) {
+	t.Helper()
+	cl := kafkaClient(t, c, kgo.ConsumerGroup(grp), kgo.ConsumeTopics("g"), kgo.DisableAutoCommit(),
+		kgo.FetchMaxBytes(2048), kgo.FetchMaxPartitionBytes(512))
+	defer cl.Close()
+	read := 0
+	for read < want && ctx.Err() == nil {
+		fs := cl.PollRecords(ctx, want-read) // exactly want: the rest stays for the next reader
+		fs.EachError(func(topic string, p int32, err error) {
+			if ctx.Err() == nil {
+				t.Fatalf("fetch %s-%d: %v", topic, p, err)
+			}
+		})
+		for _, r := range fs.Records() {
+			if seen[string(r.Value)] {
+				t.Fatalf("%s read %s (%d/%d) again", c.Name, r.Value, r.Partition, r.Offset)
+			}
+			if r.Offset < below[r.Partition] {
+				t.Fatalf("%s: group resumed at %d/%d, below its committed %d", c.Name, r.Partition, r.Offset, below[r.Partition])
+			}
+			seen[string(r.Value)] = true
+			read++
+		}
+		if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+			t.Fatalf("commit on %s: %v", c.Name, err)
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%s: read %d of %d: %v", c.Name, read, want, ctx.Err())
+	}
+}
+
+// groupOffsets are a group's committed offsets on c (kadm, a new client).
+func groupOffsets(ctx context.Context, t *testing.T, c *Cluster, grp string) map[int32]int64 {
+	t.Helper()
+	adm := kadm.NewClient(kafkaClient(t, c))
+	var offs kadm.OffsetResponses
+	// A cluster's first FindCoordinator creates __consumer_offsets: the
+	// coordinator is not available for a moment (a retriable error).
+	pollFor(t, "the group's coordinator on "+c.Name, func() bool {
+		var err error
+		offs, err = adm.FetchOffsets(ctx, grp)
+		if err != nil && !kerr.IsRetriable(err) {
+			t.Fatalf("offsets of %s on %s: %v", grp, c.Name, err)
+		}
+		return err == nil
+	})
+	m := map[int32]int64{}
+	offs.Each(func(o kadm.OffsetResponse) { m[o.Partition] = o.At })
+	return m
+}
+
+// TestKafkaGroupResumesAfterFailover: a franz-go group consumes part of a
+// mirrored topic on A and commits; the periodic sync is off (1 h), so only
+// the stop's own last sync can carry the offsets: before the planned
+// failover B has none, after `mirrors stop --wait-for-catch-up` B's group
+// has exactly A's committed offsets, and a member of the same group on B
+// reads every remaining record and none that A's members had read.
+func TestKafkaGroupResumesAfterFailover(t *testing.T) {
+	a, b := groupMirrorClusters(t, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const n = 600
+	kafkaProduceN(ctx, t, a, "g", n)
+	seen := map[string]bool{}
+	consumeAndCommit(ctx, t, a, "app", n/2, seen, nil)
+	onA := groupOffsets(ctx, t, a, "app")
+	if len(onA) == 0 {
+		t.Fatal("no committed offsets on A")
+	}
+	if got := groupOffsets(ctx, t, b, "app"); len(got) != 0 {
+		t.Fatalf("B has offsets %v before the stop, with the periodic sync off", got)
+	}
+	for _, r := range b.StopMirror("m", true, 30*time.Second, "g") {
+		if r.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+			t.Fatalf("stop: %v", r)
+		}
+	}
+	onB := groupOffsets(ctx, t, b, "app")
+	if !maps.Equal(onB, onA) {
+		t.Fatalf("after the failover B's group offsets are %v, A committed %v", onB, onA)
+	}
+	consumeAndCommit(ctx, t, b, "app", n-len(seen), seen, onB)
+	if len(seen) != n {
+		t.Fatalf("read %d distinct records of %d", len(seen), n)
+	}
+}
+
+// TestMirrorOffsetSyncPeriodic (conditions on the controller's syncs, which
+// no broker change announces, are polled): with a 100 ms sync, a group's offsets
+// committed on A reach B while the topic is mirrored, and DescribeMirrors
+// reports the sync. A group with a member on B is left alone: its own
+// commits on B stay while syncs count it active; once the member left,
+// the next sync brings A's offsets.
+func TestMirrorOffsetSyncPeriodic(t *testing.T) {
+	a, b := groupMirrorClusters(t, 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const n = 300
+	kafkaProduceN(ctx, t, a, "g", n)
+	consumeAndCommit(ctx, t, a, "app", n/3, map[string]bool{}, nil)
+	onA := groupOffsets(ctx, t, a, "app")
+	pollFor(t, "A's offsets of app synced to B", func() bool { return maps.Equal(groupOffsets(ctx, t, b, "app"), onA) })
+	desc, err := b.MirrorAdmin().DescribeMirrors(ctx, &pb.DescribeMirrorsRequest{Names: []string{"m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := desc.GetMirrors()[0].GetOffsetSync(); st.GetGroups() < 1 || st.GetSyncedAtMs() == 0 || st.GetError() != "" {
+		t.Fatalf("offset sync status %v", st)
+	}
+
+	// "shared" commits a third on A, which the sync brings to B; then a
+	// member of "shared" on B reads the rest from there, commits and stays
+	// in the group.
+	consumeAndCommit(ctx, t, a, "shared", n/3, map[string]bool{}, nil)
+	sharedOnA := groupOffsets(ctx, t, a, "shared")
+	pollFor(t, "B's copy of g caught up", func() bool {
+		for p := range int32(3) {
+			if st := b.MirrorState("g", p); st == nil || st.GetLagRecords() != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	pollFor(t, "A's offsets of shared synced to B", func() bool { return maps.Equal(groupOffsets(ctx, t, b, "shared"), sharedOnA) })
+	rest := n
+	for _, o := range sharedOnA {
+		rest -= int(o)
+	}
+	member := kafkaClient(t, b, kgo.ConsumerGroup("shared"), kgo.ConsumeTopics("g"), kgo.DisableAutoCommit())
+	for read := 0; read < rest; {
+		fs := member.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("member on B read %d of the %d after the synced offsets", read, rest)
+		}
+		read += fs.NumRecords()
+	}
+	if err := member.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ownOnB := groupOffsets(ctx, t, b, "shared")
+	if maps.Equal(ownOnB, sharedOnA) {
+		t.Fatalf("the member on B committed %v, the same as A's: the test proves nothing", ownOnB)
+	}
+	// Two syncs that saw the member (the first may have begun before it
+	// joined): B's offsets are still the member's.
+	activeSyncs := func() int32 {
+		d, err := b.MirrorAdmin().DescribeMirrors(ctx, &pb.DescribeMirrorsRequest{Names: []string{"m"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.GetMirrors()[0].GetOffsetSync().GetGroupsActiveOnDestination()
+	}
+	var seenAt []int64
+	pollFor(t, "two syncs that found shared active on B", func() bool {
+		d, _ := b.MirrorAdmin().DescribeMirrors(ctx, &pb.DescribeMirrorsRequest{Names: []string{"m"}})
+		st := d.GetMirrors()[0].GetOffsetSync()
+		if st.GetGroupsActiveOnDestination() >= 1 && !slices.Contains(seenAt, st.GetSyncedAtMs()) {
+			seenAt = append(seenAt, st.GetSyncedAtMs())
+		}
+		return len(seenAt) >= 2
+	})
+	if got := groupOffsets(ctx, t, b, "shared"); !maps.Equal(got, ownOnB) {
+		t.Fatalf("a sync overwrote the active group on B: %v, its member committed %v", got, ownOnB)
+	}
+	member.Close() // LeaveGroup: shared is empty on B
+	// A's offsets replace B's; B's offsets of partitions A has none of stay
+	// (a sync never deletes).
+	want := maps.Clone(ownOnB)
+	maps.Copy(want, sharedOnA)
+	pollFor(t, "A's offsets of shared synced once B's member left", func() bool {
+		return activeSyncs() == 0 && maps.Equal(groupOffsets(ctx, t, b, "shared"), want)
+	})
 }

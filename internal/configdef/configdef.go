@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -39,6 +40,9 @@ const (
 	// Float is a decimal number (ParseFloat's rule: Kafka's DOUBLE keys,
 	// such as min.cleanable.dirty.ratio), bounded by FloatMin and FloatMax.
 	Float
+	// Regexp is a Go regular expression (RE2 syntax), matched against a
+	// whole name: the empty value matches nothing.
+	Regexp
 )
 
 // MaxMillis is the largest count of milliseconds a time.Duration holds
@@ -104,6 +108,11 @@ var defs = map[string]Def{
 	// The controller creates __mirror_state with this many partitions at
 	// its first start; more than a thousand only costs.
 	"mirror.state.topic.num.partitions": {Kind: Int, Min: 1, Max: 1000},
+	// A mirror's offset sync (issue 16): how often, and which source groups
+	// (regular expressions over the whole group id; exclude wins).
+	"mirror.offset.sync.interval.ms":    {Kind: Millis, Min: 100, Max: MaxMillis, Why: "each sync lists every source group and asks its coordinator"},
+	"mirror.offset.sync.groups.include": {Kind: Regexp},
+	"mirror.offset.sync.groups.exclude": {Kind: Regexp},
 	// __consumer_offsets, created on first use with these; Kafka's bounds.
 	"offsets.topic.replication.factor": {Kind: Int, Min: 1, Max: 32767},
 	"offsets.topic.num.partitions":     {Kind: Int, Min: 1, Max: 1000},
@@ -180,6 +189,9 @@ func (d Def) Check(v string) error {
 			}
 		}
 		return fmt.Errorf("allowed values are %s", strings.Join(d.Values, ", "))
+	case Regexp:
+		_, err := CompileRegexp(v)
+		return err
 	case Float:
 		f, err := ParseFloat(v)
 		if err != nil {
@@ -197,6 +209,20 @@ func (d Def) Check(v string) error {
 		return err
 	}
 	return d.CheckRange(n)
+}
+
+// CompileRegexp compiles a Regexp value anchored at both ends, so that it
+// matches whole names (as Kafka's topic and group patterns do); the empty
+// value matches nothing (nil).
+func CompileRegexp(v string) (*regexp.Regexp, error) {
+	if v == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile("^(?:" + v + ")$")
+	if err != nil {
+		return nil, fmt.Errorf("not a regular expression: %v", err)
+	}
+	return re, nil
 }
 
 // Canonical returns the form of a valid value v of key to store: a boolean

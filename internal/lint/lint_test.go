@@ -20,6 +20,7 @@ var purePackages = []string{
 	"controller/metastate",
 	"group",
 	"metadata",
+	"mirror/offsetsync",
 	"mirror/plan",
 	"storage/producer",
 }

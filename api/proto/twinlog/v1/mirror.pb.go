@@ -800,8 +800,11 @@ type MirrorDescription struct {
 	SourceBootstrap []string                 `protobuf:"bytes,2,rep,name=source_bootstrap,json=sourceBootstrap,proto3" json:"source_bootstrap,omitempty"`
 	SourceClusterId string                   `protobuf:"bytes,3,opt,name=source_cluster_id,json=sourceClusterId,proto3" json:"source_cluster_id,omitempty"`
 	Partitions      []*MirrorPartitionStatus `protobuf:"bytes,4,rep,name=partitions,proto3" json:"partitions,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// offset_sync is the last sync of the source's consumer group offsets
+	// (issue 16); unset before the first.
+	OffsetSync    *MirrorOffsetSyncStatus `protobuf:"bytes,5,opt,name=offset_sync,json=offsetSync,proto3" json:"offset_sync,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MirrorDescription) Reset() {
@@ -862,6 +865,104 @@ func (x *MirrorDescription) GetPartitions() []*MirrorPartitionStatus {
 	return nil
 }
 
+func (x *MirrorDescription) GetOffsetSync() *MirrorOffsetSyncStatus {
+	if x != nil {
+		return x.OffsetSync
+	}
+	return nil
+}
+
+// MirrorOffsetSyncStatus is one offset sync of a mirror: the source groups
+// the filter took, the offsets written to the destination's groups, and
+// the groups left alone because they have members on the destination.
+type MirrorOffsetSyncStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// synced_at_ms is when the sync ended (Unix ms).
+	SyncedAtMs                int64 `protobuf:"varint,1,opt,name=synced_at_ms,json=syncedAtMs,proto3" json:"synced_at_ms,omitempty"`
+	Groups                    int32 `protobuf:"varint,2,opt,name=groups,proto3" json:"groups,omitempty"`
+	OffsetsCommitted          int32 `protobuf:"varint,3,opt,name=offsets_committed,json=offsetsCommitted,proto3" json:"offsets_committed,omitempty"`
+	GroupsActiveOnDestination int32 `protobuf:"varint,4,opt,name=groups_active_on_destination,json=groupsActiveOnDestination,proto3" json:"groups_active_on_destination,omitempty"`
+	// offsets_clamped counts offsets above the destination's high
+	// watermark, written as the high watermark.
+	OffsetsClamped int32 `protobuf:"varint,5,opt,name=offsets_clamped,json=offsetsClamped,proto3" json:"offsets_clamped,omitempty"`
+	// error is the sync's first error ("" when everything was reached).
+	Error         string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MirrorOffsetSyncStatus) Reset() {
+	*x = MirrorOffsetSyncStatus{}
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MirrorOffsetSyncStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MirrorOffsetSyncStatus) ProtoMessage() {}
+
+func (x *MirrorOffsetSyncStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MirrorOffsetSyncStatus.ProtoReflect.Descriptor instead.
+func (*MirrorOffsetSyncStatus) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *MirrorOffsetSyncStatus) GetSyncedAtMs() int64 {
+	if x != nil {
+		return x.SyncedAtMs
+	}
+	return 0
+}
+
+func (x *MirrorOffsetSyncStatus) GetGroups() int32 {
+	if x != nil {
+		return x.Groups
+	}
+	return 0
+}
+
+func (x *MirrorOffsetSyncStatus) GetOffsetsCommitted() int32 {
+	if x != nil {
+		return x.OffsetsCommitted
+	}
+	return 0
+}
+
+func (x *MirrorOffsetSyncStatus) GetGroupsActiveOnDestination() int32 {
+	if x != nil {
+		return x.GroupsActiveOnDestination
+	}
+	return 0
+}
+
+func (x *MirrorOffsetSyncStatus) GetOffsetsClamped() int32 {
+	if x != nil {
+		return x.OffsetsClamped
+	}
+	return 0
+}
+
+func (x *MirrorOffsetSyncStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // MirrorPartitionStatus is the runtime state of a mirror partition, reported
 // by its destination leader in heartbeats.
 type MirrorPartitionStatus struct {
@@ -899,7 +1000,7 @@ type MirrorPartitionStatus struct {
 
 func (x *MirrorPartitionStatus) Reset() {
 	*x = MirrorPartitionStatus{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[16]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1012,7 @@ func (x *MirrorPartitionStatus) String() string {
 func (*MirrorPartitionStatus) ProtoMessage() {}
 
 func (x *MirrorPartitionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[16]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1025,7 @@ func (x *MirrorPartitionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MirrorPartitionStatus.ProtoReflect.Descriptor instead.
 func (*MirrorPartitionStatus) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{16}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MirrorPartitionStatus) GetMirror() string {
@@ -1079,7 +1180,7 @@ type ReplicaTaint struct {
 
 func (x *ReplicaTaint) Reset() {
 	*x = ReplicaTaint{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[17]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1091,7 +1192,7 @@ func (x *ReplicaTaint) String() string {
 func (*ReplicaTaint) ProtoMessage() {}
 
 func (x *ReplicaTaint) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[17]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1104,7 +1205,7 @@ func (x *ReplicaTaint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaTaint.ProtoReflect.Descriptor instead.
 func (*ReplicaTaint) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{17}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReplicaTaint) GetReplica() int32 {
@@ -1140,7 +1241,7 @@ type GetLastMirroredEpochsRequest struct {
 
 func (x *GetLastMirroredEpochsRequest) Reset() {
 	*x = GetLastMirroredEpochsRequest{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[18]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1152,7 +1253,7 @@ func (x *GetLastMirroredEpochsRequest) String() string {
 func (*GetLastMirroredEpochsRequest) ProtoMessage() {}
 
 func (x *GetLastMirroredEpochsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[18]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1165,7 +1266,7 @@ func (x *GetLastMirroredEpochsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLastMirroredEpochsRequest.ProtoReflect.Descriptor instead.
 func (*GetLastMirroredEpochsRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{18}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetLastMirroredEpochsRequest) GetRequesterClusterId() string {
@@ -1205,7 +1306,7 @@ type GetLastMirroredEpochsResponse struct {
 
 func (x *GetLastMirroredEpochsResponse) Reset() {
 	*x = GetLastMirroredEpochsResponse{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[19]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1217,7 +1318,7 @@ func (x *GetLastMirroredEpochsResponse) String() string {
 func (*GetLastMirroredEpochsResponse) ProtoMessage() {}
 
 func (x *GetLastMirroredEpochsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[19]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1230,7 +1331,7 @@ func (x *GetLastMirroredEpochsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLastMirroredEpochsResponse.ProtoReflect.Descriptor instead.
 func (*GetLastMirroredEpochsResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{19}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetLastMirroredEpochsResponse) GetPartitions() []*LastMirroredEpoch {
@@ -1251,7 +1352,7 @@ type LastMirroredEpoch struct {
 
 func (x *LastMirroredEpoch) Reset() {
 	*x = LastMirroredEpoch{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[20]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1364,7 @@ func (x *LastMirroredEpoch) String() string {
 func (*LastMirroredEpoch) ProtoMessage() {}
 
 func (x *LastMirroredEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[20]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1377,7 @@ func (x *LastMirroredEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastMirroredEpoch.ProtoReflect.Descriptor instead.
 func (*LastMirroredEpoch) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{20}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LastMirroredEpoch) GetPartition() int32 {
@@ -1315,7 +1416,7 @@ type MirrorLmleRecord struct {
 
 func (x *MirrorLmleRecord) Reset() {
 	*x = MirrorLmleRecord{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[21]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1428,7 @@ func (x *MirrorLmleRecord) String() string {
 func (*MirrorLmleRecord) ProtoMessage() {}
 
 func (x *MirrorLmleRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[21]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1441,7 @@ func (x *MirrorLmleRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MirrorLmleRecord.ProtoReflect.Descriptor instead.
 func (*MirrorLmleRecord) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{21}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MirrorLmleRecord) GetStateEpoch() int32 {
@@ -1403,7 +1504,7 @@ type MirrorRunRecord struct {
 
 func (x *MirrorRunRecord) Reset() {
 	*x = MirrorRunRecord{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[22]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1516,7 @@ func (x *MirrorRunRecord) String() string {
 func (*MirrorRunRecord) ProtoMessage() {}
 
 func (x *MirrorRunRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[22]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1529,7 @@ func (x *MirrorRunRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MirrorRunRecord.ProtoReflect.Descriptor instead.
 func (*MirrorRunRecord) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{22}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *MirrorRunRecord) GetStateEpoch() int32 {
@@ -1544,14 +1645,24 @@ const file_twinlog_v1_mirror_proto_rawDesc = "" +
 	"\x16DescribeMirrorsRequest\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\"R\n" +
 	"\x17DescribeMirrorsResponse\x127\n" +
-	"\amirrors\x18\x01 \x03(\v2\x1d.twinlog.v1.MirrorDescriptionR\amirrors\"\xc1\x01\n" +
+	"\amirrors\x18\x01 \x03(\v2\x1d.twinlog.v1.MirrorDescriptionR\amirrors\"\x86\x02\n" +
 	"\x11MirrorDescription\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10source_bootstrap\x18\x02 \x03(\tR\x0fsourceBootstrap\x12*\n" +
 	"\x11source_cluster_id\x18\x03 \x01(\tR\x0fsourceClusterId\x12A\n" +
 	"\n" +
 	"partitions\x18\x04 \x03(\v2!.twinlog.v1.MirrorPartitionStatusR\n" +
-	"partitions\"\x96\x06\n" +
+	"partitions\x12C\n" +
+	"\voffset_sync\x18\x05 \x01(\v2\".twinlog.v1.MirrorOffsetSyncStatusR\n" +
+	"offsetSync\"\xff\x01\n" +
+	"\x16MirrorOffsetSyncStatus\x12 \n" +
+	"\fsynced_at_ms\x18\x01 \x01(\x03R\n" +
+	"syncedAtMs\x12\x16\n" +
+	"\x06groups\x18\x02 \x01(\x05R\x06groups\x12+\n" +
+	"\x11offsets_committed\x18\x03 \x01(\x05R\x10offsetsCommitted\x12?\n" +
+	"\x1cgroups_active_on_destination\x18\x04 \x01(\x05R\x19groupsActiveOnDestination\x12'\n" +
+	"\x0foffsets_clamped\x18\x05 \x01(\x05R\x0eoffsetsClamped\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\"\x96\x06\n" +
 	"\x15MirrorPartitionStatus\x12\x16\n" +
 	"\x06mirror\x18\x01 \x01(\tR\x06mirror\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1c\n" +
@@ -1643,7 +1754,7 @@ func file_twinlog_v1_mirror_proto_rawDescGZIP() []byte {
 	return file_twinlog_v1_mirror_proto_rawDescData
 }
 
-var file_twinlog_v1_mirror_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_twinlog_v1_mirror_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_twinlog_v1_mirror_proto_goTypes = []any{
 	(*CreateMirrorRequest)(nil),           // 0: twinlog.v1.CreateMirrorRequest
 	(*CreateMirrorResponse)(nil),          // 1: twinlog.v1.CreateMirrorResponse
@@ -1661,55 +1772,57 @@ var file_twinlog_v1_mirror_proto_goTypes = []any{
 	(*DescribeMirrorsRequest)(nil),        // 13: twinlog.v1.DescribeMirrorsRequest
 	(*DescribeMirrorsResponse)(nil),       // 14: twinlog.v1.DescribeMirrorsResponse
 	(*MirrorDescription)(nil),             // 15: twinlog.v1.MirrorDescription
-	(*MirrorPartitionStatus)(nil),         // 16: twinlog.v1.MirrorPartitionStatus
-	(*ReplicaTaint)(nil),                  // 17: twinlog.v1.ReplicaTaint
-	(*GetLastMirroredEpochsRequest)(nil),  // 18: twinlog.v1.GetLastMirroredEpochsRequest
-	(*GetLastMirroredEpochsResponse)(nil), // 19: twinlog.v1.GetLastMirroredEpochsResponse
-	(*LastMirroredEpoch)(nil),             // 20: twinlog.v1.LastMirroredEpoch
-	(*MirrorLmleRecord)(nil),              // 21: twinlog.v1.MirrorLmleRecord
-	(*MirrorRunRecord)(nil),               // 22: twinlog.v1.MirrorRunRecord
-	(ErrorCode)(0),                        // 23: twinlog.v1.ErrorCode
-	(MirrorState)(0),                      // 24: twinlog.v1.MirrorState
+	(*MirrorOffsetSyncStatus)(nil),        // 16: twinlog.v1.MirrorOffsetSyncStatus
+	(*MirrorPartitionStatus)(nil),         // 17: twinlog.v1.MirrorPartitionStatus
+	(*ReplicaTaint)(nil),                  // 18: twinlog.v1.ReplicaTaint
+	(*GetLastMirroredEpochsRequest)(nil),  // 19: twinlog.v1.GetLastMirroredEpochsRequest
+	(*GetLastMirroredEpochsResponse)(nil), // 20: twinlog.v1.GetLastMirroredEpochsResponse
+	(*LastMirroredEpoch)(nil),             // 21: twinlog.v1.LastMirroredEpoch
+	(*MirrorLmleRecord)(nil),              // 22: twinlog.v1.MirrorLmleRecord
+	(*MirrorRunRecord)(nil),               // 23: twinlog.v1.MirrorRunRecord
+	(ErrorCode)(0),                        // 24: twinlog.v1.ErrorCode
+	(MirrorState)(0),                      // 25: twinlog.v1.MirrorState
 }
 var file_twinlog_v1_mirror_proto_depIdxs = []int32{
-	23, // 0: twinlog.v1.CreateMirrorResponse.error:type_name -> twinlog.v1.ErrorCode
+	24, // 0: twinlog.v1.CreateMirrorResponse.error:type_name -> twinlog.v1.ErrorCode
 	2,  // 1: twinlog.v1.CreateMirrorResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
-	23, // 2: twinlog.v1.MirrorTopicResult.error:type_name -> twinlog.v1.ErrorCode
-	23, // 3: twinlog.v1.DeleteMirrorResponse.error:type_name -> twinlog.v1.ErrorCode
+	24, // 2: twinlog.v1.MirrorTopicResult.error:type_name -> twinlog.v1.ErrorCode
+	24, // 3: twinlog.v1.DeleteMirrorResponse.error:type_name -> twinlog.v1.ErrorCode
 	2,  // 4: twinlog.v1.StartMirrorTopicsResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
 	2,  // 5: twinlog.v1.StopMirrorTopicsResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
 	2,  // 6: twinlog.v1.PauseMirrorTopicsResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
 	2,  // 7: twinlog.v1.ResumeMirrorTopicsResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
 	15, // 8: twinlog.v1.DescribeMirrorsResponse.mirrors:type_name -> twinlog.v1.MirrorDescription
-	16, // 9: twinlog.v1.MirrorDescription.partitions:type_name -> twinlog.v1.MirrorPartitionStatus
-	24, // 10: twinlog.v1.MirrorPartitionStatus.state:type_name -> twinlog.v1.MirrorState
-	24, // 11: twinlog.v1.MirrorPartitionStatus.desired_state:type_name -> twinlog.v1.MirrorState
-	17, // 12: twinlog.v1.MirrorPartitionStatus.taints:type_name -> twinlog.v1.ReplicaTaint
-	20, // 13: twinlog.v1.GetLastMirroredEpochsResponse.partitions:type_name -> twinlog.v1.LastMirroredEpoch
-	23, // 14: twinlog.v1.LastMirroredEpoch.error:type_name -> twinlog.v1.ErrorCode
-	17, // 15: twinlog.v1.MirrorLmleRecord.taints:type_name -> twinlog.v1.ReplicaTaint
-	24, // 16: twinlog.v1.MirrorRunRecord.state:type_name -> twinlog.v1.MirrorState
-	0,  // 17: twinlog.v1.MirrorService.CreateMirror:input_type -> twinlog.v1.CreateMirrorRequest
-	3,  // 18: twinlog.v1.MirrorService.DeleteMirror:input_type -> twinlog.v1.DeleteMirrorRequest
-	5,  // 19: twinlog.v1.MirrorService.StartMirrorTopics:input_type -> twinlog.v1.StartMirrorTopicsRequest
-	7,  // 20: twinlog.v1.MirrorService.StopMirrorTopics:input_type -> twinlog.v1.StopMirrorTopicsRequest
-	9,  // 21: twinlog.v1.MirrorService.PauseMirrorTopics:input_type -> twinlog.v1.PauseMirrorTopicsRequest
-	11, // 22: twinlog.v1.MirrorService.ResumeMirrorTopics:input_type -> twinlog.v1.ResumeMirrorTopicsRequest
-	13, // 23: twinlog.v1.MirrorService.DescribeMirrors:input_type -> twinlog.v1.DescribeMirrorsRequest
-	18, // 24: twinlog.v1.MirrorSourceService.GetLastMirroredEpochs:input_type -> twinlog.v1.GetLastMirroredEpochsRequest
-	1,  // 25: twinlog.v1.MirrorService.CreateMirror:output_type -> twinlog.v1.CreateMirrorResponse
-	4,  // 26: twinlog.v1.MirrorService.DeleteMirror:output_type -> twinlog.v1.DeleteMirrorResponse
-	6,  // 27: twinlog.v1.MirrorService.StartMirrorTopics:output_type -> twinlog.v1.StartMirrorTopicsResponse
-	8,  // 28: twinlog.v1.MirrorService.StopMirrorTopics:output_type -> twinlog.v1.StopMirrorTopicsResponse
-	10, // 29: twinlog.v1.MirrorService.PauseMirrorTopics:output_type -> twinlog.v1.PauseMirrorTopicsResponse
-	12, // 30: twinlog.v1.MirrorService.ResumeMirrorTopics:output_type -> twinlog.v1.ResumeMirrorTopicsResponse
-	14, // 31: twinlog.v1.MirrorService.DescribeMirrors:output_type -> twinlog.v1.DescribeMirrorsResponse
-	19, // 32: twinlog.v1.MirrorSourceService.GetLastMirroredEpochs:output_type -> twinlog.v1.GetLastMirroredEpochsResponse
-	25, // [25:33] is the sub-list for method output_type
-	17, // [17:25] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	17, // 9: twinlog.v1.MirrorDescription.partitions:type_name -> twinlog.v1.MirrorPartitionStatus
+	16, // 10: twinlog.v1.MirrorDescription.offset_sync:type_name -> twinlog.v1.MirrorOffsetSyncStatus
+	25, // 11: twinlog.v1.MirrorPartitionStatus.state:type_name -> twinlog.v1.MirrorState
+	25, // 12: twinlog.v1.MirrorPartitionStatus.desired_state:type_name -> twinlog.v1.MirrorState
+	18, // 13: twinlog.v1.MirrorPartitionStatus.taints:type_name -> twinlog.v1.ReplicaTaint
+	21, // 14: twinlog.v1.GetLastMirroredEpochsResponse.partitions:type_name -> twinlog.v1.LastMirroredEpoch
+	24, // 15: twinlog.v1.LastMirroredEpoch.error:type_name -> twinlog.v1.ErrorCode
+	18, // 16: twinlog.v1.MirrorLmleRecord.taints:type_name -> twinlog.v1.ReplicaTaint
+	25, // 17: twinlog.v1.MirrorRunRecord.state:type_name -> twinlog.v1.MirrorState
+	0,  // 18: twinlog.v1.MirrorService.CreateMirror:input_type -> twinlog.v1.CreateMirrorRequest
+	3,  // 19: twinlog.v1.MirrorService.DeleteMirror:input_type -> twinlog.v1.DeleteMirrorRequest
+	5,  // 20: twinlog.v1.MirrorService.StartMirrorTopics:input_type -> twinlog.v1.StartMirrorTopicsRequest
+	7,  // 21: twinlog.v1.MirrorService.StopMirrorTopics:input_type -> twinlog.v1.StopMirrorTopicsRequest
+	9,  // 22: twinlog.v1.MirrorService.PauseMirrorTopics:input_type -> twinlog.v1.PauseMirrorTopicsRequest
+	11, // 23: twinlog.v1.MirrorService.ResumeMirrorTopics:input_type -> twinlog.v1.ResumeMirrorTopicsRequest
+	13, // 24: twinlog.v1.MirrorService.DescribeMirrors:input_type -> twinlog.v1.DescribeMirrorsRequest
+	19, // 25: twinlog.v1.MirrorSourceService.GetLastMirroredEpochs:input_type -> twinlog.v1.GetLastMirroredEpochsRequest
+	1,  // 26: twinlog.v1.MirrorService.CreateMirror:output_type -> twinlog.v1.CreateMirrorResponse
+	4,  // 27: twinlog.v1.MirrorService.DeleteMirror:output_type -> twinlog.v1.DeleteMirrorResponse
+	6,  // 28: twinlog.v1.MirrorService.StartMirrorTopics:output_type -> twinlog.v1.StartMirrorTopicsResponse
+	8,  // 29: twinlog.v1.MirrorService.StopMirrorTopics:output_type -> twinlog.v1.StopMirrorTopicsResponse
+	10, // 30: twinlog.v1.MirrorService.PauseMirrorTopics:output_type -> twinlog.v1.PauseMirrorTopicsResponse
+	12, // 31: twinlog.v1.MirrorService.ResumeMirrorTopics:output_type -> twinlog.v1.ResumeMirrorTopicsResponse
+	14, // 32: twinlog.v1.MirrorService.DescribeMirrors:output_type -> twinlog.v1.DescribeMirrorsResponse
+	20, // 33: twinlog.v1.MirrorSourceService.GetLastMirroredEpochs:output_type -> twinlog.v1.GetLastMirroredEpochsResponse
+	26, // [26:34] is the sub-list for method output_type
+	18, // [18:26] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_mirror_proto_init() }
@@ -1724,7 +1837,7 @@ func file_twinlog_v1_mirror_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_twinlog_v1_mirror_proto_rawDesc), len(file_twinlog_v1_mirror_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

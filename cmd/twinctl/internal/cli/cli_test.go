@@ -357,6 +357,8 @@ func goldenFake() *fakeAdmin {
 				Lmle: -1, LeaderId: -1, LastError: "INCONSISTENT_TOPIC_ID", RetryCount: 4,
 				SourceHighWatermark: -1, SourceLogEndOffset: -1, SourceFetchAgeSeconds: -1, ReportedAtMs: fakeReportedAtMs},
 		},
+		OffsetSync: &twinlogv1.MirrorOffsetSyncStatus{SyncedAtMs: fakeReportedAtMs, Groups: 4, OffsetsCommitted: 7, OffsetsClamped: 1,
+			GroupsActiveOnDestination: 1, Error: "group g3 at the source: NOT_COORDINATOR"},
 	}}
 	return f
 }

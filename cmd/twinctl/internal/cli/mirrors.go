@@ -411,12 +411,32 @@ type mirrorView struct {
 	SourceBootstrap []string              `json:"source_bootstrap"`
 	SourceClusterID string                `json:"source_cluster_id"`
 	Partitions      []mirrorPartitionView `json:"partitions"`
+	// OffsetSync is the last sync of the source's group offsets (nil
+	// before the first).
+	OffsetSync *offsetSyncView `json:"offset_sync"`
+}
+
+type offsetSyncView struct {
+	SyncedAt                  string `json:"synced_at"`
+	Groups                    int32  `json:"groups"`
+	OffsetsCommitted          int32  `json:"offsets_committed"`
+	OffsetsClamped            int32  `json:"offsets_clamped"`
+	GroupsActiveOnDestination int32  `json:"groups_active_on_destination"`
+	Error                     string `json:"error"`
+	syncedAtMs                int64
 }
 
 func mirrorViews(ms []*twinlogv1.MirrorDescription) []mirrorView {
 	out := make([]mirrorView, 0, len(ms))
 	for _, m := range ms {
 		mv := mirrorView{Name: m.GetName(), SourceBootstrap: strs(m.GetSourceBootstrap()), SourceClusterID: m.GetSourceClusterId(), Partitions: []mirrorPartitionView{}}
+		if st := m.GetOffsetSync(); st != nil {
+			mv.OffsetSync = &offsetSyncView{
+				SyncedAt: time.UnixMilli(st.GetSyncedAtMs()).UTC().Format(time.RFC3339Nano), Groups: st.GetGroups(),
+				OffsetsCommitted: st.GetOffsetsCommitted(), OffsetsClamped: st.GetOffsetsClamped(),
+				GroupsActiveOnDestination: st.GetGroupsActiveOnDestination(), Error: st.GetError(), syncedAtMs: st.GetSyncedAtMs(),
+			}
+		}
 		for _, p := range m.GetPartitions() {
 			pv := mirrorPartitionView{
 				Topic: p.GetTopic(), Partition: p.GetPartition(), State: stateName(p.GetState()), DesiredState: stateName(p.GetDesiredState()),
@@ -486,6 +506,15 @@ func renderMirrors(p *printer, ms []mirrorView, now time.Time) error {
 		}
 		if err := p.table([]string{"TOPIC", "PARTITION", "STATE", "DESIRED", "LEADER", "LMLE", "SRC-HW/LEO", "HW/LEO", "LAG", "LAG-S", "FETCHED", "SKIPPED", "TAINTS", "LAST-ERROR"}, rows); err != nil {
 			return err
+		}
+		if st := m.OffsetSync; st != nil {
+			age := float64(max(0, now.UnixMilli()-st.syncedAtMs)) / 1000
+			fmt.Fprintf(p.w, "offset sync %ss ago: %d groups, %d offsets committed (%d clamped to the high watermark), %d groups active here left alone",
+				strconv.FormatFloat(age, 'f', 1, 64), st.Groups, st.OffsetsCommitted, st.OffsetsClamped, st.GroupsActiveOnDestination)
+			if st.Error != "" {
+				fmt.Fprintf(p.w, "; error: %s", st.Error)
+			}
+			fmt.Fprintln(p.w)
 		}
 	}
 	return nil

@@ -1,0 +1,403 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc/status"
+
+	"github.com/twinlog/twinlog"
+	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/errcode"
+	"github.com/twinlog/twinlog/internal/configdef"
+	"github.com/twinlog/twinlog/internal/rpcopt"
+	"github.com/twinlog/twinlog/metadata"
+	"github.com/twinlog/twinlog/mirror/offsetsync"
+)
+
+// A mirror's offset sync (issue 16; the rules are mirror/offsetsync's):
+// every mirror.offset.sync.interval.ms the controller of the destination
+// cluster lists the source's consumer groups (GroupService.ListGroups on
+// every source broker), reads the committed offsets of those the filter
+// takes from their source coordinators, and writes what Plan decides to
+// the groups' coordinators here (an administrator's CommitOffsets, which
+// a group with members refuses anyway). StopMirrorTopics runs one more sync
+// before the topics become writable, after the catch-up wait when asked,
+// so that a group resumes on the destination where it committed on the
+// source. Each sync's outcome is kept for DescribeMirrors.
+
+// defaultOffsetSyncInterval is mirror.offset.sync.interval.ms's default.
+const defaultOffsetSyncInterval = 30 * time.Second
+
+// finalOffsetSyncTimeout bounds the sync a stop runs before the topics
+// become writable.
+const finalOffsetSyncTimeout = 10 * time.Second
+
+// offsetSyncLoop syncs every mirror's offsets each interval until ctx ends.
+func (c *Controller) offsetSyncLoop(ctx context.Context) {
+	for {
+		c.mu.RLock()
+		interval := time.Duration(metadata.ConfigInt(c.state.ClusterConfig(metadata.KeyMirrorOffsetSyncIntervalMs),
+			defaultOffsetSyncInterval.Milliseconds())) * time.Millisecond
+		c.mu.RUnlock()
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		c.mu.RLock()
+		mirrors := c.state.MirrorNames()
+		c.mu.RUnlock()
+		for _, m := range mirrors {
+			rctx, cancel := context.WithTimeout(ctx, max(interval, c.cfg.RecoveryRPCTimeout))
+			c.syncOffsets(rctx, m)
+			cancel()
+		}
+	}
+}
+
+// syncFacts is what a sync needs of this cluster's image.
+type syncFacts struct {
+	bootstrap []string
+	sourceID  string
+	filter    offsetsync.Filter
+	mirrored  map[string]bool
+	// brokers are the unfenced brokers' addresses (FindCoordinator).
+	brokers []string
+	// leaders are the mirrored partitions by leader address (their HWs).
+	leaders map[string][]leaderQuery
+	err     string
+}
+
+// syncImageFacts reads the image for mirror's sync.
+func (c *Controller) syncImageFacts(mirror string) syncFacts {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	m := c.state.Mirror(mirror)
+	if m == nil {
+		return syncFacts{err: "unknown mirror"}
+	}
+	f := syncFacts{bootstrap: m.GetSourceBootstrap(), sourceID: m.GetSourceClusterId(), mirrored: map[string]bool{}, leaders: map[string][]leaderQuery{}}
+	var err error
+	if f.filter.Include, err = configdef.CompileRegexp(c.state.ClusterConfig(metadata.KeyMirrorOffsetSyncInclude)); err != nil {
+		return syncFacts{err: fmt.Sprintf("%s: %v", metadata.KeyMirrorOffsetSyncInclude, err)}
+	}
+	if f.filter.Exclude, err = configdef.CompileRegexp(c.state.ClusterConfig(metadata.KeyMirrorOffsetSyncExclude)); err != nil {
+		return syncFacts{err: fmt.Sprintf("%s: %v", metadata.KeyMirrorOffsetSyncExclude, err)}
+	}
+	for _, mt := range m.GetTopics() {
+		switch mt.GetDesiredState() {
+		case twinlogv1.MirrorState_MIRROR_STATE_MIRRORING, twinlogv1.MirrorState_MIRROR_STATE_PAUSED:
+		default:
+			continue // a stopped topic's offsets are the destination's own
+		}
+		name := mt.GetTopic()
+		tr := c.state.Topic(name)
+		if tr == nil || tr.GetMirrorName() != mirror {
+			continue
+		}
+		f.mirrored[name] = true
+		for p := range tr.GetPartitionCount() {
+			pr := c.state.Partition(name, p)
+			br := c.state.Broker(pr.GetLeader())
+			if pr == nil || pr.GetLeader() < 0 || br == nil || br.GetFenced() {
+				continue // HW unknown: the partition is left this time
+			}
+			addr := net.JoinHostPort(br.GetHost(), strconv.Itoa(int(br.GetPort())))
+			f.leaders[addr] = append(f.leaders[addr], leaderQuery{name: name, index: p, epoch: pr.GetLeaderEpoch()})
+		}
+	}
+	for _, br := range c.state.Brokers() {
+		if !br.GetFenced() {
+			f.brokers = append(f.brokers, net.JoinHostPort(br.GetHost(), strconv.Itoa(int(br.GetPort()))))
+		}
+	}
+	return f
+}
+
+// syncOffsets runs one offset sync of mirror and records its outcome.
+func (c *Controller) syncOffsets(ctx context.Context, mirror string) *twinlogv1.MirrorOffsetSyncStatus {
+	conns := rpcopt.NewPool(c.dial)
+	defer conns.Close()
+	st := c.runOffsetSync(ctx, conns, mirror)
+	st.SyncedAtMs = time.Now().UnixMilli()
+	c.mu.Lock()
+	c.offsetSync[mirror] = st
+	c.mu.Unlock()
+	if st.GetError() != "" {
+		c.log.Info("mirror offset sync incomplete", "mirror", mirror, "groups", st.GetGroups(), "committed", st.GetOffsetsCommitted(), "err", st.GetError())
+	} else if st.GetOffsetsCommitted() > 0 {
+		c.log.Info("mirror offsets synced", "mirror", mirror, "groups", st.GetGroups(), "committed", st.GetOffsetsCommitted(),
+			"clamped", st.GetOffsetsClamped(), "active_on_destination", st.GetGroupsActiveOnDestination())
+	}
+	return st
+}
+
+func (c *Controller) runOffsetSync(ctx context.Context, conns *rpcopt.Pool, mirror string) *twinlogv1.MirrorOffsetSyncStatus {
+	st := &twinlogv1.MirrorOffsetSyncStatus{}
+	note := func(format string, args ...any) {
+		if st.Error == "" {
+			st.Error = fmt.Sprintf(format, args...)
+		}
+	}
+	f := c.syncImageFacts(mirror)
+	if f.err != "" {
+		note("%s", f.err)
+		return st
+	}
+	if len(f.mirrored) == 0 || f.filter.Include == nil {
+		return st // nothing is mirrored (or synced) any more
+	}
+	srcBrokers, err := c.sourceBrokers(ctx, conns, f.bootstrap, f.sourceID)
+	if err != nil {
+		note("%v", err)
+		return st
+	}
+	var groups []string
+	seen := map[string]bool{}
+	for _, addr := range srcBrokers {
+		resp, err := groupClient(conns, addr, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.ListGroupsResponse, error) {
+			return gc.ListGroups(ctx, &twinlogv1.ListGroupsRequest{})
+		})
+		if err != nil {
+			note("ListGroups at source %s: %v", addr, err)
+			continue
+		}
+		for _, g := range resp.GetGroups() {
+			if !seen[g.GetGroupId()] && f.filter.Takes(g.GetGroupId()) {
+				seen[g.GetGroupId()] = true
+				groups = append(groups, g.GetGroupId())
+			}
+		}
+	}
+	slices.Sort(groups)
+	if len(groups) == 0 {
+		return st
+	}
+	hws := map[twinlog.TopicPartition]int64{}
+	answers := map[string][]hwAnswer{}
+	for addr, qs := range f.leaders {
+		answers[addr] = askHW(ctx, conns, addr, qs)
+	}
+	for addr, qs := range f.leaders {
+		for i, q := range qs {
+			if a := answers[addr][i]; a.Err == "" {
+				hws[twinlog.TopicPartition{Topic: q.name, Partition: q.index}] = a.HW
+			}
+		}
+	}
+	for _, id := range groups {
+		if ctx.Err() != nil {
+			note("%v", ctx.Err())
+			break
+		}
+		st.Groups++
+		g := offsetsync.Group{ID: id}
+		src, err := groupCall(ctx, conns, srcBrokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.FetchOffsetsResponse, error) {
+			return gc.FetchOffsets(ctx, &twinlogv1.FetchOffsetsRequest{GroupId: id})
+		})
+		if err == nil && src.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+			err = fmt.Errorf("%v %s", src.GetError(), src.GetErrorMessage())
+		}
+		if err != nil {
+			note("group %s at the source: %v", id, err)
+			continue
+		}
+		g.Source = committedOffsets(src.GetOffsets(), f.mirrored)
+		if len(g.Source) == 0 {
+			continue // nothing of the mirror's topics
+		}
+		desc, err := groupCall(ctx, conns, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.DescribeGroupsResponse, error) {
+			return gc.DescribeGroups(ctx, &twinlogv1.DescribeGroupsRequest{GroupIds: []string{id}})
+		})
+		if err == nil {
+			// An unknown group is described Dead, without members.
+			switch ds := desc.GetGroups(); {
+			case len(ds) != 1:
+				err = fmt.Errorf("DescribeGroups answered %d groups", len(ds))
+			case ds[0].GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE:
+				err = fmt.Errorf("%v %s", ds[0].GetError(), ds[0].GetErrorMessage())
+			default:
+				g.DestMembers = len(ds[0].GetMembers())
+			}
+		}
+		var dst *twinlogv1.FetchOffsetsResponse
+		if err == nil {
+			dst, err = groupCall(ctx, conns, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.FetchOffsetsResponse, error) {
+				return gc.FetchOffsets(ctx, &twinlogv1.FetchOffsetsRequest{GroupId: id})
+			})
+		}
+		if err == nil && dst.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+			err = fmt.Errorf("%v %s", dst.GetError(), dst.GetErrorMessage())
+		}
+		if err != nil {
+			note("group %s here: %v", id, err)
+			continue
+		}
+		g.Dest = committedOffsets(dst.GetOffsets(), f.mirrored)
+		commits, skip := offsetsync.Plan(g, f.filter, f.mirrored, hws)
+		if skip == offsetsync.ActiveOnDestination {
+			st.GroupsActiveOnDestination++
+			continue
+		}
+		if len(commits) == 0 {
+			continue
+		}
+		req := &twinlogv1.CommitOffsetsRequest{GroupId: id}
+		for _, cm := range commits {
+			req.Offsets = append(req.Offsets, &twinlogv1.CommittedOffset{Topic: cm.Partition.Topic, Partition: cm.Partition.Partition,
+				Offset: cm.To.Offset, LeaderEpoch: cm.To.LeaderEpoch, Metadata: cm.To.Metadata})
+			if cm.Clamped {
+				st.OffsetsClamped++
+			}
+		}
+		resp, err := groupCall(ctx, conns, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.CommitOffsetsResponse, error) {
+			return gc.CommitOffsets(ctx, req)
+		})
+		if err != nil {
+			note("commit group %s here: %v", id, err)
+			continue
+		}
+		for _, r := range resp.GetResults() {
+			switch r.GetError() {
+			case twinlogv1.ErrorCode_ERROR_CODE_NONE:
+				st.OffsetsCommitted++
+			case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MEMBER_ID:
+				// Members joined since DescribeGroups: theirs now.
+			default:
+				note("commit group %s %s-%d here: %v", id, r.GetTopic(), r.GetPartition(), r.GetError())
+			}
+		}
+	}
+	return st
+}
+
+// committedOffsets are the offsets of the mirrored topics.
+func committedOffsets(os []*twinlogv1.CommittedOffset, mirrored map[string]bool) map[twinlog.TopicPartition]offsetsync.Offset {
+	out := map[twinlog.TopicPartition]offsetsync.Offset{}
+	for _, o := range os {
+		if mirrored[o.GetTopic()] && o.GetError() == twinlogv1.ErrorCode_ERROR_CODE_NONE && o.GetOffset() >= 0 {
+			out[twinlog.TopicPartition{Topic: o.GetTopic(), Partition: o.GetPartition()}] =
+				offsetsync.Offset{Offset: o.GetOffset(), LeaderEpoch: o.GetLeaderEpoch(), Metadata: o.GetMetadata()}
+		}
+	}
+	return out
+}
+
+// sourceBrokers are the source cluster's broker addresses, from the first
+// bootstrap address whose Metadata answers as the mirror's source.
+func (c *Controller) sourceBrokers(ctx context.Context, conns *rpcopt.Pool, bootstrap []string, sourceID string) ([]string, error) {
+	err := fmt.Errorf("no bootstrap address")
+	for _, addr := range bootstrap {
+		conn, cerr := conns.Get(addr)
+		if cerr != nil {
+			err = fmt.Errorf("source %s: %v", addr, cerr)
+			continue
+		}
+		md, merr := twinlogv1.NewFetchServiceClient(conn).Metadata(ctx, &twinlogv1.MetadataRequest{NoTopics: true})
+		switch {
+		case merr != nil:
+			err = fmt.Errorf("source %s: Metadata: %s", addr, status.Convert(merr).Message())
+			continue
+		case sourceID != "" && md.GetClusterId() != sourceID:
+			err = fmt.Errorf("%s is in cluster %q, not the mirror's source %q", addr, md.GetClusterId(), sourceID)
+			continue
+		}
+		var out []string
+		for _, b := range md.GetBrokers() {
+			out = append(out, net.JoinHostPort(b.GetHost(), strconv.Itoa(int(b.GetPort()))))
+		}
+		slices.Sort(out)
+		return out, nil
+	}
+	return nil, err
+}
+
+// groupClient makes one GroupService call to addr.
+func groupClient[R any](conns *rpcopt.Pool, addr string, call func(twinlogv1.GroupServiceClient) (R, error)) (R, error) {
+	conn, err := conns.Get(addr)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	r, err := call(twinlogv1.NewGroupServiceClient(conn))
+	if err != nil {
+		var zero R
+		return zero, fmt.Errorf("%s", status.Convert(err).Message())
+	}
+	return r, nil
+}
+
+// answerCode is the group-level code of a GroupService answer.
+func answerCode(r any) twinlogv1.ErrorCode {
+	switch r := r.(type) {
+	case *twinlogv1.FetchOffsetsResponse:
+		return r.GetError()
+	case *twinlogv1.DescribeGroupsResponse:
+		if len(r.GetGroups()) == 1 {
+			return r.GetGroups()[0].GetError()
+		}
+	case *twinlogv1.CommitOffsetsResponse:
+		for _, o := range r.GetResults() {
+			if o.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+				return o.GetError() // a coordinator's refusal is the same for every partition
+			}
+		}
+	}
+	return twinlogv1.ErrorCode_ERROR_CODE_NONE
+}
+
+// groupCall makes one call to group id's coordinator, found through
+// FindCoordinator at the first of brokers that answers it. While the
+// coordinator is being created, loaded or moved (a retriable answer to
+// FindCoordinator or to the call: a cluster's first FindCoordinator
+// creates __consumer_offsets) it asks again every coordinatorRetry until
+// ctx ends; then the last answer is returned.
+func groupCall[R any](ctx context.Context, conns *rpcopt.Pool, brokers []string, id string, call func(twinlogv1.GroupServiceClient) (R, error)) (R, error) {
+	for {
+		r, retry, err := groupCallOnce(ctx, conns, brokers, id, call)
+		if !retry {
+			return r, err
+		}
+		t := time.NewTimer(coordinatorRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r, err
+		case <-t.C:
+		}
+	}
+}
+
+// groupCallOnce is one attempt of groupCall; retry says whether the
+// answer (or the refusal to find a coordinator) is worth another.
+func groupCallOnce[R any](ctx context.Context, conns *rpcopt.Pool, brokers []string, id string, call func(twinlogv1.GroupServiceClient) (R, error)) (r R, retry bool, err error) {
+	err = fmt.Errorf("no broker")
+	for _, addr := range brokers {
+		fc, ferr := groupClient(conns, addr, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.FindCoordinatorResponse, error) {
+			return gc.FindCoordinator(ctx, &twinlogv1.FindCoordinatorRequest{GroupId: id})
+		})
+		switch {
+		case ferr != nil:
+			err = fmt.Errorf("FindCoordinator at %s: %v", addr, ferr)
+			continue
+		case fc.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE:
+			err = fmt.Errorf("FindCoordinator at %s: %v %s", addr, fc.GetError(), fc.GetErrorMessage())
+			retry = retry || errcode.Of(fc.GetError()).Retriable
+			continue
+		}
+		r, err = groupClient(conns, net.JoinHostPort(fc.GetHost(), strconv.Itoa(int(fc.GetPort()))), call)
+		return r, err == nil && errcode.Of(answerCode(r)).Retriable, err
+	}
+	return r, retry, err
+}
+
+// coordinatorRetry is how often groupCall asks again for a coordinator
+// being created or loaded.
+const coordinatorRetry = 100 * time.Millisecond
