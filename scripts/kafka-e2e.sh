@@ -21,6 +21,12 @@
 #      topic and leaves, and a new member resumes at the committed offsets;
 #      kcat -G reads a topic, a second run of the group reads nothing, a
 #      third reads exactly the lines produced since.
+#   8. Consumer groups through a planned failover: on A a
+#      confluent-kafka-python group commits half of a mirrored topic and a
+#      kcat -G group reads all of it; mirrors stop --wait-for-catch-up on B;
+#      B's groups hold A's committed offsets: the Python group resumes there
+#      (nothing read twice, nothing skipped) and the kcat group reads exactly
+#      the lines produced on B since.
 #
 # kcat and python3-confluent-kafka are Debian packages; when missing, the
 # script installs them with apt-get and fails (never skips) if it cannot.
@@ -206,6 +212,29 @@ else
     pass "7: kcat -G kcat-grp: 100 lines, then none, then exactly the 20 produced since"
   else
     fail "7: kcat -G: runs read $(grep -c . <<<"$run1"), $(grep -c . <<<"$run2"), $(grep -c . <<<"$run3") lines (want 100, 0, 20)"
+  fi
+fi
+
+# ---- 8. consumer groups through a planned failover ---------------------------
+kcat_fo() { timeout 60 kcat -b "$1" -G kcat-fo e2e-fo -e -q -X auto.offset.reset=earliest 2>/dev/null; }
+if ! bin/twinctl --bootstrap $CTL_A topics create e2e-fo --partitions 3 --replication-factor 3 --config min.insync.replicas=2 >/dev/null ||
+  ! bin/twinctl --bootstrap $CTL_B mirrors start a-to-b e2e-fo >/dev/null; then
+  fail "8: could not create e2e-fo on A and mirror it to B"
+elif ! out=$("$PY" scripts/kafka_e2e.py group-commit-half $KAFKA_A e2e-fo 600 py-fo 2>&1); then
+  fail "8: $out"
+elif [ "$(kcat_fo $KAFKA_A | grep -c '^fo-')" != 600 ]; then
+  fail "8: kcat -G kcat-fo on A did not read the 600 records"
+elif ! stop=$(bin/twinctl --bootstrap $CTL_B mirrors stop a-to-b e2e-fo --wait-for-catch-up 2>&1); then
+  fail "8: planned failover of e2e-fo: $stop"
+elif ! out2=$("$PY" scripts/kafka_e2e.py group-resume-at $KAFKA_B e2e-fo 600 py-fo "$(tail -1 <<<"$out")" 2>&1); then
+  fail "8: $out2"
+else
+  seq -f 'after-%g' 1 20 | timeout 30 kcat -b $KAFKA_B -P -t e2e-fo -X acks=all
+  got=$(kcat_fo $KAFKA_B | sort -V)
+  if [ "$got" = "$(seq -f 'after-%g' 1 20)" ]; then
+    pass "8: $(head -1 <<<"$out"); $out2; kcat -G kcat-fo read its 600 on A and, after the failover, exactly the 20 produced on B"
+  else
+    fail "8: kcat -G kcat-fo on B read $(grep -c . <<<"$got") lines, want the 20 produced on B since the failover"
   fi
 fi
 

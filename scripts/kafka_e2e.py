@@ -28,9 +28,19 @@ confluent-kafka-python (librdkafka), a client nobody here wrote.
       commits its positions and leaves; the committed offsets are its
       positions; a second consumer of the group reads the rest: every
       record is read exactly once across the two.
+  kafka_e2e.py group-commit-half BOOTSTRAP TOPIC N GROUP
+      produces fo-0 .. fo-(N-1) to the existing TOPIC; a consumer of GROUP
+      reads exactly N/2, commits and leaves; prints the committed offsets as
+      JSON on its last line.
+  kafka_e2e.py group-resume-at BOOTSTRAP TOPIC N GROUP COMMITTED_JSON
+      the committed offsets of GROUP here are COMMITTED_JSON (synced from
+      the other cluster); a consumer of GROUP reads every partition to its
+      end: each starts at its committed offset and the records read are the
+      N minus the committed ones, none twice.
 
 Prints one line per check; exits 0 when all passed.
 """
+import json
 import sys
 import time
 
@@ -253,6 +263,76 @@ def group_resume(bootstrap, topic, n):
           % (group, len(first), sorted((q, o) for q, o in committed.items() if o >= 0), len(rest)))
 
 
+
+def group_commit_half(bootstrap, topic, n, group):
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(n):
+        p.produce(topic, key=b"k%d" % (i % 11), value=b"fo-%d" % i)
+    if p.flush(30) != 0:
+        fail("produce: records left unsent")
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    read = 0
+    deadline = time.time() + 60
+    while read < n // 2 and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            fail("consume: %s" % m.error())
+        read += 1
+        c.commit(message=m, asynchronous=False)  # exactly the records read
+    c.close()
+    if read < n // 2:
+        fail("read %d of %d" % (read, n // 2))
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    parts = sorted(probe.list_topics(topic, timeout=10).topics[topic].partitions)
+    committed = {tp.partition: tp.offset for tp in probe.committed([TopicPartition(topic, q) for q in parts], timeout=30)
+                 if tp.offset >= 0}
+    probe.close()
+    if sum(committed.values()) != n // 2:
+        fail("committed %s, %d records in all, read %d" % (committed, sum(committed.values()), n // 2))
+    print("ok   group %s read and committed %d of %d on %s" % (group, n // 2, n, bootstrap))
+    print(json.dumps(committed))
+
+
+def group_resume_at(bootstrap, topic, n, group, committed_json):
+    want = {int(q): o for q, o in json.loads(committed_json).items()}
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "enable.partition.eof": True}
+    probe = Consumer(conf)
+    parts = sorted(probe.list_topics(topic, timeout=10).topics[topic].partitions)
+    got = {tp.partition: tp.offset for tp in probe.committed([TopicPartition(topic, q) for q in parts], timeout=30)
+           if tp.offset >= 0}
+    probe.close()
+    if got != want:
+        fail("group %s on %s has committed %s, the other cluster %s" % (group, bootstrap, got, want))
+    c = Consumer(conf)
+    c.subscribe([topic])
+    first, seen, eof = {}, set(), set()
+    deadline = time.time() + 60
+    while len(eof) < len(parts) and time.time() < deadline:
+        for m in c.consume(100, 0.5):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    eof.add(m.partition())
+                    continue
+                fail("consume: %s" % m.error())
+            first.setdefault(m.partition(), m.offset())
+            v = m.value().decode()
+            if v in seen:
+                fail("%s read twice" % v)
+            seen.add(v)
+    c.close()
+    for q, o in first.items():
+        if o != want.get(q, 0):
+            fail("partition %d: resumed at %d, committed %d" % (q, o, want.get(q, 0)))
+    if len(seen) != n - sum(want.values()):
+        fail("read %d records after the committed offsets, want %d" % (len(seen), n - sum(want.values())))
+    print("ok   group %s resumed on %s at %s and read the other %d records" % (group, bootstrap, sorted(want.items()), len(seen)))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "produce-consume":
         produce_consume(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
@@ -262,6 +342,10 @@ if __name__ == "__main__":
         admin(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "produce-idempotent":
         produce_idempotent(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    elif sys.argv[1] == "group-commit-half":
+        group_commit_half(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
+    elif sys.argv[1] == "group-resume-at":
+        group_resume_at(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
     elif sys.argv[1] == "group-resume":
         group_resume(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif sys.argv[1] == "exactly-once":
