@@ -418,8 +418,11 @@ func (b *Broker) Run(ctx context.Context) error {
 	go func() { serveErr <- b.grpc.Serve(b.lis) }()
 	if b.klis != nil {
 		kobs, _ := b.obs.(kafka.Observer) // metrics.Broker's; nil: none
-		groups, err := coord.New(coord.Config{Group: b.cfg.Groups, ReconcileInterval: 2 * b.cfg.TickInterval,
-			Logger: b.log.With("component", "groups")}, groupsEnv{b})
+		gcfg := coord.Config{Group: b.cfg.Groups, ReconcileInterval: 2 * b.cfg.TickInterval, Logger: b.log.With("component", "groups")}
+		if gobs, ok := b.obs.(GroupObserver); ok {
+			gcfg.Observer = groupObserver{gobs}
+		}
+		groups, err := coord.New(gcfg, groupsEnv{b})
 		if err != nil {
 			b.lis.Close()
 			b.klis.Close()
@@ -667,7 +670,25 @@ func (b *Broker) tickLoop(ctx context.Context) {
 				b.obs.ObservePartition(p.stats())
 			}
 		}
+		if gobs, ok := b.obs.(GroupObserver); ok && b.groups != nil && n%10 == 0 {
+			gobs.ObserveGroups(b.groups.Stats(b.localHW, MaxGroupLagSeries))
+		}
 	}
+}
+
+// localHW is the high watermark of this broker's replica of a partition;
+// false when it hosts none.
+func (b *Broker) localHW(topic string, partition int32) (int64, bool) {
+	p := b.partition(twinlog.TopicPartition{Topic: topic, Partition: partition})
+	if p == nil {
+		return 0, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.usableLocked() != nil {
+		return 0, false
+	}
+	return int64(p.r.HighWatermark()), true
 }
 
 // checkpointLoop writes the HW, log-start and recovery-point checkpoints

@@ -1,6 +1,10 @@
 package broker
 
-import "time"
+import (
+	"time"
+
+	"github.com/twinlog/twinlog/broker/coord"
+)
 
 // PartitionStats is one hosted partition as the broker sees it.
 type PartitionStats struct {
@@ -44,6 +48,32 @@ type Observer interface {
 	// expansion proposed by this broker as leader.
 	ObserveISRChange(expand bool)
 }
+
+// GroupObserver is an optional Observer extension for the group
+// coordinators (metrics.Broker implements it).
+type GroupObserver interface {
+	// ObserveGroups reports, every second, the groups this broker
+	// coordinates by state and their consumer lag (coord.Host.Stats, at
+	// most MaxGroupLagSeries partitions).
+	ObserveGroups(GroupStats)
+	// ObserveGroupRebalance counts a completed rebalance.
+	ObserveGroupRebalance()
+	// ObserveOffsetCommits counts partitions committed.
+	ObserveOffsetCommits(partitions int)
+}
+
+// GroupStats is coord.Stats: groups by state, consumer lag.
+type GroupStats = coord.Stats
+
+// MaxGroupLagSeries bounds the consumer lag series one broker reports
+// (group × partition): beyond it the rest are counted, not reported.
+const MaxGroupLagSeries = 10000
+
+// groupObserver adapts a GroupObserver to coord.Observer.
+type groupObserver struct{ o GroupObserver }
+
+func (g groupObserver) Rebalanced()     { g.o.ObserveGroupRebalance() }
+func (g groupObserver) Committed(n int) { g.o.ObserveOffsetCommits(n) }
 
 type nopObserver struct{}
 

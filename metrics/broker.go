@@ -41,6 +41,12 @@ type Broker struct {
 	cleanerMaxDirty     prometheus.Gauge
 	cleanerMaxDelay     prometheus.Gauge
 	cleanerUncleanable  prometheus.Gauge
+
+	groups          *prometheus.GaugeVec
+	groupRebalances prometheus.Counter
+	groupCommits    prometheus.Counter
+	groupLag        *prometheus.GaugeVec
+	groupLagDropped prometheus.Gauge
 }
 
 var (
@@ -48,6 +54,7 @@ var (
 	_ broker.StorageObserver    = (*Broker)(nil)
 	_ broker.ProducerIDObserver = (*Broker)(nil)
 	_ broker.CleanerObserver    = (*Broker)(nil)
+	_ broker.GroupObserver      = (*Broker)(nil)
 	_ kafka.Observer            = (*Broker)(nil)
 )
 
@@ -158,17 +165,60 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 	b.cleanerUncleanable = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "twinlog_log_cleaner_uncleanable_partitions", Help: "Compacted partitions whose cleaning failed; not cleaned until the broker restarts.",
 	})
+	b.groups = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "twinlog_groups", Help: "Consumer groups this broker coordinates, by state (Empty, Stable, PreparingRebalance, CompletingRebalance, Dead).",
+	}, []string{"state"})
+	for _, st := range groupStates {
+		b.groups.WithLabelValues(st)
+	}
+	b.groupRebalances = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "twinlog_group_rebalances_total", Help: "Completed rebalances of the groups this broker coordinates.",
+	})
+	b.groupCommits = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "twinlog_group_offset_commits_total", Help: "Partitions committed to the groups this broker coordinates.",
+	})
+	b.groupLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "twinlog_group_consumer_lag",
+		Help: "A group's consumer lag on a partition: the high watermark of this broker's replica minus the committed offset (groups this broker coordinates, partitions it hosts; at most 10,000 series).",
+	}, []string{"group", "topic", "partition"})
+	b.groupLagDropped = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "twinlog_group_consumer_lag_unreported", Help: "Committed partitions whose lag is not reported: beyond the series limit, or not hosted by this broker.",
+	})
 	for _, col := range []prometheus.Collector{b.hw, b.leo, b.isrSize, b.underReplicated, b.underMinISR,
 		b.truncations, b.idempotent, b.requests, b.bytesIn, b.bytesOut, b.isrShrinks, b.isrExpands, b.offline, b.pidBlocks, b.pids,
 		b.kafkaConns, b.kafkaRequests, b.kafkaClosed,
 		b.cleanerRounds, b.cleanerRoundSeconds, b.cleanerReadBytes, b.cleanerWrittenBytes, b.cleanerReclaimed, b.cleanerRemoved,
-		b.cleanerMaxDirty, b.cleanerMaxDelay, b.cleanerUncleanable} {
+		b.cleanerMaxDirty, b.cleanerMaxDelay, b.cleanerUncleanable,
+		b.groups, b.groupRebalances, b.groupCommits, b.groupLag, b.groupLagDropped} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
 	}
 	return b, nil
 }
+
+// groupStates are Kafka's classic group states, each reported (0 when no
+// group is in it).
+var groupStates = []string{"Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"}
+
+// ObserveGroups sets the group gauges; lag series of partitions no longer
+// reported are removed.
+func (b *Broker) ObserveGroups(st broker.GroupStats) {
+	for _, s := range groupStates {
+		b.groups.WithLabelValues(s).Set(float64(st.Groups[s]))
+	}
+	b.groupLag.Reset()
+	for _, l := range st.Lag {
+		b.groupLag.WithLabelValues(l.Group, l.Topic, strconv.Itoa(int(l.Partition))).Set(float64(l.Lag))
+	}
+	b.groupLagDropped.Set(float64(st.LagDropped))
+}
+
+// ObserveGroupRebalance counts a completed rebalance.
+func (b *Broker) ObserveGroupRebalance() { b.groupRebalances.Inc() }
+
+// ObserveOffsetCommits counts committed partitions.
+func (b *Broker) ObserveOffsetCommits(n int) { b.groupCommits.Add(float64(n)) }
 
 func bool01(v bool) float64 {
 	if v {

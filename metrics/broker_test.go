@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/twinlog/twinlog/broker"
+	"github.com/twinlog/twinlog/broker/coord"
 )
 
 // gathered maps "name{label=value,...}" to the sample value (histograms:
@@ -111,5 +112,43 @@ func TestBrokerObserver(t *testing.T) {
 	b.ForgetPartition("t", 0)
 	if _, ok := gathered(t, reg)["twinlog_partition_high_watermark,partition=0,topic=t"]; ok {
 		t.Errorf("forgotten partition still exported")
+	}
+}
+
+// TestGroupMetrics: groups by state (every state reported, 0 when empty),
+// rebalances and commits counted, one lag series per reported partition;
+// a partition no longer reported loses its series.
+func TestGroupMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	b, err := NewBroker(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ObserveGroupRebalance()
+	b.ObserveOffsetCommits(3)
+	b.ObserveGroups(broker.GroupStats{Groups: map[string]int{"Stable": 2, "Empty": 1},
+		Lag: []coord.Lag{{Group: "g", Topic: "t", Partition: 0, Lag: 5}, {Group: "g", Topic: "t", Partition: 1, Lag: 0}}, LagDropped: 4})
+	got := gathered(t, reg)
+	for k, v := range map[string]float64{
+		"twinlog_groups,state=Stable":                            2,
+		"twinlog_groups,state=Empty":                             1,
+		"twinlog_groups,state=PreparingRebalance":                0,
+		"twinlog_group_rebalances_total":                         1,
+		"twinlog_group_offset_commits_total":                     3,
+		"twinlog_group_consumer_lag,group=g,partition=0,topic=t": 5,
+		"twinlog_group_consumer_lag,group=g,partition=1,topic=t": 0,
+		"twinlog_group_consumer_lag_unreported":                  4,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	b.ObserveGroups(broker.GroupStats{Groups: map[string]int{}, Lag: []coord.Lag{{Group: "g", Topic: "t", Partition: 1, Lag: 2}}})
+	got = gathered(t, reg)
+	if _, ok := got["twinlog_group_consumer_lag,group=g,partition=0,topic=t"]; ok {
+		t.Error("the lag series of a partition no longer reported is still there")
+	}
+	if got["twinlog_group_consumer_lag,group=g,partition=1,topic=t"] != 2 || got["twinlog_groups,state=Stable"] != 0 {
+		t.Errorf("after the second report: %v", got)
 	}
 }

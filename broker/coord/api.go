@@ -79,7 +79,11 @@ func (h *Host) JoinGroup(ctx context.Context, req group.JoinGroupRequest) (*grou
 		return nc(), nil
 	}
 	body, err := s.call(ctx, func(now int64, ref group.Ref) { s.c.JoinGroup(now, ref, req) })
-	return answer(body, err, nc)
+	resp, err := answer(body, err, nc)
+	if resp != nil && resp.ErrorCode == group.None && resp.MemberID == resp.Leader {
+		h.cfg.Observer.Rebalanced()
+	}
+	return resp, err
 }
 
 // SyncGroup implements kafka.Groups.
@@ -146,6 +150,9 @@ func (h *Host) OffsetCommit(ctx context.Context, req group.OffsetCommitRequest) 
 	if len(known.Topics) > 0 || unknown == 0 {
 		body, err := s.call(ctx, func(now int64, ref group.Ref) { s.c.OffsetCommit(now, ref, known) })
 		resp, err := answer(body, err, func() *group.OffsetCommitResponse { return failed(group.NotCoordinator) })
+		if resp != nil {
+			h.cfg.Observer.Committed(committedPartitions(resp))
+		}
 		if err != nil || resp == nil || unknown == 0 {
 			return resp, err
 		}
@@ -161,6 +168,19 @@ func (h *Host) OffsetCommit(ctx context.Context, req group.OffsetCommitRequest) 
 		}
 		return group.UnknownTopicOrPartition
 	}), nil
+}
+
+// committedPartitions counts the partitions a commit wrote.
+func committedPartitions(r *group.OffsetCommitResponse) int {
+	n := 0
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode == group.None {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 type topicPartition struct {

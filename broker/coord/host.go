@@ -65,6 +65,8 @@ type Config struct {
 	ReconcileInterval time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Observer receives rebalances and commits (nil: none).
+	Observer Observer
 }
 
 // Host hosts the coordinators of the partitions this broker leads. It
@@ -92,6 +94,9 @@ func New(cfg Config, env Env) (*Host, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
 	}
 	return &Host{cfg: cfg, env: env, log: cfg.Logger, shards: map[int32]*shard{}}, nil
 }
