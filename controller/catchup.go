@@ -461,6 +461,12 @@ func (c *Controller) askEnds(ctx context.Context, conns *rpcopt.Pool, byAddr map
 }
 
 func askEnd(ctx context.Context, conns *rpcopt.Pool, addr string, qs []leaderQuery) []epochEnd {
+	return askEndAs(ctx, conns, addr, qs, false)
+}
+
+// askEndAs is askEnd; consumer asks as a consumer checking its position
+// (the end stops at a truncation point of a later epoch, SPEC §6.2f).
+func askEndAs(ctx context.Context, conns *rpcopt.Pool, addr string, qs []leaderQuery, consumer bool) []epochEnd {
 	out := make([]epochEnd, len(qs))
 	fail := func(msg string) []epochEnd {
 		for i := range out {
@@ -468,7 +474,7 @@ func askEnd(ctx context.Context, conns *rpcopt.Pool, addr string, qs []leaderQue
 		}
 		return out
 	}
-	req := &twinlogv1.OffsetForLeaderEpochRequest{}
+	req := &twinlogv1.OffsetForLeaderEpochRequest{Consumer: consumer}
 	for _, q := range qs {
 		req.Partitions = append(req.Partitions, &twinlogv1.OffsetForLeaderEpochPartition{Topic: q.name, Partition: q.index,
 			CurrentLeaderEpoch: q.epoch, LeaderEpoch: q.ask})

@@ -72,7 +72,11 @@ type syncFacts struct {
 	brokers []string
 	// leaders are the mirrored partitions by leader address (their HWs).
 	leaders map[string][]leaderQuery
-	err     string
+	// truncations are the mirrored partitions' truncation points (a
+	// failback's truncation to the LMLE among them): only offsets of these
+	// partitions can point into truncated history.
+	truncations map[twinlog.TopicPartition][]*twinlogv1.TruncationPoint
+	err         string
 }
 
 // syncImageFacts reads the image for mirror's sync.
@@ -83,7 +87,8 @@ func (c *Controller) syncImageFacts(mirror string) syncFacts {
 	if m == nil {
 		return syncFacts{err: "unknown mirror"}
 	}
-	f := syncFacts{bootstrap: m.GetSourceBootstrap(), sourceID: m.GetSourceClusterId(), mirrored: map[string]bool{}, leaders: map[string][]leaderQuery{}}
+	f := syncFacts{bootstrap: m.GetSourceBootstrap(), sourceID: m.GetSourceClusterId(), mirrored: map[string]bool{},
+		leaders: map[string][]leaderQuery{}, truncations: map[twinlog.TopicPartition][]*twinlogv1.TruncationPoint{}}
 	var err error
 	if f.filter.Include, err = configdef.CompileRegexp(c.state.ClusterConfig(metadata.KeyMirrorOffsetSyncInclude)); err != nil {
 		return syncFacts{err: fmt.Sprintf("%s: %v", metadata.KeyMirrorOffsetSyncInclude, err)}
@@ -105,6 +110,9 @@ func (c *Controller) syncImageFacts(mirror string) syncFacts {
 		f.mirrored[name] = true
 		for p := range tr.GetPartitionCount() {
 			pr := c.state.Partition(name, p)
+			if tps := pr.GetTruncationPoints(); len(tps) > 0 {
+				f.truncations[twinlog.TopicPartition{Topic: name, Partition: p}] = tps
+			}
 			br := c.state.Broker(pr.GetLeader())
 			if pr == nil || pr.GetLeader() < 0 || br == nil || br.GetFenced() {
 				continue // HW unknown: the partition is left this time
@@ -151,13 +159,24 @@ func (c *Controller) runOffsetSync(ctx context.Context, conns *rpcopt.Pool, mirr
 		note("%s", f.err)
 		return st
 	}
-	if len(f.mirrored) == 0 || f.filter.Include == nil {
-		return st // nothing is mirrored (or synced) any more
+	if len(f.mirrored) == 0 {
+		return st // nothing is mirrored any more
+	}
+	c.syncFromSource(ctx, conns, f, st, note)
+	c.fixTruncated(ctx, conns, f, st, note)
+	return st
+}
+
+// syncFromSource copies the source groups' offsets the filter takes
+// (offsetsync.Plan).
+func (c *Controller) syncFromSource(ctx context.Context, conns *rpcopt.Pool, f syncFacts, st *twinlogv1.MirrorOffsetSyncStatus, note func(string, ...any)) {
+	if f.filter.Include == nil {
+		return
 	}
 	srcBrokers, err := c.sourceBrokers(ctx, conns, f.bootstrap, f.sourceID)
 	if err != nil {
 		note("%v", err)
-		return st
+		return
 	}
 	var groups []string
 	seen := map[string]bool{}
@@ -178,7 +197,7 @@ func (c *Controller) runOffsetSync(ctx context.Context, conns *rpcopt.Pool, mirr
 	}
 	slices.Sort(groups)
 	if len(groups) == 0 {
-		return st
+		return
 	}
 	hws := map[twinlog.TopicPartition]int64{}
 	answers := map[string][]hwAnswer{}
@@ -213,34 +232,10 @@ func (c *Controller) runOffsetSync(ctx context.Context, conns *rpcopt.Pool, mirr
 		if len(g.Source) == 0 {
 			continue // nothing of the mirror's topics
 		}
-		desc, err := groupCall(ctx, conns, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.DescribeGroupsResponse, error) {
-			return gc.DescribeGroups(ctx, &twinlogv1.DescribeGroupsRequest{GroupIds: []string{id}})
-		})
-		if err == nil {
-			// An unknown group is described Dead, without members.
-			switch ds := desc.GetGroups(); {
-			case len(ds) != 1:
-				err = fmt.Errorf("DescribeGroups answered %d groups", len(ds))
-			case ds[0].GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE:
-				err = fmt.Errorf("%v %s", ds[0].GetError(), ds[0].GetErrorMessage())
-			default:
-				g.DestMembers = len(ds[0].GetMembers())
-			}
-		}
-		var dst *twinlogv1.FetchOffsetsResponse
-		if err == nil {
-			dst, err = groupCall(ctx, conns, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.FetchOffsetsResponse, error) {
-				return gc.FetchOffsets(ctx, &twinlogv1.FetchOffsetsRequest{GroupId: id})
-			})
-		}
-		if err == nil && dst.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE {
-			err = fmt.Errorf("%v %s", dst.GetError(), dst.GetErrorMessage())
-		}
-		if err != nil {
+		if err := destGroup(ctx, conns, f, &g); err != nil {
 			note("group %s here: %v", id, err)
 			continue
 		}
-		g.Dest = committedOffsets(dst.GetOffsets(), f.mirrored)
 		commits, skip := offsetsync.Plan(g, f.filter, f.mirrored, hws)
 		if skip == offsetsync.ActiveOnDestination {
 			st.GroupsActiveOnDestination++
@@ -249,33 +244,138 @@ func (c *Controller) runOffsetSync(ctx context.Context, conns *rpcopt.Pool, mirr
 		if len(commits) == 0 {
 			continue
 		}
-		req := &twinlogv1.CommitOffsetsRequest{GroupId: id}
-		for _, cm := range commits {
-			req.Offsets = append(req.Offsets, &twinlogv1.CommittedOffset{Topic: cm.Partition.Topic, Partition: cm.Partition.Partition,
-				Offset: cm.To.Offset, LeaderEpoch: cm.To.LeaderEpoch, Metadata: cm.To.Metadata})
-			if cm.Clamped {
-				st.OffsetsClamped++
-			}
+		commitPlan(ctx, conns, f, id, commits, st, note)
+	}
+}
+
+// destGroup reads group g.ID here: its members and its offsets of the
+// mirrored topics.
+func destGroup(ctx context.Context, conns *rpcopt.Pool, f syncFacts, g *offsetsync.Group) error {
+	id := g.ID
+	desc, err := groupCall(ctx, conns, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.DescribeGroupsResponse, error) {
+		return gc.DescribeGroups(ctx, &twinlogv1.DescribeGroupsRequest{GroupIds: []string{id}})
+	})
+	if err != nil {
+		return err
+	}
+	// An unknown group is described Dead, without members.
+	switch ds := desc.GetGroups(); {
+	case len(ds) != 1:
+		return fmt.Errorf("DescribeGroups answered %d groups", len(ds))
+	case ds[0].GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE:
+		return fmt.Errorf("%v %s", ds[0].GetError(), ds[0].GetErrorMessage())
+	default:
+		g.DestMembers = len(ds[0].GetMembers())
+	}
+	dst, err := groupCall(ctx, conns, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.FetchOffsetsResponse, error) {
+		return gc.FetchOffsets(ctx, &twinlogv1.FetchOffsetsRequest{GroupId: id})
+	})
+	if err == nil && dst.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+		err = fmt.Errorf("%v %s", dst.GetError(), dst.GetErrorMessage())
+	}
+	if err != nil {
+		return err
+	}
+	g.Dest = committedOffsets(dst.GetOffsets(), f.mirrored)
+	return nil
+}
+
+// commitPlan writes commits to group id here and counts them in st.
+func commitPlan(ctx context.Context, conns *rpcopt.Pool, f syncFacts, id string, commits []offsetsync.Commit, st *twinlogv1.MirrorOffsetSyncStatus, note func(string, ...any)) {
+	if len(commits) == 0 {
+		return
+	}
+	req := &twinlogv1.CommitOffsetsRequest{GroupId: id}
+	for _, cm := range commits {
+		req.Offsets = append(req.Offsets, &twinlogv1.CommittedOffset{Topic: cm.Partition.Topic, Partition: cm.Partition.Partition,
+			Offset: cm.To.Offset, LeaderEpoch: cm.To.LeaderEpoch, Metadata: cm.To.Metadata})
+		if cm.Clamped {
+			st.OffsetsClamped++
 		}
-		resp, err := groupCall(ctx, conns, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.CommitOffsetsResponse, error) {
-			return gc.CommitOffsets(ctx, req)
+	}
+	resp, err := groupCall(ctx, conns, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.CommitOffsetsResponse, error) {
+		return gc.CommitOffsets(ctx, req)
+	})
+	if err != nil {
+		note("commit group %s here: %v", id, err)
+		return
+	}
+	for _, r := range resp.GetResults() {
+		switch r.GetError() {
+		case twinlogv1.ErrorCode_ERROR_CODE_NONE:
+			st.OffsetsCommitted++
+		case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MEMBER_ID:
+			// Members joined since DescribeGroups: theirs now.
+		default:
+			note("commit group %s %s-%d here: %v", id, r.GetTopic(), r.GetPartition(), r.GetError())
+		}
+	}
+}
+
+// fixTruncated moves this cluster's committed offsets out of truncated
+// history (offsetsync.Truncated, with the leaders' own consumer answer to
+// OffsetForLeaderEpoch): every group here, whether or not the source has
+// it, once a mirrored partition has a truncation point.
+func (c *Controller) fixTruncated(ctx context.Context, conns *rpcopt.Pool, f syncFacts, st *twinlogv1.MirrorOffsetSyncStatus, note func(string, ...any)) {
+	if len(f.truncations) == 0 {
+		return
+	}
+	seen := map[string]bool{}
+	var groups []string
+	for _, addr := range f.brokers {
+		resp, err := groupClient(conns, addr, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.ListGroupsResponse, error) {
+			return gc.ListGroups(ctx, &twinlogv1.ListGroupsRequest{})
 		})
 		if err != nil {
-			note("commit group %s here: %v", id, err)
+			note("ListGroups here at %s: %v", addr, err)
 			continue
 		}
-		for _, r := range resp.GetResults() {
-			switch r.GetError() {
-			case twinlogv1.ErrorCode_ERROR_CODE_NONE:
-				st.OffsetsCommitted++
-			case twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MEMBER_ID:
-				// Members joined since DescribeGroups: theirs now.
-			default:
-				note("commit group %s %s-%d here: %v", id, r.GetTopic(), r.GetPartition(), r.GetError())
+		for _, g := range resp.GetGroups() {
+			if !seen[g.GetGroupId()] {
+				seen[g.GetGroupId()] = true
+				groups = append(groups, g.GetGroupId())
 			}
 		}
 	}
-	return st
+	slices.Sort(groups)
+	for _, id := range groups {
+		if ctx.Err() != nil {
+			note("%v", ctx.Err())
+			return
+		}
+		g := offsetsync.Group{ID: id}
+		if err := destGroup(ctx, conns, f, &g); err != nil {
+			note("group %s here: %v", id, err)
+			continue
+		}
+		commitPlan(ctx, conns, f, id, offsetsync.Truncated(g, f.epochEnds(ctx, conns, g)), st, note)
+	}
+}
+
+// epochEnds asks the leaders of the truncated partitions g committed to
+// for the end of each commit's epoch, as a consumer checking its position.
+func (f syncFacts) epochEnds(ctx context.Context, conns *rpcopt.Pool, g offsetsync.Group) map[twinlog.TopicPartition]offsetsync.EpochEnd {
+	byAddr := map[string][]leaderQuery{}
+	for addr, qs := range f.leaders {
+		for _, q := range qs {
+			tp := twinlog.TopicPartition{Topic: q.name, Partition: q.index}
+			o, ok := g.Dest[tp]
+			if !ok || o.LeaderEpoch < 0 || len(f.truncations[tp]) == 0 {
+				continue
+			}
+			q.ask = o.LeaderEpoch
+			byAddr[addr] = append(byAddr[addr], q)
+		}
+	}
+	out := map[twinlog.TopicPartition]offsetsync.EpochEnd{}
+	for addr, qs := range byAddr {
+		for i, a := range askEndAs(ctx, conns, addr, qs, true) {
+			if a.Err == "" {
+				out[twinlog.TopicPartition{Topic: qs[i].name, Partition: qs[i].index}] = offsetsync.EpochEnd{Epoch: a.Epoch, EndOffset: a.EndOffset}
+			}
+		}
+	}
+	return out
 }
 
 // committedOffsets are the offsets of the mirrored topics.

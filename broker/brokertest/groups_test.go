@@ -561,3 +561,58 @@ func TestMirrorOffsetSyncPeriodic(t *testing.T) {
 		return activeSyncs() == 0 && maps.Equal(groupOffsets(ctx, t, b, "shared"), want)
 	})
 }
+
+// TestGroupOffsetsAfterFailbackTruncation: a group on A committed offset 8
+// (with the epoch of the record it read last) of records B never copied:
+// A was cut off. B fails over and writes its own offsets 5 and 6; A fails
+// back (mirrors B), truncates to 5 and copies B's records. A's offset sync
+// asks A's leader, as a KIP-320 consumer would, where the commit's epoch
+// ends now (5) and moves the group there: a member then reads B's two
+// records at 5 and 6 instead of skipping them. A group committed below the
+// truncation point is left as it was.
+func TestGroupOffsetsAfterFailbackTruncation(t *testing.T) {
+	nw := NewNetwork()
+	opts := func(name string) Options {
+		o := groupOptions()
+		o.Cluster, o.Network, o.MinISR = name, nw, 1
+		o.ClusterConfigs[metadata.KeyMirrorOffsetSyncIntervalMs] = "100"
+		return o
+	}
+	a, b := NewCluster(t, opts("a")), NewCluster(t, opts("b"))
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	a.CreateTopic("g", 1, 3, nil)
+	writes(ctx, a, "g", "a0", "a1", "a2", "a3", "a4")
+	b.CreateMirror("m", a, "g")
+	b.WaitMirrorState("g", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
+	pollFor(t, "B caught up", func() bool { return b.LogEndOffset(b.leaderOf("g"), "g", 0) == 5 })
+	consumeAndCommit(ctx, t, a, "early", 3, map[string]bool{}, nil)
+
+	a.Unreachable(b)
+	writes(ctx, a, "g", "a5", "a6", "a7")
+	consumeAndCommit(ctx, t, a, "app", 8, map[string]bool{}, nil)
+	if got := groupOffsets(ctx, t, a, "app"); got[0] != 8 {
+		t.Fatalf("app committed %v on A, want 8", got)
+	}
+
+	mustStop(b, "m", "g")
+	writes(ctx, b, "g", "b5", "b6")
+	a.Reachable(b)
+	a.CreateMirror("back", b, "g")
+	a.WaitMirrorState("g", 0, pb.MirrorState_MIRROR_STATE_MIRRORING)
+	pollFor(t, "app moved to the truncation point on A", func() bool { return groupOffsets(ctx, t, a, "app")[0] == 5 })
+	if got := groupOffsets(ctx, t, a, "early"); got[0] != 3 {
+		t.Fatalf("early (committed at 3, below the truncation point) is at %v on A", got)
+	}
+	seen := map[string]bool{}
+	consumeAndCommit(ctx, t, a, "app", 2, seen, map[int32]int64{0: 5})
+	if !seen["b5"] || !seen["b6"] {
+		t.Fatalf("app resumed on A and read %v, want B's b5 and b6", seen)
+	}
+}
+
+// leaderOf is the current leader of topic's partition 0.
+func (c *Cluster) leaderOf(topic string) twinlog.BrokerID {
+	l, _ := c.Leader(topic, 0)
+	return l
+}

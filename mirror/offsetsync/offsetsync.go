@@ -19,7 +19,10 @@
 //     instead); a partition whose high watermark is unknown is left;
 //   - nothing is ever deleted: a group or offset the source no longer has
 //     stays as it is on the destination;
-//   - an offset already equal on the destination is not written again.
+//   - an offset already equal on the destination is not written again;
+//   - an offset of the destination's own groups whose record a truncation
+//     removed (a failback truncates to the LMLE) is moved back to where its
+//     leader epoch now ends (Truncated), as a KIP-320 consumer moves.
 //
 // The package is pure: the caller gathers the facts and performs the
 // commits.
@@ -114,12 +117,51 @@ func Plan(g Group, f Filter, mirrored map[string]bool, hw map[twinlog.TopicParti
 		}
 		out = append(out, c)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].Partition, out[j].Partition
+	sortCommits(out)
+	return out, NotSkipped
+}
+
+// EpochEnd is a destination partition leader's OffsetForLeaderEpoch answer
+// for the leader epoch of a committed offset (SPEC §2.4 endOffsetFor, which
+// accounts for the partition's truncation points): the largest epoch ≤ the
+// asked one in its log and where it ends there.
+type EpochEnd struct {
+	Epoch     int32
+	EndOffset int64
+}
+
+// Truncated returns the commits that move a destination group's offsets
+// out of truncated history, as a KIP-320 consumer moves its position: an
+// offset committed with leader epoch e whose record the log no longer
+// holds (the leader's end offset for e, ends[tp], is below it — a failback
+// truncated the log to the LMLE since) is moved to that end offset, with
+// the answered epoch, so the consumer re-reads from there instead of
+// skipping what replaced the removed records. Offsets committed without a
+// leader epoch (-1), or whose partition has no answer, cannot be placed
+// and are left. A group with members is left to them (their clients do
+// the same check).
+func Truncated(g Group, ends map[twinlog.TopicPartition]EpochEnd) []Commit {
+	if g.DestMembers > 0 {
+		return nil
+	}
+	var out []Commit
+	for tp, o := range g.Dest {
+		e, ok := ends[tp]
+		if o.LeaderEpoch < 0 || !ok || e.Epoch < 0 || e.EndOffset < 0 || e.EndOffset >= o.Offset {
+			continue
+		}
+		out = append(out, Commit{Partition: tp, To: Offset{Offset: e.EndOffset, LeaderEpoch: e.Epoch, Metadata: o.Metadata}, Clamped: true})
+	}
+	sortCommits(out)
+	return out
+}
+
+func sortCommits(cs []Commit) {
+	sort.Slice(cs, func(i, j int) bool {
+		a, b := cs[i].Partition, cs[j].Partition
 		if a.Topic != b.Topic {
 			return a.Topic < b.Topic
 		}
 		return a.Partition < b.Partition
 	})
-	return out, NotSkipped
 }

@@ -57,3 +57,30 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+// TestTruncated: an offset whose epoch now ends below it (a truncation
+// removed its record) moves to that end with the answered epoch; an
+// offset at or below its epoch's end, one without an epoch or without an
+// answer, and a group with members are left.
+func TestTruncated(t *testing.T) {
+	ends := map[twinlog.TopicPartition]EpochEnd{
+		tp("a", 0): {Epoch: 2, EndOffset: 100}, // truncated to 100: offset 150 is gone
+		tp("a", 1): {Epoch: 3, EndOffset: 200}, // still holds 150
+		tp("a", 2): {Epoch: -1, EndOffset: -1}, // no such epoch: unknown
+	}
+	g := Group{ID: "g", Dest: map[twinlog.TopicPartition]Offset{
+		tp("a", 0): {Offset: 150, LeaderEpoch: 2, Metadata: "m"},
+		tp("a", 1): {Offset: 150, LeaderEpoch: 3},
+		tp("a", 2): {Offset: 150, LeaderEpoch: 1},
+		tp("a", 3): {Offset: 150, LeaderEpoch: 1}, // no answer
+		tp("b", 0): {Offset: 150, LeaderEpoch: -1},
+	}}
+	want := []Commit{{Partition: tp("a", 0), To: Offset{Offset: 100, LeaderEpoch: 2, Metadata: "m"}, Clamped: true}}
+	if got := Truncated(g, ends); !slices.Equal(got, want) {
+		t.Fatalf("Truncated = %+v, want %+v", got, want)
+	}
+	g.DestMembers = 1
+	if got := Truncated(g, ends); len(got) != 0 {
+		t.Errorf("group with members: %+v", got)
+	}
+}
