@@ -72,6 +72,7 @@ TWINBENCH = $(GO) run ./cmd/twinbench --partitions 8 --rf 3 --min-isr 2 --acks -
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./storage/... ./controller/...
 	TWINLOG_BENCH_FAILBACK_MB=$(BENCH_FAILBACK_MB) $(GO) test -run '^$$' -bench Mirror -benchtime 1x ./broker/brokertest/
+	$(GO) test -run '^$$' -bench GroupCommits -benchtime 1x ./broker/brokertest/
 	$(TWINBENCH) --inprocess --duration 30s
 	$(TWINBENCH) --inprocess --duration 30s --kafka
 	$(TWINBENCH) --inprocess --duration 20s --rate 2000 --batch 1 --inflight 1
