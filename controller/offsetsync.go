@@ -136,7 +136,16 @@ func (c *Controller) syncOffsets(ctx context.Context, mirror string) *twinlogv1.
 	st := c.runOffsetSync(ctx, conns, mirror)
 	st.SyncedAtMs = time.Now().UnixMilli()
 	c.mu.Lock()
-	c.offsetSync[mirror] = st
+	// Kept for mirrors that exist only (a stop naming no mirror must not
+	// grow the map); a deleted mirror's entry goes with it.
+	for name := range c.offsetSync {
+		if c.state.Mirror(name) == nil {
+			delete(c.offsetSync, name)
+		}
+	}
+	if c.state.Mirror(mirror) != nil {
+		c.offsetSync[mirror] = st
+	}
 	c.mu.Unlock()
 	if st.GetError() != "" {
 		c.log.Info("mirror offset sync incomplete", "mirror", mirror, "groups", st.GetGroups(), "committed", st.GetOffsetsCommitted(), "err", st.GetError())
