@@ -20,6 +20,25 @@ type Observer interface {
 	ObserveCommit(d time.Duration)
 }
 
+// OffsetSyncObserver is an optional Observer extension for the mirrors'
+// offset sync (offsetsync.go); metrics.Controller implements it. Called
+// after each sync, from the sync's goroutine.
+type OffsetSyncObserver interface {
+	ObserveOffsetSync(mirror string, st OffsetSyncStats)
+}
+
+// OffsetSyncStats is one offset sync of a mirror.
+type OffsetSyncStats struct {
+	At                        time.Time
+	Groups                    int
+	OffsetsCommitted          int
+	OffsetsClamped            int
+	GroupsActiveOnDestination int
+	// Failed: the sync did not reach everything (its status has the
+	// error).
+	Failed bool
+}
+
 // PartitionStats are the per-partition gauges of SPEC §7.
 type PartitionStats struct {
 	Topic     string

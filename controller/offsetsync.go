@@ -143,10 +143,16 @@ func (c *Controller) syncOffsets(ctx context.Context, mirror string) *twinlogv1.
 			delete(c.offsetSync, name)
 		}
 	}
-	if c.state.Mirror(mirror) != nil {
+	exists := c.state.Mirror(mirror) != nil
+	if exists {
 		c.offsetSync[mirror] = st
 	}
 	c.mu.Unlock()
+	if o, ok := c.obs.(OffsetSyncObserver); ok && exists {
+		o.ObserveOffsetSync(mirror, OffsetSyncStats{At: time.UnixMilli(st.GetSyncedAtMs()), Groups: int(st.GetGroups()),
+			OffsetsCommitted: int(st.GetOffsetsCommitted()), OffsetsClamped: int(st.GetOffsetsClamped()),
+			GroupsActiveOnDestination: int(st.GetGroupsActiveOnDestination()), Failed: st.GetError() != ""})
+	}
 	if st.GetError() != "" {
 		c.log.Info("mirror offset sync incomplete", "mirror", mirror, "groups", st.GetGroups(), "committed", st.GetOffsetsCommitted(), "err", st.GetError())
 	} else if st.GetOffsetsCommitted() > 0 {

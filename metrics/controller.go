@@ -23,9 +23,19 @@ type Controller struct {
 	unclean          prometheus.Counter
 	offset           prometheus.Gauge
 	commit           prometheus.Histogram
+
+	syncAt        *prometheus.GaugeVec
+	syncSuccessAt *prometheus.GaugeVec
+	syncGroups    *prometheus.GaugeVec
+	syncCommitted *prometheus.CounterVec
+	syncClamped   *prometheus.CounterVec
+	syncFailures  *prometheus.CounterVec
 }
 
-var _ controller.Observer = (*Controller)(nil)
+var (
+	_ controller.Observer           = (*Controller)(nil)
+	_ controller.OffsetSyncObserver = (*Controller)(nil)
+)
 
 // NewController registers the controller collectors on reg.
 func NewController(reg prometheus.Registerer) (*Controller, error) {
@@ -68,13 +78,47 @@ func NewController(reg prometheus.Registerer) (*Controller, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 		}),
 	}
+	m := []string{"mirror"}
+	c.syncAt = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "twinlog_mirror_offset_sync_timestamp_seconds", Help: "When the mirror's last offset sync ended (Unix seconds).",
+	}, m)
+	c.syncSuccessAt = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "twinlog_mirror_offset_sync_last_success_timestamp_seconds", Help: "When the mirror's last offset sync that reached every group ended (Unix seconds).",
+	}, m)
+	c.syncGroups = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "twinlog_mirror_offset_sync_groups", Help: "Source groups the mirror's last offset sync took.",
+	}, m)
+	c.syncCommitted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "twinlog_mirror_offset_sync_commits_total", Help: "Offsets the mirror's offset sync wrote to this cluster's groups.",
+	}, m)
+	c.syncClamped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "twinlog_mirror_offset_sync_clamped_total", Help: "Offsets written below what was committed: clamped to this cluster's high watermark, or moved out of truncated history.",
+	}, m)
+	c.syncFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "twinlog_mirror_offset_sync_failures_total", Help: "Offset syncs that did not reach every group (source or coordinator unreachable; mirrors describe shows the error).",
+	}, m)
 	for _, col := range []prometheus.Collector{c.electable, c.isrSize, c.elrSize, c.clusterElectable,
-		c.underMinISR, c.offline, c.fenced, c.elections, c.unclean, c.offset, c.commit} {
+		c.underMinISR, c.offline, c.fenced, c.elections, c.unclean, c.offset, c.commit,
+		c.syncAt, c.syncSuccessAt, c.syncGroups, c.syncCommitted, c.syncClamped, c.syncFailures} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// ObserveOffsetSync implements controller.OffsetSyncObserver.
+func (c *Controller) ObserveOffsetSync(mirror string, st controller.OffsetSyncStats) {
+	at := float64(st.At.UnixMilli()) / 1000
+	c.syncAt.WithLabelValues(mirror).Set(at)
+	c.syncGroups.WithLabelValues(mirror).Set(float64(st.Groups))
+	c.syncCommitted.WithLabelValues(mirror).Add(float64(st.OffsetsCommitted))
+	c.syncClamped.WithLabelValues(mirror).Add(float64(st.OffsetsClamped))
+	if st.Failed {
+		c.syncFailures.WithLabelValues(mirror).Inc()
+	} else {
+		c.syncSuccessAt.WithLabelValues(mirror).Set(at)
+	}
 }
 
 // ObservePartition implements controller.Observer.

@@ -85,3 +85,29 @@ func TestControllerMetricsScrape(t *testing.T) {
 		t.Errorf("commit samples = %v", v)
 	}
 }
+
+// TestOffsetSyncMetrics: each sync sets its time, group count and adds its
+// commits and clamps; only a sync that reached everything moves the last
+// success; a failed one counts.
+func TestOffsetSyncMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c, err := NewController(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ObserveOffsetSync("m", controller.OffsetSyncStats{At: time.UnixMilli(10_000), Groups: 3, OffsetsCommitted: 5, OffsetsClamped: 1})
+	c.ObserveOffsetSync("m", controller.OffsetSyncStats{At: time.UnixMilli(20_000), Groups: 2, OffsetsCommitted: 2, Failed: true})
+	got := gathered(t, reg)
+	for k, v := range map[string]float64{
+		"twinlog_mirror_offset_sync_timestamp_seconds,mirror=m":              20,
+		"twinlog_mirror_offset_sync_last_success_timestamp_seconds,mirror=m": 10,
+		"twinlog_mirror_offset_sync_groups,mirror=m":                         2,
+		"twinlog_mirror_offset_sync_commits_total,mirror=m":                  7,
+		"twinlog_mirror_offset_sync_clamped_total,mirror=m":                  1,
+		"twinlog_mirror_offset_sync_failures_total,mirror=m":                 1,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+}
