@@ -34,8 +34,14 @@ import (
 const defaultOffsetSyncInterval = 30 * time.Second
 
 // finalOffsetSyncTimeout bounds the sync a stop runs before the topics
-// become writable.
-const finalOffsetSyncTimeout = 10 * time.Second
+// become writable, after waiting for the catch-up (a planned failover);
+// disasterOffsetSyncTimeout a stop without the wait, which is how a
+// failover away from a lost source is made: the source's silence must not
+// hold it up long.
+const (
+	finalOffsetSyncTimeout    = 10 * time.Second
+	disasterOffsetSyncTimeout = 3 * time.Second
+)
 
 // offsetSyncLoop syncs every mirror's offsets each interval until ctx ends.
 func (c *Controller) offsetSyncLoop(ctx context.Context) {

@@ -557,7 +557,11 @@ func (s mirrorServer) StopMirrorTopics(ctx context.Context, req *twinlogv1.StopM
 	// after the catch-up wait when asked, so that a group resumes here
 	// where it committed on the source. Bounded: a source that is gone (a
 	// disaster failover) must not hold the stop up.
-	sctx, cancel := context.WithTimeout(ctx, finalOffsetSyncTimeout)
+	syncTimeout := finalOffsetSyncTimeout
+	if !req.GetWaitForCatchUp() {
+		syncTimeout = disasterOffsetSyncTimeout
+	}
+	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	st := s.c.syncOffsets(sctx, req.GetMirror())
 	cancel()
 	s.c.log.Info("offset sync before stopping", "mirror", req.GetMirror(), "topics", req.GetTopics(),
