@@ -134,12 +134,10 @@ func (e groupsEnv) Read(sp, epoch int32, from int64) ([]group.Record, int64, boo
 	return out, next, next >= int64(hw), nil
 }
 
-func (e groupsEnv) Append(sp, epoch int32, recs []group.Record) (func(context.Context) group.ErrorCode, group.ErrorCode) {
+func (e groupsEnv) Append(sp, epoch int32, recs []group.Record, done func(group.ErrorCode)) group.ErrorCode {
 	b := e.b
 	tp := offsetsTP(sp)
-	refuse := func(c pb.ErrorCode) (func(context.Context) group.ErrorCode, group.ErrorCode) {
-		return nil, group.ErrorCode(errcode.Of(c).Kafka)
-	}
+	refuse := func(c pb.ErrorCode) group.ErrorCode { return group.ErrorCode(errcode.Of(c).Kafka) }
 	p := b.partition(tp)
 	if p == nil {
 		return refuse(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER)
@@ -168,18 +166,19 @@ func (e groupsEnv) Append(sp, epoch int32, recs []group.Record) (func(context.Co
 		}
 		return refuse(out.Error)
 	}
-	return func(ctx context.Context) group.ErrorCode {
+	b.goLoop(b.runCtx, func(ctx context.Context) {
 		guard := time.NewTimer(groupsCommitTimeout + 2*b.cfg.TickInterval + time.Second)
 		defer guard.Stop()
 		select {
 		case res := <-ch:
-			return group.ErrorCode(errcode.Of(res.Error).Kafka)
+			done(group.ErrorCode(errcode.Of(res.Error).Kafka))
 		case <-guard.C:
-			return group.RequestTimedOut
+			done(group.RequestTimedOut)
 		case <-ctx.Done():
-			return group.RequestTimedOut
+			done(group.RequestTimedOut) // the run ends: the outcome is unknown
 		}
-	}, group.None
+	})
+	return group.None
 }
 
 func (e groupsEnv) Coordinator(sp int32) (kafka.Coordinator, bool) {

@@ -25,13 +25,15 @@
 // A shard's mutex serialises every call into its coordinator and the
 // handling of the Ready that follows: responses go to the waiting
 // requests, appends go to the partition's leader in Ready's order (each a
-// batch appended at once, its acks=all outcome awaited by the shard's
-// reporter goroutine, which reports outcomes in the same order), and the
-// timer is re-armed for the next TickAtMs. An append refused before it was
-// written (not leader, too few in-sync replicas) is reported AppendFailed;
-// one whose outcome is unknown after it was written (a timeout, a lost
-// leadership) unloads the shard, and the next Reconcile loads the partition
-// again from what the log holds, as the coordinator's contract asks.
+// batch appended at once; Env calls back with its acks=all outcome), and
+// the timer is re-armed for the next TickAtMs. Outcomes arrive in any
+// order and are reported in append order: an append refused before it was
+// written (not leader, too few in-sync replicas) as AppendFailed, a
+// committed one as Appended, and one whose outcome is unknown after it was
+// written (a timeout, a lost leadership, the run's end) unloads the shard;
+// the next Reconcile loads the partition again from what the log holds, as
+// the coordinator's contract asks. Appends take no goroutine of the host's:
+// the simulator can drive the outcomes from its scheduler.
 //
 // A request whose time runs out before its answer (ctx) is forgotten; the
 // coordinator's answer to it, when it comes, is dropped.

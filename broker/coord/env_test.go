@@ -74,11 +74,10 @@ type fakeAppend struct {
 	records []group.Record
 	// refused is the refusal code (None: written).
 	refused group.ErrorCode
-	outcome chan group.ErrorCode
-	// waitCtx is the ctx its reporter waits with, once it waits.
-	waitCtx context.Context
-	// waited: wait returned.
-	waited bool
+	// done is the host's callback for the outcome (nil when refused).
+	done func(group.ErrorCode)
+	// delivered: done returned.
+	delivered bool
 }
 
 type fakeTimer struct {
@@ -185,9 +184,11 @@ func (e *fakeEnv) appends(p int32) int {
 	return len(e.logs[p].appends)
 }
 
-// complete gives a held append its outcome.
+// complete gives a held append its outcome, as the broker does: from
+// another goroutine than Append's caller. It returns once the host took it.
 func (e *fakeEnv) complete(a *fakeAppend, code group.ErrorCode) {
-	a.outcome <- code
+	a.done(code)
+	e.do(func() { a.delivered = true })
 }
 
 // deadlines are the armed timers' deadlines, sorted.
@@ -304,34 +305,27 @@ func (e *fakeEnv) Read(p, epoch int32, from int64) ([]group.Record, int64, bool,
 	return recs, next, next == int64(len(l.records)), nil
 }
 
-func (e *fakeEnv) Append(p, epoch int32, recs []group.Record) (func(context.Context) group.ErrorCode, group.ErrorCode) {
+func (e *fakeEnv) Append(p, epoch int32, recs []group.Record, done func(group.ErrorCode)) group.ErrorCode {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer e.notifyLocked()
 	l := e.logs[p]
-	a := &fakeAppend{records: recs, refused: l.refuse, outcome: make(chan group.ErrorCode, 1)}
+	a := &fakeAppend{records: recs, refused: l.refuse}
 	if !e.leadsLocked(p, epoch) {
 		a.refused = group.NotLeaderOrFollower
 	}
 	l.appends = append(l.appends, a)
 	if a.refused != group.None {
-		return nil, a.refused
+		return a.refused
 	}
+	a.done = done
 	l.records = append(l.records, recs...)
 	if !l.hold {
-		a.outcome <- group.None
+		// Never from within Append (the host holds its lock): a goroutine
+		// of the run, as the broker's.
+		e.wg.Go(func() { e.complete(a, group.None) })
 	}
-	return func(ctx context.Context) group.ErrorCode {
-		e.do(func() { a.waitCtx = ctx })
-		var code group.ErrorCode
-		select {
-		case code = <-a.outcome:
-		case <-ctx.Done():
-			code = group.RequestTimedOut // as the broker's wait answers
-		}
-		e.do(func() { a.waited = true })
-		return code
-	}, group.None
+	return group.None
 }
 
 func (e *fakeEnv) Coordinator(p int32) (kafka.Coordinator, bool) {

@@ -36,10 +36,11 @@ type Env interface {
 	// Append appends recs to partition p as one batch with acks=all, if
 	// this broker leads it in epoch. It appends before it returns, in call
 	// order: a code other than None is a refusal before anything was
-	// written. Otherwise wait blocks until the outcome: None once the batch
-	// is committed, another code when it is unknown (a timeout, lost
-	// leadership).
-	Append(p, epoch int32, recs []group.Record) (wait func(ctx context.Context) group.ErrorCode, code group.ErrorCode)
+	// written, and done is never called. Otherwise done is called once,
+	// later and never from within Append, with the outcome: None once the
+	// batch is committed, another code when it is unknown (a timeout, lost
+	// leadership, the run's end).
+	Append(p, epoch int32, recs []group.Record, done func(group.ErrorCode)) group.ErrorCode
 	// Coordinator is the leader of partition p and its Kafka listener;
 	// false when it has none, or no listener.
 	Coordinator(p int32) (kafka.Coordinator, bool)
@@ -178,10 +179,7 @@ func (h *Host) newShard(p, epoch int32) *shard {
 	if err != nil {
 		panic(err) // the config was validated by New
 	}
-	s := &shard{h: h, p: p, epoch: epoch, c: c, waiters: map[group.Ref]chan group.ResponseBody{}, tickAt: group.NoTick}
-	s.reported = make(chan struct{})
-	close(s.reported)
-	return s
+	return &shard{h: h, p: p, epoch: epoch, c: c, waiters: map[group.Ref]chan group.ResponseBody{}, tickAt: group.NoTick}
 }
 
 // shardFor is the shard of a group's partition, nil when this broker does

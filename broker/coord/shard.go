@@ -30,9 +30,19 @@ type shard struct {
 	// tickAt is the armed timer's deadline (group.NoTick: none).
 	tickAt    int64
 	stopTimer func()
-	// reported is closed once the outcome of the newest append so far has
-	// been reported: each append's reporter waits for its predecessor's.
-	reported chan struct{}
+	// pending are the appends not yet reported to the coordinator, oldest
+	// first: outcomes arrive in any order and are reported in this one.
+	pending []*pendingAppend
+}
+
+// pendingAppend is one append and, once settled, its outcome.
+type pendingAppend struct {
+	id      group.AppendID
+	settled bool
+	code    group.ErrorCode
+	// refused: refused before it was written (AppendFailed); otherwise a
+	// code other than None is an unknown outcome.
+	refused bool
 }
 
 func (s *shard) isDead() bool {
@@ -77,71 +87,71 @@ func (s *shard) read(fn func(c *group.Coordinator)) {
 	fn(s.c)
 }
 
-// drainLocked carries out the coordinator's Ready: answers, appends in
-// order, the timer.
+// drainLocked carries out the coordinator's Ready (appends in order,
+// answers, the timer), then reports the outcomes that have arrived, in
+// append order, each followed by the Ready it leaves.
 func (s *shard) drainLocked() {
-	rd := s.c.Ready()
-	for _, a := range rd.Appends {
-		s.appendLocked(a)
-	}
-	for _, r := range rd.Responses {
-		if ch, ok := s.waiters[r.Ref]; ok {
-			delete(s.waiters, r.Ref)
-			ch <- r.Body
+	for {
+		rd := s.c.Ready()
+		for _, a := range rd.Appends {
+			s.appendLocked(a)
 		}
-	}
-	s.armLocked(rd.TickAtMs)
-}
-
-// appendLocked appends a to the partition now and has its outcome
-// reported after the outcome of every earlier append.
-func (s *shard) appendLocked(a group.Append) {
-	wait, code := s.h.env.Append(s.p, s.epoch, a.Records)
-	prev, done := s.reported, make(chan struct{})
-	s.reported = done
-	s.h.env.Go(func(ctx context.Context) {
-		defer close(done)
-		outcome, refused := code, code != group.None
-		if !refused {
-			outcome = wait(ctx)
+		for _, r := range rd.Responses {
+			if ch, ok := s.waiters[r.Ref]; ok {
+				delete(s.waiters, r.Ref)
+				ch <- r.Body
+			}
 		}
-		select {
-		case <-prev:
-		case <-ctx.Done():
-			// The run ends before the earlier outcomes are in: this one
-			// can no longer be reported in order. Unload, as for an
-			// unknown outcome, so that no later reporter reports past
-			// it (the coordinator panics on an outcome out of order):
-			// closing done lets the next one through, and its select
-			// may pick prev although ctx is done.
-			s.unload()
+		s.armLocked(rd.TickAtMs)
+		if !s.reportLocked() {
 			return
 		}
-		s.report(a.ID, outcome, refused)
-	})
+	}
 }
 
-// report hands an append's outcome to the coordinator: durable, refused
-// before it was written, or unknown (the shard unloads: the next one
-// loads what the log holds).
-func (s *shard) report(id group.AppendID, code group.ErrorCode, refused bool) {
+// appendLocked appends a to the partition now; its outcome comes through
+// settle (or at once, for a refusal).
+func (s *shard) appendLocked(a group.Append) {
+	pa := &pendingAppend{id: a.ID}
+	s.pending = append(s.pending, pa)
+	if code := s.h.env.Append(s.p, s.epoch, a.Records, func(code group.ErrorCode) { s.settle(pa, code) }); code != group.None {
+		pa.settled, pa.code, pa.refused = true, code, true
+	}
+}
+
+// settle records an append's outcome and reports what is now reportable.
+func (s *shard) settle(pa *pendingAppend, code group.ErrorCode) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dead {
+	if s.dead || pa.settled {
 		return
 	}
+	pa.settled, pa.code = true, code
+	s.drainLocked()
+}
+
+// reportLocked hands the oldest append's outcome to the coordinator if it
+// has arrived (false if not): durable, refused before it was written, or
+// unknown (the shard unloads: the next one loads what the log holds).
+func (s *shard) reportLocked() bool {
+	if s.dead || len(s.pending) == 0 || !s.pending[0].settled {
+		return false
+	}
+	pa := s.pending[0]
+	s.pending[0] = nil
+	s.pending = s.pending[1:]
 	now := s.h.env.NowMs()
 	switch {
-	case code == group.None:
-		s.c.Appended(now, id)
-	case refused:
-		s.c.AppendFailed(now, id, code)
+	case pa.code == group.None:
+		s.c.Appended(now, pa.id)
+	case pa.refused:
+		s.c.AppendFailed(now, pa.id, pa.code)
 	default:
-		s.h.log.Warn("group coordinator append outcome unknown; unloading", "partition", s.p, "leader_epoch", s.epoch, "code", code)
+		s.h.log.Warn("group coordinator append outcome unknown; unloading", "partition", s.p, "leader_epoch", s.epoch, "code", pa.code)
 		s.unloadLocked()
-		return
+		return false
 	}
-	s.drainLocked()
+	return true
 }
 
 // armLocked sets the timer for the coordinator's next deadline.
@@ -183,9 +193,10 @@ func (s *shard) unloadLocked() {
 	if s.dead {
 		return
 	}
+	s.dead = true
+	s.pending = nil // their outcomes are not reported after Unload
 	s.c.Unload()
 	s.drainLocked()
-	s.dead = true
 	if s.stopTimer != nil {
 		s.stopTimer()
 		s.stopTimer = nil
