@@ -154,8 +154,9 @@ func delayedGroups(delayMs int64) group.Config {
 
 // TestLoadReplaysTheLog: what one host's coordinator committed is served
 // by the next host over the same log, once that host's loader sees the
-// high watermark at the log end (LOAD_IN_PROGRESS until then); the log is
-// read in several pieces.
+// high watermark at the log end (LOAD_IN_PROGRESS until then, the read
+// retried on a timer every ReconcileInterval); the log is read in several
+// pieces.
 func TestLoadReplaysTheLog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newFakeEnv(t, 1)
@@ -170,8 +171,15 @@ func TestLoadReplaysTheLog(t *testing.T) {
 		e.do(func() { e.leads[0], e.logs[0].notReady = 2, true })
 		h2 := newHost(t, e, group.Config{})
 		h2.Reconcile()
-		e.await("a retried not-ready read", func() bool { return e.logs[0].notReadyReads >= 2 })
 		synctest.Wait()
+		if d := e.deadlines(); len(d) != 1 || d[0] != e.NowMs()+5 {
+			t.Fatalf("timers %v after a not-ready read, want the retry at %d", d, e.NowMs()+5)
+		}
+		e.fire(false) // the retry: not ready still
+		synctest.Wait()
+		if n := e.logs[0].notReadyReads; n != 2 {
+			t.Fatalf("%d not-ready reads, want 2 (the first and its retry)", n)
+		}
 		if code, offs := fetchOffsets(t, h2, "g"); code != group.CoordinatorLoadInProgress {
 			t.Fatalf("offset fetch while loading: %v %v, want COORDINATOR_LOAD_IN_PROGRESS", code, offs)
 		}
@@ -183,7 +191,7 @@ func TestLoadReplaysTheLog(t *testing.T) {
 
 		var before int
 		e.do(func() { e.logs[0].notReady, before = false, e.logs[0].readyReads })
-		e.await("a ready read", func() bool { return e.logs[0].readyReads > before })
+		e.fire(false) // the next retry reads, in three steps
 		synctest.Wait()
 		wantOffsets(t, h2, "g", "t/0=42", "t/1=7", "u/0=3")
 		e.do(func() {

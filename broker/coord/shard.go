@@ -30,6 +30,10 @@ type shard struct {
 	// tickAt is the armed timer's deadline (group.NoTick: none).
 	tickAt    int64
 	stopTimer func()
+	// loadFrom is the next offset a loading shard reads; loadTimer its
+	// retry while the high watermark trails the log end.
+	loadFrom  int64
+	loadTimer func()
 	// pending are the appends not yet reported to the coordinator, oldest
 	// first: outcomes arrive in any order and are reported in this one.
 	pending []*pendingAppend
@@ -201,6 +205,10 @@ func (s *shard) unloadLocked() {
 		s.stopTimer()
 		s.stopTimer = nil
 	}
+	if s.loadTimer != nil {
+		s.loadTimer()
+		s.loadTimer = nil
+	}
 	// Requests still waiting were never answered by the coordinator (it
 	// answers what it parked or held at Unload): a nil body, which call
 	// turns into errUnloaded.
@@ -211,61 +219,39 @@ func (s *shard) unloadLocked() {
 }
 
 // load reads the partition from its start once its high watermark covers
-// its log end, replays it, and starts the coordinator. A read that is not
-// ready yet is retried every ReconcileInterval; one that fails otherwise
-// (leadership moved) ends the load and the host reconciles.
-func (s *shard) load(ctx context.Context) {
-	var from int64
-	for {
-		if s.isDead() || ctx.Err() != nil {
-			return
-		}
-		recs, next, end, err := s.h.env.Read(s.p, s.epoch, from)
-		switch {
-		case errors.Is(err, ErrNotReady):
-			if !sleep(ctx, s.h.cfg.ReconcileInterval) {
-				return
-			}
-			continue
-		case err != nil:
-			s.h.log.Info("group coordinator load stopped", "partition", s.p, "leader_epoch", s.epoch, "err", err)
-			s.unload()
-			return
-		}
-		s.mu.Lock()
-		if s.dead {
-			s.mu.Unlock()
-			return
-		}
-		if err := s.c.Replay(s.h.env.NowMs(), recs); err != nil {
-			// A record this coordinator cannot read: the partition stays
-			// loading (COORDINATOR_LOAD_IN_PROGRESS) until an operator acts,
-			// as Kafka's coordinator stays unloaded.
-			s.mu.Unlock()
-			s.h.log.Error("group coordinator cannot load its partition", "partition", s.p, "leader_epoch", s.epoch, "offset", from, "err", err)
-			return
-		}
-		if end {
-			s.c.Loaded(s.h.env.NowMs())
-			s.drainLocked()
-			groups := len(s.c.GroupIDs())
-			s.mu.Unlock()
-			s.h.log.Info("group coordinator loaded", "partition", s.p, "leader_epoch", s.epoch, "groups", groups)
-			return
-		}
-		s.mu.Unlock()
-		from = next
+// its log end, one Read per step (each step on a goroutine of the run),
+// replays it, and starts the coordinator. A read that is not ready yet is
+// retried after ReconcileInterval (a timer, not a sleep); one that fails
+// otherwise (leadership moved) unloads the shard and the host reconciles.
+func (s *shard) load(context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return
 	}
-}
-
-// sleep waits d, false if ctx ends first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
+	recs, next, end, err := s.h.env.Read(s.p, s.epoch, s.loadFrom)
+	switch {
+	case errors.Is(err, ErrNotReady):
+		s.loadTimer = s.h.env.AfterFunc(s.h.cfg.ReconcileInterval, func() { s.h.env.Go(s.load) })
+		return
+	case err != nil:
+		s.h.log.Info("group coordinator load stopped", "partition", s.p, "leader_epoch", s.epoch, "err", err)
+		s.unloadLocked()
+		return
 	}
+	if err := s.c.Replay(s.h.env.NowMs(), recs); err != nil {
+		// A record this coordinator cannot read: the partition stays
+		// loading (COORDINATOR_LOAD_IN_PROGRESS) until an operator acts, as
+		// Kafka's coordinator stays unloaded.
+		s.h.log.Error("group coordinator cannot load its partition", "partition", s.p, "leader_epoch", s.epoch, "offset", s.loadFrom, "err", err)
+		return
+	}
+	if !end {
+		s.loadFrom = next
+		s.h.env.Go(s.load)
+		return
+	}
+	s.c.Loaded(s.h.env.NowMs())
+	s.drainLocked()
+	s.h.log.Info("group coordinator loaded", "partition", s.p, "leader_epoch", s.epoch, "groups", len(s.c.GroupIDs()))
 }
