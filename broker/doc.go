@@ -47,10 +47,12 @@
 //   - with a Kafka listener, the group coordinators (broker/coord.Host,
 //     groups.go): a reconcile every two ticks and after every applied
 //     image loads a group.Coordinator for each __consumer_offsets
-//     partition this broker leads (a goroutine per load) and unloads the
-//     others; per coordinator, one timer goroutine at a time and one
-//     goroutine per append awaiting its acks=all outcome. Lock order:
-//     the coordinator's shard lock, then partition.mu.
+//     partition this broker leads (a goroutine per read step, a timer
+//     while the partition's HW trails) and unloads the others; per
+//     coordinator, one timer goroutine at a time, and here (groups.go) one
+//     goroutine per append awaiting its acks=all outcome for the
+//     coordinator's callback. Lock order: the coordinator's shard lock,
+//     then partition.mu.
 //
 // # Concurrency contract
 //
