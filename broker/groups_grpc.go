@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/errcode"
 	"github.com/twinlog/twinlog/group"
@@ -181,22 +182,17 @@ func (s groupServer) CommitOffsets(ctx context.Context, req *pb.CommitOffsetsReq
 	if r == nil {
 		return fail(pb.ErrorCode_ERROR_CODE_UNKNOWN_SERVER_ERROR), nil // commits are never superseded
 	}
-	codes := map[twinlogTP]group.ErrorCode{}
+	codes := map[twinlog.TopicPartition]group.ErrorCode{}
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {
-			codes[twinlogTP{t.Name, p.Partition}] = p.ErrorCode
+			codes[twinlog.TopicPartition{Topic: t.Name, Partition: p.Partition}] = p.ErrorCode
 		}
 	}
 	for _, o := range req.GetOffsets() {
-		c, _ := groupCode(codes[twinlogTP{o.GetTopic(), o.GetPartition()}])
+		c, _ := groupCode(codes[twinlog.TopicPartition{Topic: o.GetTopic(), Partition: o.GetPartition()}])
 		resp.Results = append(resp.Results, &pb.CommittedOffset{Topic: o.GetTopic(), Partition: o.GetPartition(), Offset: o.GetOffset(), Error: c})
 	}
 	return resp, nil
-}
-
-type twinlogTP struct {
-	topic     string
-	partition int32
 }
 
 func (s groupServer) DeleteGroups(ctx context.Context, req *pb.DeleteGroupsRequest) (*pb.DeleteGroupsResponse, error) {

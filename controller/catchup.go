@@ -191,6 +191,32 @@ func (c *Controller) waitMirrorCaughtUp(ctx context.Context, mirror string, topi
 	}
 }
 
+// sourceMetadata asks the mirror's source for req through its bootstrap
+// addresses: the first answer from the source cluster (sourceID, when
+// known) wins; otherwise nil and why the last address did not answer
+// ("Metadata from …", as mirrors describe and the catch-up wait show it).
+func sourceMetadata(ctx context.Context, conns *rpcopt.Pool, bootstrap []string, sourceID string, req *twinlogv1.MetadataRequest) (*twinlogv1.MetadataResponse, string) {
+	lastErr := "no bootstrap address"
+	for _, addr := range bootstrap {
+		conn, err := conns.Get(addr)
+		var md *twinlogv1.MetadataResponse
+		if err == nil {
+			md, err = twinlogv1.NewFetchServiceClient(conn).Metadata(ctx, req)
+		}
+		if err == nil && sourceID != "" && md.GetClusterId() != sourceID {
+			err = fmt.Errorf("%s is in cluster %q, not the mirror's source %q", addr, md.GetClusterId(), sourceID)
+		}
+		if err == nil {
+			return md, ""
+		}
+		lastErr = fmt.Sprintf("Metadata from %s: %s", addr, status.Convert(err).Message())
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
 // leaderQuery is one partition to ask its leader's HW of.
 type leaderQuery struct {
 	topic, partition int
@@ -296,26 +322,7 @@ func (c *Controller) sourceFacts(ctx context.Context, conns *rpcopt.Pool, bootst
 	if len(want) == 0 {
 		return nil
 	}
-	var (
-		md      *twinlogv1.MetadataResponse
-		lastErr = "no bootstrap address"
-	)
-	for _, addr := range bootstrap {
-		conn, err := conns.Get(addr)
-		if err == nil {
-			md, err = twinlogv1.NewFetchServiceClient(conn).Metadata(ctx, &twinlogv1.MetadataRequest{Topics: want})
-		}
-		if err == nil && sourceID != "" && md.GetClusterId() != sourceID {
-			err = fmt.Errorf("%s is in cluster %q, not the mirror's source %q", addr, md.GetClusterId(), sourceID)
-		}
-		if err == nil {
-			break
-		}
-		md, lastErr = nil, fmt.Sprintf("Metadata from %s: %s", addr, status.Convert(err).Message())
-		if ctx.Err() != nil {
-			break
-		}
-	}
+	md, lastErr := sourceMetadata(ctx, conns, bootstrap, sourceID, &twinlogv1.MetadataRequest{Topics: want})
 	for i := range out {
 		if out[i].Err == "" && md == nil {
 			out[i].SourceErr = lastErr

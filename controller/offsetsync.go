@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -200,23 +201,11 @@ func (c *Controller) syncFromSource(ctx context.Context, conns *rpcopt.Pool, f s
 		return
 	}
 	var groups []string
-	seen := map[string]bool{}
-	for _, addr := range srcBrokers {
-		resp, err := groupClient(conns, addr, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.ListGroupsResponse, error) {
-			return gc.ListGroups(ctx, &twinlogv1.ListGroupsRequest{})
-		})
-		if err != nil {
-			note("ListGroups at source %s: %v", addr, err)
-			continue
-		}
-		for _, g := range resp.GetGroups() {
-			if !seen[g.GetGroupId()] && f.filter.Takes(g.GetGroupId()) {
-				seen[g.GetGroupId()] = true
-				groups = append(groups, g.GetGroupId())
-			}
+	for _, id := range listGroups(ctx, conns, srcBrokers, "at source", note) {
+		if f.filter.Takes(id) {
+			groups = append(groups, id)
 		}
 	}
-	slices.Sort(groups)
 	if len(groups) == 0 {
 		return
 	}
@@ -341,24 +330,7 @@ func (c *Controller) fixTruncated(ctx context.Context, conns *rpcopt.Pool, f syn
 	if len(f.truncations) == 0 {
 		return
 	}
-	seen := map[string]bool{}
-	var groups []string
-	for _, addr := range f.brokers {
-		resp, err := groupClient(conns, addr, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.ListGroupsResponse, error) {
-			return gc.ListGroups(ctx, &twinlogv1.ListGroupsRequest{})
-		})
-		if err != nil {
-			note("ListGroups here at %s: %v", addr, err)
-			continue
-		}
-		for _, g := range resp.GetGroups() {
-			if !seen[g.GetGroupId()] {
-				seen[g.GetGroupId()] = true
-				groups = append(groups, g.GetGroupId())
-			}
-		}
-	}
-	slices.Sort(groups)
+	groups := listGroups(ctx, conns, f.brokers, "here", note)
 	for _, id := range groups {
 		if ctx.Err() != nil {
 			note("%v", ctx.Err())
@@ -399,6 +371,25 @@ func (f syncFacts) epochEnds(ctx context.Context, conns *rpcopt.Pool, g offsetsy
 	return out
 }
 
+// listGroups are the groups every broker of brokers lists, sorted, once
+// each; a broker that does not answer is noted (where names the cluster).
+func listGroups(ctx context.Context, conns *rpcopt.Pool, brokers []string, where string, note func(string, ...any)) []string {
+	seen := map[string]bool{}
+	for _, addr := range brokers {
+		resp, err := groupClient(conns, addr, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.ListGroupsResponse, error) {
+			return gc.ListGroups(ctx, &twinlogv1.ListGroupsRequest{})
+		})
+		if err != nil {
+			note("ListGroups %s %s: %v", where, addr, err)
+			continue
+		}
+		for _, g := range resp.GetGroups() {
+			seen[g.GetGroupId()] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
 // committedOffsets are the offsets of the mirrored topics.
 func committedOffsets(os []*twinlogv1.CommittedOffset, mirrored map[string]bool) map[twinlog.TopicPartition]offsetsync.Offset {
 	out := map[twinlog.TopicPartition]offsetsync.Offset{}
@@ -414,30 +405,16 @@ func committedOffsets(os []*twinlogv1.CommittedOffset, mirrored map[string]bool)
 // sourceBrokers are the source cluster's broker addresses, from the first
 // bootstrap address whose Metadata answers as the mirror's source.
 func (c *Controller) sourceBrokers(ctx context.Context, conns *rpcopt.Pool, bootstrap []string, sourceID string) ([]string, error) {
-	err := fmt.Errorf("no bootstrap address")
-	for _, addr := range bootstrap {
-		conn, cerr := conns.Get(addr)
-		if cerr != nil {
-			err = fmt.Errorf("source %s: %v", addr, cerr)
-			continue
-		}
-		md, merr := twinlogv1.NewFetchServiceClient(conn).Metadata(ctx, &twinlogv1.MetadataRequest{NoTopics: true})
-		switch {
-		case merr != nil:
-			err = fmt.Errorf("source %s: Metadata: %s", addr, status.Convert(merr).Message())
-			continue
-		case sourceID != "" && md.GetClusterId() != sourceID:
-			err = fmt.Errorf("%s is in cluster %q, not the mirror's source %q", addr, md.GetClusterId(), sourceID)
-			continue
-		}
-		var out []string
-		for _, b := range md.GetBrokers() {
-			out = append(out, net.JoinHostPort(b.GetHost(), strconv.Itoa(int(b.GetPort()))))
-		}
-		slices.Sort(out)
-		return out, nil
+	md, why := sourceMetadata(ctx, conns, bootstrap, sourceID, &twinlogv1.MetadataRequest{NoTopics: true})
+	if md == nil {
+		return nil, fmt.Errorf("source: %s", why)
 	}
-	return nil, err
+	var out []string
+	for _, b := range md.GetBrokers() {
+		out = append(out, net.JoinHostPort(b.GetHost(), strconv.Itoa(int(b.GetPort()))))
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // groupClient makes one GroupService call to addr.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twinlog/twinlog"
 	"github.com/twinlog/twinlog/broker/kafka"
 	"github.com/twinlog/twinlog/group"
 )
@@ -158,12 +159,12 @@ func (h *Host) OffsetCommit(ctx context.Context, req group.OffsetCommitRequest) 
 		}
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
-				codes[topicPartition{t.Name, p.Partition}] = p.ErrorCode
+				codes[topicPartition{Topic: t.Name, Partition: p.Partition}] = p.ErrorCode
 			}
 		}
 	}
 	return commitAnswer(req, func(topic string, p int32) group.ErrorCode {
-		if c, ok := codes[topicPartition{topic, p}]; ok {
+		if c, ok := codes[topicPartition{Topic: topic, Partition: p}]; ok {
 			return c
 		}
 		return group.UnknownTopicOrPartition
@@ -183,10 +184,8 @@ func committedPartitions(r *group.OffsetCommitResponse) int {
 	return n
 }
 
-type topicPartition struct {
-	topic     string
-	partition int32
-}
+// topicPartition is the shared type's shorter name.
+type topicPartition = twinlog.TopicPartition
 
 // commitAnswer answers every partition of req, in its order, with code's.
 func commitAnswer(req group.OffsetCommitRequest, code func(topic string, p int32) group.ErrorCode) *group.OffsetCommitResponse {

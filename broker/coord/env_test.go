@@ -354,7 +354,7 @@ func (e *fakeEnv) creates() int {
 func (e *fakeEnv) PartitionExists(topic string, partition int32) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return !e.missing[topicPartition{topic, partition}]
+	return !e.missing[topicPartition{Topic: topic, Partition: partition}]
 }
 
 var _ Env = (*fakeEnv)(nil)

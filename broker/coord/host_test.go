@@ -397,7 +397,7 @@ func TestCancelledRequest(t *testing.T) {
 func TestOffsetCommitUnknownPartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newFakeEnv(t, 1)
-		e.do(func() { e.missing[topicPartition{"t", 1}] = true })
+		e.do(func() { e.missing[topicPartition{Topic: "t", Partition: 1}] = true })
 		h := newHost(t, e, group.Config{})
 		loaded(h)
 		r := recv(t, "commit", commit(h, t.Context(), simpleCommit("g", tpo{"t", 0, 5}, tpo{"t", 1, 6}, tpo{"u", 0, 7})))

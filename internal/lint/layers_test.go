@@ -55,7 +55,7 @@ var layers = map[string][]string{
 	"broker/wire":                    {"", "api/proto/twinlog/v1", "broker/replica", "storage"},
 	"broker/serve":                   {"", "api/proto/twinlog/v1", "broker/replica", "broker/wire", "storage", "storage/producer"},
 	"broker/kafka":                   {"api/proto/twinlog/v1", "errcode", "group"},
-	"broker/coord":                   {"broker/kafka", "group"},
+	"broker/coord":                   {"", "broker/kafka", "group"},
 	"broker/follow":                  {"", "api/proto/twinlog/v1", "broker/replica", "broker/wire", "storage"},
 	"broker/session":                 {"", "api/proto/twinlog/v1"},
 	"broker/metaloop":                {"api/proto/twinlog/v1", "metadata"},
