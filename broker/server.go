@@ -127,6 +127,30 @@ func (s adminServer) AlterConfigs(ctx context.Context, req *pb.AlterConfigsReque
 	return a.AlterConfigs(ctx, req)
 }
 
+func (s adminServer) CreateAcls(ctx context.Context, req *pb.CreateAclsRequest) (*pb.CreateAclsResponse, error) {
+	a, err := s.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.CreateAcls(ctx, req)
+}
+
+func (s adminServer) DeleteAcls(ctx context.Context, req *pb.DeleteAclsRequest) (*pb.DeleteAclsResponse, error) {
+	a, err := s.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.DeleteAcls(ctx, req)
+}
+
+func (s adminServer) DescribeAcls(ctx context.Context, req *pb.DescribeAclsRequest) (*pb.DescribeAclsResponse, error) {
+	a, err := s.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.DescribeAcls(ctx, req)
+}
+
 func (s adminServer) ListBrokers(ctx context.Context, req *pb.ListBrokersRequest) (*pb.ListBrokersResponse, error) {
 	a, err := s.admin()
 	if err != nil {

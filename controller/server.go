@@ -416,6 +416,22 @@ func (s adminServer) AlterConfigs(ctx context.Context, req *twinlogv1.AlterConfi
 	})
 }
 
+func (s adminServer) CreateAcls(ctx context.Context, req *twinlogv1.CreateAclsRequest) (*twinlogv1.CreateAclsResponse, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.CreateAclsResponse) {
+		return st.CreateAcls(req)
+	})
+}
+
+func (s adminServer) DeleteAcls(ctx context.Context, req *twinlogv1.DeleteAclsRequest) (*twinlogv1.DeleteAclsResponse, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.DeleteAclsResponse) {
+		return st.DeleteAcls(req)
+	})
+}
+
+func (s adminServer) DescribeAcls(ctx context.Context, req *twinlogv1.DescribeAclsRequest) (*twinlogv1.DescribeAclsResponse, error) {
+	return read(s.c, func(st *metastate.State) *twinlogv1.DescribeAclsResponse { return st.DescribeAcls(req) })
+}
+
 func (s adminServer) ListBrokers(ctx context.Context, req *twinlogv1.ListBrokersRequest) (*twinlogv1.ListBrokersResponse, error) {
 	return read(s.c, func(st *metastate.State) *twinlogv1.ListBrokersResponse {
 		resp := &twinlogv1.ListBrokersResponse{ClusterId: st.ClusterID(), MetadataOffset: st.Offset()}

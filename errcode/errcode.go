@@ -458,6 +458,28 @@ var table = [...]Info{
 		Kafka:       86,
 		Description: "the group still consumes the topic whose offsets were to be deleted",
 	},
+	twinlogv1.ErrorCode_ERROR_CODE_GROUP_AUTHORIZATION_FAILED: {
+		Name:        "GROUP_AUTHORIZATION_FAILED",
+		Kafka:       30,
+		Description: "not authorized for the group",
+		Hint:        "ask an administrator for an ACL on the group (`twinctl acls add`)",
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED: {
+		Name:              "CLUSTER_AUTHORIZATION_FAILED",
+		Kafka:             31,
+		Description:       "not authorized for the cluster (or the mirror) operation",
+		MirrorFatal:       true,
+		MirrorFatalReason: "the source refuses this cluster's mirror principal: records kept, partition read-only; grant it the Mirror ACL at the source and restart the mirror",
+		Hint:              "ask an administrator for an ACL on the cluster (`twinctl acls add`)",
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_SASL_AUTHENTICATION_FAILED: {
+		Name:              "SASL_AUTHENTICATION_FAILED",
+		Kafka:             58,
+		Description:       "the connection carries no identity the server accepts",
+		MirrorFatal:       true,
+		MirrorFatalReason: "the source does not accept this cluster's credentials: records kept, partition read-only",
+		Hint:              "connect with a client certificate the server trusts (--tls-cert, --tls-key, --tls-ca)",
+	},
 }
 
 // fromKafka maps a Kafka code to the enum value with that Kafka code (the

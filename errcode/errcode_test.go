@@ -112,6 +112,10 @@ func TestClassification(t *testing.T) {
 			twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID,
 			twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
 			twinlogv1.ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED,
+			// SPEC §6.3's "authorization": the source refuses the mirror's
+			// principal for the mirror, or does not know it at all.
+			twinlogv1.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED,
+			twinlogv1.ErrorCode_ERROR_CODE_SASL_AUTHENTICATION_FAILED,
 		}},
 	} {
 		var got []twinlogv1.ErrorCode

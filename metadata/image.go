@@ -35,6 +35,9 @@ type Image struct {
 	clusterConfig map[string]string
 	// producerIDs is the producer id allocation (nil: none yet).
 	producerIDs *twinlogv1.ProducerIdsRecord
+	// acls are the ACL bindings; aclOffset is where they last changed.
+	acls      map[ACLKey]struct{}
+	aclOffset int64
 
 	// Indexes of the image, kept by putPartition and dropTopicPartitions so
 	// that fencing a broker and electing leaderless partitions (the
@@ -73,6 +76,8 @@ func (img *Image) reset() {
 	img.mirrors = map[string]*twinlogv1.MirrorRecord{}
 	img.clusterConfig = map[string]string{}
 	img.producerIDs = nil
+	img.acls = map[ACLKey]struct{}{}
+	img.aclOffset = 0
 	img.byBroker = map[int32]map[tpKey]struct{}{}
 	img.leaderless = map[tpKey]struct{}{}
 }
@@ -304,6 +309,7 @@ func (img *Image) Apply(d *twinlogv1.MetadataDelta) error {
 	for _, m := range d.GetMirrors() {
 		img.mirrors[m.GetName()] = m
 	}
+	img.applyACLs(d)
 	img.offset = d.GetOffset()
 	return nil
 }
@@ -394,6 +400,7 @@ func (img *Image) Snapshot() *twinlogv1.MetadataSnapshot {
 	for _, n := range img.MirrorNames() {
 		snap.Mirrors = append(snap.Mirrors, proto.Clone(img.mirrors[n]).(*twinlogv1.MirrorRecord))
 	}
+	snap.Acls = img.ACLs()
 	return snap
 }
 
@@ -423,6 +430,10 @@ func (img *Image) Restore(snap *twinlogv1.MetadataSnapshot) {
 	if r := snap.GetProducerIds(); r != nil {
 		img.producerIDs = proto.CloneOf(r)
 	}
+	for _, b := range snap.GetAcls() {
+		img.acls[KeyOf(b)] = struct{}{}
+	}
+	img.aclOffset = img.offset
 }
 
 // CheckConsistency checks what the image keeps beside its records: every

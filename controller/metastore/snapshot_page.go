@@ -12,12 +12,12 @@ import (
 
 // snapshotItemFields are the repeated fields of MetadataSnapshot that pages
 // carry, in the order of the flattened item sequence (SnapshotCursor in
-// controller.proto): brokers, topics, partitions, mirrors. They are read
+// controller.proto): brokers, topics, partitions, mirrors, ACL bindings. They are read
 // from the descriptor so that a renumbered field cannot drift from here.
-var snapshotItemFields = func() [4]protowire.Number {
+var snapshotItemFields = func() [5]protowire.Number {
 	fields := (&twinlogv1.MetadataSnapshot{}).ProtoReflect().Descriptor().Fields()
-	var out [4]protowire.Number
-	for i, name := range []protoreflect.Name{"brokers", "topics", "partitions", "mirrors"} {
+	var out [5]protowire.Number
+	for i, name := range []protoreflect.Name{"brokers", "topics", "partitions", "mirrors", "acls"} {
 		out[i] = fields.ByName(name).Number()
 	}
 	return out
@@ -55,7 +55,7 @@ type SnapshotPage struct {
 // meanwhile is not mixed in.
 //
 // start receives the snapshot's offset and item count (brokers, topics,
-// partitions and mirrors together) and returns the position to read from:
+// partitions, mirrors and ACL bindings together) and returns the position to read from:
 // in [0, items), or 0 for a snapshot without items. An error from start is
 // returned as is. Items are then taken in sequence while fits(size) holds,
 // size being the encoded size of SnapshotPage.Snapshot with that item
@@ -68,7 +68,7 @@ type SnapshotPage struct {
 // Bytes that do not decode, or a snapshot whose own offset is not offset,
 // are an error wrapping ErrCorrupt.
 func ReadSnapshotPage(v []byte, offset int64, start func(offset, items int64) (int64, error), fits func(size int) bool) (*SnapshotPage, error) {
-	var counts [4]int64
+	var counts [len(snapshotItemFields)]int64
 	var header []byte
 	var fieldErr error
 	err := eachField(v, func(num protowire.Number, typ protowire.Type, field []byte) bool {
@@ -117,7 +117,7 @@ func ReadSnapshotPage(v []byte, offset int64, start func(offset, items int64) (i
 
 // readPage decodes the items of the encoded snapshot v from position pos
 // on while they fit (see ReadSnapshotPage). counts are v's items per kind.
-func readPage(v []byte, hdr *twinlogv1.MetadataSnapshot, counts [4]int64, pos int64, fits func(int) bool) (*SnapshotPage, error) {
+func readPage(v []byte, hdr *twinlogv1.MetadataSnapshot, counts [len(snapshotItemFields)]int64, pos int64, fits func(int) bool) (*SnapshotPage, error) {
 	snap := &twinlogv1.MetadataSnapshot{Offset: hdr.GetOffset()}
 	if pos == 0 {
 		snap.ClusterId, snap.ClusterConfig, snap.ProducerIds = hdr.GetClusterId(), hdr.GetClusterConfig(), hdr.GetProducerIds()
@@ -203,8 +203,10 @@ func decodeItem(k int, value []byte) (proto.Message, error) {
 		m = &twinlogv1.TopicRecord{}
 	case 2:
 		m = &twinlogv1.PartitionRecord{}
-	default:
+	case 3:
 		m = &twinlogv1.MirrorRecord{}
+	default:
+		m = &twinlogv1.AclBinding{}
 	}
 	if err := proto.Unmarshal(value, m); err != nil {
 		return nil, err
@@ -222,5 +224,7 @@ func appendItem(snap *twinlogv1.MetadataSnapshot, m proto.Message) {
 		snap.Partitions = append(snap.Partitions, r)
 	case *twinlogv1.MirrorRecord:
 		snap.Mirrors = append(snap.Mirrors, r)
+	case *twinlogv1.AclBinding:
+		snap.Acls = append(snap.Acls, r)
 	}
 }

@@ -40,6 +40,67 @@ type MirrorConfig struct {
 	FailedRetryMaxAttempts    int           // mirror.failed.retry.max.attempts
 }
 
+// TLSClientAuths are the allowed tls.client.auth values: whether a
+// server asks its clients for a certificate (Kafka's ssl.client.auth).
+var TLSClientAuths = []string{"required", "requested", "none"}
+
+// SecurityConfig is what both daemons share about transport security and
+// authorization (issue 17). Without tls.cert.file every listener is
+// plaintext and every caller is User:ANONYMOUS.
+type SecurityConfig struct {
+	TLSCertFile string // tls.cert.file: this daemon's certificate (PEM), presented as server and as client
+	TLSKeyFile  string // tls.key.file: its private key (PEM)
+	TLSCAFile   string // tls.ca.file: the certificates trusted for peers and clients (PEM bundle)
+	// TLSClientAuth is tls.client.auth: required (every caller presents a
+	// certificate), requested (a caller without one is User:ANONYMOUS) or
+	// none.
+	TLSClientAuth string
+	// PrincipalMappingRules is ssl.principal.mapping.rules (Kafka's syntax):
+	// how a certificate's subject becomes a principal.
+	PrincipalMappingRules string
+	AuthorizerEnabled     bool     // authorizer.enabled: check ACLs on every RPC
+	SuperUsers            []string // super.users: principals allowed everything (';'-separated)
+	// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found.
+	AllowEveryoneIfNoACLFound bool
+}
+
+// TLSEnabled reports whether the daemon's listeners use TLS.
+func (s SecurityConfig) TLSEnabled() bool { return s.TLSCertFile != "" }
+
+func securityFields(s *SecurityConfig) []field {
+	return []field{
+		strField("tls.cert.file", "", "this daemon's TLS certificate, PEM (empty: plaintext listeners)", &s.TLSCertFile),
+		strField("tls.key.file", "", "private key of tls.cert.file, PEM", &s.TLSKeyFile),
+		strField("tls.ca.file", "", "PEM bundle of the CAs trusted for peers and clients", &s.TLSCAFile),
+		strField("tls.client.auth", "required", "required, requested or none: whether callers must present a certificate", &s.TLSClientAuth),
+		strField("ssl.principal.mapping.rules", "DEFAULT", "Kafka's rules turning a certificate subject into a principal name", &s.PrincipalMappingRules),
+		boolField("authorizer.enabled", "false", "check every request against the cluster's ACLs", &s.AuthorizerEnabled),
+		sepListField("super.users", "", "principals allowed everything, ';'-separated (User:admin;User:broker-1)", ";", &s.SuperUsers),
+		boolField("allow.everyone.if.no.acl.found", "false", "allow a request when no ACL names its resource", &s.AllowEveryoneIfNoACLFound),
+	}
+}
+
+func (s SecurityConfig) validate(errs *[]error) {
+	bad := func(key string, val any, want string) {
+		*errs = append(*errs, fmt.Errorf("config: %s = %v: %s", key, val, want))
+	}
+	if s.TLSCertFile != "" || s.TLSKeyFile != "" || s.TLSCAFile != "" {
+		for _, kv := range [][2]string{{"tls.cert.file", s.TLSCertFile}, {"tls.key.file", s.TLSKeyFile}, {"tls.ca.file", s.TLSCAFile}} {
+			if kv[1] == "" {
+				bad(kv[0], `""`, "tls.cert.file, tls.key.file and tls.ca.file are set together")
+			}
+		}
+	}
+	if !slices.Contains(TLSClientAuths, s.TLSClientAuth) {
+		bad("tls.client.auth", s.TLSClientAuth, "allowed values are "+strings.Join(TLSClientAuths, ", "))
+	}
+	for _, u := range s.SuperUsers {
+		if i := strings.IndexByte(u, ':'); i <= 0 || i == len(u)-1 {
+			bad("super.users", u, `each principal is "Type:name", e.g. User:admin`)
+		}
+	}
+}
+
 // BrokerConfig configures brokerd.
 type BrokerConfig struct {
 	BrokerID          int32    // broker.id
@@ -71,6 +132,8 @@ type BrokerConfig struct {
 
 	GCPercent        int   // runtime.gc.percent (GOGC, which wins when set)
 	MemoryLimitBytes int64 // runtime.memory.limit.bytes (GOMEMLIMIT, which wins when set; 0: none)
+
+	Security SecurityConfig
 }
 
 // ControllerConfig configures controllerd.
@@ -95,6 +158,8 @@ type ControllerConfig struct {
 	CreateTopicsMaxPartitionsPerRequest int // create.topics.max.partitions.per.request
 	MaxClusterPartitions                int // cluster.max.partitions
 	MetadataFetchMaxBytes               int // metadata.fetch.max.bytes
+
+	Security SecurityConfig
 }
 
 // field is one config key: its default (in input syntax) and how to parse
@@ -107,7 +172,7 @@ type field struct {
 }
 
 func brokerFields(c *BrokerConfig) []field {
-	return []field{
+	return append([]field{
 		intField("broker.id", "-1", "this broker's id (required, ≥ 0)", &c.BrokerID),
 		strField("cluster.id", "", "cluster id (empty: accept the controller's)", &c.ClusterID),
 		listField("listeners", "", "Kafka-style listeners, e.g. PLAINTEXT://0.0.0.0:9091 (first is used when listen.address is unset)", &c.Listeners),
@@ -138,7 +203,7 @@ func brokerFields(c *BrokerConfig) []field {
 		timestampBoundField("log.message.timestamp.after.max.ms", "3600000", "how far after the broker's clock a produced record's timestamp may be (9223372036854775807: no bound)", &c.LogMessageTimestampAfterMax),
 		intField("runtime.gc.percent", strconv.Itoa(DefaultBrokerGCPercent), "Go GC target: heap growth % between collections (the GOGC variable wins; -1: only at runtime.memory.limit.bytes)", &c.GCPercent),
 		intField("runtime.memory.limit.bytes", "0", "Go soft memory limit (the GOMEMLIMIT variable wins; 0: none)", &c.MemoryLimitBytes),
-	}
+	}, securityFields(&c.Security)...)
 }
 
 // DefaultBrokerGCPercent is runtime.gc.percent's default. A broker's live
@@ -152,7 +217,7 @@ func brokerFields(c *BrokerConfig) []field {
 const DefaultBrokerGCPercent = 400
 
 func controllerFields(c *ControllerConfig) []field {
-	return []field{
+	return append([]field{
 		strField("cluster.id", "", "cluster id (required)", &c.ClusterID),
 		strField("listen.address", "127.0.0.1:9090", "gRPC listen address host:port", &c.ListenAddress),
 		strField("metrics.address", "", "Prometheus /metrics listen address (empty: disabled)", &c.MetricsAddress),
@@ -173,7 +238,7 @@ func controllerFields(c *ControllerConfig) []field {
 		intField(configdef.KeyCreateTopicsMaxPartitionsPerRequest, "10000", "partitions one CreateTopics request may create", &c.CreateTopicsMaxPartitionsPerRequest),
 		intField(configdef.KeyClusterMaxPartitions, "100000", "partitions the cluster may hold (CreateTopics refuses more)", &c.MaxClusterPartitions),
 		intField(configdef.KeyMetadataFetchMaxBytes, "16777216", "encoded size of one FetchMetadata answer, snapshot pages included (brokers far behind page through the log and the snapshot)", &c.MetadataFetchMaxBytes),
-	}
+	}, securityFields(&c.Security)...)
 }
 
 // EnvName returns the environment variable overriding key.
@@ -320,6 +385,7 @@ func (c BrokerConfig) Validate() error {
 	}
 	checkTimestampBound(&errs, "log.message.timestamp.before.max.ms", c.LogMessageTimestampBeforeMax)
 	checkTimestampBound(&errs, "log.message.timestamp.after.max.ms", c.LogMessageTimestampAfterMax)
+	c.Security.validate(&errs)
 	return errors.Join(errs...)
 }
 
@@ -356,6 +422,7 @@ func (c ControllerConfig) Validate() error {
 	checkOrder(&errs, configdef.KeyCreateTopicsMaxPartitionsPerRequest, int64(c.CreateTopicsMaxPartitionsPerRequest),
 		configdef.KeyClusterMaxPartitions, int64(c.MaxClusterPartitions))
 	checkRange(&errs, configdef.KeyMetadataFetchMaxBytes, int64(c.MetadataFetchMaxBytes))
+	c.Security.validate(&errs)
 	return errors.Join(errs...)
 }
 

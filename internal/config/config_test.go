@@ -33,6 +33,9 @@ func TestDefaultsFollowSpec(t *testing.T) {
 		CreateTopicsMaxPartitionsPerRequest: metastate.DefaultMaxCreatePartitionsPerRequest,
 		MaxClusterPartitions:                metastate.DefaultMaxClusterPartitions,
 		MetadataFetchMaxBytes:               16 << 20,
+		// Kafka's ssl.client.auth is none by default; twinlog asks for a
+		// certificate whenever TLS is on (no effect without tls.cert.file).
+		Security: SecurityConfig{TLSClientAuth: "required", PrincipalMappingRules: "DEFAULT"},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("controller defaults (-want +got):\n%s", diff)
@@ -94,7 +97,7 @@ func TestEnvOverridesEveryKey(t *testing.T) {
 		t.Run(f.key, func(t *testing.T) {
 			val := "7"
 			switch {
-			case strings.HasSuffix(f.key, ".enabled"), strings.HasSuffix(f.key, ".enable"):
+			case strings.HasSuffix(f.key, ".enabled"), strings.HasSuffix(f.key, ".enable"), f.key == "allow.everyone.if.no.acl.found":
 				val = "true"
 			case f.key == "unclean.recovery.strategy":
 				val = "aggressive"
@@ -157,6 +160,22 @@ func rawString(c ControllerConfig, key string) string {
 		return strconvI(int64(c.MaxClusterPartitions))
 	case "metadata.fetch.max.bytes":
 		return strconvI(int64(c.MetadataFetchMaxBytes))
+	case "tls.cert.file":
+		return c.Security.TLSCertFile
+	case "tls.key.file":
+		return c.Security.TLSKeyFile
+	case "tls.ca.file":
+		return c.Security.TLSCAFile
+	case "tls.client.auth":
+		return c.Security.TLSClientAuth
+	case "ssl.principal.mapping.rules":
+		return c.Security.PrincipalMappingRules
+	case "authorizer.enabled":
+		return boolS(c.Security.AuthorizerEnabled)
+	case "super.users":
+		return strings.Join(c.Security.SuperUsers, ";")
+	case "allow.everyone.if.no.acl.found":
+		return boolS(c.Security.AllowEveryoneIfNoACLFound)
 	}
 	return "?" + key
 }

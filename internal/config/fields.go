@@ -187,10 +187,16 @@ func boolField(key, def, usage string, dst *bool) field {
 
 // listField accepts a YAML sequence or a comma-separated string.
 func listField(key, def, usage string, dst *[]string) field {
+	return sepListField(key, def, usage, ",", dst)
+}
+
+// sepListField accepts a YAML sequence or a string of items separated by
+// sep (super.users is ';'-separated as in Kafka: principals hold commas).
+func sepListField(key, def, usage, sep string, dst *[]string) field {
 	return field{key: key, def: def, usage: usage, set: func(v value) error {
 		items := v.items
 		if !v.isList && !v.null {
-			items = strings.Split(v.text, ",")
+			items = strings.Split(v.text, sep)
 		}
 		var out []string
 		for _, it := range items {

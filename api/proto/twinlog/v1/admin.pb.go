@@ -2034,7 +2034,7 @@ var File_twinlog_v1_admin_proto protoreflect.FileDescriptor
 const file_twinlog_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"\x16twinlog/v1/admin.proto\x12\n" +
-	"twinlog.v1\x1a\x17twinlog/v1/common.proto\x1a\x1btwinlog/v1/controller.proto\x1a\x19twinlog/v1/metadata.proto\"n\n" +
+	"twinlog.v1\x1a\x14twinlog/v1/acl.proto\x1a\x17twinlog/v1/common.proto\x1a\x1btwinlog/v1/controller.proto\x1a\x19twinlog/v1/metadata.proto\"n\n" +
 	"\x13CreateTopicsRequest\x122\n" +
 	"\x06topics\x18\x01 \x03(\v2\x1a.twinlog.v1.CreatableTopicR\x06topics\x12#\n" +
 	"\rvalidate_only\x18\x02 \x01(\bR\fvalidateOnly\"\xba\x02\n" +
@@ -2184,7 +2184,7 @@ const file_twinlog_v1_admin_proto_rawDesc = "" +
 	"\fElectionType\x12\x1d\n" +
 	"\x19ELECTION_TYPE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ELECTION_TYPE_PREFERRED\x10\x01\x12\x19\n" +
-	"\x15ELECTION_TYPE_UNCLEAN\x10\x022\xd9\x06\n" +
+	"\x15ELECTION_TYPE_UNCLEAN\x10\x022\xc6\b\n" +
 	"\fAdminService\x12Q\n" +
 	"\fCreateTopics\x12\x1f.twinlog.v1.CreateTopicsRequest\x1a .twinlog.v1.CreateTopicsResponse\x12Q\n" +
 	"\fDeleteTopics\x12\x1f.twinlog.v1.DeleteTopicsRequest\x1a .twinlog.v1.DeleteTopicsResponse\x12Z\n" +
@@ -2194,7 +2194,12 @@ const file_twinlog_v1_admin_proto_rawDesc = "" +
 	"\x10UnregisterBroker\x12#.twinlog.v1.UnregisterBrokerRequest\x1a$.twinlog.v1.UnregisterBrokerResponse\x12Q\n" +
 	"\fElectLeaders\x12\x1f.twinlog.v1.ElectLeadersRequest\x1a .twinlog.v1.ElectLeadersResponse\x12~\n" +
 	"\x1bAlterPartitionReassignments\x12..twinlog.v1.AlterPartitionReassignmentsRequest\x1a/.twinlog.v1.AlterPartitionReassignmentsResponse\x12r\n" +
-	"\x17DescribeTopicPartitions\x12*.twinlog.v1.DescribeTopicPartitionsRequest\x1a+.twinlog.v1.DescribeTopicPartitionsResponseB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
+	"\x17DescribeTopicPartitions\x12*.twinlog.v1.DescribeTopicPartitionsRequest\x1a+.twinlog.v1.DescribeTopicPartitionsResponse\x12K\n" +
+	"\n" +
+	"CreateAcls\x12\x1d.twinlog.v1.CreateAclsRequest\x1a\x1e.twinlog.v1.CreateAclsResponse\x12Q\n" +
+	"\fDescribeAcls\x12\x1f.twinlog.v1.DescribeAclsRequest\x1a .twinlog.v1.DescribeAclsResponse\x12K\n" +
+	"\n" +
+	"DeleteAcls\x12\x1d.twinlog.v1.DeleteAclsRequest\x1a\x1e.twinlog.v1.DeleteAclsResponseB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
 
 var (
 	file_twinlog_v1_admin_proto_rawDescOnce sync.Once
@@ -2253,6 +2258,12 @@ var file_twinlog_v1_admin_proto_goTypes = []any{
 	(*BrokerRecord)(nil),                        // 39: twinlog.v1.BrokerRecord
 	(*OfflinePartition)(nil),                    // 40: twinlog.v1.OfflinePartition
 	(*Cursor)(nil),                              // 41: twinlog.v1.Cursor
+	(*CreateAclsRequest)(nil),                   // 42: twinlog.v1.CreateAclsRequest
+	(*DescribeAclsRequest)(nil),                 // 43: twinlog.v1.DescribeAclsRequest
+	(*DeleteAclsRequest)(nil),                   // 44: twinlog.v1.DeleteAclsRequest
+	(*CreateAclsResponse)(nil),                  // 45: twinlog.v1.CreateAclsResponse
+	(*DescribeAclsResponse)(nil),                // 46: twinlog.v1.DescribeAclsResponse
+	(*DeleteAclsResponse)(nil),                  // 47: twinlog.v1.DeleteAclsResponse
 }
 var file_twinlog_v1_admin_proto_depIdxs = []int32{
 	4,  // 0: twinlog.v1.CreateTopicsRequest.topics:type_name -> twinlog.v1.CreatableTopic
@@ -2301,17 +2312,23 @@ var file_twinlog_v1_admin_proto_depIdxs = []int32{
 	24, // 43: twinlog.v1.AdminService.ElectLeaders:input_type -> twinlog.v1.ElectLeadersRequest
 	28, // 44: twinlog.v1.AdminService.AlterPartitionReassignments:input_type -> twinlog.v1.AlterPartitionReassignmentsRequest
 	31, // 45: twinlog.v1.AdminService.DescribeTopicPartitions:input_type -> twinlog.v1.DescribeTopicPartitionsRequest
-	6,  // 46: twinlog.v1.AdminService.CreateTopics:output_type -> twinlog.v1.CreateTopicsResponse
-	9,  // 47: twinlog.v1.AdminService.DeleteTopics:output_type -> twinlog.v1.DeleteTopicsResponse
-	12, // 48: twinlog.v1.AdminService.DescribeConfigs:output_type -> twinlog.v1.DescribeConfigsResponse
-	17, // 49: twinlog.v1.AdminService.AlterConfigs:output_type -> twinlog.v1.AlterConfigsResponse
-	20, // 50: twinlog.v1.AdminService.ListBrokers:output_type -> twinlog.v1.ListBrokersResponse
-	23, // 51: twinlog.v1.AdminService.UnregisterBroker:output_type -> twinlog.v1.UnregisterBrokerResponse
-	26, // 52: twinlog.v1.AdminService.ElectLeaders:output_type -> twinlog.v1.ElectLeadersResponse
-	30, // 53: twinlog.v1.AdminService.AlterPartitionReassignments:output_type -> twinlog.v1.AlterPartitionReassignmentsResponse
-	33, // 54: twinlog.v1.AdminService.DescribeTopicPartitions:output_type -> twinlog.v1.DescribeTopicPartitionsResponse
-	46, // [46:55] is the sub-list for method output_type
-	37, // [37:46] is the sub-list for method input_type
+	42, // 46: twinlog.v1.AdminService.CreateAcls:input_type -> twinlog.v1.CreateAclsRequest
+	43, // 47: twinlog.v1.AdminService.DescribeAcls:input_type -> twinlog.v1.DescribeAclsRequest
+	44, // 48: twinlog.v1.AdminService.DeleteAcls:input_type -> twinlog.v1.DeleteAclsRequest
+	6,  // 49: twinlog.v1.AdminService.CreateTopics:output_type -> twinlog.v1.CreateTopicsResponse
+	9,  // 50: twinlog.v1.AdminService.DeleteTopics:output_type -> twinlog.v1.DeleteTopicsResponse
+	12, // 51: twinlog.v1.AdminService.DescribeConfigs:output_type -> twinlog.v1.DescribeConfigsResponse
+	17, // 52: twinlog.v1.AdminService.AlterConfigs:output_type -> twinlog.v1.AlterConfigsResponse
+	20, // 53: twinlog.v1.AdminService.ListBrokers:output_type -> twinlog.v1.ListBrokersResponse
+	23, // 54: twinlog.v1.AdminService.UnregisterBroker:output_type -> twinlog.v1.UnregisterBrokerResponse
+	26, // 55: twinlog.v1.AdminService.ElectLeaders:output_type -> twinlog.v1.ElectLeadersResponse
+	30, // 56: twinlog.v1.AdminService.AlterPartitionReassignments:output_type -> twinlog.v1.AlterPartitionReassignmentsResponse
+	33, // 57: twinlog.v1.AdminService.DescribeTopicPartitions:output_type -> twinlog.v1.DescribeTopicPartitionsResponse
+	45, // 58: twinlog.v1.AdminService.CreateAcls:output_type -> twinlog.v1.CreateAclsResponse
+	46, // 59: twinlog.v1.AdminService.DescribeAcls:output_type -> twinlog.v1.DescribeAclsResponse
+	47, // 60: twinlog.v1.AdminService.DeleteAcls:output_type -> twinlog.v1.DeleteAclsResponse
+	49, // [49:61] is the sub-list for method output_type
+	37, // [37:49] is the sub-list for method input_type
 	37, // [37:37] is the sub-list for extension type_name
 	37, // [37:37] is the sub-list for extension extendee
 	0,  // [0:37] is the sub-list for field type_name
@@ -2322,6 +2339,7 @@ func file_twinlog_v1_admin_proto_init() {
 	if File_twinlog_v1_admin_proto != nil {
 		return
 	}
+	file_twinlog_v1_acl_proto_init()
 	file_twinlog_v1_common_proto_init()
 	file_twinlog_v1_controller_proto_init()
 	file_twinlog_v1_metadata_proto_init()

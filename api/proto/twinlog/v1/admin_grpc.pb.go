@@ -28,6 +28,9 @@ const (
 	AdminService_ElectLeaders_FullMethodName                = "/twinlog.v1.AdminService/ElectLeaders"
 	AdminService_AlterPartitionReassignments_FullMethodName = "/twinlog.v1.AdminService/AlterPartitionReassignments"
 	AdminService_DescribeTopicPartitions_FullMethodName     = "/twinlog.v1.AdminService/DescribeTopicPartitions"
+	AdminService_CreateAcls_FullMethodName                  = "/twinlog.v1.AdminService/CreateAcls"
+	AdminService_DescribeAcls_FullMethodName                = "/twinlog.v1.AdminService/DescribeAcls"
+	AdminService_DeleteAcls_FullMethodName                  = "/twinlog.v1.AdminService/DeleteAcls"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -49,6 +52,11 @@ type AdminServiceClient interface {
 	ElectLeaders(ctx context.Context, in *ElectLeadersRequest, opts ...grpc.CallOption) (*ElectLeadersResponse, error)
 	AlterPartitionReassignments(ctx context.Context, in *AlterPartitionReassignmentsRequest, opts ...grpc.CallOption) (*AlterPartitionReassignmentsResponse, error)
 	DescribeTopicPartitions(ctx context.Context, in *DescribeTopicPartitionsRequest, opts ...grpc.CallOption) (*DescribeTopicPartitionsResponse, error)
+	// CreateAcls, DescribeAcls and DeleteAcls manage the cluster's ACL
+	// bindings (Kafka's APIs of the same names); the controller serves them.
+	CreateAcls(ctx context.Context, in *CreateAclsRequest, opts ...grpc.CallOption) (*CreateAclsResponse, error)
+	DescribeAcls(ctx context.Context, in *DescribeAclsRequest, opts ...grpc.CallOption) (*DescribeAclsResponse, error)
+	DeleteAcls(ctx context.Context, in *DeleteAclsRequest, opts ...grpc.CallOption) (*DeleteAclsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -149,6 +157,36 @@ func (c *adminServiceClient) DescribeTopicPartitions(ctx context.Context, in *De
 	return out, nil
 }
 
+func (c *adminServiceClient) CreateAcls(ctx context.Context, in *CreateAclsRequest, opts ...grpc.CallOption) (*CreateAclsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateAclsResponse)
+	err := c.cc.Invoke(ctx, AdminService_CreateAcls_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DescribeAcls(ctx context.Context, in *DescribeAclsRequest, opts ...grpc.CallOption) (*DescribeAclsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DescribeAclsResponse)
+	err := c.cc.Invoke(ctx, AdminService_DescribeAcls_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DeleteAcls(ctx context.Context, in *DeleteAclsRequest, opts ...grpc.CallOption) (*DeleteAclsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteAclsResponse)
+	err := c.cc.Invoke(ctx, AdminService_DeleteAcls_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -168,6 +206,11 @@ type AdminServiceServer interface {
 	ElectLeaders(context.Context, *ElectLeadersRequest) (*ElectLeadersResponse, error)
 	AlterPartitionReassignments(context.Context, *AlterPartitionReassignmentsRequest) (*AlterPartitionReassignmentsResponse, error)
 	DescribeTopicPartitions(context.Context, *DescribeTopicPartitionsRequest) (*DescribeTopicPartitionsResponse, error)
+	// CreateAcls, DescribeAcls and DeleteAcls manage the cluster's ACL
+	// bindings (Kafka's APIs of the same names); the controller serves them.
+	CreateAcls(context.Context, *CreateAclsRequest) (*CreateAclsResponse, error)
+	DescribeAcls(context.Context, *DescribeAclsRequest) (*DescribeAclsResponse, error)
+	DeleteAcls(context.Context, *DeleteAclsRequest) (*DeleteAclsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -204,6 +247,15 @@ func (UnimplementedAdminServiceServer) AlterPartitionReassignments(context.Conte
 }
 func (UnimplementedAdminServiceServer) DescribeTopicPartitions(context.Context, *DescribeTopicPartitionsRequest) (*DescribeTopicPartitionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DescribeTopicPartitions not implemented")
+}
+func (UnimplementedAdminServiceServer) CreateAcls(context.Context, *CreateAclsRequest) (*CreateAclsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateAcls not implemented")
+}
+func (UnimplementedAdminServiceServer) DescribeAcls(context.Context, *DescribeAclsRequest) (*DescribeAclsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DescribeAcls not implemented")
+}
+func (UnimplementedAdminServiceServer) DeleteAcls(context.Context, *DeleteAclsRequest) (*DeleteAclsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteAcls not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -388,6 +440,60 @@ func _AdminService_DescribeTopicPartitions_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_CreateAcls_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateAclsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).CreateAcls(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_CreateAcls_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).CreateAcls(ctx, req.(*CreateAclsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DescribeAcls_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DescribeAclsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DescribeAcls(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DescribeAcls_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DescribeAcls(ctx, req.(*DescribeAclsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DeleteAcls_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteAclsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DeleteAcls(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DeleteAcls_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DeleteAcls(ctx, req.(*DeleteAclsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -430,6 +536,18 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DescribeTopicPartitions",
 			Handler:    _AdminService_DescribeTopicPartitions_Handler,
+		},
+		{
+			MethodName: "CreateAcls",
+			Handler:    _AdminService_CreateAcls_Handler,
+		},
+		{
+			MethodName: "DescribeAcls",
+			Handler:    _AdminService_DescribeAcls_Handler,
+		},
+		{
+			MethodName: "DeleteAcls",
+			Handler:    _AdminService_DeleteAcls_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -120,6 +120,14 @@ const (
 	ErrorCode_ERROR_CODE_OFFSET_METADATA_TOO_LARGE ErrorCode = 57
 	// OffsetDelete of a topic the group still consumes.
 	ErrorCode_ERROR_CODE_GROUP_SUBSCRIBED_TO_TOPIC ErrorCode = 58
+	// The caller may not perform the operation on the group.
+	ErrorCode_ERROR_CODE_GROUP_AUTHORIZATION_FAILED ErrorCode = 59
+	// The caller may not perform the operation on the cluster (or, for a
+	// mirror's RPCs, on the mirror).
+	ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED ErrorCode = 60
+	// The connection carries no identity the server accepts (no client
+	// certificate where one is required, failed SASL).
+	ErrorCode_ERROR_CODE_SASL_AUTHENTICATION_FAILED ErrorCode = 61
 )
 
 // Enum value maps for ErrorCode.
@@ -184,6 +192,9 @@ var (
 		56: "ERROR_CODE_INVALID_GROUP_ID",
 		57: "ERROR_CODE_OFFSET_METADATA_TOO_LARGE",
 		58: "ERROR_CODE_GROUP_SUBSCRIBED_TO_TOPIC",
+		59: "ERROR_CODE_GROUP_AUTHORIZATION_FAILED",
+		60: "ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED",
+		61: "ERROR_CODE_SASL_AUTHENTICATION_FAILED",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_NONE":                             0,
@@ -245,6 +256,9 @@ var (
 		"ERROR_CODE_INVALID_GROUP_ID":                 56,
 		"ERROR_CODE_OFFSET_METADATA_TOO_LARGE":        57,
 		"ERROR_CODE_GROUP_SUBSCRIBED_TO_TOPIC":        58,
+		"ERROR_CODE_GROUP_AUTHORIZATION_FAILED":       59,
+		"ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED":     60,
+		"ERROR_CODE_SASL_AUTHENTICATION_FAILED":       61,
 	}
 )
 
@@ -571,7 +585,7 @@ const file_twinlog_v1_common_proto_rawDesc = "" +
 	"\x06Cursor\x12\x1d\n" +
 	"\n" +
 	"topic_name\x18\x01 \x01(\tR\ttopicName\x12'\n" +
-	"\x0fpartition_index\x18\x02 \x01(\x05R\x0epartitionIndex*\xa5\x11\n" +
+	"\x0fpartition_index\x18\x02 \x01(\x05R\x0epartitionIndex*\xa8\x12\n" +
 	"\tErrorCode\x12\x13\n" +
 	"\x0fERROR_CODE_NONE\x10\x00\x12#\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\x01\x12%\n" +
@@ -632,7 +646,10 @@ const file_twinlog_v1_common_proto_rawDesc = "" +
 	"\x1dERROR_CODE_GROUP_ID_NOT_FOUND\x107\x12\x1f\n" +
 	"\x1bERROR_CODE_INVALID_GROUP_ID\x108\x12(\n" +
 	"$ERROR_CODE_OFFSET_METADATA_TOO_LARGE\x109\x12(\n" +
-	"$ERROR_CODE_GROUP_SUBSCRIBED_TO_TOPIC\x10:*\x87\x01\n" +
+	"$ERROR_CODE_GROUP_SUBSCRIBED_TO_TOPIC\x10:\x12)\n" +
+	"%ERROR_CODE_GROUP_AUTHORIZATION_FAILED\x10;\x12+\n" +
+	"'ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED\x10<\x12)\n" +
+	"%ERROR_CODE_SASL_AUTHENTICATION_FAILED\x10=*\x87\x01\n" +
 	"\x13LeaderRecoveryState\x12%\n" +
 	"!LEADER_RECOVERY_STATE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fLEADER_RECOVERY_STATE_RECOVERED\x10\x01\x12$\n" +

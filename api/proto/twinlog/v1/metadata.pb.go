@@ -653,8 +653,12 @@ type MetadataDelta struct {
 	ClusterConfig  *ClusterConfigRecord   `protobuf:"bytes,8,opt,name=cluster_config,json=clusterConfig,proto3" json:"cluster_config,omitempty"`
 	RemovedBrokers []int32                `protobuf:"varint,9,rep,packed,name=removed_brokers,json=removedBrokers,proto3" json:"removed_brokers,omitempty"`
 	ProducerIds    *ProducerIdsRecord     `protobuf:"bytes,10,opt,name=producer_ids,json=producerIds,proto3" json:"producer_ids,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// acls are bindings added, removed_acls bindings removed (a binding is its
+	// seven fields).
+	Acls          []*AclBinding `protobuf:"bytes,11,rep,name=acls,proto3" json:"acls,omitempty"`
+	RemovedAcls   []*AclBinding `protobuf:"bytes,12,rep,name=removed_acls,json=removedAcls,proto3" json:"removed_acls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MetadataDelta) Reset() {
@@ -757,6 +761,20 @@ func (x *MetadataDelta) GetProducerIds() *ProducerIdsRecord {
 	return nil
 }
 
+func (x *MetadataDelta) GetAcls() []*AclBinding {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
+func (x *MetadataDelta) GetRemovedAcls() []*AclBinding {
+	if x != nil {
+		return x.RemovedAcls
+	}
+	return nil
+}
+
 // MetadataSnapshot is the whole metadata image at an offset.
 type MetadataSnapshot struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -768,6 +786,7 @@ type MetadataSnapshot struct {
 	Mirrors       []*MirrorRecord        `protobuf:"bytes,6,rep,name=mirrors,proto3" json:"mirrors,omitempty"`
 	ClusterConfig *ClusterConfigRecord   `protobuf:"bytes,7,opt,name=cluster_config,json=clusterConfig,proto3" json:"cluster_config,omitempty"`
 	ProducerIds   *ProducerIdsRecord     `protobuf:"bytes,8,opt,name=producer_ids,json=producerIds,proto3" json:"producer_ids,omitempty"`
+	Acls          []*AclBinding          `protobuf:"bytes,9,rep,name=acls,proto3" json:"acls,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -858,12 +877,19 @@ func (x *MetadataSnapshot) GetProducerIds() *ProducerIdsRecord {
 	return nil
 }
 
+func (x *MetadataSnapshot) GetAcls() []*AclBinding {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
 var File_twinlog_v1_metadata_proto protoreflect.FileDescriptor
 
 const file_twinlog_v1_metadata_proto_rawDesc = "" +
 	"\n" +
 	"\x19twinlog/v1/metadata.proto\x12\n" +
-	"twinlog.v1\x1a\x17twinlog/v1/common.proto\"\xee\x02\n" +
+	"twinlog.v1\x1a\x14twinlog/v1/acl.proto\x1a\x17twinlog/v1/common.proto\"\xee\x02\n" +
 	"\fBrokerRecord\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
@@ -927,7 +953,7 @@ const file_twinlog_v1_metadata_proto_rawDesc = "" +
 	"\x11ProducerIdsRecord\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12!\n" +
 	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\x12(\n" +
-	"\x10next_producer_id\x18\x03 \x01(\x03R\x0enextProducerId\"\x80\x04\n" +
+	"\x10next_producer_id\x18\x03 \x01(\x03R\x0enextProducerId\"\xe7\x04\n" +
 	"\rMetadataDelta\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x122\n" +
 	"\abrokers\x18\x02 \x03(\v2\x18.twinlog.v1.BrokerRecordR\abrokers\x12/\n" +
@@ -941,7 +967,9 @@ const file_twinlog_v1_metadata_proto_rawDesc = "" +
 	"\x0ecluster_config\x18\b \x01(\v2\x1f.twinlog.v1.ClusterConfigRecordR\rclusterConfig\x12'\n" +
 	"\x0fremoved_brokers\x18\t \x03(\x05R\x0eremovedBrokers\x12@\n" +
 	"\fproducer_ids\x18\n" +
-	" \x01(\v2\x1d.twinlog.v1.ProducerIdsRecordR\vproducerIds\"\xa9\x03\n" +
+	" \x01(\v2\x1d.twinlog.v1.ProducerIdsRecordR\vproducerIds\x12*\n" +
+	"\x04acls\x18\v \x03(\v2\x16.twinlog.v1.AclBindingR\x04acls\x129\n" +
+	"\fremoved_acls\x18\f \x03(\v2\x16.twinlog.v1.AclBindingR\vremovedAcls\"\xd5\x03\n" +
 	"\x10MetadataSnapshot\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x1d\n" +
 	"\n" +
@@ -953,7 +981,8 @@ const file_twinlog_v1_metadata_proto_rawDesc = "" +
 	"partitions\x122\n" +
 	"\amirrors\x18\x06 \x03(\v2\x18.twinlog.v1.MirrorRecordR\amirrors\x12F\n" +
 	"\x0ecluster_config\x18\a \x01(\v2\x1f.twinlog.v1.ClusterConfigRecordR\rclusterConfig\x12@\n" +
-	"\fproducer_ids\x18\b \x01(\v2\x1d.twinlog.v1.ProducerIdsRecordR\vproducerIdsB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
+	"\fproducer_ids\x18\b \x01(\v2\x1d.twinlog.v1.ProducerIdsRecordR\vproducerIds\x12*\n" +
+	"\x04acls\x18\t \x03(\v2\x16.twinlog.v1.AclBindingR\x04aclsB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
 
 var (
 	file_twinlog_v1_metadata_proto_rawDescOnce sync.Once
@@ -983,6 +1012,7 @@ var file_twinlog_v1_metadata_proto_goTypes = []any{
 	(LeaderRecoveryState)(0),    // 11: twinlog.v1.LeaderRecoveryState
 	(*TruncationPoint)(nil),     // 12: twinlog.v1.TruncationPoint
 	(MirrorState)(0),            // 13: twinlog.v1.MirrorState
+	(*AclBinding)(nil),          // 14: twinlog.v1.AclBinding
 }
 var file_twinlog_v1_metadata_proto_depIdxs = []int32{
 	9,  // 0: twinlog.v1.TopicRecord.configs:type_name -> twinlog.v1.TopicRecord.ConfigsEntry
@@ -997,17 +1027,20 @@ var file_twinlog_v1_metadata_proto_depIdxs = []int32{
 	4,  // 9: twinlog.v1.MetadataDelta.mirrors:type_name -> twinlog.v1.MirrorRecord
 	5,  // 10: twinlog.v1.MetadataDelta.cluster_config:type_name -> twinlog.v1.ClusterConfigRecord
 	6,  // 11: twinlog.v1.MetadataDelta.producer_ids:type_name -> twinlog.v1.ProducerIdsRecord
-	0,  // 12: twinlog.v1.MetadataSnapshot.brokers:type_name -> twinlog.v1.BrokerRecord
-	1,  // 13: twinlog.v1.MetadataSnapshot.topics:type_name -> twinlog.v1.TopicRecord
-	2,  // 14: twinlog.v1.MetadataSnapshot.partitions:type_name -> twinlog.v1.PartitionRecord
-	4,  // 15: twinlog.v1.MetadataSnapshot.mirrors:type_name -> twinlog.v1.MirrorRecord
-	5,  // 16: twinlog.v1.MetadataSnapshot.cluster_config:type_name -> twinlog.v1.ClusterConfigRecord
-	6,  // 17: twinlog.v1.MetadataSnapshot.producer_ids:type_name -> twinlog.v1.ProducerIdsRecord
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	14, // 12: twinlog.v1.MetadataDelta.acls:type_name -> twinlog.v1.AclBinding
+	14, // 13: twinlog.v1.MetadataDelta.removed_acls:type_name -> twinlog.v1.AclBinding
+	0,  // 14: twinlog.v1.MetadataSnapshot.brokers:type_name -> twinlog.v1.BrokerRecord
+	1,  // 15: twinlog.v1.MetadataSnapshot.topics:type_name -> twinlog.v1.TopicRecord
+	2,  // 16: twinlog.v1.MetadataSnapshot.partitions:type_name -> twinlog.v1.PartitionRecord
+	4,  // 17: twinlog.v1.MetadataSnapshot.mirrors:type_name -> twinlog.v1.MirrorRecord
+	5,  // 18: twinlog.v1.MetadataSnapshot.cluster_config:type_name -> twinlog.v1.ClusterConfigRecord
+	6,  // 19: twinlog.v1.MetadataSnapshot.producer_ids:type_name -> twinlog.v1.ProducerIdsRecord
+	14, // 20: twinlog.v1.MetadataSnapshot.acls:type_name -> twinlog.v1.AclBinding
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_metadata_proto_init() }
@@ -1015,6 +1048,7 @@ func file_twinlog_v1_metadata_proto_init() {
 	if File_twinlog_v1_metadata_proto != nil {
 		return
 	}
+	file_twinlog_v1_acl_proto_init()
 	file_twinlog_v1_common_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
