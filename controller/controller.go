@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -29,6 +28,8 @@ import (
 	"github.com/twinlog/twinlog/controller/metastore"
 	"github.com/twinlog/twinlog/internal/rpcopt"
 	"github.com/twinlog/twinlog/metadata"
+	"github.com/twinlog/twinlog/security/authz"
+	"github.com/twinlog/twinlog/security/transport"
 )
 
 // ErrUnavailable reports a controller that cannot accept changes: its store
@@ -89,6 +90,10 @@ type Config struct {
 	// MaxClusterPartitions caps the partitions of the cluster
 	// (cluster.max.partitions), default metastate.DefaultMaxClusterPartitions.
 	MaxClusterPartitions int
+	// Authz configures authorization (authorizer.enabled, super.users,
+	// allow.everyone.if.no.acl.found; security/authz). The ACLs are the
+	// cluster's own, from the metadata.
+	Authz authz.Config
 	// ClusterConfigs are the initial cluster-level configs (SPEC §1.3 keys
 	// of cluster scope, e.g. min.insync.replicas). They are written once, as
 	// the first metadata change of an empty store; afterwards the dynamic
@@ -182,6 +187,8 @@ type Deps struct {
 	Rand metastate.Rand
 	// ServerOptions are added to the gRPC server.
 	ServerOptions []grpc.ServerOption
+	// Transport is TLS for the listener and for dialling (nil: plaintext).
+	Transport *transport.Transport
 	// Store, when not nil, is the metadata store to run on instead of the
 	// bbolt file in Config.DataDir (tests and the simulator pass a
 	// controller/memstore). The controller owns it from New on: it closes
@@ -217,6 +224,10 @@ type Controller struct {
 
 	roundsT   RoundTransport
 	committed func(st *metastate.State, d *twinlogv1.MetadataDelta, events []metastate.Event)
+
+	// authz authorizes every RPC; its ACLs follow the metadata (refreshACLs).
+	authz     *authz.Checker
+	aclOffset int64 // the image's ACLOffset that authz was last built from
 
 	mu          sync.RWMutex
 	state       *metastate.State
@@ -266,6 +277,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		rounds:      map[uint64]context.CancelFunc{},
 		roundRetry:  roundBackoff{initial: cfg.RecoveryRetryBackoff, max: cfg.RecoveryRetryMaxBackoff},
 		compactc:    make(chan struct{}, 1),
+		aclOffset:   -1,
 		roundsT:     deps.Rounds,
 		committed:   deps.Committed,
 	}
@@ -276,13 +288,16 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.log = c.log.With("component", "controller")
+	acfg := cfg.Authz
+	acfg.Logger = c.log.With("component", "authorizer")
+	c.authz = authz.NewChecker(acfg)
 	if c.now == nil {
 		c.now = time.Now
 	}
 	if c.dial == nil {
 		c.dial = func(addr string) (*grpc.ClientConn, error) {
 			// passthrough: resolve at every attempt (see broker's defaultDial).
-			return grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()), rpcopt.ClientKeepalive())
+			return grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(deps.Transport.ClientCredentials()), rpcopt.ClientKeepalive())
 		}
 	}
 	if c.obs == nil {
@@ -301,7 +316,9 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		return nil, err
 	}
 	c.health = health.NewServer()
-	c.grpc = grpc.NewServer(append(rpcopt.ServerOptions(c.log), deps.ServerOptions...)...)
+	sopts := append(rpcopt.ServerOptions(c.log), grpc.Creds(deps.Transport.ServerCredentials()))
+	sopts = append(sopts, c.authz.ServerOptions()...)
+	c.grpc = grpc.NewServer(append(sopts, deps.ServerOptions...)...)
 	registerServices(c.grpc, c)
 	healthpb.RegisterHealthServer(c.grpc, c.health)
 	reflection.Register(c.grpc)
@@ -380,11 +397,21 @@ func (c *Controller) load(clusterID string, rnd metastate.Rand) error {
 			st.Offset(), l.NextOffset, metastore.ErrCorrupt)
 	}
 	c.state = st
+	c.refreshACLs()
 	c.compactedAt = l.Snapshot.GetOffset()
 	c.stats.reset(st, c.obs)
 	c.log.Info("metadata loaded", "cluster_id", id, "controller_epoch", epoch,
 		"offset", st.Offset(), "snapshot_offset", l.Snapshot.GetOffset(), "replayed", len(l.Deltas), "producer_id_space", st.ProducerIDSpace())
 	return nil
+}
+
+// refreshACLs rebuilds the authorizer when the image's bindings changed.
+// Called under c.mu (or before the controller serves).
+func (c *Controller) refreshACLs() {
+	if off := c.state.ACLOffset(); off != c.aclOffset {
+		c.aclOffset = off
+		c.authz.Update(c.state.Authorizer(c.authz.ACLConfig()))
+	}
 }
 
 // bootstrap writes the initial cluster configs as the first change of an
@@ -583,6 +610,7 @@ func (c *Controller) commitLocked(d *twinlogv1.MetadataDelta) error {
 		return c.failed
 	}
 	c.logEvents(events)
+	c.refreshACLs()
 	if c.committed != nil {
 		c.committed(c.state, d, events)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/controller/metastore"
 	"github.com/twinlog/twinlog/internal/rpcopt"
+	"github.com/twinlog/twinlog/security/acl"
+	"github.com/twinlog/twinlog/security/authz"
 )
 
 // The handlers below only decode, call the controller, encode and map
@@ -485,8 +487,19 @@ func (s adminServer) AlterPartitionReassignments(ctx context.Context, req *twinl
 func (s adminServer) DescribeTopicPartitions(ctx context.Context, req *twinlogv1.DescribeTopicPartitionsRequest) (*twinlogv1.DescribeTopicPartitionsResponse, error) {
 	limit := s.c.cfg.MaxRequestPartitionSizeLimit
 	return read(s.c, func(st *metastate.State) *twinlogv1.DescribeTopicPartitionsResponse {
-		return st.DescribeTopicPartitions(req, limit)
+		return st.DescribeTopicPartitionsFor(req, limit, s.c.describable(ctx))
 	})
+}
+
+// describable says which topics the caller of ctx may describe (SPEC §5's
+// authorization; every topic with the authorizer off).
+func (c *Controller) describable(ctx context.Context) func(topic string) bool {
+	if !c.authz.Enabled() {
+		return nil
+	}
+	return func(topic string) bool {
+		return c.authz.Allowed(ctx, authz.Need{Op: acl.Describe, Type: acl.Topic, Name: topic})
+	}
 }
 
 type mirrorServer struct {
@@ -763,7 +776,11 @@ func (s mirrorServer) DescribeMirrors(ctx context.Context, req *twinlogv1.Descri
 	}
 	names := req.GetNames()
 	if len(names) == 0 {
-		names = slices.Sorted(maps.Keys(c.mirrorNames))
+		// All mirrors: those the caller may describe (listed names were
+		// authorized by the interceptor).
+		names = slices.DeleteFunc(slices.Sorted(maps.Keys(c.mirrorNames)), func(n string) bool {
+			return !c.authz.Allowed(ctx, authz.Need{Op: acl.Describe, Type: acl.Mirror, Name: n})
+		})
 	}
 	type key struct {
 		topic string

@@ -9,12 +9,28 @@ import (
 const (
 	ecInvalid = twinlogv1.ErrorCode_ERROR_CODE_INVALID_REQUEST
 	ecUnknown = twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+	// ecTopicAuth: the caller may not describe the topic.
+	ecTopicAuth = twinlogv1.ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED
 )
 
 // DescribeTopicPartitions answers SPEC §5 from the image. serverLimit is the
 // broker's max.request.partition.size.limit (≤ 0: the default 1000). Brokers
 // call it on their own metadata copy (FromSnapshot + Apply).
 func (img *Image) DescribeTopicPartitions(req *twinlogv1.DescribeTopicPartitionsRequest, serverLimit int) *twinlogv1.DescribeTopicPartitionsResponse {
+	return img.DescribeTopicPartitionsFor(req, serverLimit, nil)
+}
+
+// DescribeTopicPartitionsFor is DescribeTopicPartitions for a caller who
+// may describe only the topics describable accepts (nil: every topic), as
+// SPEC §5 says: a listed topic the caller may not describe is a
+// TOPIC_AUTHORIZATION_FAILED entry whether it exists or not (existence is
+// not revealed), and when all topics are asked for the ones it may not
+// describe are left out before paging, so the cursor and the limit see
+// only the others.
+func (img *Image) DescribeTopicPartitionsFor(req *twinlogv1.DescribeTopicPartitionsRequest, serverLimit int, describable func(topic string) bool) *twinlogv1.DescribeTopicPartitionsResponse {
+	if describable == nil {
+		describable = func(string) bool { return true }
+	}
 	if serverLimit <= 0 {
 		serverLimit = defaultServerPartitionLimit
 	}
@@ -34,7 +50,9 @@ func (img *Image) DescribeTopicPartitions(req *twinlogv1.DescribeTopicPartitions
 	wanted := map[string]*sel{}
 	if len(req.GetTopics()) == 0 {
 		for n := range img.topics {
-			wanted[n] = &sel{all: true}
+			if describable(n) {
+				wanted[n] = &sel{all: true}
+			}
 		}
 	} else {
 		for _, tt := range req.GetTopics() {
@@ -68,6 +86,10 @@ func (img *Image) DescribeTopicPartitions(req *twinlogv1.DescribeTopicPartitions
 			// The limit ran out exactly at the previous topic's end.
 			resp.NextCursor = &twinlogv1.Cursor{TopicName: name, PartitionIndex: 0}
 			break
+		}
+		if !describable(name) {
+			resp.Topics = append(resp.Topics, &twinlogv1.DescribeTopicPartitionsTopicResult{Error: ecTopicAuth, Name: name})
+			continue
 		}
 		if tr == nil {
 			resp.Topics = append(resp.Topics, &twinlogv1.DescribeTopicPartitionsTopicResult{Error: ecUnknown, Name: name})

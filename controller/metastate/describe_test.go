@@ -111,3 +111,34 @@ func TestDescribeLeaderAndOffline(t *testing.T) {
 		t.Fatal(p)
 	}
 }
+
+// TestDescribeAuthorized (SPEC §5 with authorization): topics the caller
+// may not describe are skipped when all are asked for — before paging, so
+// the cursor names the next describable topic and the limit counts only
+// describable partitions — and a listed one is a TOPIC_AUTHORIZATION_FAILED
+// entry whether it exists or not.
+func TestDescribeAuthorized(t *testing.T) {
+	s := describeState(t, map[string]int{"a": 2, "b": 2, "c": 1, "d": 1})
+	notB := func(topic string) bool { return topic != "b" && topic != "zz" }
+	var pages []string
+	req := &twinlogv1.DescribeTopicPartitionsRequest{ResponsePartitionLimit: 2}
+	for range 10 {
+		r := s.DescribeTopicPartitionsFor(req, 1000, notB)
+		pages = append(pages, page(r))
+		if r.GetNextCursor() == nil {
+			break
+		}
+		req.Cursor = r.GetNextCursor()
+	}
+	if diff := cmp.Diff([]string{"a0 a1 next(c,0) REQUEST_LIMIT_REACHED", "c0 d0 NONE"}, pages); diff != "" {
+		t.Fatal(diff)
+	}
+	listed := &twinlogv1.DescribeTopicPartitionsRequest{ResponsePartitionLimit: 100, Topics: []*twinlogv1.DescribeTopicPartitionsTopic{
+		{Name: "b"}, {Name: "zz"}, {Name: "c"}}}
+	if got := page(s.DescribeTopicPartitionsFor(listed, 1000, notB)); got != "b!ERROR_CODE_TOPIC_AUTHORIZATION_FAILED c0 zz!ERROR_CODE_TOPIC_AUTHORIZATION_FAILED NONE" {
+		t.Fatal(got)
+	}
+	if got := page(s.DescribeTopicPartitionsFor(listed, 1000, nil)); got != "b0 b1 c0 zz!ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION NONE" {
+		t.Fatal(got)
+	}
+}
