@@ -18,7 +18,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -36,6 +36,8 @@ import (
 	"github.com/twinlog/twinlog/internal/rpcopt"
 	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/mirror/state"
+	"github.com/twinlog/twinlog/security/authz"
+	"github.com/twinlog/twinlog/security/transport"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -45,10 +47,16 @@ type Broker struct {
 	cfg  Config
 	fs   storage.FS
 	dial Dialer
-	now  func() time.Time
-	log  *slog.Logger
-	obs  Observer
-	lis  net.Listener
+	// tls is the listeners' and dialler's TLS (nil: plaintext); authz
+	// authorizes both listeners' requests, its ACLs following the image
+	// (aclOffset: the image's ACLOffset it was built from; under metaMu).
+	tls       *transport.Transport
+	authz     *authz.Checker
+	aclOffset int64
+	now       func() time.Time
+	log       *slog.Logger
+	obs       Observer
+	lis       net.Listener
 	// klis and kafka are the Kafka protocol listener and its server (nil
 	// without one).
 	klis  net.Listener
@@ -139,6 +147,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		image: metadata.New(""), parts: map[twinlog.TopicPartition]*partition{},
 		fetchers: map[twinlog.BrokerID]*fetcher{}, changed: make(chan struct{}),
 		registeredc: make(chan struct{}), regFatal: make(chan error, 1), grantedc: make(chan struct{}),
+		tls: deps.Transport, aclOffset: -1,
 	}
 	b.runCtx, b.stopRun = context.WithCancel(context.Background())
 	if b.fs == nil {
@@ -151,6 +160,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		b.log = slog.New(slog.DiscardHandler)
 	}
 	b.log = b.log.With("component", "broker", "broker_id", cfg.ID)
+	acfg := cfg.Authz
+	acfg.Logger = b.log.With("component", "authorizer")
+	b.authz = authz.NewChecker(acfg)
 	if b.obs == nil {
 		b.obs = nopObserver{}
 	}
@@ -165,7 +177,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		b.log.Warn("skipping unreadable __mirror_state record", "partition", sp, "offset", off, "err", err)
 	})
 	if b.dial == nil {
-		b.dial = defaultDial
+		b.dial = func(addr string) (*grpc.ClientConn, error) { return defaultDial(addr, b.tls.ClientCredentials()) }
 	}
 	b.conns = rpcopt.NewPool(b.dial)
 	var id [8]byte
@@ -241,6 +253,8 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		grpc.InitialWindowSize(streamWindowSize),
 		grpc.InitialConnWindowSize(connWindowSize),
 	)
+	sopts = append(sopts, grpc.Creds(b.tls.ServerCredentials()))
+	sopts = append(sopts, b.authz.ServerOptions()...)
 	b.grpc = grpc.NewServer(append(sopts, deps.ServerOptions...)...)
 	b.health = health.NewServer()
 	b.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -254,9 +268,9 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 // resolved at every connection attempt (as grpc.Dial did) instead of by
 // grpc's dns resolver, which re-resolves at most every 30 s and kept a
 // name that briefly resolved to nothing failing "produced zero addresses".
-func defaultDial(addr string) (*grpc.ClientConn, error) {
+func defaultDial(addr string, creds credentials.TransportCredentials) (*grpc.ClientConn, error) {
 	return grpc.NewClient("passthrough:///"+addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.MaxCallSendMsgSize(MaxMessageBytes)),
 		experimental.WithBufferPool(BufferPool),
 		grpc.WithWriteBufferSize(transportBufferSize),
@@ -441,7 +455,7 @@ func (b *Broker) Run(ctx context.Context) error {
 			case <-b.caughtUp:
 			case <-b.runCtx.Done():
 			}
-			if err := b.kafka.Serve(b.klis); !errors.Is(err, kafka.ErrServerClosed) {
+			if err := b.kafka.Serve(b.tls.Listen(b.klis)); !errors.Is(err, kafka.ErrServerClosed) {
 				b.log.Error("kafka listener stopped", "err", err)
 			}
 		}()

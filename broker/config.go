@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/twinlog/twinlog"
+	"github.com/twinlog/twinlog/security/authz"
+	"github.com/twinlog/twinlog/security/transport"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -65,6 +67,9 @@ type Config struct {
 	// KafkaMaxRequestBytes is socket.request.max.bytes (default
 	// kafka.DefaultMaxRequestBytes).
 	KafkaMaxRequestBytes int32
+	// Authz configures authorization of both listeners (authorizer.enabled,
+	// super.users, ...; security/authz); the ACLs come from the metadata.
+	Authz authz.Config
 	// ControllerAddr is the controller's host:port.
 	ControllerAddr string
 	// LogDirs are the partition log directories (at least one).
@@ -228,4 +233,7 @@ type Deps struct {
 	Observer Observer
 	// ServerOptions are added to the gRPC server.
 	ServerOptions []grpc.ServerOption
+	// Transport is TLS for both listeners and for dialling the controller
+	// and peers (nil: plaintext).
+	Transport *transport.Transport
 }

@@ -378,11 +378,3 @@ func (b *Broker) Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.Met
 	}
 	return resp, nil
 }
-
-// DescribeTopicPartitions pages the image with metadata.Image's pure reader
-// (SPEC §5).
-func (b *Broker) DescribeTopicPartitions(ctx context.Context, req *pb.DescribeTopicPartitionsRequest) (*pb.DescribeTopicPartitionsResponse, error) {
-	b.metaMu.Lock()
-	defer b.metaMu.Unlock()
-	return b.image.DescribeTopicPartitions(req, b.cfg.MaxRequestPartitionSizeLimit), nil
-}

@@ -9,6 +9,8 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/errcode"
 	"github.com/twinlog/twinlog/group"
+	"github.com/twinlog/twinlog/security/acl"
+	"github.com/twinlog/twinlog/security/authz"
 )
 
 // groupServer is GroupService (twinctl groups, a mirror's offset sync)
@@ -70,6 +72,10 @@ func (s groupServer) ListGroups(ctx context.Context, _ *pb.ListGroupsRequest) (*
 	resp := &pb.ListGroupsResponse{}
 	resp.Error, resp.ErrorMessage = groupCode(r.ErrorCode)
 	for _, g := range r.Groups {
+		// Only the groups the caller may describe (Kafka's ListGroups).
+		if !b.authz.Allowed(ctx, authz.Need{Op: acl.Describe, Type: acl.Group, Name: g.GroupID}) {
+			continue
+		}
 		resp.Groups = append(resp.Groups, &pb.ListedGroup{GroupId: g.GroupID, ProtocolType: g.ProtocolType, State: g.GroupState})
 	}
 	return resp, nil
@@ -134,7 +140,11 @@ func (s groupServer) FetchOffsets(ctx context.Context, req *pb.FetchOffsetsReque
 	}
 	resp := &pb.FetchOffsetsResponse{}
 	resp.Error, resp.ErrorMessage = groupCode(r.ErrorCode)
+	describable := b.describable(ctx)
 	for _, t := range r.Topics {
+		if describable != nil && !describable(t.Name) {
+			continue // Kafka's OffsetFetch of all topics leaves these out
+		}
 		for _, p := range t.Partitions {
 			o := &pb.CommittedOffset{Topic: t.Name, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata}
 			o.Error, _ = groupCode(p.ErrorCode)

@@ -56,6 +56,7 @@ func (h metadataHost) Reload() {
 	b := h.b
 	b.metaMu.Lock()
 	b.image = metadata.New("")
+	b.aclOffset = -1
 	b.metaMu.Unlock()
 }
 
@@ -103,6 +104,10 @@ func (b *Broker) applyMetadata(resp *pb.FetchMetadataResponse) error {
 	}
 	if err := metadata.ApplyTo(b.image, resp); err != nil {
 		return err
+	}
+	if off := b.image.ACLOffset(); off != b.aclOffset {
+		b.aclOffset = off
+		b.authz.Update(b.image.Authorizer(b.authz.ACLConfig()))
 	}
 	if e := b.brokerEpoch(); e > 0 && b.image.Broker(int32(b.cfg.ID)).GetBrokerEpoch() == e {
 		b.caughtUpOnce.Do(func() { close(b.caughtUp) })

@@ -2,10 +2,13 @@ package broker
 
 import (
 	"context"
+	"slices"
 
 	"google.golang.org/grpc"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/security/acl"
+	"github.com/twinlog/twinlog/security/authz"
 )
 
 // server.go: gRPC handlers only decode, call the Broker, encode and map
@@ -57,7 +60,35 @@ func (s fetchServer) OffsetForLeaderEpoch(ctx context.Context, req *pb.OffsetFor
 
 func (s fetchServer) Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.MetadataResponse, error) {
 	resp, err := s.b.Metadata(ctx, req)
-	return resp, toStatus(err)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if describable := s.b.describable(ctx); describable != nil {
+		// All topics: only the describable ones; listed ones the caller may
+		// not describe: TOPIC_AUTHORIZATION_FAILED, existing or not.
+		all := len(req.GetTopics()) == 0
+		resp.Topics = slices.DeleteFunc(resp.Topics, func(t *pb.MetadataTopic) bool {
+			if describable(t.GetName()) {
+				return false
+			}
+			if !all {
+				*t = pb.MetadataTopic{Name: t.GetName(), Error: pb.ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED}
+			}
+			return all
+		})
+	}
+	return resp, nil
+}
+
+// describable says which topics the caller of ctx may describe; nil with
+// the authorizer off (every topic).
+func (b *Broker) describable(ctx context.Context) func(topic string) bool {
+	if !b.authz.Enabled() {
+		return nil
+	}
+	return func(topic string) bool {
+		return b.authz.Allowed(ctx, authz.Need{Op: acl.Describe, Type: acl.Topic, Name: topic})
+	}
 }
 
 type replicationServer struct {
@@ -91,8 +122,10 @@ func (s adminServer) admin() (pb.AdminServiceClient, error) {
 }
 
 func (s adminServer) DescribeTopicPartitions(ctx context.Context, req *pb.DescribeTopicPartitionsRequest) (*pb.DescribeTopicPartitionsResponse, error) {
-	resp, err := s.b.DescribeTopicPartitions(ctx, req)
-	return resp, toStatus(err)
+	b := s.b
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	return b.image.DescribeTopicPartitionsFor(req, b.cfg.MaxRequestPartitionSizeLimit, b.describable(ctx)), nil
 }
 
 func (s adminServer) CreateTopics(ctx context.Context, req *pb.CreateTopicsRequest) (*pb.CreateTopicsResponse, error) {

@@ -35,6 +35,8 @@ import (
 	"github.com/twinlog/twinlog/broker"
 	"github.com/twinlog/twinlog/controller"
 	"github.com/twinlog/twinlog/internal/rpcopt"
+	"github.com/twinlog/twinlog/security/authz"
+	"github.com/twinlog/twinlog/security/transport"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -71,6 +73,22 @@ type Options struct {
 	Configure func(*broker.Config)
 	// Observer for every broker (nil: none).
 	Observer func(id twinlog.BrokerID) broker.Observer
+	// Transport gives each node (by node name: "a-controller", "a-1", the
+	// test client "a-client") its TLS; nil, or nil for a node: plaintext.
+	Transport func(node string) *transport.Transport
+	// Authz configures the controller's and brokers' authorizers.
+	Authz authz.Config
+}
+
+// transport returns node's TLS (nil: plaintext) and registers its client
+// credentials with the network.
+func (c *Cluster) transport(node string) *transport.Transport {
+	if c.opts.Transport == nil {
+		return nil
+	}
+	t := c.opts.Transport(node)
+	c.Net.SetTransport(node, t)
+	return t
 }
 
 // Cluster is one running cluster.
@@ -142,6 +160,7 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 		nodes:   map[twinlog.BrokerID]*node{},
 		changed: make(chan struct{}),
 	}
+	c.transport(c.Name + "-client")
 	c.conns = rpcopt.NewPool(c.Net.Dial(c.Name + "-client"))
 	c.ctlAddr = c.nodeName(ControllerNode) + ":9090"
 	cfgs := map[string]string{
@@ -164,14 +183,16 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 		TickInterval:   50 * time.Millisecond,
 		MaxFetchWait:   2 * time.Second,
 		ClusterConfigs: cfgs,
+		Authz:          opts.Authz,
 	}, controller.Deps{
 		// Each cluster draws its own topic ids: two clusters seeded alike
 		// would hand the same id to different topics (a mirror then sees
 		// INCONSISTENT_TOPIC_ID).
-		Rand:     rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(len(opts.Cluster))<<8|uint64(opts.Cluster[0]))),
-		Logger:   c.log,
-		Dial:     controller.Dialer(c.Net.Dial(c.nodeName(ControllerNode))),
-		Listener: c.Net.Listen(c.ctlAddr),
+		Rand:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(len(opts.Cluster))<<8|uint64(opts.Cluster[0]))),
+		Logger:    c.log,
+		Dial:      controller.Dialer(c.Net.Dial(c.nodeName(ControllerNode))),
+		Listener:  c.Net.Listen(c.ctlAddr),
+		Transport: c.transport(c.nodeName(ControllerNode)),
 	})
 	if err != nil {
 		t.Fatalf("controller.New: %v", err)
@@ -347,6 +368,7 @@ func (c *Cluster) start(n *node) {
 		ReplicaFetchMaxWait:       200 * time.Millisecond,
 		RPCTimeout:                2 * time.Second,
 		ControlledShutdownTimeout: 3 * time.Second,
+		Authz:                     c.opts.Authz,
 	}
 	if c.opts.Configure != nil {
 		c.opts.Configure(&cfg)
@@ -361,6 +383,7 @@ func (c *Cluster) start(n *node) {
 		Listener:      c.Net.Listen(n.addr),
 		KafkaListener: c.Net.Listen(c.kafkaAddr(n.id)),
 		Logger:        c.log,
+		Transport:     c.transport(c.nodeName(n.id)),
 	}
 	if c.opts.Observer != nil {
 		deps.Observer = c.opts.Observer(n.id)

@@ -10,8 +10,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/twinlog/twinlog/security/transport"
 )
 
 // Network is an in-memory gRPC network (bufconn) shared by every node of one
@@ -24,11 +27,32 @@ type Network struct {
 	cut   map[[2]string]bool           // ordered pair of node names
 	conns map[[2]string][]net.Conn     // from, to → conns
 	gates gates                        // test hooks on calls (gate.go)
+	// creds are the nodes' client credentials (SetTransport); a node
+	// without dials plaintext.
+	creds map[string]credentials.TransportCredentials
+}
+
+// SetTransport makes node's dials use t's client credentials (TLS with
+// t's certificate; nil: plaintext).
+func (n *Network) SetTransport(node string, t *transport.Transport) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.creds[node] = t.ClientCredentials()
+}
+
+func (n *Network) clientCreds(node string) credentials.TransportCredentials {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if c := n.creds[node]; c != nil {
+		return c
+	}
+	return insecure.NewCredentials()
 }
 
 // NewNetwork returns an empty network.
 func NewNetwork() *Network {
-	return &Network{lis: map[string]*bufconn.Listener{}, cut: map[[2]string]bool{}, conns: map[[2]string][]net.Conn{}}
+	return &Network{lis: map[string]*bufconn.Listener{}, cut: map[[2]string]bool{}, conns: map[[2]string][]net.Conn{},
+		creds: map[string]credentials.TransportCredentials{}}
 }
 
 // Listen registers a listener for addr, replacing any previous one.
@@ -93,7 +117,7 @@ func (n *Network) Dial(from string) func(addr string) (*grpc.ClientConn, error) 
 	return func(addr string) (*grpc.ClientConn, error) {
 		to := host(addr)
 		return grpc.NewClient("passthrough:///"+addr,
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithTransportCredentials(n.clientCreds(from)),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
 			grpc.WithChainUnaryInterceptor(n.gates.interceptor(from, to)),
 			grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{

@@ -154,7 +154,13 @@ func run(ctx context.Context, cfg config.BrokerConfig, log *slog.Logger) error {
 		return err
 	}
 	obs := metrics.BrokerObserver{Broker: bobs, Mirror: mobs}
-	b, err := broker.New(brokerConfig(cfg), broker.Deps{Logger: log, Observer: obs})
+	tls, az, err := daemon.Security(cfg.Security, log)
+	if err != nil {
+		return err
+	}
+	bc := brokerConfig(cfg)
+	bc.Authz = az
+	b, err := broker.New(bc, broker.Deps{Logger: log, Observer: obs, Transport: tls})
 	if err != nil {
 		return err
 	}

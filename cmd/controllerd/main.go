@@ -91,7 +91,13 @@ func run(ctx context.Context, cfg config.ControllerConfig, log *slog.Logger) err
 	if err != nil {
 		return err
 	}
-	ctl, err := controller.New(controllerConfig(cfg), controller.Deps{Logger: log, Observer: obs})
+	tls, az, err := daemon.Security(cfg.Security, log)
+	if err != nil {
+		return err
+	}
+	cc := controllerConfig(cfg)
+	cc.Authz = az
+	ctl, err := controller.New(cc, controller.Deps{Logger: log, Observer: obs, Transport: tls})
 	if err != nil {
 		return err
 	}

@@ -62,6 +62,10 @@ type SecurityConfig struct {
 	SuperUsers            []string // super.users: principals allowed everything (';'-separated)
 	// AllowEveryoneIfNoACLFound is allow.everyone.if.no.acl.found.
 	AllowEveryoneIfNoACLFound bool
+	// BrokerPrincipalTemplate is broker.principal.template: broker N's
+	// principal, {id} standing for N ("User:broker-{id}"); empty: requests
+	// acting as a broker are not tied to a principal.
+	BrokerPrincipalTemplate string
 }
 
 // TLSEnabled reports whether the daemon's listeners use TLS.
@@ -77,6 +81,7 @@ func securityFields(s *SecurityConfig) []field {
 		boolField("authorizer.enabled", "false", "check every request against the cluster's ACLs", &s.AuthorizerEnabled),
 		sepListField("super.users", "", "principals allowed everything, ';'-separated (User:admin;User:broker-1)", ";", &s.SuperUsers),
 		boolField("allow.everyone.if.no.acl.found", "false", "allow a request when no ACL names its resource", &s.AllowEveryoneIfNoACLFound),
+		strField("broker.principal.template", "", "broker N's principal with {id} for N, e.g. User:broker-{id}: only it may act as broker N (empty: not checked)", &s.BrokerPrincipalTemplate),
 	}
 }
 
@@ -93,6 +98,9 @@ func (s SecurityConfig) validate(errs *[]error) {
 	}
 	if !slices.Contains(TLSClientAuths, s.TLSClientAuth) {
 		bad("tls.client.auth", s.TLSClientAuth, "allowed values are "+strings.Join(TLSClientAuths, ", "))
+	}
+	if t := s.BrokerPrincipalTemplate; t != "" && (!strings.Contains(t, "{id}") || strings.IndexByte(t, ':') <= 0) {
+		bad("broker.principal.template", t, `a principal "Type:name" containing {id}, e.g. User:broker-{id}`)
 	}
 	for _, u := range s.SuperUsers {
 		if i := strings.IndexByte(u, ':'); i <= 0 || i == len(u)-1 {

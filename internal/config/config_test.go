@@ -176,6 +176,8 @@ func rawString(c ControllerConfig, key string) string {
 		return strings.Join(c.Security.SuperUsers, ";")
 	case "allow.everyone.if.no.acl.found":
 		return boolS(c.Security.AllowEveryoneIfNoACLFound)
+	case "broker.principal.template":
+		return c.Security.BrokerPrincipalTemplate
 	}
 	return "?" + key
 }

@@ -17,6 +17,8 @@ func TestSecurityKeys(t *testing.T) {
 		{"cert without key", "tls.cert.file: a.crt\ntls.ca.file: ca.crt\n", "tls.key.file"},
 		{"ca alone", "tls.ca.file: ca.crt\n", "tls.cert.file"},
 		{"client auth", "tls.client.auth: maybe\n", "tls.client.auth = maybe: allowed values are required, requested, none"},
+		{"broker template without id", "broker.principal.template: User:broker\n", "broker.principal.template = User:broker"},
+		{"broker template", "broker.principal.template: User:broker-{id}\n", ""},
 		{"super user without type", "super.users: User:admin;broker-1\n", `super.users = broker-1: each principal is "Type:name"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,8 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/twinlog/twinlog/security/tlsfiles"
+	"github.com/twinlog/twinlog/security/transport"
 )
 
 // NewLogger returns a logger on stderr for --log.format (json, text) and
@@ -39,8 +43,8 @@ func NewLogger(format, level string) (*slog.Logger, error) {
 // in help text ("broker", "controller").
 func HealthcheckCmd(role, defaultAddr string) *cobra.Command {
 	var (
-		addr    string
-		timeout time.Duration
+		addr, ca, cert, key string
+		timeout             time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:           "healthcheck",
@@ -49,7 +53,16 @@ func HealthcheckCmd(role, defaultAddr string) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := Healthcheck(cmd.Context(), addr, timeout); err != nil {
+			creds := insecure.NewCredentials()
+			if ca != "" {
+				t, err := transport.New(transport.Config{Files: tlsfiles.Files{CertFile: cert, KeyFile: key, CAFile: ca}})
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "healthcheck:", err)
+					return err
+				}
+				creds = t.ClientCredentials()
+			}
+			if err := Healthcheck(cmd.Context(), addr, timeout, creds); err != nil {
 				fmt.Fprintln(os.Stderr, "healthcheck:", err)
 				return err
 			}
@@ -58,18 +71,21 @@ func HealthcheckCmd(role, defaultAddr string) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&addr, "address", defaultAddr, role+" gRPC host:port")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "overall deadline")
+	cmd.Flags().StringVar(&ca, "tls-ca", "", "CA bundle to verify the daemon with: TLS on (the daemon's tls.ca.file)")
+	cmd.Flags().StringVar(&cert, "tls-cert", "", "certificate to present (the daemon's tls.cert.file, when it requires one)")
+	cmd.Flags().StringVar(&key, "tls-key", "", "private key of --tls-cert")
 	return cmd
 }
 
-// Healthcheck asks the standard gRPC health service at addr for the
-// server's status and returns an error unless it is SERVING.
-func Healthcheck(ctx context.Context, addr string, timeout time.Duration) error {
+// Healthcheck asks the standard gRPC health service at addr, over creds,
+// for the server's status and returns an error unless it is SERVING.
+func Healthcheck(ctx context.Context, addr string, timeout time.Duration, creds credentials.TransportCredentials) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return err
 	}

@@ -7,14 +7,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/security/tlsfiles"
+	"github.com/twinlog/twinlog/security/transport"
 )
 
 // DefaultBootstrap is used when neither --bootstrap, TWINLOG_BOOTSTRAP nor the
@@ -55,6 +57,9 @@ type app struct {
 	timeout   time.Duration
 	json      bool
 	conns     map[string]*grpc.ClientConn
+	// tls is the client's TLS (--tls-ca, --tls-cert, --tls-key); nil:
+	// plaintext.
+	tls *transport.Transport
 }
 
 // Execute runs twinctl with args (without the program name) and returns the
@@ -114,6 +119,9 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 	pf.Duration("timeout", DefaultTimeout, "deadline of each RPC (env TWINLOG_TIMEOUT)")
 	pf.Bool("json", false, "print JSON instead of tables")
 	pf.String("config", "", "config file (default ~/.twinctl.yaml)")
+	pf.String("tls-ca", "", "PEM bundle of the CAs to trust: turns TLS on (env TWINLOG_TLS_CA)")
+	pf.String("tls-cert", "", "client certificate, PEM, presented as your identity (env TWINLOG_TLS_CERT)")
+	pf.String("tls-key", "", "private key of --tls-cert, PEM (env TWINLOG_TLS_KEY)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
 
 	root.AddCommand(
@@ -125,6 +133,7 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 		a.reassignCommand(),
 		a.mirrorsCommand(),
 		a.groupsCommand(),
+		a.aclsCommand(),
 		a.produceCommand(),
 		a.consumeCommand(),
 		a.dumpLogCommand(),
@@ -136,13 +145,14 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 func (a *app) loadConfig(cmd *cobra.Command, _ []string) error {
 	v := a.v
 	flags := cmd.Flags()
-	for _, k := range []string{"bootstrap", "timeout", "json"} {
+	for _, k := range []string{"bootstrap", "timeout", "json", "tls-ca", "tls-cert", "tls-key"} {
 		if err := v.BindPFlag(k, flags.Lookup(k)); err != nil {
 			return err
 		}
 	}
 	v.SetEnvPrefix("TWINLOG")
-	for _, k := range []string{"bootstrap", "timeout"} {
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	for _, k := range []string{"bootstrap", "timeout", "tls-ca", "tls-cert", "tls-key"} {
 		if err := v.BindEnv(k); err != nil {
 			return err
 		}
@@ -177,6 +187,9 @@ func (a *app) loadConfig(cmd *cobra.Command, _ []string) error {
 		return usagef("--timeout must be positive, got %v", a.timeout)
 	}
 	a.json = v.GetBool("json")
+	if err := a.loadTLS(v.GetString("tls-ca"), v.GetString("tls-cert"), v.GetString("tls-key")); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -227,7 +240,7 @@ func (a *app) conn(addr string) (*grpc.ClientConn, error) {
 	if c, ok := a.conns[addr]; ok {
 		return c, nil
 	}
-	dopts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, a.opts.DialOptions...)
+	dopts := append([]grpc.DialOption{grpc.WithTransportCredentials(a.tls.ClientCredentials())}, a.opts.DialOptions...)
 	// passthrough: hand the address to the dialer as is, as grpc.Dial did;
 	// a CLI has no use for the dns resolver's balancing.
 	c, err := grpc.NewClient("passthrough:///"+addr, dopts...)
@@ -236,6 +249,26 @@ func (a *app) conn(addr string) (*grpc.ClientConn, error) {
 	}
 	a.conns[addr] = c
 	return c, nil
+}
+
+// loadTLS turns TLS on when a CA bundle is given; a certificate without its
+// key (or the reverse), or a certificate without a CA, is a usage error.
+func (a *app) loadTLS(ca, cert, key string) error {
+	if (cert == "") != (key == "") {
+		return usagef("--tls-cert and --tls-key go together")
+	}
+	if ca == "" {
+		if cert != "" {
+			return usagef("--tls-cert needs --tls-ca (the CA that signed the servers' certificates)")
+		}
+		return nil
+	}
+	t, err := transport.New(transport.Config{Files: tlsfiles.Files{CertFile: cert, KeyFile: key, CAFile: ca}})
+	if err != nil {
+		return fmt.Errorf("TLS: %w", err)
+	}
+	a.tls = t
+	return nil
 }
 
 func (a *app) closeConns() {

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/twinlog/twinlog/broker/brokertest"
+	"github.com/twinlog/twinlog/security/acl"
+	"github.com/twinlog/twinlog/security/authz"
+	"github.com/twinlog/twinlog/security/pki"
+	"github.com/twinlog/twinlog/security/tlsfiles"
+	"github.com/twinlog/twinlog/security/transport"
+)
+
+// TestTLSFlags: --tls-cert and --tls-key go together and need --tls-ca.
+func TestTLSFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tls-cert", "a.crt", "--tls-ca", "ca.crt"}, "--tls-cert and --tls-key go together"},
+		{[]string{"--tls-cert", "a.crt", "--tls-key", "a.key"}, "--tls-cert needs --tls-ca"},
+	} {
+		var out, errb bytes.Buffer
+		code := Execute(context.Background(), append(tc.args, "brokers", "list"), Options{Stdout: &out, Stderr: &errb, HomeDir: t.TempDir()})
+		if code != ExitUsage || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	code := Execute(context.Background(), []string{"--tls-ca", filepath.Join(t.TempDir(), "none.crt"), "brokers", "list"}, Options{Stdout: &out, Stderr: &errb, HomeDir: t.TempDir()})
+	if code != ExitError || !strings.Contains(errb.String(), "none.crt") {
+		t.Errorf("missing CA file: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestTLSAgainstCluster: twinctl with a client certificate manages a
+// cluster that runs mutual TLS and the authorizer: as the super user it
+// creates a topic and an ACL; as a principal without ACLs it is refused
+// with the authorization error; without a certificate it gets nowhere.
+func TestTLSAgainstCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	dir := t.TempDir()
+	ca, err := pki.NewCA("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := ca.WriteFiles(caFile, filepath.Join(dir, "ca.key")); err != nil {
+		t.Fatal(err)
+	}
+	issue := func(name, cn string) (string, string) {
+		cert, key, err := ca.Issue(pki.LeafOptions{CommonName: cn, DNSNames: []string{name}, Server: true, Client: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, kf, err := pki.WriteLeaf(dir, name, cert, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cf, kf
+	}
+	c := brokertest.NewCluster(t, brokertest.Options{
+		Transport: func(node string) *transport.Transport {
+			cn := "broker-" + strings.TrimPrefix(node, "a-")
+			if node == "a-controller" || node == "a-client" {
+				cn = strings.TrimPrefix(node, "a-")
+			}
+			cf, kf := issue(node, cn)
+			tr, err := transport.New(transport.Config{Files: tlsfiles.Files{CertFile: cf, KeyFile: kf, CAFile: caFile},
+				ClientAuth: tls.RequireAndVerifyClientCert, PrincipalRules: `RULE:^CN=([^,]+)$/$1/`})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr
+		},
+		Authz: authz.Config{Enabled: true, BrokerPrincipalTemplate: "User:broker-{id}",
+			ACL: acl.Config{SuperUsers: []string{"User:controller", "User:client", "User:broker-1", "User:broker-2", "User:broker-3", "User:admin"}}},
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	run := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		opts := Options{
+			Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), HomeDir: t.TempDir(),
+			DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+				return c.Net.DialConn(ctx, "twinctl", addr)
+			})},
+			StderrIsTerminal: func() bool { return false },
+		}
+		code := Execute(ctx, append([]string{"--bootstrap", c.ControllerAddr(), "--timeout", "5s"}, args...), opts)
+		return out.String(), errb.String(), code
+	}
+	adminCert, adminKey := issue("admin", "admin")
+	admin := []string{"--tls-ca", caFile, "--tls-cert", adminCert, "--tls-key", adminKey}
+	if out, errb, code := run(append(admin, "topics", "create", "orders", "--partitions", "1", "--replication-factor", "3")...); code != ExitOK {
+		t.Fatalf("admin topics create: exit %d\n%s%s", code, out, errb)
+	}
+	if out, errb, code := run(append(admin, "acls", "add", "--allow-principal", "User:bob", "--operation", "Describe", "--topic", "orders")...); code != ExitOK {
+		t.Fatalf("admin acls add: exit %d\n%s%s", code, out, errb)
+	}
+	out, errb, code := run(append(admin, "acls", "list", "--principal", "User:bob")...)
+	if code != ExitOK || !strings.Contains(out, "User:bob") || !strings.Contains(out, "orders") {
+		t.Fatalf("admin acls list: exit %d\n%s%s", code, out, errb)
+	}
+	bobCert, bobKey := issue("bob", "bob")
+	bob := []string{"--tls-ca", caFile, "--tls-cert", bobCert, "--tls-key", bobKey}
+	if out, errb, code := run(append(bob, "topics", "delete", "orders")...); code == ExitOK || !strings.Contains(out+errb, "AUTHORIZATION_FAILED") {
+		t.Fatalf("bob topics delete: exit %d\n%s%s", code, out, errb)
+	}
+	if _, errb, code := run("brokers", "list"); code == ExitOK {
+		t.Fatalf("plaintext twinctl against a TLS cluster: exit %d, %s", code, errb)
+	}
+}
