@@ -58,7 +58,9 @@ done
 "${GRPCURL[@]}" -version >/dev/null 2>&1 || { echo "hostile: cannot build grpcurl (go tool -modfile=tools/go.mod grpcurl)"; exit 1; }
 
 mkdir -p run
-./bin/runlocal >run/hostile-runlocal.out 2>&1 &
+# Plaintext: these cases probe the protocol rules, which hold with or
+# without credentials; the secure setup is make run's default.
+./bin/runlocal --insecure >run/hostile-runlocal.out 2>&1 &
 RUNLOCAL_PID=$!
 for _ in $(seq 1 120); do
   grep -q '^ready after' run/hostile-runlocal.out && break

@@ -65,7 +65,9 @@ fi
 log "clients: $(kcat -V 2>&1 | head -1); confluent-kafka $("$PY" -c 'import confluent_kafka as c; print(c.version()[0], "librdkafka", c.libversion()[0])')"
 
 mkdir -p run
-./bin/runlocal >run/kafka-e2e-runlocal.out 2>&1 &
+# Plaintext for now: kcat and confluent-kafka-python over TLS with SASL
+# are issue 17's next step.
+./bin/runlocal --insecure >run/kafka-e2e-runlocal.out 2>&1 &
 RUNLOCAL_PID=$!
 for _ in $(seq 1 120); do
   grep -q '^ready after' run/kafka-e2e-runlocal.out && break

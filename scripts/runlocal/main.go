@@ -5,8 +5,16 @@
 // is and waits. Ctrl-C (or SIGTERM) stops the brokers, then the controllers:
 // SIGTERM, then SIGKILL after --stop-timeout.
 //
+// Security is on by default: runlocal makes a local CA and a certificate
+// per daemon and for the operator (./run/tls), and starts every daemon with
+// mutual TLS on every listener and the authorizer on (super users: the
+// cluster's own daemons and User:admin, twinctl's certificate); each
+// cluster grants the other's daemons what a mirror needs. --insecure keeps
+// plaintext and no authorizer.
+//
 //	make run                       # builds ./bin, then ./bin/runlocal
 //	./bin/runlocal --keep          # keep ./run data from the last run
+//	./bin/runlocal --insecure      # plaintext, no authorizer
 package main
 
 import (
@@ -25,6 +33,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/twinlog/twinlog/security/pki"
 )
 
 // node is one daemon of the local setup; addresses match configs/.
@@ -66,6 +76,10 @@ type runner struct {
 	bin, runDir, logDir string
 	nodes               []*node
 	stopTimeout         time.Duration
+	// insecure: plaintext listeners, no authorizer (--insecure); else tls
+	// is the directory of the CA and certificates.
+	insecure bool
+	tls      string
 }
 
 func main() {
@@ -77,6 +91,7 @@ func main() {
 	flag.BoolVar(&keep, "keep", false, "keep data from a previous run instead of starting empty")
 	flag.DurationVar(&healthTimeout, "health-timeout", 60*time.Second, "how long to wait for every daemon to become SERVING")
 	flag.DurationVar(&r.stopTimeout, "stop-timeout", 20*time.Second, "SIGTERM grace period before SIGKILL")
+	flag.BoolVar(&r.insecure, "insecure", false, "plaintext listeners and no authorizer (default: mutual TLS and ACLs)")
 	flag.Parse()
 	r.logDir = filepath.Join(r.runDir, "logs")
 	r.nodes = layout()
@@ -132,6 +147,11 @@ func (r *runner) run(ctx context.Context, keep bool, healthTimeout time.Duration
 	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
 		return err
 	}
+	if !r.insecure {
+		if err := r.makeCerts(); err != nil {
+			return fmt.Errorf("certificates: %w", err)
+		}
+	}
 
 	start := time.Now()
 	fmt.Printf("starting cluster A and cluster B (logs in %s/)\n", r.logDir)
@@ -163,7 +183,8 @@ func (r *runner) start(n *node) error {
 	if err != nil {
 		return err
 	}
-	n.cmd = exec.Command(filepath.Join(r.bin, n.binary), "--config", n.config(), "--log.format", "text")
+	args := append([]string{"--config", n.config(), "--log.format", "text"}, r.daemonFlags(n)...)
+	n.cmd = exec.Command(filepath.Join(r.bin, n.binary), args...)
 	n.cmd.Stdout, n.cmd.Stderr = f, f
 	// Own process group: the terminal's Ctrl-C reaches only runlocal, which
 	// then stops the brokers before the controllers.
@@ -205,7 +226,7 @@ func (r *runner) waitHealthy(ctx context.Context, timeout time.Duration) error {
 					n.id(), n.err, filepath.Join(r.logDir, n.logName()), r.tail(n, 15))
 			default:
 			}
-			hc := exec.CommandContext(ctx, filepath.Join(r.bin, n.binary), "healthcheck", "--address", n.grpc, "--timeout", "1s")
+			hc := exec.CommandContext(ctx, filepath.Join(r.bin, n.binary), append([]string{"healthcheck", "--address", n.grpc, "--timeout", "1s"}, r.clientFlags()...)...)
 			if hc.Run() != nil {
 				next = append(next, n)
 			}
@@ -239,11 +260,79 @@ func (r *runner) tail(n *node, lines int) string {
 	return "    " + strings.Join(ls, "\n    ")
 }
 
+// principalRules maps a certificate subject "CN=name" to the principal
+// User:name (ssl.principal.mapping.rules).
+const principalRules = `RULE:^CN=([^,]+)$/$1/,DEFAULT`
+
+// makeCerts creates r.tls: a CA, a certificate per daemon (CN
+// cluster-<c>-<name>, for 127.0.0.1 and localhost) and admin's for twinctl,
+// kcat and grpcurl.
+func (r *runner) makeCerts() error {
+	r.tls = filepath.Join(r.runDir, "tls")
+	if err := os.MkdirAll(r.tls, 0o700); err != nil {
+		return err
+	}
+	ca, err := pki.NewCA("twinlog make run CA", 30*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	if err := ca.WriteFiles(filepath.Join(r.tls, "ca.crt"), filepath.Join(r.tls, "ca.key")); err != nil {
+		return err
+	}
+	names := []string{"admin"}
+	for _, n := range r.nodes {
+		names = append(names, n.principalName())
+	}
+	for _, name := range names {
+		cert, key, err := ca.Issue(pki.LeafOptions{CommonName: name, DNSNames: []string{"localhost"},
+			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: name != "admin", Client: true})
+		if err != nil {
+			return err
+		}
+		if _, _, err := pki.WriteLeaf(r.tls, name, cert, key); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("certificates in %s/ (CA ca.crt; twinctl, kcat and grpcurl use admin.crt)\n", r.tls)
+	return nil
+}
+
+// principalName is n's certificate CN and principal name.
+func (n *node) principalName() string { return "cluster-" + n.cluster + "-" + n.name }
+
+// daemonFlags are n's security flags: none with --insecure.
+func (r *runner) daemonFlags(n *node) []string {
+	if r.insecure {
+		return nil
+	}
+	supers := []string{"User:admin", "User:cluster-" + n.cluster + "-controller"}
+	for b := 1; b <= 3; b++ {
+		supers = append(supers, fmt.Sprintf("User:cluster-%s-broker-%d", n.cluster, b))
+	}
+	return []string{
+		"--tls.cert.file=" + filepath.Join(r.tls, n.principalName()+".crt"),
+		"--tls.key.file=" + filepath.Join(r.tls, n.principalName()+".key"),
+		"--tls.ca.file=" + filepath.Join(r.tls, "ca.crt"),
+		"--ssl.principal.mapping.rules=" + principalRules,
+		"--authorizer.enabled=true",
+		"--super.users=" + strings.Join(supers, ";"),
+		"--broker.principal.template=User:cluster-" + n.cluster + "-broker-{id}",
+	}
+}
+
+// clientFlags make twinctl and healthcheck present admin's certificate.
+func (r *runner) clientFlags() []string {
+	if r.insecure {
+		return nil
+	}
+	return []string{"--tls-ca", filepath.Join(r.tls, "ca.crt"), "--tls-cert", filepath.Join(r.tls, "admin.crt"), "--tls-key", filepath.Join(r.tls, "admin.key")}
+}
+
 // twinctl runs bin/twinctl with args and returns its combined output.
 func (r *runner) twinctl(ctx context.Context, stdin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c := exec.CommandContext(ctx, filepath.Join(r.bin, "twinctl"), args...)
+	c := exec.CommandContext(ctx, filepath.Join(r.bin, "twinctl"), append(r.clientFlags(), args...)...)
 	if stdin != "" {
 		c.Stdin = strings.NewReader(stdin)
 	}
@@ -277,6 +366,23 @@ func (r *runner) demo(ctx context.Context) error {
 		return true
 	}
 	fmt.Println("setting up the demo:")
+	if !r.insecure {
+		// Each cluster lets the other's daemons mirror from it (and sync
+		// group offsets): Read and DescribeConfigs on every topic, Describe
+		// on every group, and Read on the Mirror resource named by the
+		// fetching cluster's id.
+		for _, g := range []struct{ name, at, from, fromID string }{{"A", ctlA, "b", "cluster-b"}, {"B", ctlB, "a", "cluster-a"}} {
+			var principals []string
+			for _, n := range []string{"controller", "broker-1", "broker-2", "broker-3"} {
+				principals = append(principals, "--allow-principal", "User:cluster-"+g.from+"-"+n)
+			}
+			for _, res := range [][]string{{"--topic", "*", "--operation", "Read"}, {"--topic", "*", "--operation", "DescribeConfigs"},
+				{"--group", "*", "--operation", "Describe"}, {"--mirror", g.fromID, "--operation", "Read"}} {
+				args := append(append([]string{"--bootstrap", g.at, "acls", "add"}, principals...), res...)
+				step(fmt.Sprintf("ACL on %s: cluster %s's daemons may %s %s %s", g.name, strings.ToUpper(g.from), res[3], strings.TrimPrefix(res[0], "--"), res[1]), "", args...)
+			}
+		}
+	}
 	// The mirror creates demo on B with A's topic id and partition count
 	// (SPEC §6.1); min.insync.replicas is local to each cluster.
 	step("topic demo on A (3 partitions, RF 3, min ISR 2)", "", "--bootstrap", ctlA,
@@ -376,6 +482,19 @@ func (r *runner) printSummary(mirrorErr error) {
 		fmt.Println("\n  mirror a-to-b: cluster B mirrors topic demo from cluster A (caught up)")
 	}
 	t := r.bin + "/twinctl"
+	kcat := "kcat"
+	if !r.insecure {
+		ca, cert, key := filepath.Join(r.tls, "ca.crt"), filepath.Join(r.tls, "admin.crt"), filepath.Join(r.tls, "admin.key")
+		fmt.Printf(`
+security: mutual TLS on every listener and ACLs (./bin/runlocal --insecure for plaintext).
+You are User:admin, a super user; twinctl reads the certificate from the environment:
+  export TWINLOG_TLS_CA=%[1]s TWINLOG_TLS_CERT=%[2]s TWINLOG_TLS_KEY=%[3]s
+  %[4]s --bootstrap %[5]s acls list                     # what each cluster grants the other's daemons
+  grpcurl -cacert %[1]s -cert %[2]s -key %[3]s %[5]s list
+  KCAT="kcat -X security.protocol=ssl -X ssl.ca.location=%[1]s -X ssl.certificate.location=%[2]s -X ssl.key.location=%[3]s"
+`, ca, cert, key, t, ctlA)
+		kcat = "$KCAT"
+	}
 	fmt.Printf(`
 try:
   %[1]s --bootstrap %[2]s topics describe demo               # A's partitions, leaders, ISR
@@ -386,9 +505,9 @@ try:
   curl -s http://127.0.0.1:9190/metrics | grep twinlog_cluster_electable_leaders
 
 Kafka clients (any broker's Kafka listener bootstraps):
-  echo hello | kcat -b %[6]s -P -t demo -p 0    # produce on A with kcat
-  kcat -b %[6]s -C -t demo -p 0 -o beginning -e # consume A's demo-0
-  kcat -b %[7]s -L                              # B's brokers, topics, leaders
+  echo hello | %[8]s -b %[6]s -P -t demo -p 0    # produce on A with kcat
+  %[8]s -b %[6]s -C -t demo -p 0 -o beginning -e # consume A's demo-0
+  %[8]s -b %[7]s -L                              # B's brokers, topics, leaders
 
 fail over to B (A is gone or being drained):
   %[1]s --bootstrap %[4]s mirrors stop a-to-b demo --wait-for-catch-up   # demo becomes writable on B
@@ -398,7 +517,7 @@ fail back (A follows B, truncated to the last mirrored leader epoch), then over 
   %[1]s --bootstrap %[2]s mirrors create b-to-a --source 127.0.0.1:9101,127.0.0.1:9102,127.0.0.1:9103 demo
   %[1]s --bootstrap %[2]s mirrors stop b-to-a demo --wait-for-catch-up   # A writable again
   %[1]s --bootstrap %[4]s mirrors start a-to-b demo                      # B follows A again
-`, t, ctlA, brokerA, ctlB, brokerB, kafkaA, kafkaB)
+`, t, ctlA, brokerA, ctlB, brokerB, kafkaA, kafkaB, kcat)
 	fmt.Println("\nsee docs/operations.md for the runbook")
 }
 

@@ -100,9 +100,20 @@ func rpcError(err error, addr, what string) error {
 	}
 	switch st.Code() {
 	case codes.Unavailable:
-		return fmt.Errorf("%s: cannot reach %s (%s): is the server running? set --bootstrap or TWINLOG_BOOTSTRAP", what, addr, st.Message())
+		msg := st.Message()
+		switch {
+		case strings.Contains(msg, "certificate required"):
+			return fmt.Errorf("%s: %s requires a client certificate (%s): pass --tls-cert and --tls-key (or TWINLOG_TLS_CERT, TWINLOG_TLS_KEY)", what, addr, msg)
+		case strings.Contains(msg, "tls:") || strings.Contains(msg, "x509:") || strings.Contains(msg, "tlsfiles:"):
+			return fmt.Errorf("%s: TLS with %s failed (%s): check --tls-ca, --tls-cert and --tls-key", what, addr, msg)
+		case strings.Contains(msg, "server preface: EOF"):
+			return fmt.Errorf("%s: %s closed the connection (%s): if it runs TLS, pass --tls-ca, --tls-cert and --tls-key", what, addr, msg)
+		}
+		return fmt.Errorf("%s: cannot reach %s (%s): is the server running? set --bootstrap or TWINLOG_BOOTSTRAP", what, addr, msg)
 	case codes.DeadlineExceeded:
 		return fmt.Errorf("%s: %s did not answer in time: retry, or raise --timeout", what, addr)
+	case codes.PermissionDenied:
+		return fmt.Errorf("%s at %s: %s: ask an administrator for an ACL (`twinctl acls add`)", what, addr, st.Message())
 	case codes.Unimplemented:
 		return fmt.Errorf("%s: %s does not serve this RPC (%s): admin and mirror commands need the controller, produce/consume a broker", what, addr, st.Message())
 	case codes.Canceled:

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/twinlog/twinlog/broker/brokertest"
 	"github.com/twinlog/twinlog/security/acl"
@@ -39,6 +41,21 @@ func TestTLSFlags(t *testing.T) {
 	code := Execute(context.Background(), []string{"--tls-ca", filepath.Join(t.TempDir(), "none.crt"), "brokers", "list"}, Options{Stdout: &out, Stderr: &errb, HomeDir: t.TempDir()})
 	if code != ExitError || !strings.Contains(errb.String(), "none.crt") {
 		t.Errorf("missing CA file: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestTLSErrorHints: the transport errors of a TLS mismatch, as gRPC
+// reports them over TCP, name the flags to fix.
+func TestTLSErrorHints(t *testing.T) {
+	for msg, want := range map[string]string{
+		`connection error: desc = "error reading server preface: remote error: tls: certificate required"`:                     "pass --tls-cert and --tls-key",
+		`connection error: desc = "transport: authentication handshake failed: tlsfiles: server certificate \"CN=x\" refused"`: "check --tls-ca",
+		`connection error: desc = "error reading server preface: EOF"`:                                                         "if it runs TLS, pass --tls-ca",
+		`connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`:         "is the server running?",
+	} {
+		if err := rpcError(status.Error(codes.Unavailable, msg), "127.0.0.1:1", "list brokers"); !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", msg, err, want)
+		}
 	}
 }
 
@@ -118,7 +135,10 @@ func TestTLSAgainstCluster(t *testing.T) {
 	if out, errb, code := run(append(bob, "topics", "delete", "orders")...); code == ExitOK || !strings.Contains(out+errb, "AUTHORIZATION_FAILED") {
 		t.Fatalf("bob topics delete: exit %d\n%s%s", code, out, errb)
 	}
-	if _, errb, code := run("brokers", "list"); code == ExitOK {
+	if _, errb, code := run("brokers", "list"); code == ExitOK || !strings.Contains(errb, "--tls-ca") {
 		t.Fatalf("plaintext twinctl against a TLS cluster: exit %d, %s", code, errb)
+	}
+	if _, errb, code := run("--tls-ca", caFile, "brokers", "list"); code == ExitOK {
+		t.Fatalf("twinctl without a certificate: exit %d, %s", code, errb)
 	}
 }
