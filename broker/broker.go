@@ -446,8 +446,8 @@ func (b *Broker) Run(ctx context.Context) error {
 		b.kafka = kafka.NewServer(kafka.Config{
 			BrokerID: int32(b.cfg.ID), MaxRequestBytes: b.cfg.KafkaMaxRequestBytes,
 			Logger: b.log.With("listener", "kafka"), InvalidRequest: ErrInvalidRequest, Observer: kobs,
-			Groups: groups,
-		}, b, adminServer{b: b})
+			Groups: groups, Authorizer: kafkaAuthorizer{b},
+		}, b, kafkaAdmin{adminServer{b: b}})
 		go func() {
 			// Connections wait in the listen backlog until the image has
 			// caught up; Close closes the listener either way.

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"net"
 	"slices"
 
 	"google.golang.org/grpc"
@@ -121,11 +122,43 @@ func (s adminServer) admin() (pb.AdminServiceClient, error) {
 	return pb.NewAdminServiceClient(c), nil
 }
 
+// DescribeTopicPartitions pages the image (SPEC §5) for a gRPC caller: only
+// the topics it may describe.
 func (s adminServer) DescribeTopicPartitions(ctx context.Context, req *pb.DescribeTopicPartitionsRequest) (*pb.DescribeTopicPartitionsResponse, error) {
-	b := s.b
+	return s.b.describeTopicPartitions(req, s.b.describable(ctx)), nil
+}
+
+func (b *Broker) describeTopicPartitions(req *pb.DescribeTopicPartitionsRequest, describable func(string) bool) *pb.DescribeTopicPartitionsResponse {
 	b.metaMu.Lock()
 	defer b.metaMu.Unlock()
-	return b.image.DescribeTopicPartitionsFor(req, b.cfg.MaxRequestPartitionSizeLimit, b.describable(ctx)), nil
+	return b.image.DescribeTopicPartitionsFor(req, b.cfg.MaxRequestPartitionSizeLimit, describable)
+}
+
+// kafkaAdmin is the Kafka listener's Admin: the gRPC admin service's
+// forwarding, but DescribeTopicPartitions unfiltered, because the listener
+// authorizes its connection's principal itself and asks only for what that
+// principal may describe (the context carries no gRPC caller).
+type kafkaAdmin struct{ adminServer }
+
+func (k kafkaAdmin) DescribeTopicPartitions(_ context.Context, req *pb.DescribeTopicPartitionsRequest) (*pb.DescribeTopicPartitionsResponse, error) {
+	return k.b.describeTopicPartitions(req, nil), nil
+}
+
+// kafkaAuthorizer is the Kafka listener's Authorizer: the connection's
+// principal from its TLS certificate (User:ANONYMOUS in plaintext), the
+// decisions from the broker's authorizer.
+type kafkaAuthorizer struct{ b *Broker }
+
+func (k kafkaAuthorizer) Principal(ctx context.Context, c net.Conn) (string, error) {
+	return k.b.tls.ConnPrincipal(ctx, c)
+}
+
+func (k kafkaAuthorizer) Allowed(principal, host string, op acl.Operation, rt acl.ResourceType, name string) bool {
+	return k.b.authz.AllowedAs(principal, host, authz.Need{Op: op, Type: rt, Name: name})
+}
+
+func (k kafkaAuthorizer) IdempotentProducer(principal, host string) bool {
+	return k.b.authz.IdempotentProducerAs(principal, host)
 }
 
 func (s adminServer) CreateTopics(ctx context.Context, req *pb.CreateTopicsRequest) (*pb.CreateTopicsResponse, error) {

@@ -74,7 +74,7 @@ trap cleanup EXIT
 # ---- tools -------------------------------------------------------------------
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
-for t in curl jq; do
+for t in curl jq openssl; do
   if ! command -v $t >/dev/null; then
     log "installing $t (apt-get)"
     { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq $t; } >/dev/null 2>&1
@@ -223,14 +223,13 @@ log "both clusters ready ($WORK/runlocal.out)"
 NODES=$(awk '$4 ~ /^http:\/\/.*\/metrics$/ { print $1, $3, $4 }' "$WORK/runlocal.out")
 
 # One ApiVersions v0 request per cluster's first broker: size 10, key 18,
-# version 0, correlation id 1, null client id. The answer is read to the end
-# (the listener keeps the connection) so closing it is not a reset.
+# version 0, correlation id 1, null client id, over TLS with make run's
+# operator certificate (openssl s_client; the listener requires a client
+# certificate). s_client reads the answer until the timeout ends it.
+TLS=run/tls
 for kafka in $(awk '$2 != "-" { split($1, n, "/"); if (!seen[n[1]]++) print $2 }' <<<"$NODES"); do
-  if exec 3<>"/dev/tcp/${kafka%:*}/${kafka#*:}"; then
-    printf '\x00\x00\x00\x0a\x00\x12\x00\x00\x00\x00\x00\x01\xff\xff' >&3
-    timeout 1 cat <&3 >/dev/null
-    exec 3<&-
-  fi
+  printf '\x00\x00\x00\x0a\x00\x12\x00\x00\x00\x00\x00\x01\xff\xff' |
+    timeout 2 openssl s_client -quiet -connect "$kafka" -CAfile "$TLS/ca.crt" -cert "$TLS/admin.crt" -key "$TLS/admin.key" >/dev/null 2>&1 || true
 done
 
 : >"$WORK/names.txt"

@@ -7,17 +7,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/security/acl"
 )
 
-// Admin is the cluster's admin API as the broker serves it: the topic and
-// config operations forwarded to the controller, DescribeTopicPartitions
-// from the broker's metadata (the methods the gRPC admin service calls).
+// Admin is the cluster's admin API as the broker serves it: the topic,
+// config and ACL operations forwarded to the controller,
+// DescribeTopicPartitions from the broker's metadata (the methods the gRPC
+// admin service calls). The listener authorizes its requests itself
+// (authz.go), with the principal of the Kafka connection: the Admin must
+// not check them again against the gRPC caller of ctx, which has none.
 type Admin interface {
 	CreateTopics(ctx context.Context, req *pb.CreateTopicsRequest) (*pb.CreateTopicsResponse, error)
 	DeleteTopics(ctx context.Context, req *pb.DeleteTopicsRequest) (*pb.DeleteTopicsResponse, error)
 	DescribeConfigs(ctx context.Context, req *pb.DescribeConfigsRequest) (*pb.DescribeConfigsResponse, error)
 	AlterConfigs(ctx context.Context, req *pb.AlterConfigsRequest) (*pb.AlterConfigsResponse, error)
 	DescribeTopicPartitions(ctx context.Context, req *pb.DescribeTopicPartitionsRequest) (*pb.DescribeTopicPartitionsResponse, error)
+	CreateAcls(ctx context.Context, req *pb.CreateAclsRequest) (*pb.CreateAclsResponse, error)
+	DeleteAcls(ctx context.Context, req *pb.DeleteAclsRequest) (*pb.DeleteAclsResponse, error)
+	DescribeAcls(ctx context.Context, req *pb.DescribeAclsRequest) (*pb.DescribeAclsResponse, error)
 }
 
 // Kafka's config resource types and sources (DescribeConfigs,
@@ -49,12 +56,19 @@ func defaultReplicationFactor(brokers int) int32 { return int32(min(3, max(broke
 // partitions is 1, -1 replicas is defaultReplicationFactor.
 func (s *Server) createTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
+	acc := s.access(ctx)
 	preq := &pb.CreateTopicsRequest{ValidateOnly: req.ValidateOnly}
 	brokers := 0
 	if md, err := s.backend.Metadata(ctx, &pb.MetadataRequest{NoTopics: true}); err == nil {
 		brokers = len(md.GetBrokers())
 	}
-	for _, t := range req.Topics {
+	// creatable[i] is the request's topic i as asked of the controller,
+	// nil for a topic the principal may not create.
+	creatable := make([]*pb.CreatableTopic, len(req.Topics))
+	for i, t := range req.Topics {
+		if !acc.createTopic(t.Topic) {
+			continue
+		}
 		ct := &pb.CreatableTopic{Name: t.Topic, NumPartitions: t.NumPartitions, ReplicationFactor: int32(t.ReplicationFactor), Configs: map[string]string{}}
 		if len(t.ReplicaAssignment) == 0 {
 			if ct.NumPartitions == -1 {
@@ -73,10 +87,15 @@ func (s *Server) createTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 			}
 		}
 		preq.Topics = append(preq.Topics, ct)
+		creatable[i] = ct
 	}
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	resp.SetVersion(req.GetVersion())
-	presp, err := s.admin.CreateTopics(ctx, preq)
+	var presp *pb.CreateTopicsResponse
+	var err error
+	if len(preq.Topics) > 0 || len(req.Topics) == 0 {
+		presp, err = s.admin.CreateTopics(ctx, preq)
+	}
 	results := map[string]*pb.TopicResult{}
 	for _, r := range presp.GetTopics() {
 		results[r.GetName()] = r
@@ -84,7 +103,14 @@ func (s *Server) createTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 	for i, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
-		rt.NumPartitions, rt.ReplicationFactor = preq.Topics[i].NumPartitions, int16(preq.Topics[i].ReplicationFactor)
+		ct := creatable[i]
+		if ct == nil {
+			rt.ErrorCode, rt.ErrorMessage = topicAuthorizationFailed, kmsg.StringPtr("Authorization failed.")
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		rt.NumPartitions, rt.ReplicationFactor = ct.NumPartitions, int16(ct.ReplicationFactor)
 		if n := len(t.ReplicaAssignment); n > 0 {
 			rt.NumPartitions, rt.ReplicationFactor = int32(n), int16(len(t.ReplicaAssignment[0].Replicas))
 		}
@@ -128,8 +154,11 @@ func failCreateTopics(kreq kmsg.Request, code int16) kmsg.Response {
 func (s *Server) deleteTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	type want struct {
-		name string
-		id   [16]byte
+		name     string
+		id       [16]byte
+		byID     bool
+		denied   int16 // TOPIC_AUTHORIZATION_FAILED: not asked of the controller
+		showName bool  // the name may be answered (denied by id: not without Describe)
 	}
 	var wants []want
 	for _, n := range req.TopicNames {
@@ -141,7 +170,7 @@ func (s *Server) deleteTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 		if t.Topic != nil {
 			w.name = *t.Topic
 		} else {
-			byID = true
+			byID, w.byID = true, true
 		}
 		wants = append(wants, w)
 	}
@@ -161,9 +190,14 @@ func (s *Server) deleteTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 			}
 		}
 	}
+	acc := s.access(ctx)
 	preq := &pb.DeleteTopicsRequest{}
-	for _, w := range wants {
-		if w.name != "" {
+	for i, w := range wants {
+		if w.name == "" {
+			continue
+		}
+		wants[i].denied, wants[i].showName = acc.deleteTopic(w.name, w.byID)
+		if wants[i].denied == 0 {
 			preq.Names = append(preq.Names, w.name)
 		}
 	}
@@ -181,7 +215,7 @@ func (s *Server) deleteTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 	for _, w := range wants {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.TopicID = w.id
-		if w.name != "" {
+		if w.name != "" && (w.denied == 0 || w.showName) {
 			name := w.name
 			rt.Topic = &name
 		}
@@ -189,6 +223,8 @@ func (s *Server) deleteTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 		switch {
 		case w.name == "":
 			rt.ErrorCode = unknownTopicID
+		case w.denied != 0:
+			rt.ErrorCode = w.denied
 		case err != nil:
 			rt.ErrorCode = s.errorCode(err)
 			msg := err.Error()
@@ -262,6 +298,7 @@ func kafkaSource(s pb.ConfigSource, broker bool) kmsg.ConfigSource {
 // one resource at a time so that one resource's error is its own.
 func (s *Server) describeConfigs(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
+	acc := s.access(ctx)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	resp.SetVersion(req.GetVersion())
 	for _, r := range req.Resources {
@@ -272,6 +309,11 @@ func (s *Server) describeConfigs(ctx context.Context, kreq kmsg.Request) (kmsg.R
 			rr.ErrorCode = invalidRequest
 			msg := "twinlog has configs for topics and brokers only"
 			rr.ErrorMessage = &msg
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
+		if code := acc.config(acl.DescribeConfigs, res); code != 0 {
+			rr.ErrorCode = code
 			resp.Resources = append(resp.Resources, rr)
 			continue
 		}
@@ -330,6 +372,7 @@ func failDescribeConfigs(kreq kmsg.Request, code int16) kmsg.Response {
 // configs) are INVALID_REQUEST, since no twinlog config is a list.
 func (s *Server) incrementalAlterConfigs(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
+	acc := s.access(ctx)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	resp.SetVersion(req.GetVersion())
 	for _, r := range req.Resources {
@@ -342,6 +385,11 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, kreq kmsg.Request)
 		res, ok := configResource(r.ResourceType, r.ResourceName)
 		if !ok {
 			fail(invalidRequest, "twinlog has configs for topics and brokers only")
+			continue
+		}
+		if code := acc.config(acl.AlterConfigs, res); code != 0 {
+			rr.ErrorCode = code
+			resp.Resources = append(resp.Resources, rr)
 			continue
 		}
 		ar := &pb.AlterConfigsResource{Resource: res, Set: map[string]string{}}
@@ -397,6 +445,7 @@ func (s *Server) describeCluster(ctx context.Context, kreq kmsg.Request) (kmsg.R
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.SetVersion(req.GetVersion())
+	// No ACL is needed, as in Kafka: it tells what Metadata tells.
 	resp.ClusterAuthorizedOperations = authorizedOperationsOmitted
 	if req.EndpointType > 1 {
 		// Controllers are not reachable over the Kafka protocol.
@@ -427,7 +476,8 @@ func failDescribeCluster(kreq kmsg.Request, code int16) kmsg.Response {
 }
 
 // describeTopicPartitions answers DescribeTopicPartitions (key 75, KIP-966)
-// with the broker's own (SPEC §5): the same paging, cursor and limits.
+// with the broker's own (SPEC §5): the same paging, cursor and limits,
+// and with an Authorizer SPEC §5's rule (see describeView).
 func (s *Server) describeTopicPartitions(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeTopicPartitionsRequest)
 	preq := &pb.DescribeTopicPartitionsRequest{ResponsePartitionLimit: req.ResponsePartitionLimit}
@@ -439,6 +489,16 @@ func (s *Server) describeTopicPartitions(ctx context.Context, kreq kmsg.Request)
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	resp.SetVersion(req.GetVersion())
+	var v describeView
+	if acc := s.access(ctx); acc.enabled() {
+		var err error
+		if preq, v, err = s.authorizeDescribe(ctx, acc, preq); err != nil {
+			return failDescribeTopicPartitions(req, s.errorCode(err)), nil
+		}
+		if preq == nil {
+			return resp, nil // no topic the principal may describe
+		}
+	}
 	presp, err := s.admin.DescribeTopicPartitions(ctx, preq)
 	if err != nil {
 		return failDescribeTopicPartitions(req, s.errorCode(err)), nil
@@ -453,8 +513,19 @@ func (s *Server) describeTopicPartitions(ctx context.Context, kreq kmsg.Request)
 		return failDescribeTopicPartitions(req, kafkaCode(presp.GetError())), nil
 	}
 	for _, t := range presp.GetTopics() {
-		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		name := t.GetName()
+		if denied, ok := v.denied(name); ok {
+			rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			rt.Topic, rt.ErrorCode, rt.AuthorizedOperations = &denied, topicAuthorizationFailed, authorizedOperationsOmitted
+			resp.Topics = append(resp.Topics, rt)
+			if !v.asked[name] {
+				continue
+			}
+		}
+		if v.every && t.GetError() == pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION && len(t.GetPartitions()) == 0 {
+			continue // deleted since it was listed: not a topic of "every topic"
+		}
+		rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		rt.Topic, rt.ErrorCode, rt.IsInternal = &name, kafkaCode(t.GetError()), t.GetIsInternal()
 		rt.TopicID = topicID(t.GetTopicId())
 		rt.AuthorizedOperations = authorizedOperationsOmitted
@@ -470,9 +541,112 @@ func (s *Server) describeTopicPartitions(ctx context.Context, kreq kmsg.Request)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if c := presp.GetNextCursor(); c != nil {
-		resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: c.GetTopicName(), Partition: c.GetPartitionIndex()}
+		name := c.GetTopicName()
+		if denied, ok := v.denied(name); ok {
+			name = denied
+		}
+		resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: c.GetPartitionIndex()}
 	}
 	return resp, nil
+}
+
+// describeView is how DescribeTopicPartitions applies SPEC §5's rule
+// (Describe on each topic: a listed topic denied is a
+// TOPIC_AUTHORIZATION_FAILED entry, an unlisted one is skipped) without
+// asking the broker about a denied topic and without changing the paging,
+// which only the broker computes (it alone knows
+// max.request.partition.size.limit):
+//
+//   - Every topic (no list): the names come from the broker's metadata,
+//     and the broker is asked for those the principal may describe, by
+//     name. A skipped topic is then no part of the paging at all, as SPEC
+//     §5 wants: not counted against the limit, never the cursor. A cursor
+//     naming one of them is kept; one naming a topic denied or gone starts
+//     the list after it (from partition 0, as the paging over every topic
+//     does).
+//   - A list: each denied topic is replaced by a placeholder, its name
+//     followed by a NUL byte. No topic has a NUL in its name, so the
+//     broker answers the placeholder as an unknown listed topic, which SPEC
+//     §5 pages exactly as a denied one (an entry without partitions, not
+//     counted, the cursor if the limit ran out just before it); and the
+//     placeholder is its name's immediate successor in byte-wise order, so
+//     it sorts where the name does among any other names. The placeholder's
+//     entry and cursor are answered as the denied topic, and a cursor
+//     naming a denied topic names its placeholder.
+type describeView struct {
+	// placeholders maps each placeholder to the denied listed topic it
+	// stands for.
+	placeholders map[string]string
+	// asked are the listed topics the principal may describe; one may be
+	// a placeholder too (a listed name ending in NUL), and is then
+	// answered after the denied topic.
+	asked map[string]bool
+	// from is the cursor's topic: a placeholder stands for its topic only
+	// at or after it (a listed name below it is not on the page).
+	from string
+	// every: the request is for every topic, asked by name; a topic the
+	// broker no longer has is left out, as it would have been.
+	every bool
+}
+
+// placeholder is the name a denied listed topic is asked as (describeView).
+func placeholder(topic string) string { return topic + "\x00" }
+
+// denied returns the denied topic that name, in the broker's answer,
+// stands for.
+func (v describeView) denied(name string) (string, bool) {
+	t, ok := v.placeholders[name]
+	return t, ok && t >= v.from
+}
+
+// authorizeDescribe rewrites a DescribeTopicPartitions request for the
+// principal (describeView); nil when there is nothing to ask.
+func (s *Server) authorizeDescribe(ctx context.Context, acc *access, preq *pb.DescribeTopicPartitionsRequest) (*pb.DescribeTopicPartitionsRequest, describeView, error) {
+	v := describeView{from: preq.GetCursor().GetTopicName()}
+	out := &pb.DescribeTopicPartitionsRequest{ResponsePartitionLimit: preq.GetResponsePartitionLimit(), Cursor: preq.GetCursor()}
+	if len(preq.GetTopics()) > 0 {
+		v.placeholders, v.asked = map[string]string{}, map[string]bool{}
+		for _, t := range preq.GetTopics() {
+			name := t.GetName()
+			if acc.describeTopic(name) {
+				v.asked[name] = true
+				out.Topics = append(out.Topics, t)
+				continue
+			}
+			v.placeholders[placeholder(name)] = name
+			out.Topics = append(out.Topics, &pb.DescribeTopicPartitionsTopic{Name: placeholder(name)})
+		}
+		if c := preq.GetCursor(); c != nil && !acc.describeTopic(c.GetTopicName()) {
+			out.Cursor = &pb.Cursor{TopicName: placeholder(c.GetTopicName()), PartitionIndex: c.GetPartitionIndex()}
+		}
+		return out, v, nil
+	}
+	v.every = true
+	c := preq.GetCursor()
+	if c.GetPartitionIndex() < 0 {
+		// INVALID_REQUEST, which without listed topics to carry it is an
+		// empty answer.
+		return nil, v, nil
+	}
+	md, err := s.backend.Metadata(ctx, &pb.MetadataRequest{})
+	if err != nil {
+		return nil, v, err
+	}
+	out.Cursor = nil
+	for _, t := range md.GetTopics() {
+		name := t.GetName()
+		if (c != nil && name < c.GetTopicName()) || !acc.describeTopic(name) {
+			continue
+		}
+		if c != nil && name == c.GetTopicName() {
+			out.Cursor = c
+		}
+		out.Topics = append(out.Topics, &pb.DescribeTopicPartitionsTopic{Name: name})
+	}
+	if len(out.Topics) == 0 {
+		return nil, v, nil // an empty list would ask for every topic
+	}
+	return out, v, nil
 }
 
 func failDescribeTopicPartitions(kreq kmsg.Request, code int16) kmsg.Response {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -89,6 +90,11 @@ func (s *Server) table() map[int16]api {
 		t[32] = api{min: 1, max: 4, handle: s.describeConfigs, fail: failDescribeConfigs, timeout: fixed}
 		t[44] = api{min: 0, max: 1, handle: s.incrementalAlterConfigs, fail: failIncrementalAlterConfigs, timeout: fixed}
 		t[75] = api{min: 0, max: 0, handle: s.describeTopicPartitions, fail: failDescribeTopicPartitions, timeout: fixed}
+		// The ACL APIs (acls.go): every version kmsg has, which is Kafka's
+		// (v2 the first flexible one, v1 the first with pattern types).
+		t[29] = api{min: 0, max: 3, handle: s.describeACLs, fail: failDescribeACLs, timeout: fixed}
+		t[30] = api{min: 0, max: 3, handle: s.createACLs, fail: failCreateACLs, timeout: fixed}
+		t[31] = api{min: 0, max: 3, handle: s.deleteACLs, fail: failDeleteACLs, timeout: fixed}
 	}
 	if s.cfg.Groups != nil {
 		s.addGroupAPIs(t, fixed)
@@ -177,8 +183,22 @@ func (s *Server) errorCode(err error) int16 {
 		return invalidRequest
 	case codes.Unavailable:
 		return notController // retriable: the client refreshes metadata and retries
+	case codes.PermissionDenied:
+		return deniedCode(status.Convert(err).Message())
 	}
 	return unknownServerError
+}
+
+// deniedCode is the Kafka code of a gRPC PermissionDenied status, whose
+// message starts with the twinlog code's name (security/authz: "TOPIC_
+// AUTHORIZATION_FAILED: ..."); CLUSTER_AUTHORIZATION_FAILED when it names
+// none.
+func deniedCode(msg string) int16 {
+	name, _, _ := strings.Cut(msg, ":")
+	if c, ok := pb.ErrorCode_value["ERROR_CODE_"+name]; ok && c != 0 {
+		return kafkaCode(pb.ErrorCode(c))
+	}
+	return clusterAuthorizationFailed
 }
 
 // topicID is a twinlog topic id (16 bytes, base64url as Kafka prints

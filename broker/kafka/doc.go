@@ -43,6 +43,32 @@
 // transactions (FindCoordinator answers a transaction key with the code
 // Config.Groups gives it, never a coordinator).
 //
+// The ACL APIs (CreateAcls, DescribeAcls, DeleteAcls, v0-v3) translate
+// to the AdminService's, forwarded to the controller like the topic APIs;
+// their enums are Kafka's codes on both sides (acls.go).
+//
+// # Authorization
+//
+// With Config.Authorizer, each connection's principal is found once,
+// before its first request (Authorizer.Principal, which completes a TLS
+// handshake, within the idle timeout; a failure closes the connection,
+// counted as "authentication"), and every request is checked with it and
+// the connection's IP address, as Kafka's brokers and twinlog's gRPC
+// services (security/authz) decide for the same operations: Write to
+// produce, Read to fetch, Describe for offsets and metadata, Create,
+// Delete, DescribeConfigs and AlterConfigs for the admin APIs, the group
+// APIs' Read, Describe and Delete on the group and the topics, Alter and
+// Describe on the cluster for the ACL APIs, IdempotentWrite on the cluster
+// or Write on any topic for InitProducerId (KIP-679); ApiVersions and
+// DescribeCluster need no ACL (authz.go has every decision). A denied item is
+// never asked of the broker, the controller or the coordinator, and is
+// answered with Kafka's TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED;
+// lists the principal may partly see leave out what it may not describe
+// (Metadata and DescribeTopicPartitions for every topic, OffsetFetch for
+// every committed topic, ListGroups), with DescribeTopicPartitions' paging
+// unchanged (SPEC §5). Without an Authorizer everything is allowed and
+// every connection is User:ANONYMOUS.
+//
 // # Consumer groups
 //
 // With Config.Groups set, the classic consumer-group APIs are served

@@ -35,6 +35,7 @@ func (s *Server) fetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, e
 		resp.ErrorCode, resp.Topics = fetchSessionIDError, nil
 		return resp, nil
 	}
+	denied := s.access(ctx).fetch(req)
 	preq := &pb.FetchRequest{
 		ReplicaId: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER,
 		MaxWaitMs: req.MaxWaitMillis, MinBytes: req.MinBytes, MaxBytes: req.MaxBytes,
@@ -43,6 +44,9 @@ func (s *Server) fetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, e
 		LeaderEpochOptional: true,
 	}
 	for _, t := range req.Topics {
+		if denied[t.Topic] {
+			continue
+		}
 		for _, p := range t.Partitions {
 			preq.Partitions = append(preq.Partitions, &pb.FetchPartition{
 				Topic: t.Topic, Partition: p.Partition, FetchOffset: p.FetchOffset,
@@ -51,21 +55,29 @@ func (s *Server) fetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, e
 			})
 		}
 	}
-	if len(preq.Partitions) == 0 {
-		return failFetch(req, 0), nil
-	}
-	presp, err := s.backend.Fetch(ctx, preq)
-	if err != nil {
-		return failFetch(req, s.errorCode(err)), nil
+	var presp *pb.FetchResponse
+	code := int16(0)
+	if len(preq.Partitions) > 0 {
+		var err error
+		if presp, err = s.backend.Fetch(ctx, preq); err != nil {
+			code = s.errorCode(err)
+		}
 	}
 	byTP := make(map[tp]*pb.FetchPartitionResponse, len(presp.GetPartitions()))
 	for _, pr := range presp.GetPartitions() {
 		byTP[tp{pr.GetTopic(), pr.GetPartition()}] = pr
 	}
-	resp := failFetch(req, 0).(*kmsg.FetchResponse) // the request's shape
+	resp := failFetch(req, code).(*kmsg.FetchResponse) // the request's shape
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
+			switch {
+			case denied[rt.Topic]:
+				rt.Partitions[j].ErrorCode = topicAuthorizationFailed
+				continue
+			case code != 0:
+				continue
+			}
 			pr := byTP[tp{rt.Topic, rt.Partitions[j].Partition}]
 			if pr == nil {
 				pr = &pb.FetchPartitionResponse{Error: pb.ErrorCode_ERROR_CODE_UNKNOWN_SERVER_ERROR}
@@ -128,6 +140,7 @@ const (
 // without transactions), a timestamp the first offset at or after it.
 func (s *Server) listOffsets(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
+	denied := s.access(ctx).listOffsets(req)
 	preq := &pb.ListOffsetsRequest{}
 	// bad marks the partitions refused here, answered without asking: a
 	// timestamp that names no position twinlog has, or a partition asked
@@ -135,6 +148,9 @@ func (s *Server) listOffsets(ctx context.Context, kreq kmsg.Request) (kmsg.Respo
 	bad := map[tp]bool{}
 	seen := map[tp]bool{}
 	for _, t := range req.Topics {
+		if denied[t.Topic] {
+			continue
+		}
 		pt := &pb.ListOffsetsTopic{Name: t.Topic}
 		for _, p := range t.Partitions {
 			pp := &pb.ListOffsetsPartition{Index: p.Partition, CurrentLeaderEpoch: p.CurrentLeaderEpoch, Timestamp: p.Timestamp}
@@ -183,6 +199,8 @@ func (s *Server) listOffsets(ctx context.Context, kreq kmsg.Request) (kmsg.Respo
 			rp := &resp.Topics[i].Partitions[j]
 			a := answers[tp{t.Topic, p.Partition}]
 			switch {
+			case denied[t.Topic]:
+				rp.ErrorCode = topicAuthorizationFailed
 			case bad[tp{t.Topic, p.Partition}]:
 				rp.ErrorCode = invalidRequest
 			case code != 0:
@@ -231,30 +249,42 @@ func (s *Server) offsetForLeaderEpoch(ctx context.Context, kreq kmsg.Request) (k
 	// position after being fenced: the answer stops at a failback's
 	// truncation point (Replica.ConsumerEndOffsetFor).
 	preq := &pb.OffsetForLeaderEpochRequest{Consumer: req.ReplicaID < 0 || req.GetVersion() < 3}
+	denied := s.access(ctx).offsetForLeaderEpoch(req)
 	for _, t := range req.Topics {
+		if denied[t.Topic] {
+			continue
+		}
 		for _, p := range t.Partitions {
 			preq.Partitions = append(preq.Partitions, &pb.OffsetForLeaderEpochPartition{
 				Topic: t.Topic, Partition: p.Partition, CurrentLeaderEpoch: p.CurrentLeaderEpoch, LeaderEpoch: p.LeaderEpoch,
 			})
 		}
 	}
-	if len(preq.Partitions) == 0 {
-		return failOffsetForLeaderEpoch(req, 0), nil
-	}
-	presp, err := s.backend.OffsetForLeaderEpoch(ctx, preq)
-	if err != nil {
-		return failOffsetForLeaderEpoch(req, s.errorCode(err)), nil
+	var presp *pb.OffsetForLeaderEpochResponse
+	code := int16(0)
+	if len(preq.Partitions) > 0 {
+		var err error
+		if presp, err = s.backend.OffsetForLeaderEpoch(ctx, preq); err != nil {
+			code = s.errorCode(err)
+		}
 	}
 	answers := map[tp]*pb.OffsetForLeaderEpochPartitionResponse{}
 	for _, p := range presp.GetPartitions() {
 		answers[tp{p.GetTopic(), p.GetPartition()}] = p
 	}
-	resp := failOffsetForLeaderEpoch(req, 0).(*kmsg.OffsetForLeaderEpochResponse) // the request's shape
+	resp := failOffsetForLeaderEpoch(req, code).(*kmsg.OffsetForLeaderEpochResponse) // the request's shape
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			a := answers[tp{rt.Topic, rp.Partition}]
+			switch {
+			case denied[rt.Topic]:
+				rp.ErrorCode = topicAuthorizationFailed
+				continue
+			case code != 0:
+				continue
+			}
 			if a == nil {
 				rp.ErrorCode = unknownServerError
 				continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,8 +87,12 @@ func (s *Server) findCoordinator(ctx context.Context, kreq kmsg.Request) (kmsg.R
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	resp.SetVersion(req.GetVersion())
+	acc := s.access(ctx)
 	if req.GetVersion() < 4 {
 		// v0 has no key type: it is always a group.
+		if code := acc.findCoordinator(req.CoordinatorType, req.CoordinatorKey); code != 0 {
+			return failFindCoordinator(req, code), nil
+		}
 		c, err := s.cfg.Groups.FindCoordinator(ctx, req.CoordinatorType, req.CoordinatorKey)
 		if err != nil {
 			return failFindCoordinator(req, s.errorCode(err)), nil
@@ -97,6 +102,12 @@ func (s *Server) findCoordinator(ctx context.Context, kreq kmsg.Request) (kmsg.R
 		return resp, nil
 	}
 	for _, key := range req.CoordinatorKeys {
+		if code := acc.findCoordinator(req.CoordinatorType, key); code != 0 {
+			rc := kmsg.NewFindCoordinatorResponseCoordinator()
+			rc.Key, rc.ErrorCode, rc.NodeID, rc.Port = key, code, -1, -1
+			resp.Coordinators = append(resp.Coordinators, rc)
+			continue
+		}
 		c, err := s.cfg.Groups.FindCoordinator(ctx, req.CoordinatorType, key)
 		if err != nil {
 			return failFindCoordinator(req, s.errorCode(err)), nil
@@ -132,6 +143,9 @@ func failFindCoordinator(kreq kmsg.Request, code int16) kmsg.Response {
 // timeout's). The reason (v8+) is not passed: Kafka only logs it.
 func (s *Server) joinGroup(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.JoinGroupRequest)
+	if code := s.access(ctx).groupMember(req.Group); code != 0 {
+		return failJoinGroup(req, code), nil
+	}
 	h := requestHeader(ctx)
 	greq := group.JoinGroupRequest{
 		Version:            req.GetVersion(),
@@ -185,6 +199,9 @@ func failJoinGroup(kreq kmsg.Request, code int16) kmsg.Response {
 // name (v5+, KIP-559) are checked by the coordinator and echoed back.
 func (s *Server) syncGroup(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SyncGroupRequest)
+	if code := s.access(ctx).groupMember(req.Group); code != 0 {
+		return failSyncGroup(req, code), nil
+	}
 	greq := group.SyncGroupRequest{
 		GroupID:         req.Group,
 		GenerationID:    req.Generation,
@@ -222,6 +239,9 @@ func failSyncGroup(kreq kmsg.Request, code int16) kmsg.Response {
 // heartbeat answers Heartbeat (key 12).
 func (s *Server) heartbeat(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.HeartbeatRequest)
+	if code := s.access(ctx).groupMember(req.Group); code != 0 {
+		return failHeartbeat(req, code), nil
+	}
 	gresp, err := s.cfg.Groups.Heartbeat(ctx, group.HeartbeatRequest{
 		GroupID:         req.Group,
 		GenerationID:    req.Generation,
@@ -252,6 +272,9 @@ func failHeartbeat(kreq kmsg.Request, code int16) kmsg.Response {
 // the reason (v5+) is not passed: Kafka only logs it.
 func (s *Server) leaveGroup(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.LeaveGroupRequest)
+	if code := s.access(ctx).groupMember(req.Group); code != 0 {
+		return failLeaveGroup(req, code), nil
+	}
 	greq := group.LeaveGroupRequest{GroupID: req.Group}
 	if req.GetVersion() < 3 {
 		greq.Members = []group.LeaveMember{{MemberID: req.MemberID}}
@@ -302,9 +325,15 @@ func failLeaveGroup(kreq kmsg.Request, code int16) kmsg.Response {
 // of v2–4 (−1 from v5, the broker's retention), the leader epoch from v6
 // (−1 before), the instance id from v7. The version goes to the
 // coordinator: from v9 a commit to a group that does not exist is
-// GROUP_ID_NOT_FOUND. Topics and partitions pass as they are named.
+// GROUP_ID_NOT_FOUND. Topics and partitions pass as they are named; those
+// of topics the principal may not Read are answered after the others, and
+// a commit of no topic it may Read is not asked at all (as Kafka).
 func (s *Server) offsetCommit(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
+	groupCode, denied := s.access(ctx).offsetCommit(req)
+	if groupCode != 0 {
+		return failOffsetCommit(req, groupCode), nil
+	}
 	greq := group.OffsetCommitRequest{
 		Version:         req.GetVersion(),
 		GroupID:         req.Group,
@@ -317,6 +346,9 @@ func (s *Server) offsetCommit(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 		greq.RetentionTimeMs = -1
 	}
 	for _, t := range req.Topics {
+		if denied[t.Topic] {
+			continue
+		}
 		ct := group.CommitTopic{Name: t.Topic}
 		for _, p := range t.Partitions {
 			cp := group.CommitPartition{Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata}
@@ -327,10 +359,25 @@ func (s *Server) offsetCommit(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 		}
 		greq.Topics = append(greq.Topics, ct)
 	}
+	// deniedTopics answers the denied topics after resp's.
+	deniedTopics := func(resp *kmsg.OffsetCommitResponse) kmsg.Response {
+		failed := failOffsetCommit(req, topicAuthorizationFailed).(*kmsg.OffsetCommitResponse)
+		for _, rt := range failed.Topics {
+			if denied[rt.Topic] {
+				resp.Topics = append(resp.Topics, rt)
+			}
+		}
+		return resp
+	}
+	if len(denied) > 0 && len(greq.Topics) == 0 {
+		return failOffsetCommit(req, topicAuthorizationFailed), nil
+	}
 	gresp, err := s.cfg.Groups.OffsetCommit(ctx, greq)
 	switch {
 	case err != nil:
-		return failOffsetCommit(req, s.errorCode(err)), nil
+		resp := failOffsetCommit(req, s.errorCode(err)).(*kmsg.OffsetCommitResponse)
+		resp.Topics = slices.DeleteFunc(resp.Topics, func(rt kmsg.OffsetCommitResponseTopic) bool { return denied[rt.Topic] })
+		return deniedTopics(resp), nil
 	case gresp == nil:
 		return nil, nil
 	}
@@ -346,7 +393,7 @@ func (s *Server) offsetCommit(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return resp, nil
+	return deniedTopics(resp), nil
 }
 
 func failOffsetCommit(kreq kmsg.Request, code int16) kmsg.Response {
@@ -375,46 +422,113 @@ func failOffsetCommit(kreq kmsg.Request, code int16) kmsg.Response {
 // no transactions every offset is stable. The member id and epoch of v9
 // are the new consumer protocol's (KIP-848), checked only for its groups,
 // so they are not passed.
+//
+// A group the principal may not Describe is not asked (every partition
+// GROUP_AUTHORIZATION_FAILED); a listed topic it may not Describe is not
+// asked either (TOPIC_AUTHORIZATION_FAILED on each partition, after the
+// others), and such topics are left out of "every committed one".
 func (s *Server) offsetFetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	if req.GetVersion() >= 8 {
 		return s.offsetFetchGroups(ctx, req)
 	}
-	greq := group.OffsetFetchRequest{GroupID: req.Group}
-	if req.Topics != nil || req.GetVersion() < 2 {
-		greq.Topics = make([]group.FetchTopic, 0, len(req.Topics))
+	acc := s.access(ctx)
+	if code := acc.offsetFetchGroup(req.Group); code != 0 {
+		return failOffsetFetch(req, code), nil
 	}
-	for _, t := range req.Topics {
+	// asked is the request without the denied topics.
+	asked := *req
+	var denied []kmsg.OffsetFetchRequestTopic
+	asked.Topics, denied = splitTopics(req.Topics, func(t *kmsg.OffsetFetchRequestTopic) bool { return acc.offsetFetchTopic(t.Topic) })
+	greq := group.OffsetFetchRequest{GroupID: req.Group}
+	if asked.Topics != nil || req.GetVersion() < 2 {
+		greq.Topics = make([]group.FetchTopic, 0, len(asked.Topics))
+	}
+	for _, t := range asked.Topics {
 		greq.Topics = append(greq.Topics, group.FetchTopic{Name: t.Topic, Partitions: t.Partitions})
 	}
 	gresp, err := s.cfg.Groups.OffsetFetch(ctx, greq)
+	var resp *kmsg.OffsetFetchResponse
 	switch {
 	case err != nil:
-		return failOffsetFetch(req, s.errorCode(err)), nil
+		resp = failOffsetFetch(&asked, s.errorCode(err)).(*kmsg.OffsetFetchResponse)
 	case gresp == nil:
 		return nil, nil
 	case gresp.ErrorCode != group.None && req.GetVersion() < 2:
-		return failOffsetFetch(req, int16(gresp.ErrorCode)), nil
+		resp = failOffsetFetch(&asked, int16(gresp.ErrorCode)).(*kmsg.OffsetFetchResponse)
+	default:
+		resp = req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		resp.SetVersion(req.GetVersion())
+		resp.ErrorCode = int16(gresp.ErrorCode)
+		for _, t := range gresp.Topics {
+			if !acc.offsetFetchTopic(t.Name) {
+				continue // every committed topic was asked: not this one
+			}
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Name
+			for _, p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, fetchedPartition(p))
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
 	}
-	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	resp.SetVersion(req.GetVersion())
-	resp.ErrorCode = int16(gresp.ErrorCode)
-	for _, t := range gresp.Topics {
+	for _, t := range denied {
 		rt := kmsg.NewOffsetFetchResponseTopic()
-		rt.Topic = t.Name
+		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
-			rt.Partitions = append(rt.Partitions, fetchedPartition(p))
+			rt.Partitions = append(rt.Partitions, failedFetchPartition(p, topicAuthorizationFailed))
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
 }
 
-// offsetFetchGroups answers a v8+ OffsetFetch, one Groups call per group.
+// splitTopics splits ts into the topics allowed and those denied; a null
+// list stays null (every topic), a list whose topics are all denied
+// becomes empty (none).
+func splitTopics[T any](ts []T, allowed func(*T) bool) (yes, no []T) {
+	if ts == nil {
+		return nil, nil
+	}
+	yes = make([]T, 0, len(ts))
+	for i := range ts {
+		if allowed(&ts[i]) {
+			yes = append(yes, ts[i])
+		} else {
+			no = append(no, ts[i])
+		}
+	}
+	return yes, no
+}
+
+// fetchGroupPlan is what a v8+ OffsetFetch asks of Groups for one group:
+// nothing if the group is denied (code), else the group without its
+// denied topics.
+type fetchGroupPlan struct {
+	code   int16
+	asked  kmsg.OffsetFetchRequestGroup
+	denied []kmsg.OffsetFetchRequestGroupTopic
+}
+
+// offsetFetchGroups answers a v8+ OffsetFetch, one Groups call per group
+// the principal may describe.
 func (s *Server) offsetFetchGroups(ctx context.Context, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
+	acc := s.access(ctx)
+	plans := make([]fetchGroupPlan, len(req.Groups))
+	for i, g := range req.Groups {
+		plans[i] = fetchGroupPlan{code: acc.offsetFetchGroup(g.Group), asked: g}
+		if plans[i].code == 0 {
+			plans[i].asked.Topics, plans[i].denied = splitTopics(g.Topics, func(t *kmsg.OffsetFetchRequestGroupTopic) bool { return acc.offsetFetchTopic(t.Topic) })
+		}
+	}
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	resp.SetVersion(req.GetVersion())
-	for _, g := range req.Groups {
+	for _, p := range plans {
+		if p.code != 0 {
+			resp.Groups = append(resp.Groups, failedFetchGroup(p.asked, p.code))
+			continue
+		}
+		g := p.asked
 		greq := group.OffsetFetchRequest{GroupID: g.Group}
 		if g.Topics != nil {
 			greq.Topics = make([]group.FetchTopic, 0, len(g.Topics))
@@ -425,13 +539,16 @@ func (s *Server) offsetFetchGroups(ctx context.Context, req *kmsg.OffsetFetchReq
 		gresp, err := s.cfg.Groups.OffsetFetch(ctx, greq)
 		switch {
 		case err != nil:
-			return failOffsetFetch(req, s.errorCode(err)), nil
+			return failFetchPlans(req, plans, s.errorCode(err)), nil
 		case gresp == nil:
 			return nil, nil
 		}
 		rg := kmsg.NewOffsetFetchResponseGroup()
 		rg.Group, rg.ErrorCode = g.Group, int16(gresp.ErrorCode)
 		for _, t := range gresp.Topics {
+			if !acc.offsetFetchTopic(t.Name) {
+				continue // every committed topic was asked: not this one
+			}
 			rt := kmsg.NewOffsetFetchResponseGroupTopic()
 			rt.Topic = t.Name
 			for _, p := range t.Partitions {
@@ -440,9 +557,28 @@ func (s *Server) offsetFetchGroups(ctx context.Context, req *kmsg.OffsetFetchReq
 			}
 			rg.Topics = append(rg.Topics, rt)
 		}
+		rg.Topics = append(rg.Topics, failedFetchGroupTopics(p.denied, topicAuthorizationFailed)...)
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil
+}
+
+// failFetchPlans fails a v8+ OffsetFetch with code, but for what the
+// principal may not describe, which keeps its authorization code.
+func failFetchPlans(req *kmsg.OffsetFetchRequest, plans []fetchGroupPlan, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	resp.SetVersion(req.GetVersion())
+	resp.ErrorCode = code
+	for _, p := range plans {
+		if p.code != 0 {
+			resp.Groups = append(resp.Groups, failedFetchGroup(p.asked, p.code))
+			continue
+		}
+		rg := failedFetchGroup(p.asked, code)
+		rg.Topics = append(rg.Topics, failedFetchGroupTopics(p.denied, topicAuthorizationFailed)...)
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
 }
 
 // fetchedPartition is one partition's committed offset in OffsetFetch.
@@ -453,6 +589,35 @@ func fetchedPartition(p group.FetchedPartition) kmsg.OffsetFetchResponseTopicPar
 	return rp
 }
 
+// failedFetchPartition is a partition failed with code, with no offset.
+func failedFetchPartition(p int32, code int16) kmsg.OffsetFetchResponseTopicPartition {
+	return fetchedPartition(group.FetchedPartition{Partition: p, Offset: -1, LeaderEpoch: -1, ErrorCode: group.ErrorCode(code)})
+}
+
+// failedFetchGroupTopics are a v8+ group's topics, every partition failed
+// with code.
+func failedFetchGroupTopics(ts []kmsg.OffsetFetchRequestGroupTopic, code int16) []kmsg.OffsetFetchResponseGroupTopic {
+	var out []kmsg.OffsetFetchResponseGroupTopic
+	for _, t := range ts {
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseGroupTopicPartition(failedFetchPartition(p, code)))
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// failedFetchGroup is a v8+ group failed with code, its listed partitions
+// too.
+func failedFetchGroup(g kmsg.OffsetFetchRequestGroup, code int16) kmsg.OffsetFetchResponseGroup {
+	rg := kmsg.NewOffsetFetchResponseGroup()
+	rg.Group, rg.ErrorCode = g.Group, code
+	rg.Topics = failedFetchGroupTopics(g.Topics, code)
+	return rg
+}
+
 // failOffsetFetch fails the group (v2+) and every partition asked, with
 // no offset: Kafka's v0–1 answer to a group's error, and the same shape
 // at later versions (where clients read the group's code first).
@@ -460,37 +625,24 @@ func failOffsetFetch(kreq kmsg.Request, code int16) kmsg.Response {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	resp.SetVersion(req.GetVersion())
-	failed := func(p int32) kmsg.OffsetFetchResponseTopicPartition {
-		return fetchedPartition(group.FetchedPartition{Partition: p, Offset: -1, LeaderEpoch: -1, ErrorCode: group.ErrorCode(code)})
-	}
 	resp.ErrorCode = code
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetFetchResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
-			rt.Partitions = append(rt.Partitions, failed(p))
+			rt.Partitions = append(rt.Partitions, failedFetchPartition(p, code))
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	for _, g := range req.Groups {
-		rg := kmsg.NewOffsetFetchResponseGroup()
-		rg.Group, rg.ErrorCode = g.Group, code
-		for _, t := range g.Topics {
-			rt := kmsg.NewOffsetFetchResponseGroupTopic()
-			rt.Topic, rt.TopicID = t.Topic, t.TopicID
-			for _, p := range t.Partitions {
-				rt.Partitions = append(rt.Partitions, kmsg.OffsetFetchResponseGroupTopicPartition(failed(p)))
-			}
-			rg.Topics = append(rg.Topics, rt)
-		}
-		resp.Groups = append(resp.Groups, rg)
+		resp.Groups = append(resp.Groups, failedFetchGroup(g, code))
 	}
 	return resp
 }
 
 // listGroups answers ListGroups (key 16) with the groups of every
 // coordinator on this broker, filtered by state (v4+, KIP-518) and type
-// (v5+, KIP-848).
+// (v5+, KIP-848), and by what the principal may describe.
 func (s *Server) listGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	gresp, err := s.cfg.Groups.ListGroups(ctx, group.ListGroupsRequest{StatesFilter: req.StatesFilter, TypesFilter: req.TypesFilter})
@@ -500,10 +652,14 @@ func (s *Server) listGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Respon
 	case gresp == nil:
 		return nil, nil
 	}
+	acc := s.access(ctx)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	resp.SetVersion(req.GetVersion())
 	resp.ErrorCode = int16(gresp.ErrorCode)
 	for _, g := range gresp.Groups {
+		if !acc.listGroup(g.GroupID) {
+			continue
+		}
 		rg := kmsg.NewListGroupsResponseGroup()
 		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.GroupID, g.ProtocolType, g.GroupState, g.GroupType
 		resp.Groups = append(resp.Groups, rg)
@@ -520,13 +676,26 @@ func failListGroups(kreq kmsg.Request, code int16) kmsg.Response {
 }
 
 // describeGroups answers DescribeGroups (key 15), the instance ids going
-// out from v4. Authorized operations (v3+) are never computed (twinlog has
-// no ACLs): the answer is Kafka's "not requested" value even when asked.
+// out from v4. Authorized operations (v3+) are never computed: the answer
+// is Kafka's "not requested" value even when asked. A group the principal
+// may not Describe is not asked: GROUP_AUTHORIZATION_FAILED, after the
+// others (as Kafka lists them).
 func (s *Server) describeGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
-	described, err := s.cfg.Groups.DescribeGroups(ctx, req.Groups)
-	if err != nil {
-		return failDescribeGroups(req, s.errorCode(err)), nil
+	acc := s.access(ctx)
+	asked, denied := splitGroups(req.Groups, acc.describeGroup)
+	var described []group.DescribedGroup
+	if len(asked) > 0 || len(denied) == 0 {
+		var err error
+		if described, err = s.cfg.Groups.DescribeGroups(ctx, asked); err != nil {
+			resp := failDescribeGroups(req, s.errorCode(err)).(*kmsg.DescribeGroupsResponse)
+			for i := range resp.Groups {
+				if code := acc.describeGroup(resp.Groups[i].Group); code != 0 {
+					resp.Groups[i].ErrorCode = code
+				}
+			}
+			return resp, nil
+		}
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	resp.SetVersion(req.GetVersion())
@@ -543,7 +712,28 @@ func (s *Server) describeGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Re
 		}
 		resp.Groups = append(resp.Groups, rg)
 	}
+	for _, id := range denied {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group, rg.ErrorCode, rg.AuthorizedOperations = id, groupAuthorizationFailed, authorizedOperationsOmitted
+		resp.Groups = append(resp.Groups, rg)
+	}
 	return resp, nil
+}
+
+// splitGroups splits group ids into those whose decision is 0 and the
+// others, each in order (ids itself when none is denied).
+func splitGroups(ids []string, decide func(string) int16) (asked, denied []string) {
+	for _, id := range ids {
+		if decide(id) == 0 {
+			asked = append(asked, id)
+		} else {
+			denied = append(denied, id)
+		}
+	}
+	if denied == nil {
+		return ids, nil
+	}
+	return asked, denied
 }
 
 func failDescribeGroups(kreq kmsg.Request, code int16) kmsg.Response {
@@ -558,21 +748,37 @@ func failDescribeGroups(kreq kmsg.Request, code int16) kmsg.Response {
 	return resp
 }
 
-// deleteGroups answers DeleteGroups (key 42).
+// deleteGroups answers DeleteGroups (key 42). A group the principal may
+// not Delete is not asked: GROUP_AUTHORIZATION_FAILED, after the others.
 func (s *Server) deleteGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
-	gresp, err := s.cfg.Groups.DeleteGroups(ctx, req.Groups)
-	switch {
-	case err != nil:
-		return failDeleteGroups(req, s.errorCode(err)), nil
-	case gresp == nil:
-		return nil, nil
-	}
+	acc := s.access(ctx)
+	asked, denied := splitGroups(req.Groups, acc.deleteGroup)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	resp.SetVersion(req.GetVersion())
-	for _, g := range gresp.Results {
+	if len(asked) > 0 || len(denied) == 0 {
+		gresp, err := s.cfg.Groups.DeleteGroups(ctx, asked)
+		switch {
+		case err != nil:
+			resp := failDeleteGroups(req, s.errorCode(err)).(*kmsg.DeleteGroupsResponse)
+			for i := range resp.Groups {
+				if code := acc.deleteGroup(resp.Groups[i].Group); code != 0 {
+					resp.Groups[i].ErrorCode = code
+				}
+			}
+			return resp, nil
+		case gresp == nil:
+			return nil, nil
+		}
+		for _, g := range gresp.Results {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = g.GroupID, int16(g.ErrorCode)
+			resp.Groups = append(resp.Groups, rg)
+		}
+	}
+	for _, id := range denied {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
-		rg.Group, rg.ErrorCode = g.GroupID, int16(g.ErrorCode)
+		rg.Group, rg.ErrorCode = id, groupAuthorizationFailed
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil
@@ -590,26 +796,51 @@ func failDeleteGroups(kreq kmsg.Request, code int16) kmsg.Response {
 	return resp
 }
 
-// offsetDelete answers OffsetDelete (key 47, KIP-496).
+// offsetDelete answers OffsetDelete (key 47, KIP-496). The group needs
+// Delete (else every partition is GROUP_AUTHORIZATION_FAILED), each topic
+// Read: a denied topic is not asked (TOPIC_AUTHORIZATION_FAILED on each
+// partition, after the others), and a request of no topic the principal
+// may Read is not asked at all.
 func (s *Server) offsetDelete(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
+	groupCode, denied := s.access(ctx).offsetDelete(req)
+	if groupCode != 0 {
+		return failOffsetDelete(req, groupCode), nil
+	}
 	greq := group.OffsetDeleteRequest{GroupID: req.Group}
 	for _, t := range req.Topics {
+		if denied[t.Topic] {
+			continue
+		}
 		ft := group.FetchTopic{Name: t.Topic, Partitions: make([]int32, 0, len(t.Partitions))}
 		for _, p := range t.Partitions {
 			ft.Partitions = append(ft.Partitions, p.Partition)
 		}
 		greq.Topics = append(greq.Topics, ft)
 	}
-	gresp, err := s.cfg.Groups.OffsetDelete(ctx, greq)
-	switch {
-	case err != nil:
-		return failOffsetDelete(req, s.errorCode(err)), nil
-	case gresp == nil:
-		return nil, nil
+	// deniedTopics answers the denied topics after resp's.
+	deniedTopics := func(resp *kmsg.OffsetDeleteResponse) kmsg.Response {
+		for _, rt := range failOffsetDelete(req, topicAuthorizationFailed).(*kmsg.OffsetDeleteResponse).Topics {
+			if denied[rt.Topic] {
+				resp.Topics = append(resp.Topics, rt)
+			}
+		}
+		return resp
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	resp.SetVersion(req.GetVersion())
+	if len(denied) > 0 && len(greq.Topics) == 0 {
+		return deniedTopics(resp), nil
+	}
+	gresp, err := s.cfg.Groups.OffsetDelete(ctx, greq)
+	switch {
+	case err != nil:
+		resp := failOffsetDelete(req, s.errorCode(err)).(*kmsg.OffsetDeleteResponse)
+		resp.Topics = slices.DeleteFunc(resp.Topics, func(rt kmsg.OffsetDeleteResponseTopic) bool { return denied[rt.Topic] })
+		return deniedTopics(resp), nil
+	case gresp == nil:
+		return nil, nil
+	}
 	resp.ErrorCode = int16(gresp.ErrorCode)
 	for _, t := range gresp.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
@@ -621,7 +852,7 @@ func (s *Server) offsetDelete(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return resp, nil
+	return deniedTopics(resp), nil
 }
 
 func failOffsetDelete(kreq kmsg.Request, code int16) kmsg.Response {

@@ -14,6 +14,10 @@ import (
 // producer recovering from UNKNOWN_PRODUCER_ID) get a new id too, as
 // Kafka's coordinator answers a producer without a transactional id.
 //
+// An idempotent producer needs IdempotentWrite on the cluster or, as since
+// Kafka 3.0 (KIP-679), Write on any topic; else
+// CLUSTER_AUTHORIZATION_FAILED.
+//
 // twinlog has no transactions, so a transactional id (even "") is refused
 // with TRANSACTIONAL_ID_AUTHORIZATION_FAILED. The response has no message
 // field: the code is the message. It is the one Kafka itself gives a
@@ -28,6 +32,9 @@ func (s *Server) initProducerID(ctx context.Context, kreq kmsg.Request) (kmsg.Re
 		s.cfg.Logger.Info("kafka: InitProducerId with a transactional id refused: twinlog has no transactions; use an idempotent producer without transactional.id",
 			"transactional_id", *req.TransactionalID, "version", req.GetVersion())
 		return failInitProducerID(req, transactionalIDAuthorizationFailed), nil
+	}
+	if code := s.access(ctx).initProducerID(); code != 0 {
+		return failInitProducerID(req, code), nil
 	}
 	presp, err := s.backend.InitProducerId(ctx, &pb.InitProducerIdRequest{TransactionTimeoutMs: req.TransactionTimeoutMillis})
 	if err != nil {

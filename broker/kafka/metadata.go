@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"math"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -19,28 +20,40 @@ const authorizedOperationsOmitted = math.MinInt32
 // name or by id (all when the list is null). Topics are never created on
 // the fly (auto.create.topics.enable is false in twinlog): an unknown one
 // is UNKNOWN_TOPIC_OR_PARTITION.
+//
+// A topic the principal may not Describe is left out of "all topics";
+// named, it is TOPIC_AUTHORIZATION_FAILED without partitions or id (and
+// is not asked of the broker), listed after the others as Kafka lists it;
+// by id, the same without its name (the id is not secret, the name is).
 func (s *Server) metadata(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.SetVersion(req.GetVersion())
 	resp.AuthorizedOperations = authorizedOperationsOmitted
+	acc := s.access(ctx)
 
 	// A null list asks for every topic, an empty one for none; topics
 	// named by id only are found in the whole list.
 	all := req.Topics == nil || (req.GetVersion() == 0 && len(req.Topics) == 0) // v0: empty means all
 	byID := false
-	var names []string
+	var names, denied []string
 	for _, t := range req.Topics {
-		if t.Topic == nil {
+		switch {
+		case t.Topic == nil:
 			byID = true
-		} else {
+		case !acc.describeTopic(*t.Topic):
+			if !slices.Contains(denied, *t.Topic) {
+				denied = append(denied, *t.Topic)
+			}
+		default:
 			names = append(names, *t.Topic)
 		}
 	}
 	if byID {
 		names = nil
 	}
-	presp, err := s.backend.Metadata(ctx, &pb.MetadataRequest{Topics: names, NoTopics: !all && len(req.Topics) == 0})
+	noTopics := !all && (len(req.Topics) == 0 || (!byID && len(names) == 0))
+	presp, err := s.backend.Metadata(ctx, &pb.MetadataRequest{Topics: names, NoTopics: noTopics})
 	if err != nil {
 		return nil, err // the broker's own metadata cannot fail but by a bug: close
 	}
@@ -60,20 +73,41 @@ func (s *Server) metadata(ctx context.Context, kreq kmsg.Request) (kmsg.Response
 	}
 	if !byID {
 		for _, t := range presp.GetTopics() {
+			if all && !acc.describeTopic(t.GetName()) {
+				continue
+			}
 			resp.Topics = append(resp.Topics, metadataTopic(t))
+		}
+		for _, name := range denied {
+			resp.Topics = append(resp.Topics, deniedMetadataTopic(&name, [16]byte{}))
 		}
 		return resp, nil
 	}
 	for i, t := range selectTopics(req.Topics, presp.GetTopics()) {
-		if t == nil { // an id no topic has
+		w := req.Topics[i]
+		switch {
+		case w.Topic != nil && !acc.describeTopic(*w.Topic):
+			resp.Topics = append(resp.Topics, deniedMetadataTopic(w.Topic, [16]byte{}))
+		case t == nil: // an id no topic has
 			rt := kmsg.NewMetadataResponseTopic()
-			rt.TopicID, rt.ErrorCode, rt.AuthorizedOperations = req.Topics[i].TopicID, unknownTopicID, authorizedOperationsOmitted
+			rt.TopicID, rt.ErrorCode, rt.AuthorizedOperations = w.TopicID, unknownTopicID, authorizedOperationsOmitted
 			resp.Topics = append(resp.Topics, rt)
-			continue
+		case !acc.describeTopic(t.GetName()):
+			resp.Topics = append(resp.Topics, deniedMetadataTopic(nil, w.TopicID))
+		default:
+			resp.Topics = append(resp.Topics, metadataTopic(t))
 		}
-		resp.Topics = append(resp.Topics, metadataTopic(t))
 	}
 	return resp, nil
+}
+
+// deniedMetadataTopic is the entry of a topic the principal may not
+// Describe: named as it was asked, by name (with no id) or by id (with no
+// name).
+func deniedMetadataTopic(name *string, id [16]byte) kmsg.MetadataResponseTopic {
+	rt := kmsg.NewMetadataResponseTopic()
+	rt.Topic, rt.TopicID, rt.ErrorCode, rt.AuthorizedOperations = name, id, topicAuthorizationFailed, authorizedOperationsOmitted
+	return rt
 }
 
 // selectTopics returns, in request order, the topics asked for by name or

@@ -26,36 +26,44 @@ func (s *Server) produce(ctx context.Context, kreq kmsg.Request) (kmsg.Response,
 	if req.TransactionID != nil {
 		return failProduce(req, invalidTxnState), nil
 	}
+	denied := s.access(ctx).produce(req)
 	preq := &pb.ProduceRequest{Acks: int32(req.Acks), TimeoutMs: req.TimeoutMillis}
 	for _, t := range req.Topics {
+		if denied[t.Topic] {
+			continue
+		}
 		for _, p := range t.Partitions {
 			preq.Partitions = append(preq.Partitions, &pb.ProducePartitionData{Topic: t.Topic, Partition: p.Partition, Records: p.Records})
 		}
 	}
-	if len(preq.Partitions) == 0 {
-		if req.Acks == 0 {
-			return nil, nil
+	var presp *pb.ProduceResponse
+	code := int16(0)
+	if len(preq.Partitions) > 0 {
+		var err error
+		if presp, err = s.backend.Produce(ctx, preq); err != nil {
+			code = s.errorCode(err)
 		}
-		return failProduce(req, 0), nil
 	}
-	presp, err := s.backend.Produce(ctx, preq)
 	if req.Acks == 0 {
-		return nil, nil
-	}
-	if err != nil {
-		return failProduce(req, s.errorCode(err)), nil
+		return nil, nil // a denied topic's records are dropped silently, as Kafka does
 	}
 	byTP := make(map[tp]*pb.ProducePartitionResponse, len(presp.GetPartitions()))
 	for _, pr := range presp.GetPartitions() {
 		byTP[tp{pr.GetTopic(), pr.GetPartition()}] = pr
 	}
-	resp := failProduce(req, 0).(*kmsg.ProduceResponse) // the request's shape
+	resp := failProduce(req, code).(*kmsg.ProduceResponse) // the request's shape
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			pr := byTP[tp{rt.Topic, rp.Partition}]
-			if pr == nil { // the broker answers every partition asked; a bug otherwise
+			switch {
+			case denied[rt.Topic]:
+				rp.ErrorCode = topicAuthorizationFailed
+				continue
+			case code != 0:
+				continue
+			case pr == nil: // the broker answers every partition asked; a bug otherwise
 				rp.ErrorCode = unknownServerError
 				continue
 			}

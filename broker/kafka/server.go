@@ -66,6 +66,9 @@ type Config struct {
 	// Groups is the group coordinator behind the consumer-group APIs
 	// (groups.go). nil: the group APIs are not served.
 	Groups Groups
+	// Authorizer decides what a connection's principal may do (authz.go;
+	// nil: everything is allowed, every connection is User:ANONYMOUS).
+	Authorizer Authorizer
 }
 
 // Observer receives the listener's metrics (metrics.Broker implements it).
@@ -76,7 +79,8 @@ type Observer interface {
 	// request by API name, with its handling time.
 	ObserveKafkaRequest(api string, d time.Duration)
 	// ObserveKafkaClosed counts a connection the server closed on bad
-	// input or inactivity: reason is oversized, malformed, idle or panic.
+	// input or inactivity: reason is oversized, malformed, idle, panic, or
+	// authentication (Authorizer.Principal failed).
 	ObserveKafkaClosed(reason string)
 }
 
@@ -107,8 +111,8 @@ type Server struct {
 
 // NewServer returns a Server for backend; with admin nil the admin APIs
 // (CreateTopics, DeleteTopics, DescribeConfigs, IncrementalAlterConfigs,
-// DescribeTopicPartitions) are not served, with Config.Groups nil the
-// group APIs.
+// DescribeTopicPartitions, CreateAcls, DescribeAcls, DeleteAcls) are not
+// served, with Config.Groups nil the group APIs.
 func NewServer(cfg Config, backend Backend, admin Admin) *Server {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
@@ -207,6 +211,9 @@ type header struct {
 	// clientHost is the peer's address as Kafka reports it
 	// (kafkaClientHost); serveConn sets it, it is not on the wire.
 	clientHost string
+	// peer is the connection's principal and IP address, for
+	// authorization (authz.go); serveConn sets it.
+	peer peer
 }
 
 // headerKey is the context key of the header of the request a handler
@@ -240,6 +247,10 @@ func (s *Server) serveConn(c net.Conn) {
 		s.mu.Unlock()
 		s.wg.Done()
 	}()
+	p, ok := s.authenticate(c, log)
+	if !ok {
+		return
+	}
 	r := bufio.NewReaderSize(c, 64<<10)
 	var out []byte
 	for {
@@ -269,7 +280,7 @@ func (s *Server) serveConn(c net.Conn) {
 			log.Info("kafka: connection closed", "reason", err)
 			return
 		}
-		h.clientHost = clientHost
+		h.clientHost, h.peer = clientHost, p
 		resp, err := s.handle(h, body)
 		if err != nil {
 			s.cfg.Observer.ObserveKafkaClosed("malformed")
@@ -288,6 +299,29 @@ func (s *Server) serveConn(c net.Conn) {
 			out = nil // do not pin a large fetch's buffer on an idle connection
 		}
 	}
+}
+
+// authenticate finds the connection's peer before its first request: its
+// principal (Authorizer.Principal, within the idle timeout; without an
+// Authorizer, User:ANONYMOUS) and its IP address. A failure closes the
+// connection, counted and logged (without a principal: there is none).
+func (s *Server) authenticate(c net.Conn, log *slog.Logger) (peer, bool) {
+	p := peer{principal: anonymousPrincipal, host: peerHost(c.RemoteAddr())}
+	if s.cfg.Authorizer == nil {
+		return p, true
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.IdleTimeout)
+	defer cancel()
+	principal, err := s.cfg.Authorizer.Principal(ctx, c)
+	if err != nil {
+		if s.ctx.Err() == nil { // not the server closing
+			s.cfg.Observer.ObserveKafkaClosed("authentication")
+			log.Info("kafka: connection closed", "reason", "authentication failed", "err", err)
+		}
+		return p, false
+	}
+	p.principal = principal
+	return p, true
 }
 
 // readFrame reads one size-prefixed frame. The idle timeout applies to the

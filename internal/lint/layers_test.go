@@ -78,8 +78,8 @@ var layers = map[string][]string{
 	"scripts/runlocal":               {"security/pki"},
 	"cmd/twinctl/internal/cli":       {"api/proto/twinlog/v1", "errcode", "security/acl", "security/tlsfiles", "security/transport"},
 	"cmd/twinctl":                    {"cmd/twinctl/internal/cli", "storage", "storage/epoch"},
-	"cmd/brokerd":                    {"", "broker", "internal/config", "internal/daemon", "metrics", "storage"},
-	"cmd/controllerd":                {"controller", "internal/config", "internal/daemon", "metrics"},
+	"cmd/brokerd":                    {"", "broker", "internal/config", "internal/daemon", "metrics", "security/authz", "storage"},
+	"cmd/controllerd":                {"controller", "internal/config", "internal/daemon", "metrics", "security/authz"},
 	"cmd/twinbench":                  {"", "api/proto/twinlog/v1", "broker", "broker/codec", "controller", "internal/config", "internal/daemon", "storage"},
 	"cmd/twinchaos":                  {"api/proto/twinlog/v1", "internal/history", "storage"},
 }

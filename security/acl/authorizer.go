@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // Config is the authorizer's configuration, as Kafka's broker settings.
@@ -300,4 +302,77 @@ func (a *Authorizer) Match(f Filter) []Binding {
 		}
 	}
 	return out
+}
+
+// AuthorizeAny decides whether r's principal may perform r's operation on
+// at least one resource of r's type, whatever its name (r.ResourceName is
+// ignored): Kafka's authorizeByResourceType, which KIP-679 uses to let an
+// idempotent producer start with Write on any topic instead of
+// IdempotentWrite on the cluster. Super users may; a DENY of the operation
+// on the literal "*" forbids; otherwise an applying ALLOW on some pattern
+// that no applying DENY covers (the same literal name, or a prefix of the
+// allowed name) permits. With no binding of the type at all,
+// AllowEveryoneIfNoACLFound decides. It scans the type's bindings: meant
+// for rare requests (a producer's start), not for every record.
+func (a *Authorizer) AuthorizeAny(r Request) Decision {
+	if a == nil {
+		a = empty
+	}
+	r.ResourceName = Wildcard
+	if err := r.Validate(); err != nil {
+		return Decision{Reason: err.Error()}
+	}
+	if _, ok := a.superUsers[r.Principal]; ok {
+		return Decision{Allowed: true, Reason: reasonSuperUser}
+	}
+	var addr netip.Addr
+	if r.Host != "" {
+		if ad, err := netip.ParseAddr(r.Host); err == nil {
+			addr = ad.Unmap()
+		}
+	}
+	var allows []int
+	denyLiteral := map[string]bool{}
+	var denyPrefixes []string
+	named := false
+	for i := range a.all {
+		b := &a.all[i]
+		if b.ResourceType != r.ResourceType || (b.PatternType != Literal && b.PatternType != Prefixed) {
+			continue
+		}
+		named = true
+		if (b.Principal != r.Principal && b.Principal != WildcardPrincipal) || !a.hosts[i].matches(r.Host, addr) {
+			continue
+		}
+		switch {
+		case b.Permission == Deny && (b.Operation == All || b.Operation == r.Operation):
+			if b.PatternType == Literal {
+				denyLiteral[b.ResourceName] = true
+			} else {
+				denyPrefixes = append(denyPrefixes, b.ResourceName)
+			}
+		case b.Permission == Allow && b.Operation.Implies(r.Operation):
+			allows = append(allows, i)
+		}
+	}
+	if !named {
+		if a.allowIfNoACL {
+			return Decision{Allowed: true, Reason: reasonNoACLAllowed}
+		}
+		return Decision{Reason: reasonNoACLDenied}
+	}
+	if denyLiteral[Wildcard] {
+		return Decision{Reason: "denied on every resource of the type by a DENY on " + strconv.Quote(Wildcard)}
+	}
+	for _, i := range allows {
+		b := &a.all[i]
+		covered := b.PatternType == Literal && denyLiteral[b.ResourceName]
+		for _, p := range denyPrefixes {
+			covered = covered || strings.HasPrefix(b.ResourceName, p)
+		}
+		if !covered {
+			return Decision{Allowed: true, Reason: b.format(reasonAllowedPrefix)}
+		}
+	}
+	return Decision{Reason: reasonNoAllow}
 }

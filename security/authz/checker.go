@@ -105,6 +105,39 @@ func (c *Checker) AllowedAs(principal, host string, n Need) bool {
 		return true
 	}
 	d := c.cur.Load().Authorize(acl.Request{Principal: principal, Host: host, Operation: n.Op, ResourceType: n.Type, ResourceName: n.Name})
+	c.decided(principal, host, n, d)
+	return d.Allowed
+}
+
+// IdempotentProducerAs reports whether principal may start an idempotent
+// producer (InitProducerId without a transactional id): IdempotentWrite on
+// the cluster, or, since Kafka 3.0 (KIP-679), Write on any topic.
+func (c *Checker) IdempotentProducerAs(principal, host string) bool {
+	if !c.Enabled() {
+		return true
+	}
+	a := c.cur.Load()
+	n := Need{acl.IdempotentWrite, acl.Cluster, acl.ClusterName}
+	d := a.Authorize(acl.Request{Principal: principal, Host: host, Operation: n.Op, ResourceType: n.Type, ResourceName: n.Name})
+	if !d.Allowed {
+		if w := a.AuthorizeAny(acl.Request{Principal: principal, Host: host, Operation: acl.Write, ResourceType: acl.Topic}); w.Allowed {
+			d = w
+		}
+	}
+	c.decided(principal, host, n, d)
+	return d.Allowed
+}
+
+// IdempotentProducer is IdempotentProducerAs for the caller of ctx.
+func (c *Checker) IdempotentProducer(ctx context.Context) bool {
+	if !c.Enabled() {
+		return true
+	}
+	p, _ := transport.Principal(ctx)
+	return c.IdempotentProducerAs(p, transport.Host(ctx))
+}
+
+func (c *Checker) decided(principal, host string, n Need, d acl.Decision) {
 	if c.cfg.OnDecision != nil {
 		c.cfg.OnDecision(n, d.Allowed)
 	}
@@ -112,7 +145,6 @@ func (c *Checker) AllowedAs(principal, host string, n Need) bool {
 		c.log.Info("authorization denied", "principal", principal, "host", host, "operation", n.Op.String(),
 			"resource_type", n.Type.String(), "resource", n.Name, "reason", d.Reason)
 	}
-	return d.Allowed
 }
 
 // Check returns nil when the caller may do every need, else a

@@ -36,7 +36,12 @@ func (c *Checker) authorize(ctx context.Context, method string, req any) error {
 		}
 	}
 	if r.Needs != nil {
-		return c.Check(ctx, r.Needs(req)...)
+		if err := c.Check(ctx, r.Needs(req)...); err != nil {
+			return err
+		}
+	}
+	if r.Check != nil {
+		return r.Check(ctx, c, req)
 	}
 	return nil
 }

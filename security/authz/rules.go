@@ -1,10 +1,15 @@
 package authz
 
 import (
+	"context"
 	"slices"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/security/acl"
+	"github.com/twinlog/twinlog/security/transport"
 )
 
 // Rule is how one RPC is authorized. The interceptor checks Broker, then
@@ -21,6 +26,9 @@ type Rule struct {
 	Filtered bool
 	// Public RPCs need no principal at all (the health service).
 	Public bool
+	// Check, if set, is a decision Needs cannot express (one of two
+	// grants); nil or a PermissionDenied status.
+	Check func(ctx context.Context, c *Checker, req any) error
 }
 
 func cluster(op acl.Operation) func(any) []Need {
@@ -106,7 +114,13 @@ var Rules = map[string]Rule{
 		}
 		return each(acl.Write, acl.Topic, names)
 	})},
-	pb.ProduceService_InitProducerId_FullMethodName: {Needs: cluster(acl.IdempotentWrite)},
+	pb.ProduceService_InitProducerId_FullMethodName: {Check: func(ctx context.Context, c *Checker, _ any) error {
+		if c.IdempotentProducer(ctx) {
+			return nil
+		}
+		p, _ := transport.Principal(ctx)
+		return status.Errorf(codes.PermissionDenied, "CLUSTER_AUTHORIZATION_FAILED: principal %s may not start an idempotent producer (IdempotentWrite on the cluster, or Write on a topic)", p)
+	}},
 	pb.FetchService_Fetch_FullMethodName: {
 		Needs: typed(fetchNeeds),
 		Broker: func(req any) (int32, bool) {

@@ -96,6 +96,8 @@ func rpcCases() []rpcCase {
 		{pb.ProduceService_Produce_FullMethodName, &pb.ProduceRequest{Partitions: []*pb.ProducePartitionData{{Topic: "t"}, {Topic: "t", Partition: 1}}},
 			[]acl.Binding{allow(acl.Topic, "t", acl.Write)}},
 		{pb.ProduceService_InitProducerId_FullMethodName, &pb.InitProducerIdRequest{}, []acl.Binding{allow(acl.Cluster, cl, acl.IdempotentWrite)}},
+		// KIP-679: Write on any topic starts an idempotent producer too.
+		{pb.ProduceService_InitProducerId_FullMethodName, &pb.InitProducerIdRequest{}, []acl.Binding{allow(acl.Topic, "t", acl.Write)}},
 		{pb.FetchService_Fetch_FullMethodName, &pb.FetchRequest{FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER, Partitions: []*pb.FetchPartition{{Topic: "t"}}},
 			[]acl.Binding{allow(acl.Topic, "t", acl.Read)}},
 		{pb.FetchService_Fetch_FullMethodName, &pb.FetchRequest{FetcherType: pb.FetcherType_FETCHER_TYPE_MIRROR, RequesterClusterId: "b", Partitions: []*pb.FetchPartition{{Topic: "t"}}},
