@@ -101,7 +101,7 @@ hostile: bins
 	./scripts/hostile.sh
 
 # kafka-e2e: kcat and confluent-kafka-python (Debian packages, installed
-# when missing) against make run's processes (scripts/kafka-e2e.sh, ~30 s).
+# when missing) against make run's secure processes (scripts/kafka-e2e.sh, ~60 s).
 kafka-e2e: bins
 	./scripts/kafka-e2e.sh
 

@@ -217,6 +217,22 @@ func (s adminServer) DescribeAcls(ctx context.Context, req *pb.DescribeAclsReque
 	return a.DescribeAcls(ctx, req)
 }
 
+func (s adminServer) AlterUserScramCredentials(ctx context.Context, req *pb.AlterUserScramCredentialsRequest) (*pb.AlterUserScramCredentialsResponse, error) {
+	a, err := s.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.AlterUserScramCredentials(ctx, req)
+}
+
+func (s adminServer) DescribeUserScramCredentials(ctx context.Context, req *pb.DescribeUserScramCredentialsRequest) (*pb.DescribeUserScramCredentialsResponse, error) {
+	a, err := s.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.DescribeUserScramCredentials(ctx, req)
+}
+
 func (s adminServer) ListBrokers(ctx context.Context, req *pb.ListBrokersRequest) (*pb.ListBrokersResponse, error) {
 	a, err := s.admin()
 	if err != nil {

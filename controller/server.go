@@ -434,6 +434,18 @@ func (s adminServer) DescribeAcls(ctx context.Context, req *twinlogv1.DescribeAc
 	return read(s.c, func(st *metastate.State) *twinlogv1.DescribeAclsResponse { return st.DescribeAcls(req) })
 }
 
+func (s adminServer) AlterUserScramCredentials(ctx context.Context, req *twinlogv1.AlterUserScramCredentialsRequest) (*twinlogv1.AlterUserScramCredentialsResponse, error) {
+	return run(s.c, func(st *metastate.State) (*twinlogv1.MetadataDelta, *twinlogv1.AlterUserScramCredentialsResponse) {
+		return st.AlterUserScramCredentials(req)
+	})
+}
+
+func (s adminServer) DescribeUserScramCredentials(ctx context.Context, req *twinlogv1.DescribeUserScramCredentialsRequest) (*twinlogv1.DescribeUserScramCredentialsResponse, error) {
+	return read(s.c, func(st *metastate.State) *twinlogv1.DescribeUserScramCredentialsResponse {
+		return st.DescribeUserScramCredentials(req)
+	})
+}
+
 func (s adminServer) ListBrokers(ctx context.Context, req *twinlogv1.ListBrokersRequest) (*twinlogv1.ListBrokersResponse, error) {
 	return read(s.c, func(st *metastate.State) *twinlogv1.ListBrokersResponse {
 		resp := &twinlogv1.ListBrokersResponse{ClusterId: st.ClusterID(), MetadataOffset: st.Offset()}

@@ -480,6 +480,16 @@ var table = [...]Info{
 		MirrorFatalReason: "the source does not accept this cluster's credentials: records kept, partition read-only",
 		Hint:              "connect with a client certificate the server trusts (--tls-cert, --tls-key, --tls-ca)",
 	},
+	twinlogv1.ErrorCode_ERROR_CODE_UNACCEPTABLE_CREDENTIAL: {
+		Name:        "UNACCEPTABLE_CREDENTIAL",
+		Kafka:       93,
+		Description: "the SCRAM credential is refused (iterations outside 4096..16384, or a malformed salt or salted password)",
+	},
+	twinlogv1.ErrorCode_ERROR_CODE_RESOURCE_NOT_FOUND: {
+		Name:        "RESOURCE_NOT_FOUND",
+		Kafka:       91,
+		Description: "the named resource does not exist",
+	},
 }
 
 // fromKafka maps a Kafka code to the enum value with that Kafka code (the

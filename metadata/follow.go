@@ -152,18 +152,20 @@ func (f *Follower) add(resp *twinlogv1.FetchMetadataResponse) (_ *twinlogv1.Meta
 		{"partitions", len(f.snap.GetPartitions()), len(page.GetPartitions())},
 		{"mirrors", len(f.snap.GetMirrors()), len(page.GetMirrors())},
 		{"ACL bindings", len(f.snap.GetAcls()), len(page.GetAcls())},
+		{"SCRAM credentials", len(f.snap.GetScramCredentials()), len(page.GetScramCredentials())},
 	} {
 		if int64(l.have)+int64(l.add) > f.maxItems {
 			return nil, fmt.Errorf("%w: snapshot %d: %d %s after position %d, more than %d",
 				ErrSnapshotTooLarge, page.GetOffset(), l.have+l.add, l.what, pos, f.maxItems)
 		}
 	}
-	items := int64(len(page.GetBrokers()) + len(page.GetTopics()) + len(page.GetPartitions()) + len(page.GetMirrors()) + len(page.GetAcls()))
+	items := int64(len(page.GetBrokers()) + len(page.GetTopics()) + len(page.GetPartitions()) + len(page.GetMirrors()) + len(page.GetAcls()) + len(page.GetScramCredentials()))
 	f.snap.Brokers = append(f.snap.Brokers, page.GetBrokers()...)
 	f.snap.Topics = append(f.snap.Topics, page.GetTopics()...)
 	f.snap.Partitions = append(f.snap.Partitions, page.GetPartitions()...)
 	f.snap.Mirrors = append(f.snap.Mirrors, page.GetMirrors()...)
 	f.snap.Acls = append(f.snap.Acls, page.GetAcls()...)
+	f.snap.ScramCredentials = append(f.snap.ScramCredentials, page.GetScramCredentials()...)
 	f.next += items
 	next := resp.GetNextSnapshotCursor()
 	if next == nil {

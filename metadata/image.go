@@ -38,6 +38,8 @@ type Image struct {
 	// acls are the ACL bindings; aclOffset is where they last changed.
 	acls      map[ACLKey]struct{}
 	aclOffset int64
+	// scram are the users' SCRAM credentials.
+	scram map[ScramKey]*twinlogv1.UserScramCredentialRecord
 
 	// Indexes of the image, kept by putPartition and dropTopicPartitions so
 	// that fencing a broker and electing leaderless partitions (the
@@ -78,6 +80,7 @@ func (img *Image) reset() {
 	img.producerIDs = nil
 	img.acls = map[ACLKey]struct{}{}
 	img.aclOffset = 0
+	img.scram = map[ScramKey]*twinlogv1.UserScramCredentialRecord{}
 	img.byBroker = map[int32]map[tpKey]struct{}{}
 	img.leaderless = map[tpKey]struct{}{}
 }
@@ -310,6 +313,7 @@ func (img *Image) Apply(d *twinlogv1.MetadataDelta) error {
 		img.mirrors[m.GetName()] = m
 	}
 	img.applyACLs(d)
+	img.applyScram(d)
 	img.offset = d.GetOffset()
 	return nil
 }
@@ -401,6 +405,9 @@ func (img *Image) Snapshot() *twinlogv1.MetadataSnapshot {
 		snap.Mirrors = append(snap.Mirrors, proto.Clone(img.mirrors[n]).(*twinlogv1.MirrorRecord))
 	}
 	snap.Acls = img.ACLs()
+	for _, r := range img.ScramCredentials() {
+		snap.ScramCredentials = append(snap.ScramCredentials, proto.CloneOf(r))
+	}
 	return snap
 }
 
@@ -434,6 +441,9 @@ func (img *Image) Restore(snap *twinlogv1.MetadataSnapshot) {
 		img.acls[KeyOf(b)] = struct{}{}
 	}
 	img.aclOffset = img.offset
+	for _, r := range snap.GetScramCredentials() {
+		img.scram[scramKeyOf(r)] = proto.CloneOf(r)
+	}
 }
 
 // CheckConsistency checks what the image keeps beside its records: every

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # kafka-e2e.sh (`make kafka-e2e`): Kafka clients nobody here wrote against
-# `make run`'s processes (both clusters on loopback, no Docker):
+# `make run`'s processes (both clusters on loopback, no Docker), secure as
+# make run starts them: mutual TLS on every listener and ACLs. kcat and
+# confluent-kafka-python connect with security.protocol=ssl and the
+# operator's certificate (run/tls/admin.crt, User:admin, a super user);
+# twinctl uses the same one (TWINLOG_TLS_*).
 #
 #   1. kcat (librdkafka) lists A's brokers and the demo topic (Metadata).
 #   2. kcat produces 50 lines to demo-1 on A (acks=all) and reads them
@@ -27,6 +31,18 @@
 #      B's groups hold A's committed offsets: the Python group resumes there
 #      (nothing read twice, nothing skipped) and the kcat group reads exactly
 #      the lines produced on B since.
+#   9. Unauthenticated clients get nothing: kcat in plaintext, and kcat over
+#      TLS without a client certificate, cannot list A's metadata (an error
+#      and a non-zero exit within the metadata timeout, no brokers, no
+#      topics).
+#  10. A principal without ACLs (alice, a certificate of make run's CA):
+#      kcat's produce to a topic fails with TOPIC_AUTHORIZATION_FAILED and
+#      stores nothing, its metadata listing shows no topics; after twinctl
+#      acls add (Write, Read on that topic for User:alice) its produce and
+#      consume of the topic succeed, its listing shows that topic only, a
+#      produce to another topic is still refused, and confluent-kafka-python
+#      as alice produces to the topic with an idempotent producer
+#      (InitProducerId allowed by Write on a topic, KIP-679).
 #
 # kcat and python3-confluent-kafka are Debian packages; when missing, the
 # script installs them with apt-get and fails (never skips) if it cannot.
@@ -36,6 +52,16 @@ cd "$(dirname "$0")/.."
 
 KAFKA_A=127.0.0.1:9291
 KAFKA_B=127.0.0.1:9301
+# make run's certificates: the one place the clients' TLS settings are.
+# KCAT is kcat as User:admin, KCAT_ALICE as User:alice (no ACLs until 10),
+# KCAT_NOCERT TLS without a client certificate; kafka_e2e.py has its own
+# TLS dict (KAFKA_E2E_USER picks the certificate).
+TLS_DIR=run/tls
+KCAT_NOCERT=(kcat -X security.protocol=ssl -X ssl.ca.location=$TLS_DIR/ca.crt)
+KCAT=("${KCAT_NOCERT[@]}" -X ssl.certificate.location=$TLS_DIR/admin.crt -X ssl.key.location=$TLS_DIR/admin.key)
+KCAT_ALICE=("${KCAT_NOCERT[@]}" -X ssl.certificate.location=$TLS_DIR/alice.crt -X ssl.key.location=$TLS_DIR/alice.key)
+export TWINLOG_TLS_CA=$TLS_DIR/ca.crt TWINLOG_TLS_CERT=$TLS_DIR/admin.crt TWINLOG_TLS_KEY=$TLS_DIR/admin.key
+export KAFKA_E2E_TLS=$TLS_DIR
 PY=/usr/bin/python3 # Debian's python3-confluent-kafka loads here
 START=$(date +%s)
 FAILED=()
@@ -65,9 +91,8 @@ fi
 log "clients: $(kcat -V 2>&1 | head -1); confluent-kafka $("$PY" -c 'import confluent_kafka as c; print(c.version()[0], "librdkafka", c.libversion()[0])')"
 
 mkdir -p run
-# Plaintext for now: kcat and confluent-kafka-python over TLS with SASL
-# are issue 17's next step.
-./bin/runlocal --insecure >run/kafka-e2e-runlocal.out 2>&1 &
+# Secure (mutual TLS, ACLs), as `make run`; it writes run/tls first.
+./bin/runlocal >run/kafka-e2e-runlocal.out 2>&1 &
 RUNLOCAL_PID=$!
 for _ in $(seq 1 120); do
   grep -q '^ready after' run/kafka-e2e-runlocal.out && break
@@ -82,7 +107,7 @@ fi
 log "both clusters ready (run/kafka-e2e-runlocal.out)"
 
 # ---- 1. metadata ---------------------------------------------------------
-meta=$(timeout 20 kcat -b $KAFKA_A -L 2>&1)
+meta=$(timeout 20 "${KCAT[@]}" -b $KAFKA_A -L 2>&1)
 if grep -q '3 brokers:' <<<"$meta" && grep -q 'broker 1 at 127.0.0.1:9291' <<<"$meta" &&
   grep -q 'topic "demo" with 3 partitions' <<<"$meta"; then
   pass "1: kcat -L lists A's 3 brokers at their Kafka listeners and demo's 3 partitions"
@@ -91,10 +116,10 @@ else
 fi
 
 # ---- 2. kcat produce and consume ------------------------------------------
-before=$(timeout 20 kcat -b $KAFKA_A -C -t demo -p 1 -o beginning -e -q 2>/dev/null | wc -l)
-seq -f 'kcat-%g' 1 50 | timeout 30 kcat -b $KAFKA_A -P -t demo -p 1 -X acks=all 2>&1 | head -5
+before=$(timeout 20 "${KCAT[@]}" -b $KAFKA_A -C -t demo -p 1 -o beginning -e -q 2>/dev/null | wc -l)
+seq -f 'kcat-%g' 1 50 | timeout 30 "${KCAT[@]}" -b $KAFKA_A -P -t demo -p 1 -X acks=all 2>&1 | head -5
 want=$(seq -f 'kcat-%g' 1 50)
-got_a=$(timeout 20 kcat -b $KAFKA_A -C -t demo -p 1 -o "$before" -e -q 2>/dev/null)
+got_a=$(timeout 20 "${KCAT[@]}" -b $KAFKA_A -C -t demo -p 1 -o "$before" -e -q 2>/dev/null)
 if [ "$got_a" = "$want" ]; then
   pass "2: kcat produced 50 lines to demo-1 on A and read them back from offset $before"
 else
@@ -102,7 +127,7 @@ else
 fi
 got_b=
 for _ in $(seq 1 100); do
-  got_b=$(timeout 20 kcat -b $KAFKA_B -C -t demo -p 1 -o "$before" -e -q 2>/dev/null)
+  got_b=$(timeout 20 "${KCAT[@]}" -b $KAFKA_B -C -t demo -p 1 -o "$before" -e -q 2>/dev/null)
   [ "$got_b" = "$want" ] && break
   sleep 0.2
 done
@@ -117,8 +142,8 @@ fi
 # dump-log of every replica of demo-2 (A's and B's) shows the codec.
 for codec in gzip snappy lz4 zstd; do
   lines=$(seq -f "$codec-%g repeated enough to be worth compressing" 1 40)
-  printf '%s\n' "$lines" | timeout 30 kcat -b $KAFKA_A -P -t demo -p 2 -z "$codec" -X acks=all -X linger.ms=50 2>&1 | head -5
-  got=$(timeout 20 kcat -b $KAFKA_A -C -t demo -p 2 -o beginning -e -q 2>/dev/null | grep "^$codec-")
+  printf '%s\n' "$lines" | timeout 30 "${KCAT[@]}" -b $KAFKA_A -P -t demo -p 2 -z "$codec" -X acks=all -X linger.ms=50 2>&1 | head -5
+  got=$(timeout 20 "${KCAT[@]}" -b $KAFKA_A -C -t demo -p 2 -o beginning -e -q 2>/dev/null | grep "^$codec-")
   if [ "$got" != "$lines" ]; then
     fail "2b: $codec: read back $(wc -l <<<"$got") of 40 lines"
     continue
@@ -201,14 +226,14 @@ else
   fail "7: confluent-kafka-python group: $out"
 fi
 # kcat -G: the balanced consumer of librdkafka, auto-commit on close.
-kcat_group() { timeout 60 kcat -b $KAFKA_A -G kcat-grp e2e-kcat -e -q -X auto.offset.reset=earliest 2>/dev/null; }
+kcat_group() { timeout 60 "${KCAT[@]}" -b $KAFKA_A -G kcat-grp e2e-kcat -e -q -X auto.offset.reset=earliest 2>/dev/null; }
 if ! bin/twinctl --bootstrap $CTL_A topics create e2e-kcat --partitions 3 --replication-factor 3 >/dev/null; then
   fail "7: could not create e2e-kcat"
 else
-  seq -f 'kcat-%g' 1 100 | timeout 30 kcat -b $KAFKA_A -P -t e2e-kcat -X acks=all
+  seq -f 'kcat-%g' 1 100 | timeout 30 "${KCAT[@]}" -b $KAFKA_A -P -t e2e-kcat -X acks=all
   run1=$(kcat_group | sort -V)
   run2=$(kcat_group)
-  seq -f 'kcat-%g' 101 120 | timeout 30 kcat -b $KAFKA_A -P -t e2e-kcat -X acks=all
+  seq -f 'kcat-%g' 101 120 | timeout 30 "${KCAT[@]}" -b $KAFKA_A -P -t e2e-kcat -X acks=all
   run3=$(kcat_group | sort -V)
   if [ "$run1" = "$(seq -f 'kcat-%g' 1 100)" ] && [ -z "$run2" ] && [ "$run3" = "$(seq -f 'kcat-%g' 101 120)" ]; then
     pass "7: kcat -G kcat-grp: 100 lines, then none, then exactly the 20 produced since"
@@ -218,7 +243,7 @@ else
 fi
 
 # ---- 8. consumer groups through a planned failover ---------------------------
-kcat_fo() { timeout 60 kcat -b "$1" -G kcat-fo e2e-fo -e -q -X auto.offset.reset=earliest 2>/dev/null; }
+kcat_fo() { timeout 60 "${KCAT[@]}" -b "$1" -G kcat-fo e2e-fo -e -q -X auto.offset.reset=earliest 2>/dev/null; }
 if ! bin/twinctl --bootstrap $CTL_A topics create e2e-fo --partitions 3 --replication-factor 3 --config min.insync.replicas=2 >/dev/null ||
   ! bin/twinctl --bootstrap $CTL_B mirrors start a-to-b e2e-fo >/dev/null; then
   fail "8: could not create e2e-fo on A and mirror it to B"
@@ -231,12 +256,106 @@ elif ! stop=$(bin/twinctl --bootstrap $CTL_B mirrors stop a-to-b e2e-fo --wait-f
 elif ! out2=$("$PY" scripts/kafka_e2e.py group-resume-at $KAFKA_B e2e-fo 600 py-fo "$(tail -1 <<<"$out")" 2>&1); then
   fail "8: $out2"
 else
-  seq -f 'after-%g' 1 20 | timeout 30 kcat -b $KAFKA_B -P -t e2e-fo -X acks=all
+  seq -f 'after-%g' 1 20 | timeout 30 "${KCAT[@]}" -b $KAFKA_B -P -t e2e-fo -X acks=all
   got=$(kcat_fo $KAFKA_B | sort -V)
   if [ "$got" = "$(seq -f 'after-%g' 1 20)" ]; then
     pass "8: $(head -1 <<<"$out"); $out2; kcat -G kcat-fo read its 600 on A and, after the failover, exactly the 20 produced on B"
   else
     fail "8: kcat -G kcat-fo on B read $(grep -c . <<<"$got") lines, want the 20 produced on B since the failover"
+  fi
+fi
+
+# ---- 9. unauthenticated clients ----------------------------------------------
+# -m 3: kcat gives up on metadata after 3 s; timeout is the backstop (124
+# would mean it hung, which is a failure too).
+for mode in plaintext no-cert; do
+  if [ $mode = plaintext ]; then
+    out=$(timeout 20 kcat -b $KAFKA_A -L -m 3 2>&1)
+  else
+    out=$(timeout 20 "${KCAT_NOCERT[@]}" -b $KAFKA_A -L -m 3 2>&1)
+  fi
+  rc=$?
+  if [ $rc != 0 ] && [ $rc != 124 ] && grep -q 'Failed to acquire metadata' <<<"$out" &&
+    ! grep -q -e 'brokers:' -e 'topic "' <<<"$out"; then
+    why=$(grep -m1 -o -e 'alert certificate required' -e 'Disconnected while requesting ApiVersion' <<<"$out")
+    pass "9: kcat -L ($mode) refused: exit $rc, $(grep -m1 -o 'Failed to acquire metadata: [^(]*[^ (]' <<<"$out")${why:+ ($why)}"
+  else
+    fail "9: kcat -L ($mode): exit $rc (want an error, not 0 or a timeout): $(tail -3 <<<"$out")"
+  fi
+done
+
+# ---- 10. a principal without ACLs -------------------------------------------
+# alice (run/tls/alice.crt) may do nothing until admin grants her Write and
+# Read on e2e-alice; the ACLs reach the brokers through the metadata, so the
+# checks after the grant retry for up to ~10 s.
+retry() { # retry CMD...: runs CMD until it succeeds, 50 tries 0.2 s apart
+  local i
+  for i in $(seq 1 50); do "$@" && return 0; sleep 0.2; done
+  return 1
+}
+alice_lists() { # alice's kcat -L on A lists exactly the topics "$@" (none: 0)
+  local want=$# t
+  meta=$(timeout 20 "${KCAT_ALICE[@]}" -b $KAFKA_A -L -m 10 2>&1) || return 1
+  grep -q "^ $want topics:" <<<"$meta" || return 1
+  for t in "$@"; do grep -q "topic \"$t\" with 1 partitions" <<<"$meta" || return 1; done
+}
+alice_produce() { # alice_produce TOPIC VALUE: kcat -P as alice, output in $prod
+  prod=$(echo "$2" | timeout 30 "${KCAT_ALICE[@]}" -b $KAFKA_A -P -t "$1" -p 0 -X acks=all 2>&1)
+}
+alice_reads() { # alice reads exactly VALUE from e2e-alice-0
+  got=$(timeout 20 "${KCAT_ALICE[@]}" -b $KAFKA_A -C -t e2e-alice -p 0 -o beginning -e -q 2>&1) && [ "$got" = "$1" ]
+}
+if ! bin/twinctl --bootstrap $CTL_A topics create e2e-alice --partitions 1 --replication-factor 3 --config min.insync.replicas=2 >/dev/null; then
+  fail "10: could not create e2e-alice"
+else
+  if alice_produce e2e-alice denied; then
+    fail "10: alice's produce to e2e-alice without ACLs succeeded: $prod"
+  elif ! grep -q 'Topic authorization failed' <<<"$prod"; then
+    fail "10: alice's produce without ACLs failed, but not with TOPIC_AUTHORIZATION_FAILED: $prod"
+  else
+    pass "10: alice's kcat produce to e2e-alice without ACLs refused: $(grep -m1 -o 'Delivery failed.*' <<<"$prod")"
+  fi
+  if alice_lists; then
+    pass "10: alice's kcat -L on A lists 0 topics"
+  else
+    fail "10: alice's kcat -L without ACLs: $meta"
+  fi
+  if ! grant=$(bin/twinctl --bootstrap $CTL_A acls add --allow-principal User:alice --operation Write --operation Read --topic e2e-alice 2>&1); then
+    fail "10: twinctl acls add for User:alice: $grant"
+  else
+    t0=$(date +%s%N)
+    if ! retry alice_produce e2e-alice alice-1; then
+      fail "10: alice's produce to e2e-alice still fails 10 s after the grant: $prod"
+    else
+      took=$((($(date +%s%N) - t0) / 1000000))
+      if retry alice_reads alice-1; then
+        pass "10: after acls add (Write, Read on e2e-alice), alice's kcat produce succeeded (${took} ms after the grant) and her consume reads exactly it (the refused record was not stored)"
+      else
+        fail "10: alice's consume of e2e-alice: $got (want alice-1 only)"
+      fi
+    fi
+    if retry alice_lists e2e-alice; then
+      pass "10: alice's kcat -L on A lists e2e-alice only"
+    else
+      fail "10: alice's kcat -L after the grant: $meta"
+    fi
+    if alice_produce demo denied; then
+      fail "10: alice's produce to demo (no ACL) succeeded"
+    elif grep -q 'Topic authorization failed' <<<"$prod"; then
+      pass "10: alice's produce to demo (not granted) is still refused"
+    else
+      fail "10: alice's produce to demo failed, but not with TOPIC_AUTHORIZATION_FAILED: $prod"
+    fi
+    if ! out=$(KAFKA_E2E_USER=alice "$PY" scripts/kafka_e2e.py produce-idempotent $KAFKA_A e2e-alice 0 200 2>&1); then
+      fail "10: confluent-kafka-python as alice: $out"
+    else
+      spaces=$(for d in run/cluster-a/broker-*/e2e-alice-0; do pid_spaces "$d"; done | tr ',' '\n' | grep -v '^$' | sort -u | paste -sd,)
+      if [ "$spaces" = 1 ]; then
+        pass "10: confluent-kafka-python as alice (Write on e2e-alice, no IdempotentWrite): $out; its batches carry A's producer ids"
+      else
+        fail "10: alice's idempotent batches in e2e-alice: producer id spaces '$spaces', want 1"
+      fi
+    fi
   fi
 fi
 

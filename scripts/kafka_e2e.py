@@ -38,14 +38,32 @@ confluent-kafka-python (librdkafka), a client nobody here wrote.
       end: each starts at its committed offset and the records read are the
       N minus the committed ones, none twice.
 
+Every client connects to make run's secure listeners with mutual TLS
+(security.protocol ssl) as User:admin, a super user; KAFKA_E2E_USER=alice
+presents alice's certificate instead (run/tls/<user>.crt, .key; the
+directory is KAFKA_E2E_TLS, default run/tls next to this script).
+
 Prints one line per check; exits 0 when all passed.
 """
 import json
+import os
 import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+
+_TLS_DIR = os.environ.get("KAFKA_E2E_TLS") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "run", "tls")
+_USER = os.environ.get("KAFKA_E2E_USER") or "admin"
+# TLS is merged into every client's configuration (librdkafka's names).
+TLS = {
+    "security.protocol": "ssl",
+    "ssl.ca.location": os.path.join(_TLS_DIR, "ca.crt"),
+    "ssl.certificate.location": os.path.join(_TLS_DIR, _USER + ".crt"),
+    "ssl.key.location": os.path.join(_TLS_DIR, _USER + ".key"),
+}
 
 
 def fail(msg):
@@ -56,7 +74,7 @@ def fail(msg):
 def consume_all(bootstrap, topic, partitions, want, timeout):
     """Reads partitions from offset 0 until every value in want is seen at
     its (partition, offset), or timeout; returns {value: (p, offset)}."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafka-e2e",
+    c = Consumer({**TLS, "bootstrap.servers": bootstrap, "group.id": "kafka-e2e",
                   "enable.auto.commit": False, "enable.partition.eof": False})
     c.assign([TopicPartition(topic, p, 0) for p in partitions])
     got = {}
@@ -78,7 +96,7 @@ def consume_all(bootstrap, topic, partitions, want, timeout):
 
 
 def produce_consume(a, b, topic, n):
-    p = Producer({"bootstrap.servers": a, "acks": "all", "enable.idempotence": False,
+    p = Producer({**TLS, "bootstrap.servers": a, "acks": "all", "enable.idempotence": False,
                   "linger.ms": 5})
     acked, errors = {}, []
 
@@ -108,7 +126,7 @@ def produce_consume(a, b, topic, n):
 
 
 def produce_refused(bootstrap, topic):
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False,
+    p = Producer({**TLS, "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False,
                   "message.timeout.ms": 10000})
     res = []
     p.produce(topic, value=b"not-on-a-mirror", on_delivery=lambda err, msg: res.append(err))
@@ -119,7 +137,7 @@ def produce_refused(bootstrap, topic):
 
 
 def admin(bootstrap, topic):
-    a = AdminClient({"bootstrap.servers": bootstrap})
+    a = AdminClient({**TLS, "bootstrap.servers": bootstrap})
     fs = a.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3,
                                    config={"min.insync.replicas": "2"})], operation_timeout=10)
     fs[topic].result(timeout=15)
@@ -129,7 +147,7 @@ def admin(bootstrap, topic):
     if cfg["min.insync.replicas"].value != "2":
         fail("describe_configs: min.insync.replicas = %s" % cfg["min.insync.replicas"].value)
     print("ok   describe_configs: min.insync.replicas 2")
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False})
+    p = Producer({**TLS, "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False})
     acked = []
     deadline = time.time() + 30
     while len(acked) < 3 and time.time() < deadline:  # leaders may still be taking over
@@ -150,7 +168,7 @@ def admin(bootstrap, topic):
 
 
 def produce_idempotent(bootstrap, topic, first, n):
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+    p = Producer({**TLS, "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
                   "max.in.flight.requests.per.connection": 5, "linger.ms": 5,
                   "batch.num.messages": 50, "message.timeout.ms": 60000})
     acked, errors = {}, []
@@ -184,7 +202,7 @@ def produce_idempotent(bootstrap, topic, first, n):
 
 
 def exactly_once(bootstrap, topic, n):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafka-e2e-unused", "enable.auto.commit": False,
+    c = Consumer({**TLS, "bootstrap.servers": bootstrap, "group.id": "kafka-e2e-unused", "enable.auto.commit": False,
                   "enable.partition.eof": True})
     md = c.list_topics(topic, timeout=10)
     parts = sorted(md.topics[topic].partitions)
@@ -212,15 +230,15 @@ def exactly_once(bootstrap, topic, n):
 
 
 def group_resume(bootstrap, topic, n):
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({**TLS, "bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    p = Producer({**TLS, "bootstrap.servers": bootstrap, "acks": "all"})
     for i in range(n):
         p.produce(topic, key=b"k%d" % (i % 7), value=b"g-%d" % i)
     if p.flush(30) != 0:
         fail("produce: records left unsent")
     group = topic + "-grp"
-    conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+    conf = {**TLS, "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "session.timeout.ms": 10000}
 
     def read(c, until, first):
@@ -265,12 +283,12 @@ def group_resume(bootstrap, topic, n):
 
 
 def group_commit_half(bootstrap, topic, n, group):
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    p = Producer({**TLS, "bootstrap.servers": bootstrap, "acks": "all"})
     for i in range(n):
         p.produce(topic, key=b"k%d" % (i % 11), value=b"fo-%d" % i)
     if p.flush(30) != 0:
         fail("produce: records left unsent")
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+    c = Consumer({**TLS, "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                   "auto.offset.reset": "earliest"})
     c.subscribe([topic])
     read = 0
@@ -286,7 +304,7 @@ def group_commit_half(bootstrap, topic, n, group):
     c.close()
     if read < n // 2:
         fail("read %d of %d" % (read, n // 2))
-    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    probe = Consumer({**TLS, "bootstrap.servers": bootstrap, "group.id": group})
     parts = sorted(probe.list_topics(topic, timeout=10).topics[topic].partitions)
     committed = {tp.partition: tp.offset for tp in probe.committed([TopicPartition(topic, q) for q in parts], timeout=30)
                  if tp.offset >= 0}
@@ -299,7 +317,7 @@ def group_commit_half(bootstrap, topic, n, group):
 
 def group_resume_at(bootstrap, topic, n, group, committed_json):
     want = {int(q): o for q, o in json.loads(committed_json).items()}
-    conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+    conf = {**TLS, "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "enable.partition.eof": True}
     probe = Consumer(conf)
     parts = sorted(probe.list_topics(topic, timeout=10).topics[topic].partitions)

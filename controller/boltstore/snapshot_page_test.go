@@ -22,6 +22,8 @@ func pagedSnapshot() *twinlogv1.MetadataSnapshot {
 			{ResourceType: twinlogv1.AclResourceType_ACL_RESOURCE_TYPE_GROUP, ResourceName: "g", PatternType: twinlogv1.AclPatternType_ACL_PATTERN_TYPE_PREFIXED,
 				Principal: "User:a", Host: "*", Operation: twinlogv1.AclOperation_ACL_OPERATION_READ, Permission: twinlogv1.AclPermission_ACL_PERMISSION_ALLOW},
 		},
+		ScramCredentials: []*twinlogv1.UserScramCredentialRecord{{Name: "alice", Mechanism: twinlogv1.ScramMechanism_SCRAM_MECHANISM_SCRAM_SHA_512,
+			Salt: []byte("salt"), StoredKey: []byte("stored"), ServerKey: []byte("server"), Iterations: 4096}},
 	}
 	for p := range int32(5) {
 		s.Partitions = append(s.Partitions, &twinlogv1.PartitionRecord{Topic: "t", TopicId: "id", Partition: p,
@@ -55,8 +57,8 @@ func TestReadSnapshotPage(t *testing.T) {
 		pos := int64(0)
 		for pages := 0; ; pages++ {
 			page, err := s.ReadSnapshotPage(func(offset, items int64) (int64, error) {
-				if offset != 20 || items != 11 {
-					t.Fatalf("start(%d, %d), want (20, 11)", offset, items)
+				if offset != 20 || items != 12 {
+					t.Fatalf("start(%d, %d), want (20, 12)", offset, items)
 				}
 				return pos, nil
 			}, func(size int) bool { return size <= budget })
@@ -64,7 +66,7 @@ func TestReadSnapshotPage(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := page.Next - page.Position
-			if page.Position != pos || n < 1 || page.Items != 11 || (n > 1 && proto.Size(page.Snapshot) > budget) {
+			if page.Position != pos || n < 1 || page.Items != 12 || (n > 1 && proto.Size(page.Snapshot) > budget) {
 				t.Fatalf("budget %d, page %d: [%d, %d) of %d, %d bytes", budget, pages, page.Position, page.Next, page.Items, proto.Size(page.Snapshot))
 			}
 			if (pos == 0) != (page.Snapshot.GetClusterConfig() != nil) || page.Snapshot.GetOffset() != 20 {
@@ -87,7 +89,7 @@ func TestReadSnapshotPage(t *testing.T) {
 	if _, err := s.ReadSnapshotPage(func(int64, int64) (int64, error) { return 0, stop }, nil); err != stop {
 		t.Fatalf("start error: %v", err)
 	}
-	for _, pos := range []int64{-1, 11, 1 << 62} {
+	for _, pos := range []int64{-1, 12, 1 << 62} {
 		if _, err := s.ReadSnapshotPage(func(int64, int64) (int64, error) { return pos, nil }, nil); err == nil {
 			t.Fatalf("position %d accepted", pos)
 		}

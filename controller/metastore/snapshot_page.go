@@ -12,12 +12,13 @@ import (
 
 // snapshotItemFields are the repeated fields of MetadataSnapshot that pages
 // carry, in the order of the flattened item sequence (SnapshotCursor in
-// controller.proto): brokers, topics, partitions, mirrors, ACL bindings. They are read
+// controller.proto): brokers, topics, partitions, mirrors, ACL bindings,
+// SCRAM credentials. They are read
 // from the descriptor so that a renumbered field cannot drift from here.
-var snapshotItemFields = func() [5]protowire.Number {
+var snapshotItemFields = func() [6]protowire.Number {
 	fields := (&twinlogv1.MetadataSnapshot{}).ProtoReflect().Descriptor().Fields()
-	var out [5]protowire.Number
-	for i, name := range []protoreflect.Name{"brokers", "topics", "partitions", "mirrors", "acls"} {
+	var out [6]protowire.Number
+	for i, name := range []protoreflect.Name{"brokers", "topics", "partitions", "mirrors", "acls", "scram_credentials"} {
 		out[i] = fields.ByName(name).Number()
 	}
 	return out
@@ -55,7 +56,7 @@ type SnapshotPage struct {
 // meanwhile is not mixed in.
 //
 // start receives the snapshot's offset and item count (brokers, topics,
-// partitions, mirrors and ACL bindings together) and returns the position to read from:
+// partitions, mirrors, ACL bindings and SCRAM credentials together) and returns the position to read from:
 // in [0, items), or 0 for a snapshot without items. An error from start is
 // returned as is. Items are then taken in sequence while fits(size) holds,
 // size being the encoded size of SnapshotPage.Snapshot with that item
@@ -205,8 +206,10 @@ func decodeItem(k int, value []byte) (proto.Message, error) {
 		m = &twinlogv1.PartitionRecord{}
 	case 3:
 		m = &twinlogv1.MirrorRecord{}
-	default:
+	case 4:
 		m = &twinlogv1.AclBinding{}
+	default:
+		m = &twinlogv1.UserScramCredentialRecord{}
 	}
 	if err := proto.Unmarshal(value, m); err != nil {
 		return nil, err
@@ -226,5 +229,7 @@ func appendItem(snap *twinlogv1.MetadataSnapshot, m proto.Message) {
 		snap.Mirrors = append(snap.Mirrors, r)
 	case *twinlogv1.AclBinding:
 		snap.Acls = append(snap.Acls, r)
+	case *twinlogv1.UserScramCredentialRecord:
+		snap.ScramCredentials = append(snap.ScramCredentials, r)
 	}
 }

@@ -23,6 +23,7 @@ var purePackages = []string{
 	"mirror/offsetsync",
 	"mirror/plan",
 	"security/acl",
+	"security/scram",
 	"storage/producer",
 }
 

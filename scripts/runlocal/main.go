@@ -279,13 +279,13 @@ func (r *runner) makeCerts() error {
 	if err := ca.WriteFiles(filepath.Join(r.tls, "ca.crt"), filepath.Join(r.tls, "ca.key")); err != nil {
 		return err
 	}
-	names := []string{"admin"}
+	names := []string{"admin", "alice"} // alice: a client without ACLs (make kafka-e2e)
 	for _, n := range r.nodes {
 		names = append(names, n.principalName())
 	}
 	for _, name := range names {
 		cert, key, err := ca.Issue(pki.LeafOptions{CommonName: name, DNSNames: []string{"localhost"},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: name != "admin", Client: true})
+			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: name != "admin" && name != "alice", Client: true})
 		if err != nil {
 			return err
 		}

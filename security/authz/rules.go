@@ -97,14 +97,16 @@ var Rules = map[string]Rule{
 		}
 		return out
 	})},
-	pb.AdminService_ListBrokers_FullMethodName:                 {Needs: cluster(acl.Describe)},
-	pb.AdminService_UnregisterBroker_FullMethodName:            {Needs: cluster(acl.Alter)},
-	pb.AdminService_ElectLeaders_FullMethodName:                {Needs: cluster(acl.Alter)},
-	pb.AdminService_AlterPartitionReassignments_FullMethodName: {Needs: cluster(acl.Alter)},
-	pb.AdminService_DescribeTopicPartitions_FullMethodName:     {Filtered: true},
-	pb.AdminService_CreateAcls_FullMethodName:                  {Needs: cluster(acl.Alter)},
-	pb.AdminService_DeleteAcls_FullMethodName:                  {Needs: cluster(acl.Alter)},
-	pb.AdminService_DescribeAcls_FullMethodName:                {Needs: cluster(acl.Describe)},
+	pb.AdminService_ListBrokers_FullMethodName:                  {Needs: cluster(acl.Describe)},
+	pb.AdminService_UnregisterBroker_FullMethodName:             {Needs: cluster(acl.Alter)},
+	pb.AdminService_ElectLeaders_FullMethodName:                 {Needs: cluster(acl.Alter)},
+	pb.AdminService_AlterPartitionReassignments_FullMethodName:  {Needs: cluster(acl.Alter)},
+	pb.AdminService_DescribeTopicPartitions_FullMethodName:      {Filtered: true},
+	pb.AdminService_CreateAcls_FullMethodName:                   {Needs: cluster(acl.Alter)},
+	pb.AdminService_DeleteAcls_FullMethodName:                   {Needs: cluster(acl.Alter)},
+	pb.AdminService_DescribeAcls_FullMethodName:                 {Needs: cluster(acl.Describe)},
+	pb.AdminService_AlterUserScramCredentials_FullMethodName:    {Needs: cluster(acl.Alter)},
+	pb.AdminService_DescribeUserScramCredentials_FullMethodName: {Needs: cluster(acl.Describe)},
 
 	// Data plane.
 	pb.ProduceService_Produce_FullMethodName: {Needs: typed(func(r *pb.ProduceRequest) []Need {

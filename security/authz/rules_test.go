@@ -93,6 +93,8 @@ func rpcCases() []rpcCase {
 		{pb.AdminService_CreateAcls_FullMethodName, &pb.CreateAclsRequest{}, []acl.Binding{allow(acl.Cluster, cl, acl.Alter)}},
 		{pb.AdminService_DeleteAcls_FullMethodName, &pb.DeleteAclsRequest{}, []acl.Binding{allow(acl.Cluster, cl, acl.Alter)}},
 		{pb.AdminService_DescribeAcls_FullMethodName, &pb.DescribeAclsRequest{}, []acl.Binding{allow(acl.Cluster, cl, acl.Describe)}},
+		{pb.AdminService_AlterUserScramCredentials_FullMethodName, &pb.AlterUserScramCredentialsRequest{}, []acl.Binding{allow(acl.Cluster, cl, acl.Alter)}},
+		{pb.AdminService_DescribeUserScramCredentials_FullMethodName, &pb.DescribeUserScramCredentialsRequest{}, []acl.Binding{allow(acl.Cluster, cl, acl.Describe)}},
 		{pb.ProduceService_Produce_FullMethodName, &pb.ProduceRequest{Partitions: []*pb.ProducePartitionData{{Topic: "t"}, {Topic: "t", Partition: 1}}},
 			[]acl.Binding{allow(acl.Topic, "t", acl.Write)}},
 		{pb.ProduceService_InitProducerId_FullMethodName, &pb.InitProducerIdRequest{}, []acl.Binding{allow(acl.Cluster, cl, acl.IdempotentWrite)}},

@@ -292,6 +292,56 @@ func (AclPermission) EnumDescriptor() ([]byte, []int) {
 	return file_twinlog_v1_acl_proto_rawDescGZIP(), []int{3}
 }
 
+// ScramMechanism is a SASL SCRAM mechanism, with Kafka's codes.
+type ScramMechanism int32
+
+const (
+	ScramMechanism_SCRAM_MECHANISM_UNSPECIFIED   ScramMechanism = 0
+	ScramMechanism_SCRAM_MECHANISM_SCRAM_SHA_256 ScramMechanism = 1
+	ScramMechanism_SCRAM_MECHANISM_SCRAM_SHA_512 ScramMechanism = 2
+)
+
+// Enum value maps for ScramMechanism.
+var (
+	ScramMechanism_name = map[int32]string{
+		0: "SCRAM_MECHANISM_UNSPECIFIED",
+		1: "SCRAM_MECHANISM_SCRAM_SHA_256",
+		2: "SCRAM_MECHANISM_SCRAM_SHA_512",
+	}
+	ScramMechanism_value = map[string]int32{
+		"SCRAM_MECHANISM_UNSPECIFIED":   0,
+		"SCRAM_MECHANISM_SCRAM_SHA_256": 1,
+		"SCRAM_MECHANISM_SCRAM_SHA_512": 2,
+	}
+)
+
+func (x ScramMechanism) Enum() *ScramMechanism {
+	p := new(ScramMechanism)
+	*p = x
+	return p
+}
+
+func (x ScramMechanism) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ScramMechanism) Descriptor() protoreflect.EnumDescriptor {
+	return file_twinlog_v1_acl_proto_enumTypes[4].Descriptor()
+}
+
+func (ScramMechanism) Type() protoreflect.EnumType {
+	return &file_twinlog_v1_acl_proto_enumTypes[4]
+}
+
+func (x ScramMechanism) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ScramMechanism.Descriptor instead.
+func (ScramMechanism) EnumDescriptor() ([]byte, []int) {
+	return file_twinlog_v1_acl_proto_rawDescGZIP(), []int{4}
+}
+
 // AclBinding is one access-control entry: principal may (or may not)
 // perform operation on the resources the pattern names, from host. As a
 // metadata record it is Kafka's AccessControlEntryRecord; two bindings with
@@ -887,6 +937,616 @@ func (x *DeleteAclsResponse) GetResults() []*DeleteAclsFilterResult {
 	return nil
 }
 
+// UserScramCredentialRecord is a user's salted credential for one
+// mechanism, never the password (Kafka's UserScramCredentialRecord): what a
+// broker needs to check a SCRAM exchange or a PLAIN password. A user and a
+// mechanism name one record.
+type UserScramCredentialRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Mechanism     ScramMechanism         `protobuf:"varint,2,opt,name=mechanism,proto3,enum=twinlog.v1.ScramMechanism" json:"mechanism,omitempty"`
+	Salt          []byte                 `protobuf:"bytes,3,opt,name=salt,proto3" json:"salt,omitempty"`
+	StoredKey     []byte                 `protobuf:"bytes,4,opt,name=stored_key,json=storedKey,proto3" json:"stored_key,omitempty"`
+	ServerKey     []byte                 `protobuf:"bytes,5,opt,name=server_key,json=serverKey,proto3" json:"server_key,omitempty"`
+	Iterations    int32                  `protobuf:"varint,6,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserScramCredentialRecord) Reset() {
+	*x = UserScramCredentialRecord{}
+	mi := &file_twinlog_v1_acl_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserScramCredentialRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserScramCredentialRecord) ProtoMessage() {}
+
+func (x *UserScramCredentialRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_acl_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserScramCredentialRecord.ProtoReflect.Descriptor instead.
+func (*UserScramCredentialRecord) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_acl_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *UserScramCredentialRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UserScramCredentialRecord) GetMechanism() ScramMechanism {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ScramMechanism_SCRAM_MECHANISM_UNSPECIFIED
+}
+
+func (x *UserScramCredentialRecord) GetSalt() []byte {
+	if x != nil {
+		return x.Salt
+	}
+	return nil
+}
+
+func (x *UserScramCredentialRecord) GetStoredKey() []byte {
+	if x != nil {
+		return x.StoredKey
+	}
+	return nil
+}
+
+func (x *UserScramCredentialRecord) GetServerKey() []byte {
+	if x != nil {
+		return x.ServerKey
+	}
+	return nil
+}
+
+func (x *UserScramCredentialRecord) GetIterations() int32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+type ScramCredentialDeletion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Mechanism     ScramMechanism         `protobuf:"varint,2,opt,name=mechanism,proto3,enum=twinlog.v1.ScramMechanism" json:"mechanism,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScramCredentialDeletion) Reset() {
+	*x = ScramCredentialDeletion{}
+	mi := &file_twinlog_v1_acl_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScramCredentialDeletion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScramCredentialDeletion) ProtoMessage() {}
+
+func (x *ScramCredentialDeletion) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_acl_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScramCredentialDeletion.ProtoReflect.Descriptor instead.
+func (*ScramCredentialDeletion) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_acl_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ScramCredentialDeletion) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ScramCredentialDeletion) GetMechanism() ScramMechanism {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ScramMechanism_SCRAM_MECHANISM_UNSPECIFIED
+}
+
+// ScramCredentialUpsertion sets a user's credential from the salted
+// password, which the client derives (PBKDF2 of the password with salt and
+// iterations), as Kafka's AlterUserScramCredentials: the password never
+// reaches the server.
+type ScramCredentialUpsertion struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Mechanism      ScramMechanism         `protobuf:"varint,2,opt,name=mechanism,proto3,enum=twinlog.v1.ScramMechanism" json:"mechanism,omitempty"`
+	Iterations     int32                  `protobuf:"varint,3,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	Salt           []byte                 `protobuf:"bytes,4,opt,name=salt,proto3" json:"salt,omitempty"`
+	SaltedPassword []byte                 `protobuf:"bytes,5,opt,name=salted_password,json=saltedPassword,proto3" json:"salted_password,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ScramCredentialUpsertion) Reset() {
+	*x = ScramCredentialUpsertion{}
+	mi := &file_twinlog_v1_acl_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScramCredentialUpsertion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScramCredentialUpsertion) ProtoMessage() {}
+
+func (x *ScramCredentialUpsertion) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_acl_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScramCredentialUpsertion.ProtoReflect.Descriptor instead.
+func (*ScramCredentialUpsertion) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_acl_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ScramCredentialUpsertion) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ScramCredentialUpsertion) GetMechanism() ScramMechanism {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ScramMechanism_SCRAM_MECHANISM_UNSPECIFIED
+}
+
+func (x *ScramCredentialUpsertion) GetIterations() int32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+func (x *ScramCredentialUpsertion) GetSalt() []byte {
+	if x != nil {
+		return x.Salt
+	}
+	return nil
+}
+
+func (x *ScramCredentialUpsertion) GetSaltedPassword() []byte {
+	if x != nil {
+		return x.SaltedPassword
+	}
+	return nil
+}
+
+type AlterUserScramCredentialsRequest struct {
+	state         protoimpl.MessageState      `protogen:"open.v1"`
+	Deletions     []*ScramCredentialDeletion  `protobuf:"bytes,1,rep,name=deletions,proto3" json:"deletions,omitempty"`
+	Upsertions    []*ScramCredentialUpsertion `protobuf:"bytes,2,rep,name=upsertions,proto3" json:"upsertions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterUserScramCredentialsRequest) Reset() {
+	*x = AlterUserScramCredentialsRequest{}
+	mi := &file_twinlog_v1_acl_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterUserScramCredentialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterUserScramCredentialsRequest) ProtoMessage() {}
+
+func (x *AlterUserScramCredentialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_acl_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterUserScramCredentialsRequest.ProtoReflect.Descriptor instead.
+func (*AlterUserScramCredentialsRequest) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_acl_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *AlterUserScramCredentialsRequest) GetDeletions() []*ScramCredentialDeletion {
+	if x != nil {
+		return x.Deletions
+	}
+	return nil
+}
+
+func (x *AlterUserScramCredentialsRequest) GetUpsertions() []*ScramCredentialUpsertion {
+	if x != nil {
+		return x.Upsertions
+	}
+	return nil
+}
+
+// AlterUserScramCredentialsResult is one user's outcome: a user with any
+// refused alteration keeps all its credentials unchanged.
+type AlterUserScramCredentialsResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	User  string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	// error is INVALID_REQUEST (empty or over-long name, unknown mechanism,
+	// the same user and mechanism twice), UNACCEPTABLE_CREDENTIAL
+	// (iterations outside 4096..16384, empty salt, a salted password of the
+	// wrong length), RESOURCE_NOT_FOUND (deleting a credential that does not
+	// exist) or REQUEST_LIMIT_REACHED (the cluster holds the most
+	// credentials it keeps).
+	Error         ErrorCode `protobuf:"varint,2,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string    `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterUserScramCredentialsResult) Reset() {
+	*x = AlterUserScramCredentialsResult{}
+	mi := &file_twinlog_v1_acl_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterUserScramCredentialsResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterUserScramCredentialsResult) ProtoMessage() {}
+
+func (x *AlterUserScramCredentialsResult) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_acl_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterUserScramCredentialsResult.ProtoReflect.Descriptor instead.
+func (*AlterUserScramCredentialsResult) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_acl_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *AlterUserScramCredentialsResult) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *AlterUserScramCredentialsResult) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_ERROR_CODE_NONE
+}
+
+func (x *AlterUserScramCredentialsResult) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+type AlterUserScramCredentialsResponse struct {
+	state         protoimpl.MessageState             `protogen:"open.v1"`
+	Results       []*AlterUserScramCredentialsResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterUserScramCredentialsResponse) Reset() {
+	*x = AlterUserScramCredentialsResponse{}
+	mi := &file_twinlog_v1_acl_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterUserScramCredentialsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterUserScramCredentialsResponse) ProtoMessage() {}
+
+func (x *AlterUserScramCredentialsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_acl_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterUserScramCredentialsResponse.ProtoReflect.Descriptor instead.
+func (*AlterUserScramCredentialsResponse) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_acl_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AlterUserScramCredentialsResponse) GetResults() []*AlterUserScramCredentialsResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+type DescribeUserScramCredentialsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// users to describe; empty: every user with a credential.
+	Users         []string `protobuf:"bytes,1,rep,name=users,proto3" json:"users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeUserScramCredentialsRequest) Reset() {
+	*x = DescribeUserScramCredentialsRequest{}
+	mi := &file_twinlog_v1_acl_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeUserScramCredentialsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeUserScramCredentialsRequest) ProtoMessage() {}
+
+func (x *DescribeUserScramCredentialsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_acl_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeUserScramCredentialsRequest.ProtoReflect.Descriptor instead.
+func (*DescribeUserScramCredentialsRequest) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_acl_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DescribeUserScramCredentialsRequest) GetUsers() []string {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+type ScramCredentialInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Mechanism     ScramMechanism         `protobuf:"varint,1,opt,name=mechanism,proto3,enum=twinlog.v1.ScramMechanism" json:"mechanism,omitempty"`
+	Iterations    int32                  `protobuf:"varint,2,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScramCredentialInfo) Reset() {
+	*x = ScramCredentialInfo{}
+	mi := &file_twinlog_v1_acl_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScramCredentialInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScramCredentialInfo) ProtoMessage() {}
+
+func (x *ScramCredentialInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_acl_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScramCredentialInfo.ProtoReflect.Descriptor instead.
+func (*ScramCredentialInfo) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_acl_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ScramCredentialInfo) GetMechanism() ScramMechanism {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ScramMechanism_SCRAM_MECHANISM_UNSPECIFIED
+}
+
+func (x *ScramCredentialInfo) GetIterations() int32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+type DescribeUserScramCredentialsResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	User  string                 `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	// error is RESOURCE_NOT_FOUND for a listed user without credentials.
+	Error         ErrorCode              `protobuf:"varint,2,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Credentials   []*ScramCredentialInfo `protobuf:"bytes,4,rep,name=credentials,proto3" json:"credentials,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeUserScramCredentialsResult) Reset() {
+	*x = DescribeUserScramCredentialsResult{}
+	mi := &file_twinlog_v1_acl_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeUserScramCredentialsResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeUserScramCredentialsResult) ProtoMessage() {}
+
+func (x *DescribeUserScramCredentialsResult) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_acl_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeUserScramCredentialsResult.ProtoReflect.Descriptor instead.
+func (*DescribeUserScramCredentialsResult) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_acl_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *DescribeUserScramCredentialsResult) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *DescribeUserScramCredentialsResult) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_ERROR_CODE_NONE
+}
+
+func (x *DescribeUserScramCredentialsResult) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DescribeUserScramCredentialsResult) GetCredentials() []*ScramCredentialInfo {
+	if x != nil {
+		return x.Credentials
+	}
+	return nil
+}
+
+type DescribeUserScramCredentialsResponse struct {
+	state         protoimpl.MessageState                `protogen:"open.v1"`
+	Error         ErrorCode                             `protobuf:"varint,1,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
+	ErrorMessage  string                                `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Results       []*DescribeUserScramCredentialsResult `protobuf:"bytes,3,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeUserScramCredentialsResponse) Reset() {
+	*x = DescribeUserScramCredentialsResponse{}
+	mi := &file_twinlog_v1_acl_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeUserScramCredentialsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeUserScramCredentialsResponse) ProtoMessage() {}
+
+func (x *DescribeUserScramCredentialsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_acl_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeUserScramCredentialsResponse.ProtoReflect.Descriptor instead.
+func (*DescribeUserScramCredentialsResponse) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_acl_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *DescribeUserScramCredentialsResponse) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_ERROR_CODE_NONE
+}
+
+func (x *DescribeUserScramCredentialsResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DescribeUserScramCredentialsResponse) GetResults() []*DescribeUserScramCredentialsResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 var File_twinlog_v1_acl_proto protoreflect.FileDescriptor
 
 const file_twinlog_v1_acl_proto_rawDesc = "" +
@@ -934,7 +1594,56 @@ const file_twinlog_v1_acl_proto_rawDesc = "" +
 	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x120\n" +
 	"\adeleted\x18\x03 \x03(\v2\x16.twinlog.v1.AclBindingR\adeleted\"R\n" +
 	"\x12DeleteAclsResponse\x12<\n" +
-	"\aresults\x18\x01 \x03(\v2\".twinlog.v1.DeleteAclsFilterResultR\aresults*\xb2\x02\n" +
+	"\aresults\x18\x01 \x03(\v2\".twinlog.v1.DeleteAclsFilterResultR\aresults\"\xdb\x01\n" +
+	"\x19UserScramCredentialRecord\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x128\n" +
+	"\tmechanism\x18\x02 \x01(\x0e2\x1a.twinlog.v1.ScramMechanismR\tmechanism\x12\x12\n" +
+	"\x04salt\x18\x03 \x01(\fR\x04salt\x12\x1d\n" +
+	"\n" +
+	"stored_key\x18\x04 \x01(\fR\tstoredKey\x12\x1d\n" +
+	"\n" +
+	"server_key\x18\x05 \x01(\fR\tserverKey\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x06 \x01(\x05R\n" +
+	"iterations\"g\n" +
+	"\x17ScramCredentialDeletion\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x128\n" +
+	"\tmechanism\x18\x02 \x01(\x0e2\x1a.twinlog.v1.ScramMechanismR\tmechanism\"\xc5\x01\n" +
+	"\x18ScramCredentialUpsertion\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x128\n" +
+	"\tmechanism\x18\x02 \x01(\x0e2\x1a.twinlog.v1.ScramMechanismR\tmechanism\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x03 \x01(\x05R\n" +
+	"iterations\x12\x12\n" +
+	"\x04salt\x18\x04 \x01(\fR\x04salt\x12'\n" +
+	"\x0fsalted_password\x18\x05 \x01(\fR\x0esaltedPassword\"\xab\x01\n" +
+	" AlterUserScramCredentialsRequest\x12A\n" +
+	"\tdeletions\x18\x01 \x03(\v2#.twinlog.v1.ScramCredentialDeletionR\tdeletions\x12D\n" +
+	"\n" +
+	"upsertions\x18\x02 \x03(\v2$.twinlog.v1.ScramCredentialUpsertionR\n" +
+	"upsertions\"\x87\x01\n" +
+	"\x1fAlterUserScramCredentialsResult\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12+\n" +
+	"\x05error\x18\x02 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"j\n" +
+	"!AlterUserScramCredentialsResponse\x12E\n" +
+	"\aresults\x18\x01 \x03(\v2+.twinlog.v1.AlterUserScramCredentialsResultR\aresults\";\n" +
+	"#DescribeUserScramCredentialsRequest\x12\x14\n" +
+	"\x05users\x18\x01 \x03(\tR\x05users\"o\n" +
+	"\x13ScramCredentialInfo\x128\n" +
+	"\tmechanism\x18\x01 \x01(\x0e2\x1a.twinlog.v1.ScramMechanismR\tmechanism\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x02 \x01(\x05R\n" +
+	"iterations\"\xcd\x01\n" +
+	"\"DescribeUserScramCredentialsResult\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12+\n" +
+	"\x05error\x18\x02 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12A\n" +
+	"\vcredentials\x18\x04 \x03(\v2\x1f.twinlog.v1.ScramCredentialInfoR\vcredentials\"\xc2\x01\n" +
+	"$DescribeUserScramCredentialsResponse\x12+\n" +
+	"\x05error\x18\x01 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12H\n" +
+	"\aresults\x18\x03 \x03(\v2..twinlog.v1.DescribeUserScramCredentialsResultR\aresults*\xb2\x02\n" +
 	"\x0fAclResourceType\x12!\n" +
 	"\x1dACL_RESOURCE_TYPE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15ACL_RESOURCE_TYPE_ANY\x10\x01\x12\x1b\n" +
@@ -972,7 +1681,11 @@ const file_twinlog_v1_acl_proto_rawDesc = "" +
 	"\x1aACL_PERMISSION_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12ACL_PERMISSION_ANY\x10\x01\x12\x17\n" +
 	"\x13ACL_PERMISSION_DENY\x10\x02\x12\x18\n" +
-	"\x14ACL_PERMISSION_ALLOW\x10\x03B;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
+	"\x14ACL_PERMISSION_ALLOW\x10\x03*w\n" +
+	"\x0eScramMechanism\x12\x1f\n" +
+	"\x1bSCRAM_MECHANISM_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dSCRAM_MECHANISM_SCRAM_SHA_256\x10\x01\x12!\n" +
+	"\x1dSCRAM_MECHANISM_SCRAM_SHA_512\x10\x02B;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
 
 var (
 	file_twinlog_v1_acl_proto_rawDescOnce sync.Once
@@ -986,24 +1699,35 @@ func file_twinlog_v1_acl_proto_rawDescGZIP() []byte {
 	return file_twinlog_v1_acl_proto_rawDescData
 }
 
-var file_twinlog_v1_acl_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_twinlog_v1_acl_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_twinlog_v1_acl_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_twinlog_v1_acl_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_twinlog_v1_acl_proto_goTypes = []any{
-	(AclResourceType)(0),           // 0: twinlog.v1.AclResourceType
-	(AclPatternType)(0),            // 1: twinlog.v1.AclPatternType
-	(AclOperation)(0),              // 2: twinlog.v1.AclOperation
-	(AclPermission)(0),             // 3: twinlog.v1.AclPermission
-	(*AclBinding)(nil),             // 4: twinlog.v1.AclBinding
-	(*AclFilter)(nil),              // 5: twinlog.v1.AclFilter
-	(*CreateAclsRequest)(nil),      // 6: twinlog.v1.CreateAclsRequest
-	(*AclResult)(nil),              // 7: twinlog.v1.AclResult
-	(*CreateAclsResponse)(nil),     // 8: twinlog.v1.CreateAclsResponse
-	(*DescribeAclsRequest)(nil),    // 9: twinlog.v1.DescribeAclsRequest
-	(*DescribeAclsResponse)(nil),   // 10: twinlog.v1.DescribeAclsResponse
-	(*DeleteAclsRequest)(nil),      // 11: twinlog.v1.DeleteAclsRequest
-	(*DeleteAclsFilterResult)(nil), // 12: twinlog.v1.DeleteAclsFilterResult
-	(*DeleteAclsResponse)(nil),     // 13: twinlog.v1.DeleteAclsResponse
-	(ErrorCode)(0),                 // 14: twinlog.v1.ErrorCode
+	(AclResourceType)(0),                         // 0: twinlog.v1.AclResourceType
+	(AclPatternType)(0),                          // 1: twinlog.v1.AclPatternType
+	(AclOperation)(0),                            // 2: twinlog.v1.AclOperation
+	(AclPermission)(0),                           // 3: twinlog.v1.AclPermission
+	(ScramMechanism)(0),                          // 4: twinlog.v1.ScramMechanism
+	(*AclBinding)(nil),                           // 5: twinlog.v1.AclBinding
+	(*AclFilter)(nil),                            // 6: twinlog.v1.AclFilter
+	(*CreateAclsRequest)(nil),                    // 7: twinlog.v1.CreateAclsRequest
+	(*AclResult)(nil),                            // 8: twinlog.v1.AclResult
+	(*CreateAclsResponse)(nil),                   // 9: twinlog.v1.CreateAclsResponse
+	(*DescribeAclsRequest)(nil),                  // 10: twinlog.v1.DescribeAclsRequest
+	(*DescribeAclsResponse)(nil),                 // 11: twinlog.v1.DescribeAclsResponse
+	(*DeleteAclsRequest)(nil),                    // 12: twinlog.v1.DeleteAclsRequest
+	(*DeleteAclsFilterResult)(nil),               // 13: twinlog.v1.DeleteAclsFilterResult
+	(*DeleteAclsResponse)(nil),                   // 14: twinlog.v1.DeleteAclsResponse
+	(*UserScramCredentialRecord)(nil),            // 15: twinlog.v1.UserScramCredentialRecord
+	(*ScramCredentialDeletion)(nil),              // 16: twinlog.v1.ScramCredentialDeletion
+	(*ScramCredentialUpsertion)(nil),             // 17: twinlog.v1.ScramCredentialUpsertion
+	(*AlterUserScramCredentialsRequest)(nil),     // 18: twinlog.v1.AlterUserScramCredentialsRequest
+	(*AlterUserScramCredentialsResult)(nil),      // 19: twinlog.v1.AlterUserScramCredentialsResult
+	(*AlterUserScramCredentialsResponse)(nil),    // 20: twinlog.v1.AlterUserScramCredentialsResponse
+	(*DescribeUserScramCredentialsRequest)(nil),  // 21: twinlog.v1.DescribeUserScramCredentialsRequest
+	(*ScramCredentialInfo)(nil),                  // 22: twinlog.v1.ScramCredentialInfo
+	(*DescribeUserScramCredentialsResult)(nil),   // 23: twinlog.v1.DescribeUserScramCredentialsResult
+	(*DescribeUserScramCredentialsResponse)(nil), // 24: twinlog.v1.DescribeUserScramCredentialsResponse
+	(ErrorCode)(0),                               // 25: twinlog.v1.ErrorCode
 }
 var file_twinlog_v1_acl_proto_depIdxs = []int32{
 	0,  // 0: twinlog.v1.AclBinding.resource_type:type_name -> twinlog.v1.AclResourceType
@@ -1014,21 +1738,33 @@ var file_twinlog_v1_acl_proto_depIdxs = []int32{
 	1,  // 5: twinlog.v1.AclFilter.pattern_type:type_name -> twinlog.v1.AclPatternType
 	2,  // 6: twinlog.v1.AclFilter.operation:type_name -> twinlog.v1.AclOperation
 	3,  // 7: twinlog.v1.AclFilter.permission:type_name -> twinlog.v1.AclPermission
-	4,  // 8: twinlog.v1.CreateAclsRequest.creations:type_name -> twinlog.v1.AclBinding
-	14, // 9: twinlog.v1.AclResult.error:type_name -> twinlog.v1.ErrorCode
-	7,  // 10: twinlog.v1.CreateAclsResponse.results:type_name -> twinlog.v1.AclResult
-	5,  // 11: twinlog.v1.DescribeAclsRequest.filter:type_name -> twinlog.v1.AclFilter
-	14, // 12: twinlog.v1.DescribeAclsResponse.error:type_name -> twinlog.v1.ErrorCode
-	4,  // 13: twinlog.v1.DescribeAclsResponse.acls:type_name -> twinlog.v1.AclBinding
-	5,  // 14: twinlog.v1.DeleteAclsRequest.filters:type_name -> twinlog.v1.AclFilter
-	14, // 15: twinlog.v1.DeleteAclsFilterResult.error:type_name -> twinlog.v1.ErrorCode
-	4,  // 16: twinlog.v1.DeleteAclsFilterResult.deleted:type_name -> twinlog.v1.AclBinding
-	12, // 17: twinlog.v1.DeleteAclsResponse.results:type_name -> twinlog.v1.DeleteAclsFilterResult
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	5,  // 8: twinlog.v1.CreateAclsRequest.creations:type_name -> twinlog.v1.AclBinding
+	25, // 9: twinlog.v1.AclResult.error:type_name -> twinlog.v1.ErrorCode
+	8,  // 10: twinlog.v1.CreateAclsResponse.results:type_name -> twinlog.v1.AclResult
+	6,  // 11: twinlog.v1.DescribeAclsRequest.filter:type_name -> twinlog.v1.AclFilter
+	25, // 12: twinlog.v1.DescribeAclsResponse.error:type_name -> twinlog.v1.ErrorCode
+	5,  // 13: twinlog.v1.DescribeAclsResponse.acls:type_name -> twinlog.v1.AclBinding
+	6,  // 14: twinlog.v1.DeleteAclsRequest.filters:type_name -> twinlog.v1.AclFilter
+	25, // 15: twinlog.v1.DeleteAclsFilterResult.error:type_name -> twinlog.v1.ErrorCode
+	5,  // 16: twinlog.v1.DeleteAclsFilterResult.deleted:type_name -> twinlog.v1.AclBinding
+	13, // 17: twinlog.v1.DeleteAclsResponse.results:type_name -> twinlog.v1.DeleteAclsFilterResult
+	4,  // 18: twinlog.v1.UserScramCredentialRecord.mechanism:type_name -> twinlog.v1.ScramMechanism
+	4,  // 19: twinlog.v1.ScramCredentialDeletion.mechanism:type_name -> twinlog.v1.ScramMechanism
+	4,  // 20: twinlog.v1.ScramCredentialUpsertion.mechanism:type_name -> twinlog.v1.ScramMechanism
+	16, // 21: twinlog.v1.AlterUserScramCredentialsRequest.deletions:type_name -> twinlog.v1.ScramCredentialDeletion
+	17, // 22: twinlog.v1.AlterUserScramCredentialsRequest.upsertions:type_name -> twinlog.v1.ScramCredentialUpsertion
+	25, // 23: twinlog.v1.AlterUserScramCredentialsResult.error:type_name -> twinlog.v1.ErrorCode
+	19, // 24: twinlog.v1.AlterUserScramCredentialsResponse.results:type_name -> twinlog.v1.AlterUserScramCredentialsResult
+	4,  // 25: twinlog.v1.ScramCredentialInfo.mechanism:type_name -> twinlog.v1.ScramMechanism
+	25, // 26: twinlog.v1.DescribeUserScramCredentialsResult.error:type_name -> twinlog.v1.ErrorCode
+	22, // 27: twinlog.v1.DescribeUserScramCredentialsResult.credentials:type_name -> twinlog.v1.ScramCredentialInfo
+	25, // 28: twinlog.v1.DescribeUserScramCredentialsResponse.error:type_name -> twinlog.v1.ErrorCode
+	23, // 29: twinlog.v1.DescribeUserScramCredentialsResponse.results:type_name -> twinlog.v1.DescribeUserScramCredentialsResult
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_acl_proto_init() }
@@ -1042,8 +1778,8 @@ func file_twinlog_v1_acl_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_twinlog_v1_acl_proto_rawDesc), len(file_twinlog_v1_acl_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   10,
+			NumEnums:      5,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2184,7 +2184,8 @@ const file_twinlog_v1_admin_proto_rawDesc = "" +
 	"\fElectionType\x12\x1d\n" +
 	"\x19ELECTION_TYPE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17ELECTION_TYPE_PREFERRED\x10\x01\x12\x19\n" +
-	"\x15ELECTION_TYPE_UNCLEAN\x10\x022\xc6\b\n" +
+	"\x15ELECTION_TYPE_UNCLEAN\x10\x022\xc4\n" +
+	"\n" +
 	"\fAdminService\x12Q\n" +
 	"\fCreateTopics\x12\x1f.twinlog.v1.CreateTopicsRequest\x1a .twinlog.v1.CreateTopicsResponse\x12Q\n" +
 	"\fDeleteTopics\x12\x1f.twinlog.v1.DeleteTopicsRequest\x1a .twinlog.v1.DeleteTopicsResponse\x12Z\n" +
@@ -2199,7 +2200,9 @@ const file_twinlog_v1_admin_proto_rawDesc = "" +
 	"CreateAcls\x12\x1d.twinlog.v1.CreateAclsRequest\x1a\x1e.twinlog.v1.CreateAclsResponse\x12Q\n" +
 	"\fDescribeAcls\x12\x1f.twinlog.v1.DescribeAclsRequest\x1a .twinlog.v1.DescribeAclsResponse\x12K\n" +
 	"\n" +
-	"DeleteAcls\x12\x1d.twinlog.v1.DeleteAclsRequest\x1a\x1e.twinlog.v1.DeleteAclsResponseB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
+	"DeleteAcls\x12\x1d.twinlog.v1.DeleteAclsRequest\x1a\x1e.twinlog.v1.DeleteAclsResponse\x12x\n" +
+	"\x19AlterUserScramCredentials\x12,.twinlog.v1.AlterUserScramCredentialsRequest\x1a-.twinlog.v1.AlterUserScramCredentialsResponse\x12\x81\x01\n" +
+	"\x1cDescribeUserScramCredentials\x12/.twinlog.v1.DescribeUserScramCredentialsRequest\x1a0.twinlog.v1.DescribeUserScramCredentialsResponseB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
 
 var (
 	file_twinlog_v1_admin_proto_rawDescOnce sync.Once
@@ -2216,54 +2219,58 @@ func file_twinlog_v1_admin_proto_rawDescGZIP() []byte {
 var file_twinlog_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_twinlog_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_twinlog_v1_admin_proto_goTypes = []any{
-	(ConfigResourceType)(0),                     // 0: twinlog.v1.ConfigResourceType
-	(ConfigSource)(0),                           // 1: twinlog.v1.ConfigSource
-	(ElectionType)(0),                           // 2: twinlog.v1.ElectionType
-	(*CreateTopicsRequest)(nil),                 // 3: twinlog.v1.CreateTopicsRequest
-	(*CreatableTopic)(nil),                      // 4: twinlog.v1.CreatableTopic
-	(*ReplicaAssignment)(nil),                   // 5: twinlog.v1.ReplicaAssignment
-	(*CreateTopicsResponse)(nil),                // 6: twinlog.v1.CreateTopicsResponse
-	(*TopicResult)(nil),                         // 7: twinlog.v1.TopicResult
-	(*DeleteTopicsRequest)(nil),                 // 8: twinlog.v1.DeleteTopicsRequest
-	(*DeleteTopicsResponse)(nil),                // 9: twinlog.v1.DeleteTopicsResponse
-	(*ConfigResource)(nil),                      // 10: twinlog.v1.ConfigResource
-	(*DescribeConfigsRequest)(nil),              // 11: twinlog.v1.DescribeConfigsRequest
-	(*DescribeConfigsResponse)(nil),             // 12: twinlog.v1.DescribeConfigsResponse
-	(*DescribeConfigsResult)(nil),               // 13: twinlog.v1.DescribeConfigsResult
-	(*ConfigEntry)(nil),                         // 14: twinlog.v1.ConfigEntry
-	(*AlterConfigsRequest)(nil),                 // 15: twinlog.v1.AlterConfigsRequest
-	(*AlterConfigsResource)(nil),                // 16: twinlog.v1.AlterConfigsResource
-	(*AlterConfigsResponse)(nil),                // 17: twinlog.v1.AlterConfigsResponse
-	(*AlterConfigsResult)(nil),                  // 18: twinlog.v1.AlterConfigsResult
-	(*ListBrokersRequest)(nil),                  // 19: twinlog.v1.ListBrokersRequest
-	(*ListBrokersResponse)(nil),                 // 20: twinlog.v1.ListBrokersResponse
-	(*BrokerOfflinePartitions)(nil),             // 21: twinlog.v1.BrokerOfflinePartitions
-	(*UnregisterBrokerRequest)(nil),             // 22: twinlog.v1.UnregisterBrokerRequest
-	(*UnregisterBrokerResponse)(nil),            // 23: twinlog.v1.UnregisterBrokerResponse
-	(*ElectLeadersRequest)(nil),                 // 24: twinlog.v1.ElectLeadersRequest
-	(*TopicPartitions)(nil),                     // 25: twinlog.v1.TopicPartitions
-	(*ElectLeadersResponse)(nil),                // 26: twinlog.v1.ElectLeadersResponse
-	(*PartitionResult)(nil),                     // 27: twinlog.v1.PartitionResult
-	(*AlterPartitionReassignmentsRequest)(nil),  // 28: twinlog.v1.AlterPartitionReassignmentsRequest
-	(*ReassignablePartition)(nil),               // 29: twinlog.v1.ReassignablePartition
-	(*AlterPartitionReassignmentsResponse)(nil), // 30: twinlog.v1.AlterPartitionReassignmentsResponse
-	(*DescribeTopicPartitionsRequest)(nil),      // 31: twinlog.v1.DescribeTopicPartitionsRequest
-	(*DescribeTopicPartitionsTopic)(nil),        // 32: twinlog.v1.DescribeTopicPartitionsTopic
-	(*DescribeTopicPartitionsResponse)(nil),     // 33: twinlog.v1.DescribeTopicPartitionsResponse
-	(*DescribeTopicPartitionsTopicResult)(nil),  // 34: twinlog.v1.DescribeTopicPartitionsTopicResult
-	(*DescribeTopicPartitionsPartition)(nil),    // 35: twinlog.v1.DescribeTopicPartitionsPartition
-	nil,                                         // 36: twinlog.v1.CreatableTopic.ConfigsEntry
-	nil,                                         // 37: twinlog.v1.AlterConfigsResource.SetEntry
-	(ErrorCode)(0),                              // 38: twinlog.v1.ErrorCode
-	(*BrokerRecord)(nil),                        // 39: twinlog.v1.BrokerRecord
-	(*OfflinePartition)(nil),                    // 40: twinlog.v1.OfflinePartition
-	(*Cursor)(nil),                              // 41: twinlog.v1.Cursor
-	(*CreateAclsRequest)(nil),                   // 42: twinlog.v1.CreateAclsRequest
-	(*DescribeAclsRequest)(nil),                 // 43: twinlog.v1.DescribeAclsRequest
-	(*DeleteAclsRequest)(nil),                   // 44: twinlog.v1.DeleteAclsRequest
-	(*CreateAclsResponse)(nil),                  // 45: twinlog.v1.CreateAclsResponse
-	(*DescribeAclsResponse)(nil),                // 46: twinlog.v1.DescribeAclsResponse
-	(*DeleteAclsResponse)(nil),                  // 47: twinlog.v1.DeleteAclsResponse
+	(ConfigResourceType)(0),                      // 0: twinlog.v1.ConfigResourceType
+	(ConfigSource)(0),                            // 1: twinlog.v1.ConfigSource
+	(ElectionType)(0),                            // 2: twinlog.v1.ElectionType
+	(*CreateTopicsRequest)(nil),                  // 3: twinlog.v1.CreateTopicsRequest
+	(*CreatableTopic)(nil),                       // 4: twinlog.v1.CreatableTopic
+	(*ReplicaAssignment)(nil),                    // 5: twinlog.v1.ReplicaAssignment
+	(*CreateTopicsResponse)(nil),                 // 6: twinlog.v1.CreateTopicsResponse
+	(*TopicResult)(nil),                          // 7: twinlog.v1.TopicResult
+	(*DeleteTopicsRequest)(nil),                  // 8: twinlog.v1.DeleteTopicsRequest
+	(*DeleteTopicsResponse)(nil),                 // 9: twinlog.v1.DeleteTopicsResponse
+	(*ConfigResource)(nil),                       // 10: twinlog.v1.ConfigResource
+	(*DescribeConfigsRequest)(nil),               // 11: twinlog.v1.DescribeConfigsRequest
+	(*DescribeConfigsResponse)(nil),              // 12: twinlog.v1.DescribeConfigsResponse
+	(*DescribeConfigsResult)(nil),                // 13: twinlog.v1.DescribeConfigsResult
+	(*ConfigEntry)(nil),                          // 14: twinlog.v1.ConfigEntry
+	(*AlterConfigsRequest)(nil),                  // 15: twinlog.v1.AlterConfigsRequest
+	(*AlterConfigsResource)(nil),                 // 16: twinlog.v1.AlterConfigsResource
+	(*AlterConfigsResponse)(nil),                 // 17: twinlog.v1.AlterConfigsResponse
+	(*AlterConfigsResult)(nil),                   // 18: twinlog.v1.AlterConfigsResult
+	(*ListBrokersRequest)(nil),                   // 19: twinlog.v1.ListBrokersRequest
+	(*ListBrokersResponse)(nil),                  // 20: twinlog.v1.ListBrokersResponse
+	(*BrokerOfflinePartitions)(nil),              // 21: twinlog.v1.BrokerOfflinePartitions
+	(*UnregisterBrokerRequest)(nil),              // 22: twinlog.v1.UnregisterBrokerRequest
+	(*UnregisterBrokerResponse)(nil),             // 23: twinlog.v1.UnregisterBrokerResponse
+	(*ElectLeadersRequest)(nil),                  // 24: twinlog.v1.ElectLeadersRequest
+	(*TopicPartitions)(nil),                      // 25: twinlog.v1.TopicPartitions
+	(*ElectLeadersResponse)(nil),                 // 26: twinlog.v1.ElectLeadersResponse
+	(*PartitionResult)(nil),                      // 27: twinlog.v1.PartitionResult
+	(*AlterPartitionReassignmentsRequest)(nil),   // 28: twinlog.v1.AlterPartitionReassignmentsRequest
+	(*ReassignablePartition)(nil),                // 29: twinlog.v1.ReassignablePartition
+	(*AlterPartitionReassignmentsResponse)(nil),  // 30: twinlog.v1.AlterPartitionReassignmentsResponse
+	(*DescribeTopicPartitionsRequest)(nil),       // 31: twinlog.v1.DescribeTopicPartitionsRequest
+	(*DescribeTopicPartitionsTopic)(nil),         // 32: twinlog.v1.DescribeTopicPartitionsTopic
+	(*DescribeTopicPartitionsResponse)(nil),      // 33: twinlog.v1.DescribeTopicPartitionsResponse
+	(*DescribeTopicPartitionsTopicResult)(nil),   // 34: twinlog.v1.DescribeTopicPartitionsTopicResult
+	(*DescribeTopicPartitionsPartition)(nil),     // 35: twinlog.v1.DescribeTopicPartitionsPartition
+	nil,                                          // 36: twinlog.v1.CreatableTopic.ConfigsEntry
+	nil,                                          // 37: twinlog.v1.AlterConfigsResource.SetEntry
+	(ErrorCode)(0),                               // 38: twinlog.v1.ErrorCode
+	(*BrokerRecord)(nil),                         // 39: twinlog.v1.BrokerRecord
+	(*OfflinePartition)(nil),                     // 40: twinlog.v1.OfflinePartition
+	(*Cursor)(nil),                               // 41: twinlog.v1.Cursor
+	(*CreateAclsRequest)(nil),                    // 42: twinlog.v1.CreateAclsRequest
+	(*DescribeAclsRequest)(nil),                  // 43: twinlog.v1.DescribeAclsRequest
+	(*DeleteAclsRequest)(nil),                    // 44: twinlog.v1.DeleteAclsRequest
+	(*AlterUserScramCredentialsRequest)(nil),     // 45: twinlog.v1.AlterUserScramCredentialsRequest
+	(*DescribeUserScramCredentialsRequest)(nil),  // 46: twinlog.v1.DescribeUserScramCredentialsRequest
+	(*CreateAclsResponse)(nil),                   // 47: twinlog.v1.CreateAclsResponse
+	(*DescribeAclsResponse)(nil),                 // 48: twinlog.v1.DescribeAclsResponse
+	(*DeleteAclsResponse)(nil),                   // 49: twinlog.v1.DeleteAclsResponse
+	(*AlterUserScramCredentialsResponse)(nil),    // 50: twinlog.v1.AlterUserScramCredentialsResponse
+	(*DescribeUserScramCredentialsResponse)(nil), // 51: twinlog.v1.DescribeUserScramCredentialsResponse
 }
 var file_twinlog_v1_admin_proto_depIdxs = []int32{
 	4,  // 0: twinlog.v1.CreateTopicsRequest.topics:type_name -> twinlog.v1.CreatableTopic
@@ -2315,20 +2322,24 @@ var file_twinlog_v1_admin_proto_depIdxs = []int32{
 	42, // 46: twinlog.v1.AdminService.CreateAcls:input_type -> twinlog.v1.CreateAclsRequest
 	43, // 47: twinlog.v1.AdminService.DescribeAcls:input_type -> twinlog.v1.DescribeAclsRequest
 	44, // 48: twinlog.v1.AdminService.DeleteAcls:input_type -> twinlog.v1.DeleteAclsRequest
-	6,  // 49: twinlog.v1.AdminService.CreateTopics:output_type -> twinlog.v1.CreateTopicsResponse
-	9,  // 50: twinlog.v1.AdminService.DeleteTopics:output_type -> twinlog.v1.DeleteTopicsResponse
-	12, // 51: twinlog.v1.AdminService.DescribeConfigs:output_type -> twinlog.v1.DescribeConfigsResponse
-	17, // 52: twinlog.v1.AdminService.AlterConfigs:output_type -> twinlog.v1.AlterConfigsResponse
-	20, // 53: twinlog.v1.AdminService.ListBrokers:output_type -> twinlog.v1.ListBrokersResponse
-	23, // 54: twinlog.v1.AdminService.UnregisterBroker:output_type -> twinlog.v1.UnregisterBrokerResponse
-	26, // 55: twinlog.v1.AdminService.ElectLeaders:output_type -> twinlog.v1.ElectLeadersResponse
-	30, // 56: twinlog.v1.AdminService.AlterPartitionReassignments:output_type -> twinlog.v1.AlterPartitionReassignmentsResponse
-	33, // 57: twinlog.v1.AdminService.DescribeTopicPartitions:output_type -> twinlog.v1.DescribeTopicPartitionsResponse
-	45, // 58: twinlog.v1.AdminService.CreateAcls:output_type -> twinlog.v1.CreateAclsResponse
-	46, // 59: twinlog.v1.AdminService.DescribeAcls:output_type -> twinlog.v1.DescribeAclsResponse
-	47, // 60: twinlog.v1.AdminService.DeleteAcls:output_type -> twinlog.v1.DeleteAclsResponse
-	49, // [49:61] is the sub-list for method output_type
-	37, // [37:49] is the sub-list for method input_type
+	45, // 49: twinlog.v1.AdminService.AlterUserScramCredentials:input_type -> twinlog.v1.AlterUserScramCredentialsRequest
+	46, // 50: twinlog.v1.AdminService.DescribeUserScramCredentials:input_type -> twinlog.v1.DescribeUserScramCredentialsRequest
+	6,  // 51: twinlog.v1.AdminService.CreateTopics:output_type -> twinlog.v1.CreateTopicsResponse
+	9,  // 52: twinlog.v1.AdminService.DeleteTopics:output_type -> twinlog.v1.DeleteTopicsResponse
+	12, // 53: twinlog.v1.AdminService.DescribeConfigs:output_type -> twinlog.v1.DescribeConfigsResponse
+	17, // 54: twinlog.v1.AdminService.AlterConfigs:output_type -> twinlog.v1.AlterConfigsResponse
+	20, // 55: twinlog.v1.AdminService.ListBrokers:output_type -> twinlog.v1.ListBrokersResponse
+	23, // 56: twinlog.v1.AdminService.UnregisterBroker:output_type -> twinlog.v1.UnregisterBrokerResponse
+	26, // 57: twinlog.v1.AdminService.ElectLeaders:output_type -> twinlog.v1.ElectLeadersResponse
+	30, // 58: twinlog.v1.AdminService.AlterPartitionReassignments:output_type -> twinlog.v1.AlterPartitionReassignmentsResponse
+	33, // 59: twinlog.v1.AdminService.DescribeTopicPartitions:output_type -> twinlog.v1.DescribeTopicPartitionsResponse
+	47, // 60: twinlog.v1.AdminService.CreateAcls:output_type -> twinlog.v1.CreateAclsResponse
+	48, // 61: twinlog.v1.AdminService.DescribeAcls:output_type -> twinlog.v1.DescribeAclsResponse
+	49, // 62: twinlog.v1.AdminService.DeleteAcls:output_type -> twinlog.v1.DeleteAclsResponse
+	50, // 63: twinlog.v1.AdminService.AlterUserScramCredentials:output_type -> twinlog.v1.AlterUserScramCredentialsResponse
+	51, // 64: twinlog.v1.AdminService.DescribeUserScramCredentials:output_type -> twinlog.v1.DescribeUserScramCredentialsResponse
+	51, // [51:65] is the sub-list for method output_type
+	37, // [37:51] is the sub-list for method input_type
 	37, // [37:37] is the sub-list for extension type_name
 	37, // [37:37] is the sub-list for extension extendee
 	0,  // [0:37] is the sub-list for field type_name

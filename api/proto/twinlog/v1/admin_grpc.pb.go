@@ -19,18 +19,20 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_CreateTopics_FullMethodName                = "/twinlog.v1.AdminService/CreateTopics"
-	AdminService_DeleteTopics_FullMethodName                = "/twinlog.v1.AdminService/DeleteTopics"
-	AdminService_DescribeConfigs_FullMethodName             = "/twinlog.v1.AdminService/DescribeConfigs"
-	AdminService_AlterConfigs_FullMethodName                = "/twinlog.v1.AdminService/AlterConfigs"
-	AdminService_ListBrokers_FullMethodName                 = "/twinlog.v1.AdminService/ListBrokers"
-	AdminService_UnregisterBroker_FullMethodName            = "/twinlog.v1.AdminService/UnregisterBroker"
-	AdminService_ElectLeaders_FullMethodName                = "/twinlog.v1.AdminService/ElectLeaders"
-	AdminService_AlterPartitionReassignments_FullMethodName = "/twinlog.v1.AdminService/AlterPartitionReassignments"
-	AdminService_DescribeTopicPartitions_FullMethodName     = "/twinlog.v1.AdminService/DescribeTopicPartitions"
-	AdminService_CreateAcls_FullMethodName                  = "/twinlog.v1.AdminService/CreateAcls"
-	AdminService_DescribeAcls_FullMethodName                = "/twinlog.v1.AdminService/DescribeAcls"
-	AdminService_DeleteAcls_FullMethodName                  = "/twinlog.v1.AdminService/DeleteAcls"
+	AdminService_CreateTopics_FullMethodName                 = "/twinlog.v1.AdminService/CreateTopics"
+	AdminService_DeleteTopics_FullMethodName                 = "/twinlog.v1.AdminService/DeleteTopics"
+	AdminService_DescribeConfigs_FullMethodName              = "/twinlog.v1.AdminService/DescribeConfigs"
+	AdminService_AlterConfigs_FullMethodName                 = "/twinlog.v1.AdminService/AlterConfigs"
+	AdminService_ListBrokers_FullMethodName                  = "/twinlog.v1.AdminService/ListBrokers"
+	AdminService_UnregisterBroker_FullMethodName             = "/twinlog.v1.AdminService/UnregisterBroker"
+	AdminService_ElectLeaders_FullMethodName                 = "/twinlog.v1.AdminService/ElectLeaders"
+	AdminService_AlterPartitionReassignments_FullMethodName  = "/twinlog.v1.AdminService/AlterPartitionReassignments"
+	AdminService_DescribeTopicPartitions_FullMethodName      = "/twinlog.v1.AdminService/DescribeTopicPartitions"
+	AdminService_CreateAcls_FullMethodName                   = "/twinlog.v1.AdminService/CreateAcls"
+	AdminService_DescribeAcls_FullMethodName                 = "/twinlog.v1.AdminService/DescribeAcls"
+	AdminService_DeleteAcls_FullMethodName                   = "/twinlog.v1.AdminService/DeleteAcls"
+	AdminService_AlterUserScramCredentials_FullMethodName    = "/twinlog.v1.AdminService/AlterUserScramCredentials"
+	AdminService_DescribeUserScramCredentials_FullMethodName = "/twinlog.v1.AdminService/DescribeUserScramCredentials"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -57,6 +59,11 @@ type AdminServiceClient interface {
 	CreateAcls(ctx context.Context, in *CreateAclsRequest, opts ...grpc.CallOption) (*CreateAclsResponse, error)
 	DescribeAcls(ctx context.Context, in *DescribeAclsRequest, opts ...grpc.CallOption) (*DescribeAclsResponse, error)
 	DeleteAcls(ctx context.Context, in *DeleteAclsRequest, opts ...grpc.CallOption) (*DeleteAclsResponse, error)
+	// AlterUserScramCredentials and DescribeUserScramCredentials manage the
+	// users that authenticate with SASL SCRAM or PLAIN on the Kafka listener
+	// (Kafka's APIs of the same names); the controller serves them.
+	AlterUserScramCredentials(ctx context.Context, in *AlterUserScramCredentialsRequest, opts ...grpc.CallOption) (*AlterUserScramCredentialsResponse, error)
+	DescribeUserScramCredentials(ctx context.Context, in *DescribeUserScramCredentialsRequest, opts ...grpc.CallOption) (*DescribeUserScramCredentialsResponse, error)
 }
 
 type adminServiceClient struct {
@@ -187,6 +194,26 @@ func (c *adminServiceClient) DeleteAcls(ctx context.Context, in *DeleteAclsReque
 	return out, nil
 }
 
+func (c *adminServiceClient) AlterUserScramCredentials(ctx context.Context, in *AlterUserScramCredentialsRequest, opts ...grpc.CallOption) (*AlterUserScramCredentialsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AlterUserScramCredentialsResponse)
+	err := c.cc.Invoke(ctx, AdminService_AlterUserScramCredentials_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) DescribeUserScramCredentials(ctx context.Context, in *DescribeUserScramCredentialsRequest, opts ...grpc.CallOption) (*DescribeUserScramCredentialsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DescribeUserScramCredentialsResponse)
+	err := c.cc.Invoke(ctx, AdminService_DescribeUserScramCredentials_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -211,6 +238,11 @@ type AdminServiceServer interface {
 	CreateAcls(context.Context, *CreateAclsRequest) (*CreateAclsResponse, error)
 	DescribeAcls(context.Context, *DescribeAclsRequest) (*DescribeAclsResponse, error)
 	DeleteAcls(context.Context, *DeleteAclsRequest) (*DeleteAclsResponse, error)
+	// AlterUserScramCredentials and DescribeUserScramCredentials manage the
+	// users that authenticate with SASL SCRAM or PLAIN on the Kafka listener
+	// (Kafka's APIs of the same names); the controller serves them.
+	AlterUserScramCredentials(context.Context, *AlterUserScramCredentialsRequest) (*AlterUserScramCredentialsResponse, error)
+	DescribeUserScramCredentials(context.Context, *DescribeUserScramCredentialsRequest) (*DescribeUserScramCredentialsResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -256,6 +288,12 @@ func (UnimplementedAdminServiceServer) DescribeAcls(context.Context, *DescribeAc
 }
 func (UnimplementedAdminServiceServer) DeleteAcls(context.Context, *DeleteAclsRequest) (*DeleteAclsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteAcls not implemented")
+}
+func (UnimplementedAdminServiceServer) AlterUserScramCredentials(context.Context, *AlterUserScramCredentialsRequest) (*AlterUserScramCredentialsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AlterUserScramCredentials not implemented")
+}
+func (UnimplementedAdminServiceServer) DescribeUserScramCredentials(context.Context, *DescribeUserScramCredentialsRequest) (*DescribeUserScramCredentialsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DescribeUserScramCredentials not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -494,6 +532,42 @@ func _AdminService_DeleteAcls_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_AlterUserScramCredentials_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AlterUserScramCredentialsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).AlterUserScramCredentials(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_AlterUserScramCredentials_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).AlterUserScramCredentials(ctx, req.(*AlterUserScramCredentialsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_DescribeUserScramCredentials_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DescribeUserScramCredentialsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).DescribeUserScramCredentials(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_DescribeUserScramCredentials_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).DescribeUserScramCredentials(ctx, req.(*DescribeUserScramCredentialsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -548,6 +622,14 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteAcls",
 			Handler:    _AdminService_DeleteAcls_Handler,
+		},
+		{
+			MethodName: "AlterUserScramCredentials",
+			Handler:    _AdminService_AlterUserScramCredentials_Handler,
+		},
+		{
+			MethodName: "DescribeUserScramCredentials",
+			Handler:    _AdminService_DescribeUserScramCredentials_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -128,6 +128,11 @@ const (
 	// The connection carries no identity the server accepts (no client
 	// certificate where one is required, failed SASL).
 	ErrorCode_ERROR_CODE_SASL_AUTHENTICATION_FAILED ErrorCode = 61
+	// A SCRAM credential the server refuses (iterations out of bounds, a
+	// salt or salted password of the wrong shape).
+	ErrorCode_ERROR_CODE_UNACCEPTABLE_CREDENTIAL ErrorCode = 62
+	// The named resource (a user's credential) does not exist.
+	ErrorCode_ERROR_CODE_RESOURCE_NOT_FOUND ErrorCode = 63
 )
 
 // Enum value maps for ErrorCode.
@@ -195,6 +200,8 @@ var (
 		59: "ERROR_CODE_GROUP_AUTHORIZATION_FAILED",
 		60: "ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED",
 		61: "ERROR_CODE_SASL_AUTHENTICATION_FAILED",
+		62: "ERROR_CODE_UNACCEPTABLE_CREDENTIAL",
+		63: "ERROR_CODE_RESOURCE_NOT_FOUND",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_NONE":                             0,
@@ -259,6 +266,8 @@ var (
 		"ERROR_CODE_GROUP_AUTHORIZATION_FAILED":       59,
 		"ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED":     60,
 		"ERROR_CODE_SASL_AUTHENTICATION_FAILED":       61,
+		"ERROR_CODE_UNACCEPTABLE_CREDENTIAL":          62,
+		"ERROR_CODE_RESOURCE_NOT_FOUND":               63,
 	}
 )
 
@@ -585,7 +594,7 @@ const file_twinlog_v1_common_proto_rawDesc = "" +
 	"\x06Cursor\x12\x1d\n" +
 	"\n" +
 	"topic_name\x18\x01 \x01(\tR\ttopicName\x12'\n" +
-	"\x0fpartition_index\x18\x02 \x01(\x05R\x0epartitionIndex*\xa8\x12\n" +
+	"\x0fpartition_index\x18\x02 \x01(\x05R\x0epartitionIndex*\xf3\x12\n" +
 	"\tErrorCode\x12\x13\n" +
 	"\x0fERROR_CODE_NONE\x10\x00\x12#\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\x01\x12%\n" +
@@ -649,7 +658,9 @@ const file_twinlog_v1_common_proto_rawDesc = "" +
 	"$ERROR_CODE_GROUP_SUBSCRIBED_TO_TOPIC\x10:\x12)\n" +
 	"%ERROR_CODE_GROUP_AUTHORIZATION_FAILED\x10;\x12+\n" +
 	"'ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED\x10<\x12)\n" +
-	"%ERROR_CODE_SASL_AUTHENTICATION_FAILED\x10=*\x87\x01\n" +
+	"%ERROR_CODE_SASL_AUTHENTICATION_FAILED\x10=\x12&\n" +
+	"\"ERROR_CODE_UNACCEPTABLE_CREDENTIAL\x10>\x12!\n" +
+	"\x1dERROR_CODE_RESOURCE_NOT_FOUND\x10?*\x87\x01\n" +
 	"\x13LeaderRecoveryState\x12%\n" +
 	"!LEADER_RECOVERY_STATE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fLEADER_RECOVERY_STATE_RECOVERED\x10\x01\x12$\n" +

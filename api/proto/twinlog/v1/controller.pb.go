@@ -938,7 +938,7 @@ func (x *FetchMetadataRequest) GetSnapshotCursor() *SnapshotCursor {
 
 // SnapshotCursor names a position in one stored snapshot. The snapshot's
 // items form one sequence, brokers, then topics, then partitions, then
-// mirrors, then ACL bindings, each in the stored order; position counts items of that sequence
+// mirrors, then ACL bindings, then SCRAM credentials, each in the stored order; position counts items of that sequence
 // from 0.
 type SnapshotCursor struct {
 	state protoimpl.MessageState `protogen:"open.v1"`

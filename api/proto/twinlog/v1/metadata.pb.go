@@ -655,10 +655,14 @@ type MetadataDelta struct {
 	ProducerIds    *ProducerIdsRecord     `protobuf:"bytes,10,opt,name=producer_ids,json=producerIds,proto3" json:"producer_ids,omitempty"`
 	// acls are bindings added, removed_acls bindings removed (a binding is its
 	// seven fields).
-	Acls          []*AclBinding `protobuf:"bytes,11,rep,name=acls,proto3" json:"acls,omitempty"`
-	RemovedAcls   []*AclBinding `protobuf:"bytes,12,rep,name=removed_acls,json=removedAcls,proto3" json:"removed_acls,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Acls        []*AclBinding `protobuf:"bytes,11,rep,name=acls,proto3" json:"acls,omitempty"`
+	RemovedAcls []*AclBinding `protobuf:"bytes,12,rep,name=removed_acls,json=removedAcls,proto3" json:"removed_acls,omitempty"`
+	// scram_credentials are users' credentials set; removed_scram_credentials
+	// those removed (name and mechanism).
+	ScramCredentials        []*UserScramCredentialRecord `protobuf:"bytes,13,rep,name=scram_credentials,json=scramCredentials,proto3" json:"scram_credentials,omitempty"`
+	RemovedScramCredentials []*UserScramCredentialRecord `protobuf:"bytes,14,rep,name=removed_scram_credentials,json=removedScramCredentials,proto3" json:"removed_scram_credentials,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *MetadataDelta) Reset() {
@@ -775,20 +779,35 @@ func (x *MetadataDelta) GetRemovedAcls() []*AclBinding {
 	return nil
 }
 
+func (x *MetadataDelta) GetScramCredentials() []*UserScramCredentialRecord {
+	if x != nil {
+		return x.ScramCredentials
+	}
+	return nil
+}
+
+func (x *MetadataDelta) GetRemovedScramCredentials() []*UserScramCredentialRecord {
+	if x != nil {
+		return x.RemovedScramCredentials
+	}
+	return nil
+}
+
 // MetadataSnapshot is the whole metadata image at an offset.
 type MetadataSnapshot struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Offset        int64                  `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
-	ClusterId     string                 `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
-	Brokers       []*BrokerRecord        `protobuf:"bytes,3,rep,name=brokers,proto3" json:"brokers,omitempty"`
-	Topics        []*TopicRecord         `protobuf:"bytes,4,rep,name=topics,proto3" json:"topics,omitempty"`
-	Partitions    []*PartitionRecord     `protobuf:"bytes,5,rep,name=partitions,proto3" json:"partitions,omitempty"`
-	Mirrors       []*MirrorRecord        `protobuf:"bytes,6,rep,name=mirrors,proto3" json:"mirrors,omitempty"`
-	ClusterConfig *ClusterConfigRecord   `protobuf:"bytes,7,opt,name=cluster_config,json=clusterConfig,proto3" json:"cluster_config,omitempty"`
-	ProducerIds   *ProducerIdsRecord     `protobuf:"bytes,8,opt,name=producer_ids,json=producerIds,proto3" json:"producer_ids,omitempty"`
-	Acls          []*AclBinding          `protobuf:"bytes,9,rep,name=acls,proto3" json:"acls,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state            protoimpl.MessageState       `protogen:"open.v1"`
+	Offset           int64                        `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	ClusterId        string                       `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Brokers          []*BrokerRecord              `protobuf:"bytes,3,rep,name=brokers,proto3" json:"brokers,omitempty"`
+	Topics           []*TopicRecord               `protobuf:"bytes,4,rep,name=topics,proto3" json:"topics,omitempty"`
+	Partitions       []*PartitionRecord           `protobuf:"bytes,5,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	Mirrors          []*MirrorRecord              `protobuf:"bytes,6,rep,name=mirrors,proto3" json:"mirrors,omitempty"`
+	ClusterConfig    *ClusterConfigRecord         `protobuf:"bytes,7,opt,name=cluster_config,json=clusterConfig,proto3" json:"cluster_config,omitempty"`
+	ProducerIds      *ProducerIdsRecord           `protobuf:"bytes,8,opt,name=producer_ids,json=producerIds,proto3" json:"producer_ids,omitempty"`
+	Acls             []*AclBinding                `protobuf:"bytes,9,rep,name=acls,proto3" json:"acls,omitempty"`
+	ScramCredentials []*UserScramCredentialRecord `protobuf:"bytes,10,rep,name=scram_credentials,json=scramCredentials,proto3" json:"scram_credentials,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *MetadataSnapshot) Reset() {
@@ -884,6 +903,13 @@ func (x *MetadataSnapshot) GetAcls() []*AclBinding {
 	return nil
 }
 
+func (x *MetadataSnapshot) GetScramCredentials() []*UserScramCredentialRecord {
+	if x != nil {
+		return x.ScramCredentials
+	}
+	return nil
+}
+
 var File_twinlog_v1_metadata_proto protoreflect.FileDescriptor
 
 const file_twinlog_v1_metadata_proto_rawDesc = "" +
@@ -953,7 +979,7 @@ const file_twinlog_v1_metadata_proto_rawDesc = "" +
 	"\x11ProducerIdsRecord\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12!\n" +
 	"\fbroker_epoch\x18\x02 \x01(\x03R\vbrokerEpoch\x12(\n" +
-	"\x10next_producer_id\x18\x03 \x01(\x03R\x0enextProducerId\"\xe7\x04\n" +
+	"\x10next_producer_id\x18\x03 \x01(\x03R\x0enextProducerId\"\x9e\x06\n" +
 	"\rMetadataDelta\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x122\n" +
 	"\abrokers\x18\x02 \x03(\v2\x18.twinlog.v1.BrokerRecordR\abrokers\x12/\n" +
@@ -969,7 +995,9 @@ const file_twinlog_v1_metadata_proto_rawDesc = "" +
 	"\fproducer_ids\x18\n" +
 	" \x01(\v2\x1d.twinlog.v1.ProducerIdsRecordR\vproducerIds\x12*\n" +
 	"\x04acls\x18\v \x03(\v2\x16.twinlog.v1.AclBindingR\x04acls\x129\n" +
-	"\fremoved_acls\x18\f \x03(\v2\x16.twinlog.v1.AclBindingR\vremovedAcls\"\xd5\x03\n" +
+	"\fremoved_acls\x18\f \x03(\v2\x16.twinlog.v1.AclBindingR\vremovedAcls\x12R\n" +
+	"\x11scram_credentials\x18\r \x03(\v2%.twinlog.v1.UserScramCredentialRecordR\x10scramCredentials\x12a\n" +
+	"\x19removed_scram_credentials\x18\x0e \x03(\v2%.twinlog.v1.UserScramCredentialRecordR\x17removedScramCredentials\"\xa9\x04\n" +
 	"\x10MetadataSnapshot\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x1d\n" +
 	"\n" +
@@ -982,7 +1010,9 @@ const file_twinlog_v1_metadata_proto_rawDesc = "" +
 	"\amirrors\x18\x06 \x03(\v2\x18.twinlog.v1.MirrorRecordR\amirrors\x12F\n" +
 	"\x0ecluster_config\x18\a \x01(\v2\x1f.twinlog.v1.ClusterConfigRecordR\rclusterConfig\x12@\n" +
 	"\fproducer_ids\x18\b \x01(\v2\x1d.twinlog.v1.ProducerIdsRecordR\vproducerIds\x12*\n" +
-	"\x04acls\x18\t \x03(\v2\x16.twinlog.v1.AclBindingR\x04aclsB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
+	"\x04acls\x18\t \x03(\v2\x16.twinlog.v1.AclBindingR\x04acls\x12R\n" +
+	"\x11scram_credentials\x18\n" +
+	" \x03(\v2%.twinlog.v1.UserScramCredentialRecordR\x10scramCredentialsB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
 
 var (
 	file_twinlog_v1_metadata_proto_rawDescOnce sync.Once
@@ -998,21 +1028,22 @@ func file_twinlog_v1_metadata_proto_rawDescGZIP() []byte {
 
 var file_twinlog_v1_metadata_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_twinlog_v1_metadata_proto_goTypes = []any{
-	(*BrokerRecord)(nil),        // 0: twinlog.v1.BrokerRecord
-	(*TopicRecord)(nil),         // 1: twinlog.v1.TopicRecord
-	(*PartitionRecord)(nil),     // 2: twinlog.v1.PartitionRecord
-	(*MirrorTopicRecord)(nil),   // 3: twinlog.v1.MirrorTopicRecord
-	(*MirrorRecord)(nil),        // 4: twinlog.v1.MirrorRecord
-	(*ClusterConfigRecord)(nil), // 5: twinlog.v1.ClusterConfigRecord
-	(*ProducerIdsRecord)(nil),   // 6: twinlog.v1.ProducerIdsRecord
-	(*MetadataDelta)(nil),       // 7: twinlog.v1.MetadataDelta
-	(*MetadataSnapshot)(nil),    // 8: twinlog.v1.MetadataSnapshot
-	nil,                         // 9: twinlog.v1.TopicRecord.ConfigsEntry
-	nil,                         // 10: twinlog.v1.ClusterConfigRecord.ConfigsEntry
-	(LeaderRecoveryState)(0),    // 11: twinlog.v1.LeaderRecoveryState
-	(*TruncationPoint)(nil),     // 12: twinlog.v1.TruncationPoint
-	(MirrorState)(0),            // 13: twinlog.v1.MirrorState
-	(*AclBinding)(nil),          // 14: twinlog.v1.AclBinding
+	(*BrokerRecord)(nil),              // 0: twinlog.v1.BrokerRecord
+	(*TopicRecord)(nil),               // 1: twinlog.v1.TopicRecord
+	(*PartitionRecord)(nil),           // 2: twinlog.v1.PartitionRecord
+	(*MirrorTopicRecord)(nil),         // 3: twinlog.v1.MirrorTopicRecord
+	(*MirrorRecord)(nil),              // 4: twinlog.v1.MirrorRecord
+	(*ClusterConfigRecord)(nil),       // 5: twinlog.v1.ClusterConfigRecord
+	(*ProducerIdsRecord)(nil),         // 6: twinlog.v1.ProducerIdsRecord
+	(*MetadataDelta)(nil),             // 7: twinlog.v1.MetadataDelta
+	(*MetadataSnapshot)(nil),          // 8: twinlog.v1.MetadataSnapshot
+	nil,                               // 9: twinlog.v1.TopicRecord.ConfigsEntry
+	nil,                               // 10: twinlog.v1.ClusterConfigRecord.ConfigsEntry
+	(LeaderRecoveryState)(0),          // 11: twinlog.v1.LeaderRecoveryState
+	(*TruncationPoint)(nil),           // 12: twinlog.v1.TruncationPoint
+	(MirrorState)(0),                  // 13: twinlog.v1.MirrorState
+	(*AclBinding)(nil),                // 14: twinlog.v1.AclBinding
+	(*UserScramCredentialRecord)(nil), // 15: twinlog.v1.UserScramCredentialRecord
 }
 var file_twinlog_v1_metadata_proto_depIdxs = []int32{
 	9,  // 0: twinlog.v1.TopicRecord.configs:type_name -> twinlog.v1.TopicRecord.ConfigsEntry
@@ -1029,18 +1060,21 @@ var file_twinlog_v1_metadata_proto_depIdxs = []int32{
 	6,  // 11: twinlog.v1.MetadataDelta.producer_ids:type_name -> twinlog.v1.ProducerIdsRecord
 	14, // 12: twinlog.v1.MetadataDelta.acls:type_name -> twinlog.v1.AclBinding
 	14, // 13: twinlog.v1.MetadataDelta.removed_acls:type_name -> twinlog.v1.AclBinding
-	0,  // 14: twinlog.v1.MetadataSnapshot.brokers:type_name -> twinlog.v1.BrokerRecord
-	1,  // 15: twinlog.v1.MetadataSnapshot.topics:type_name -> twinlog.v1.TopicRecord
-	2,  // 16: twinlog.v1.MetadataSnapshot.partitions:type_name -> twinlog.v1.PartitionRecord
-	4,  // 17: twinlog.v1.MetadataSnapshot.mirrors:type_name -> twinlog.v1.MirrorRecord
-	5,  // 18: twinlog.v1.MetadataSnapshot.cluster_config:type_name -> twinlog.v1.ClusterConfigRecord
-	6,  // 19: twinlog.v1.MetadataSnapshot.producer_ids:type_name -> twinlog.v1.ProducerIdsRecord
-	14, // 20: twinlog.v1.MetadataSnapshot.acls:type_name -> twinlog.v1.AclBinding
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	15, // 14: twinlog.v1.MetadataDelta.scram_credentials:type_name -> twinlog.v1.UserScramCredentialRecord
+	15, // 15: twinlog.v1.MetadataDelta.removed_scram_credentials:type_name -> twinlog.v1.UserScramCredentialRecord
+	0,  // 16: twinlog.v1.MetadataSnapshot.brokers:type_name -> twinlog.v1.BrokerRecord
+	1,  // 17: twinlog.v1.MetadataSnapshot.topics:type_name -> twinlog.v1.TopicRecord
+	2,  // 18: twinlog.v1.MetadataSnapshot.partitions:type_name -> twinlog.v1.PartitionRecord
+	4,  // 19: twinlog.v1.MetadataSnapshot.mirrors:type_name -> twinlog.v1.MirrorRecord
+	5,  // 20: twinlog.v1.MetadataSnapshot.cluster_config:type_name -> twinlog.v1.ClusterConfigRecord
+	6,  // 21: twinlog.v1.MetadataSnapshot.producer_ids:type_name -> twinlog.v1.ProducerIdsRecord
+	14, // 22: twinlog.v1.MetadataSnapshot.acls:type_name -> twinlog.v1.AclBinding
+	15, // 23: twinlog.v1.MetadataSnapshot.scram_credentials:type_name -> twinlog.v1.UserScramCredentialRecord
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_metadata_proto_init() }
