@@ -39,7 +39,7 @@ func TestAlterUserScramCredentials(t *testing.T) {
 	s := New(Config{ClusterID: "a"})
 	d, resp := s.AlterUserScramCredentials(&twinlogv1.AlterUserScramCredentialsRequest{Upsertions: []*twinlogv1.ScramCredentialUpsertion{
 		upsert("alice", sha512m, 8192, "pw"), upsert("alice", sha256m, 4096, "pw"), upsert("bob", sha512m, 4096, "pw"),
-		upsert("carol", sha512m, 100, "pw"), // too few iterations
+		upsert("carol", sha512m, 100, "pw"),                                       // too few iterations
 		upsert("dave", sha512m, 4096, "pw"), upsert("dave", sha512m, 4096, "pw2"), // twice
 		upsert("", sha512m, 4096, "pw"),
 		{Name: "erin", Mechanism: 7, Iterations: 4096, Salt: []byte("s"), SaltedPassword: make([]byte, 64)},
