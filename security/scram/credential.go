@@ -140,3 +140,17 @@ func hmacSum(m Mechanism, key, msg []byte) []byte {
 	mac.Write(msg)
 	return mac.Sum(nil)
 }
+
+// SaltedPassword is what a client sends to set a credential without
+// sending the password (AlterUserScramCredentials): PBKDF2 of password
+// with salt and iterations under m's hash. Parameters are checked as by
+// NewCredential.
+func SaltedPassword(m Mechanism, password string, salt []byte, iterations int) ([]byte, error) {
+	if err := checkParams(m, salt, iterations); err != nil {
+		return nil, err
+	}
+	if password == "" {
+		return nil, errors.New("scram: empty password")
+	}
+	return saltedPassword(m, password, salt, iterations)
+}

@@ -138,3 +138,25 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestSaltedPasswordRoundTrip: what a client derives and sends gives the
+// server the credential the password gives.
+func TestSaltedPasswordRoundTrip(t *testing.T) {
+	for _, m := range []Mechanism{SHA256, SHA512} {
+		salted, err := SaltedPassword(m, "pencil", []byte("salt"), 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := FromSaltedPassword(m, salted, []byte("salt"), 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := NewCredential(m, "pencil", []byte("salt"), 4096)
+		if !bytes.Equal(got.StoredKey, want.StoredKey) || !bytes.Equal(got.ServerKey, want.ServerKey) {
+			t.Fatalf("%v: %+v, want %+v", m, got, want)
+		}
+		if _, err := SaltedPassword(m, "", []byte("salt"), 4096); err == nil {
+			t.Fatal("empty password accepted")
+		}
+	}
+}
