@@ -41,6 +41,11 @@ func (c *Controller) ControllerService() twinlogv1.ControllerServiceServer {
 	return controllerServer{c: c}
 }
 
+// Interceptor is the authorization the gRPC server applies before every
+// handler, for in-process callers that call the services directly (the
+// simulator routes its calls through it, with each caller's principal).
+func (c *Controller) Interceptor() grpc.UnaryServerInterceptor { return c.authz.UnaryInterceptor() }
+
 // AdminService is the operator-facing service, for in-process callers (the
 // simulator's operator).
 func (c *Controller) AdminService() twinlogv1.AdminServiceServer {

@@ -166,14 +166,14 @@ func askController[Resp any](b *simBroker, reqKind, respKind string, timeoutMs i
 func (e simSession) Register(req *pb.RegisterBrokerRequest, done func(*pb.RegisterBrokerResponse, error)) {
 	b := e.b
 	askController(b, "register", "register-resp", b.s.cfg.RPCTimeoutMs, func(c *controller) *pb.RegisterBrokerResponse {
-		return rpc(c, fmt.Sprintf("register %d", b.id), false, c.svc.RegisterBroker, req)
+		return rpc(c, fmt.Sprintf("register %d", b.id), false, brokerCaller(int32(b.id), pb.ControllerService_RegisterBroker_FullMethodName), c.svc.RegisterBroker, req)
 	}, done)
 }
 
 func (e simSession) Heartbeat(req *pb.BrokerHeartbeatRequest, done func(*pb.BrokerHeartbeatResponse, error)) {
 	b := e.b
 	askController(b, "heartbeat", "heartbeat-resp", b.s.cfg.RPCTimeoutMs, func(c *controller) *pb.BrokerHeartbeatResponse {
-		return rpc(c, fmt.Sprintf("heartbeat %d", b.id), false, c.svc.BrokerHeartbeat, req)
+		return rpc(c, fmt.Sprintf("heartbeat %d", b.id), false, brokerCaller(int32(b.id), pb.ControllerService_BrokerHeartbeat_FullMethodName), c.svc.BrokerHeartbeat, req)
 	}, done)
 }
 
@@ -610,7 +610,7 @@ func (a simAlter) After(d time.Duration, f func()) { a.p.b.s.after(d.Millisecond
 func (a simAlter) Call(ap replica.AlterPartitionProposal, answer func(bool, *pb.AlterPartitionResponse)) {
 	p, b, s := a.p, a.p.b, a.p.b.s
 	askController(b, "alter-partition", "alter-partition-resp", s.cfg.RPCTimeoutMs, func(c *controller) *pb.AlterPartitionResponse {
-		resp := rpc(c, fmt.Sprintf("alter-partition %d", b.id), false, c.svc.AlterPartition, ap.Request)
+		resp := rpc(c, fmt.Sprintf("alter-partition %d", b.id), false, brokerCaller(int32(b.id), pb.ControllerService_AlterPartition_FullMethodName), c.svc.AlterPartition, ap.Request)
 		s.tracef("ctl alter-partition from %d seq %d: %v", b.id, ap.Seq, shortCode(resp.GetError()))
 		return resp
 	}, func(resp *pb.AlterPartitionResponse, err error) {

@@ -5,11 +5,17 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
+
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	ctlshell "github.com/twinlog/twinlog/controller"
 	"github.com/twinlog/twinlog/controller/memstore"
 	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/metadata"
+	"github.com/twinlog/twinlog/security/acl"
+	"github.com/twinlog/twinlog/security/authz"
+	"github.com/twinlog/twinlog/security/transport"
 )
 
 // controller is one cluster's controller: the shipped shell
@@ -61,6 +67,10 @@ func (c *controller) start(store *memstore.Store) {
 		// through a snapshot of several pages.
 		RetainDeltas:  compactRetain,
 		MaxFetchBytes: 300,
+		// Every call goes through the authorizer (rpc): brokers act only as
+		// themselves (the template), the operator is a super user.
+		Authz: authz.Config{Enabled: true, BrokerPrincipalTemplate: "User:broker-{id}",
+			ACL: acl.Config{SuperUsers: simSuperUsers(s.report.Brokers)}},
 	}, ctlshell.Deps{
 		// The state machine's clock is the simulator's: ms since the start.
 		Now:       func() time.Time { return time.UnixMilli(s.now) },
@@ -142,16 +152,47 @@ func (c *controller) do(what string, fn func(st *metastate.State) *pb.MetadataDe
 // rpc calls a broker-facing RPC of the shell, as its gRPC server would.
 // An error (none is expected: the in-memory store does not fail) fails
 // the run.
-func rpc[Req, Resp any](c *controller, what string, bumped bool, call func(context.Context, Req) (Resp, error), req Req) Resp {
+func rpc[Req, Resp any](c *controller, what string, bumped bool, as caller, call func(context.Context, Req) (Resp, error), req Req) Resp {
 	var resp Resp
 	c.call(what, bumped, func() {
-		var err error
-		if resp, err = call(context.Background(), req); err != nil {
+		ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: simAddr{}, AuthInfo: transport.AuthInfo{Principal: as.principal}})
+		out, err := c.shell.Interceptor()(ctx, req, &grpc.UnaryServerInfo{FullMethod: as.method}, func(ctx context.Context, req any) (any, error) {
+			return call(ctx, req.(Req))
+		})
+		if err != nil {
 			c.s.fail("controller rpc", "%s: %v", what, err)
+			return
 		}
+		resp = out.(Resp)
 	})
 	return resp
 }
+
+// caller is who makes an RPC and which: the principal the authorizer sees
+// and the RPC's full method name.
+type caller struct{ principal, method string }
+
+func brokerCaller(id int32, method string) caller {
+	return caller{fmt.Sprintf("User:broker-%d", id), method}
+}
+
+// operatorCaller is the simulated operator, a super user.
+func operatorCaller(method string) caller { return caller{"User:operator", method} }
+
+// simSuperUsers are the operator and the brokers 1..n.
+func simSuperUsers(n int) []string {
+	out := []string{"User:operator"}
+	for id := 1; id <= n; id++ {
+		out = append(out, fmt.Sprintf("User:broker-%d", id))
+	}
+	return out
+}
+
+// simAddr is every simulated caller's address.
+type simAddr struct{}
+
+func (simAddr) Network() string { return "sim" }
+func (simAddr) String() string  { return "sim" }
 
 func (c *controller) tick() {
 	c.call("tick", false, func() {
@@ -240,7 +281,7 @@ func (c *controller) compact() {
 // fetchMetadata is a broker's FetchMetadata, without a long-poll wait
 // (brokers poll on their own timer here).
 func (c *controller) fetchMetadata(req *pb.FetchMetadataRequest) *pb.FetchMetadataResponse {
-	return rpc(c, "fetch-metadata", false, c.svc.FetchMetadata, req)
+	return rpc(c, "fetch-metadata", false, brokerCaller(req.GetBrokerId(), pb.ControllerService_FetchMetadata_FullMethodName), c.svc.FetchMetadata, req)
 }
 
 func shortRecovery(r pb.LeaderRecoveryState) string {

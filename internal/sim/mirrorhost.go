@@ -239,7 +239,7 @@ func (e simEnv) Bump(a plan.BumpLeaderEpoch, done func(twinlog.Epoch, pb.ErrorCo
 	s.tracef("mirror %s broker %d: bump LE %d min %d truncation %d", p.key, b.id, a.LeaderEpoch, a.MinLeaderEpoch, a.TruncationOffset)
 	s.net.send(b.node(), controllerNode, "bump-leader-epoch", func() {
 		c := s.ctl
-		resp := rpc(c, fmt.Sprintf("bump %d", b.id), true, c.svc.BumpLeaderEpoch, req)
+		resp := rpc(c, fmt.Sprintf("bump %d", b.id), true, brokerCaller(int32(b.id), pb.ControllerService_BumpLeaderEpoch_FullMethodName), c.svc.BumpLeaderEpoch, req)
 		if resp.GetError() == pb.ErrorCode_ERROR_CODE_NONE && req.GetTruncationOffset() >= 0 {
 			w.recordTruncationPoint(s, p.key, resp.GetLeaderEpoch(), req.GetTruncationOffset())
 		}

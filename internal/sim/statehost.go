@@ -259,7 +259,7 @@ func (w *world) reviveState(s *Sim) {
 		}
 		req := &pb.ElectLeadersRequest{Type: pb.ElectionType_ELECTION_TYPE_UNCLEAN,
 			Partitions: []*pb.TopicPartitions{{Topic: state.Topic, Partitions: []int32{part}}}}
-		resp := rpc(s.ctl, "operator elect-unclean", false, s.ctl.admin.ElectLeaders, req)
+		resp := rpc(s.ctl, "operator elect-unclean", false, operatorCaller(pb.AdminService_ElectLeaders_FullMethodName), s.ctl.admin.ElectLeaders, req)
 		s.tracef("operator: %s-%d has no leader, ISR or ELR: ElectLeaders UNCLEAN: %v", state.Topic, part, resp.GetResults())
 		w.rep.StateRevivals++
 		w.stateHW[s], w.stateViews[s], w.stateAckedView[s] = 0, nil, nil
