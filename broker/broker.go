@@ -446,7 +446,7 @@ func (b *Broker) Run(ctx context.Context) error {
 		b.kafka = kafka.NewServer(kafka.Config{
 			BrokerID: int32(b.cfg.ID), MaxRequestBytes: b.cfg.KafkaMaxRequestBytes,
 			Logger: b.log.With("listener", "kafka"), InvalidRequest: ErrInvalidRequest, Observer: kobs,
-			Groups: groups, Authorizer: kafkaAuthorizer{b},
+			Groups: groups, Authorizer: kafkaAuthorizer{b}, SASL: b.kafkaSASL(),
 		}, b, kafkaAdmin{adminServer{b: b}})
 		go func() {
 			// Connections wait in the listen backlog until the image has
@@ -455,7 +455,7 @@ func (b *Broker) Run(ctx context.Context) error {
 			case <-b.caughtUp:
 			case <-b.runCtx.Done():
 			}
-			if err := b.kafka.Serve(b.tls.Listen(b.klis)); !errors.Is(err, kafka.ErrServerClosed) {
+			if err := b.kafka.Serve(b.kafkaListener()); !errors.Is(err, kafka.ErrServerClosed) {
 				b.log.Error("kafka listener stopped", "err", err)
 			}
 		}()

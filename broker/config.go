@@ -67,6 +67,11 @@ type Config struct {
 	// KafkaMaxRequestBytes is socket.request.max.bytes (default
 	// kafka.DefaultMaxRequestBytes).
 	KafkaMaxRequestBytes int32
+	// SASLMechanisms are the Kafka listener's SASL mechanisms
+	// (sasl.enabled.mechanisms; empty: no SASL). With them, the listener
+	// asks for a client certificate without requiring one, and a client
+	// without one must authenticate with SASL.
+	SASLMechanisms []string
 	// Authz configures authorization of both listeners (authorizer.enabled,
 	// super.users, ...; security/authz); the ACLs come from the metadata.
 	Authz authz.Config

@@ -2,14 +2,19 @@ package broker
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/tls"
 	"net"
 	"slices"
 
 	"google.golang.org/grpc"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/kafka"
+	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/security/acl"
 	"github.com/twinlog/twinlog/security/authz"
+	"github.com/twinlog/twinlog/security/scram"
 )
 
 // server.go: gRPC handlers only decode, call the Broker, encode and map
@@ -142,6 +147,32 @@ type kafkaAdmin struct{ adminServer }
 
 func (k kafkaAdmin) DescribeTopicPartitions(_ context.Context, req *pb.DescribeTopicPartitionsRequest) (*pb.DescribeTopicPartitionsResponse, error) {
 	return k.b.describeTopicPartitions(req, nil), nil
+}
+
+// kafkaSASL is the Kafka listener's SASL configuration (nil without
+// mechanisms): credentials from the metadata image.
+func (b *Broker) kafkaSASL() *kafka.SASL {
+	if len(b.cfg.SASLMechanisms) == 0 {
+		return nil
+	}
+	return &kafka.SASL{Mechanisms: b.cfg.SASLMechanisms, Lookup: b.scramCredential, Random: rand.Reader}
+}
+
+// scramCredential looks a user's SCRAM credential up in the image.
+func (b *Broker) scramCredential(user string, m scram.Mechanism) (scram.Credential, bool) {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	return metadata.ScramLookup(b.image)(user, m)
+}
+
+// kafkaListener is the Kafka listener with TLS: with SASL, a client
+// certificate is asked for but not required (SASL authenticates the
+// clients without one).
+func (b *Broker) kafkaListener() net.Listener {
+	if len(b.cfg.SASLMechanisms) > 0 {
+		return b.tls.ListenClientAuth(b.klis, tls.VerifyClientCertIfGiven)
+	}
+	return b.tls.Listen(b.klis)
 }
 
 // kafkaAuthorizer is the Kafka listener's Authorizer: the connection's

@@ -14,6 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	saslplain "github.com/twmb/franz-go/pkg/sasl/plain"
+	saslscram "github.com/twmb/franz-go/pkg/sasl/scram"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -21,9 +24,11 @@ import (
 	grpcstatus "google.golang.org/grpc/status"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker"
 	"github.com/twinlog/twinlog/security/acl"
 	"github.com/twinlog/twinlog/security/authz"
 	"github.com/twinlog/twinlog/security/pki"
+	"github.com/twinlog/twinlog/security/scram"
 	"github.com/twinlog/twinlog/security/tlsfiles"
 	"github.com/twinlog/twinlog/security/transport"
 )
@@ -328,5 +333,99 @@ func TestSecureKafka(t *testing.T) {
 	defer cancelShort()
 	if _, err := kadm.NewClient(plain).ListTopics(short); err == nil {
 		t.Fatal("a plaintext Kafka client got an answer")
+	}
+}
+
+// TestSecureKafkaSASL: with sasl.enabled.mechanisms, a Kafka client
+// without a certificate authenticates with SCRAM (a user set through
+// AlterUserScramCredentials, as twinctl users set-password does) and gets
+// its user's ACLs; a wrong password and no SASL at all get nothing.
+func TestSecureKafkaSASL(t *testing.T) {
+	p := newSecurePKI(t)
+	supers := []string{"User:controller", "User:broker-1", "User:broker-2", "User:broker-3", "User:admin"}
+	c := NewCluster(t, Options{Brokers: 3,
+		Transport: func(node string) *transport.Transport {
+			cn := strings.TrimPrefix(node, "a-")
+			switch {
+			case cn == "client":
+				cn = "admin"
+			case cn != "controller":
+				cn = "broker-" + cn
+			}
+			return p.transport(node, cn)
+		},
+		Configure: func(cfg *broker.Config) { cfg.SASLMechanisms = []string{"SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"} },
+		Authz:     authz.Config{Enabled: true, ACL: acl.Config{SuperUsers: supers}, BrokerPrincipalTemplate: "User:broker-{id}"},
+	})
+	c.CreateTopic("orders", 1, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	salt := []byte("0123456789abcdefghijklmn")
+	salted, err := scram.SaltedPassword(scram.SHA512, "s3cret", salt, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Admin().AlterUserScramCredentials(ctx, &pb.AlterUserScramCredentialsRequest{Upsertions: []*pb.ScramCredentialUpsertion{{
+		Name: "alice", Mechanism: pb.ScramMechanism_SCRAM_MECHANISM_SCRAM_SHA_512, Iterations: 4096, Salt: salt, SaltedPassword: salted}}})
+	if err != nil || resp.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+		t.Fatalf("AlterUserScramCredentials: %v %v", resp, err)
+	}
+	grant := func(op pb.AclOperation) {
+		r, err := c.Admin().CreateAcls(ctx, &pb.CreateAclsRequest{Creations: []*pb.AclBinding{{
+			ResourceType: pb.AclResourceType_ACL_RESOURCE_TYPE_TOPIC, ResourceName: "orders", PatternType: pb.AclPatternType_ACL_PATTERN_TYPE_LITERAL,
+			Principal: "User:alice", Host: "*", Operation: op, Permission: pb.AclPermission_ACL_PERMISSION_ALLOW}}})
+		if err != nil || r.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+			t.Fatalf("CreateAcls: %v %v", r, err)
+		}
+	}
+	grant(pb.AclOperation_ACL_OPERATION_WRITE)
+
+	// TLS without a client certificate: only SASL authenticates.
+	src, err := tlsfiles.Load(tlsfiles.Files{CAFile: p.caFil}, tlsfiles.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := c.KafkaDialer()
+	dialTLS := func(ctx context.Context, network, host string) (net.Conn, error) {
+		conn, err := plain(ctx, network, host)
+		if err != nil {
+			return nil, err
+		}
+		name, _, _ := net.SplitHostPort(host)
+		tc := tls.Client(conn, src.ClientConfig(name))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
+	client := func(opts ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.KafkaAddrs()...), kgo.Dialer(dialTLS),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequestRetries(1), kgo.RetryTimeout(5 * time.Second)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	alice := client(kgo.SASL(saslscram.Auth{User: "alice", Pass: "s3cret"}.AsSha512Mechanism()))
+	pollFor(t, "alice may produce with SCRAM", func() bool {
+		return alice.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte("scram")}).FirstErr() == nil
+	})
+	plainAlice := client(kgo.SASL(saslplain.Auth{User: "alice", Pass: "s3cret"}.AsMechanism()))
+	if err := plainAlice.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte("plain")}).FirstErr(); err != nil {
+		t.Fatalf("alice with PLAIN over TLS: %v", err)
+	}
+
+	short, cancelShort := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelShort()
+	wrong := client(kgo.SASL(saslscram.Auth{User: "alice", Pass: "guess"}.AsSha512Mechanism()))
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(short, wrong); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	anonymous := client()
+	if _, err := kadm.NewClient(anonymous).ListTopics(short); err == nil {
+		t.Fatal("a client without certificate or SASL got an answer")
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // Admin is the cluster's admin API as the broker serves it: the topic,
-// config and ACL operations forwarded to the controller,
+// config, ACL and SCRAM credential operations forwarded to the controller,
 // DescribeTopicPartitions from the broker's metadata (the methods the gRPC
 // admin service calls). The listener authorizes its requests itself
 // (authz.go), with the principal of the Kafka connection: the Admin must
@@ -25,6 +25,8 @@ type Admin interface {
 	CreateAcls(ctx context.Context, req *pb.CreateAclsRequest) (*pb.CreateAclsResponse, error)
 	DeleteAcls(ctx context.Context, req *pb.DeleteAclsRequest) (*pb.DeleteAclsResponse, error)
 	DescribeAcls(ctx context.Context, req *pb.DescribeAclsRequest) (*pb.DescribeAclsResponse, error)
+	AlterUserScramCredentials(ctx context.Context, req *pb.AlterUserScramCredentialsRequest) (*pb.AlterUserScramCredentialsResponse, error)
+	DescribeUserScramCredentials(ctx context.Context, req *pb.DescribeUserScramCredentialsRequest) (*pb.DescribeUserScramCredentialsResponse, error)
 }
 
 // Kafka's config resource types and sources (DescribeConfigs,

@@ -95,9 +95,21 @@ func (s *Server) table() map[int16]api {
 		t[29] = api{min: 0, max: 3, handle: s.describeACLs, fail: failDescribeACLs, timeout: fixed}
 		t[30] = api{min: 0, max: 3, handle: s.createACLs, fail: failCreateACLs, timeout: fixed}
 		t[31] = api{min: 0, max: 3, handle: s.deleteACLs, fail: failDeleteACLs, timeout: fixed}
+		// The SCRAM credential APIs (scramcreds.go): v0, the only version,
+		// with or without Config.SASL, as Kafka serves them.
+		t[50] = api{min: 0, max: 0, handle: s.describeUserSCRAMCredentials, fail: failDescribeUserSCRAMCredentials, timeout: fixed}
+		t[51] = api{min: 0, max: 0, handle: s.alterUserSCRAMCredentials, fail: failAlterUserSCRAMCredentials, timeout: fixed}
 	}
 	if s.cfg.Groups != nil {
 		s.addGroupAPIs(t, fixed)
+	}
+	if s.cfg.SASL != nil {
+		// SaslHandshake v1 only: v0 is followed by raw SASL tokens outside
+		// Kafka's framing, which the listener does not read (v0 is answered
+		// UNSUPPORTED_VERSION). SaslAuthenticate: every version (v1 adds
+		// the session lifetime, v2 is flexible).
+		t[saslHandshakeKey] = api{min: 1, max: 1, handle: s.saslHandshake, fail: failSASLHandshake, timeout: fixed}
+		t[saslAuthenticateKey] = api{min: 0, max: 2, handle: s.saslAuthenticate, fail: failSASLAuthenticate, timeout: fixed}
 	}
 	return t
 }

@@ -13,10 +13,11 @@ import (
 )
 
 // Authorization (issue 17). Every connection has a principal, found once
-// before its first request is read (Authorizer.Principal), and every
-// request is checked against what that principal may do, API by API, with
-// the decisions Kafka's brokers take and the gRPC services take for the
-// same operations (security/authz's rules.go). The decisions are all in
+// before its first request is read (Authorizer.Principal) and, with SASL,
+// replaced by "User:" and the SASL user once it authenticates (sasl.go),
+// and every request is checked against what that principal may do, API by
+// API, with the decisions Kafka's brokers take and the gRPC services take
+// for the same operations (security/authz's rules.go). The decisions are all in
 // this file, one method of access per API; the handlers only leave the
 // denied items out of what they ask the Backend, the Admin or the Groups
 // (no data, no side effect) and answer them with Kafka's codes:
@@ -235,6 +236,13 @@ func (a *access) alterACLs() int16 { return a.clusterCode(acl.Alter) }
 
 // describeACLs: Describe on the cluster.
 func (a *access) describeACLs() int16 { return a.clusterCode(acl.Describe) }
+
+// alterSCRAMCredentials: Alter on the cluster (AlterUserScramCredentials).
+func (a *access) alterSCRAMCredentials() int16 { return a.clusterCode(acl.Alter) }
+
+// describeSCRAMCredentials: Describe on the cluster
+// (DescribeUserScramCredentials).
+func (a *access) describeSCRAMCredentials() int16 { return a.clusterCode(acl.Describe) }
 
 // findCoordinator: Describe on the group for a group key (type 0); other
 // key types have no coordinator in twinlog and go to Groups, which

@@ -243,6 +243,7 @@ type fakeAdmin struct {
 	created     *pb.CreateAclsResponse
 	described   *pb.DescribeAclsResponse
 	deleted     *pb.DeleteAclsResponse
+	scram       credStore // the SCRAM credential methods' (sasl_test.go)
 }
 
 func (a *fakeAdmin) set(change func(a *fakeAdmin)) {

@@ -45,7 +45,34 @@
 //
 // The ACL APIs (CreateAcls, DescribeAcls, DeleteAcls, v0-v3) translate
 // to the AdminService's, forwarded to the controller like the topic APIs;
-// their enums are Kafka's codes on both sides (acls.go).
+// their enums are Kafka's codes on both sides (acls.go). So do the SCRAM
+// credential APIs (DescribeUserScramCredentials, AlterUserScramCredentials,
+// v0), with or without SASL on the listener, as Kafka serves them; a user
+// described twice is DUPLICATE_RESOURCE, as in Kafka (scramcreds.go).
+//
+// # Authentication
+//
+// With Config.SASL, a connection authenticates with SASL (KIP-43, KIP-152;
+// sasl.go) after Authorizer.Principal: SaslHandshake v1 chooses the
+// mechanism (SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN, those Config.SASL
+// enables; PLAIN only over TLS unless PlainWithoutTLS) and SaslAuthenticate
+// v0-v2 carries its messages, which package scram checks against the
+// credentials Config.SASL.Lookup finds. Until it succeeds only ApiVersions,
+// SaslHandshake and SaslAuthenticate are served: any other request, a
+// failed exchange (after its SASL_AUTHENTICATION_FAILED answer, whose
+// message says only what package scram allows), a second handshake or an
+// authenticate before one (after ILLEGAL_SASL_STATE) closes the
+// connection, counted as "authentication", and so does not succeeding
+// within the idle timeout of connecting; a frame is at most 512 KiB
+// (Kafka's sasl.server.max.receive.size) and a SASL message 16 KiB. An
+// unknown mechanism is UNSUPPORTED_SASL_MECHANISM with the connection's
+// list, and the client may ask again. On success the connection's
+// principal is "User:" and the SASL user, whatever its certificate said;
+// the session does not expire (no re-authentication, KIP-368), and a
+// later SaslHandshake or SaslAuthenticate is refused ILLEGAL_SASL_STATE.
+// ApiVersions lists SaslHandshake and SaslAuthenticate only with SASL;
+// SaslHandshake v0, whose tokens follow outside Kafka's framing, is
+// UNSUPPORTED_VERSION.
 //
 // # Authorization
 //
@@ -58,8 +85,9 @@
 // produce, Read to fetch, Describe for offsets and metadata, Create,
 // Delete, DescribeConfigs and AlterConfigs for the admin APIs, the group
 // APIs' Read, Describe and Delete on the group and the topics, Alter and
-// Describe on the cluster for the ACL APIs, IdempotentWrite on the cluster
-// or Write on any topic for InitProducerId (KIP-679); ApiVersions and
+// Describe on the cluster for the ACL and SCRAM credential APIs,
+// IdempotentWrite on the cluster or Write on any topic for InitProducerId
+// (KIP-679); ApiVersions, SaslHandshake, SaslAuthenticate and
 // DescribeCluster need no ACL (authz.go has every decision). A denied item is
 // never asked of the broker, the controller or the coordinator, and is
 // answered with Kafka's TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED;
@@ -67,7 +95,7 @@
 // (Metadata and DescribeTopicPartitions for every topic, OffsetFetch for
 // every committed topic, ListGroups), with DescribeTopicPartitions' paging
 // unchanged (SPEC §5). Without an Authorizer everything is allowed and
-// every connection is User:ANONYMOUS.
+// every connection is User:ANONYMOUS (or its SASL user).
 //
 // # Consumer groups
 //

@@ -69,6 +69,9 @@ type Config struct {
 	// Authorizer decides what a connection's principal may do (authz.go;
 	// nil: everything is allowed, every connection is User:ANONYMOUS).
 	Authorizer Authorizer
+	// SASL configures SASL authentication on the listener (sasl.go; nil:
+	// none, the TLS or anonymous principal stands).
+	SASL *SASL
 }
 
 // Observer receives the listener's metrics (metrics.Broker implements it).
@@ -80,7 +83,9 @@ type Observer interface {
 	ObserveKafkaRequest(api string, d time.Duration)
 	// ObserveKafkaClosed counts a connection the server closed on bad
 	// input or inactivity: reason is oversized, malformed, idle, panic, or
-	// authentication (Authorizer.Principal failed).
+	// authentication (Authorizer.Principal failed; with SASL, a request
+	// before authenticating, a failed or out-of-order exchange, or no
+	// success within the idle timeout).
 	ObserveKafkaClosed(reason string)
 }
 
@@ -111,8 +116,10 @@ type Server struct {
 
 // NewServer returns a Server for backend; with admin nil the admin APIs
 // (CreateTopics, DeleteTopics, DescribeConfigs, IncrementalAlterConfigs,
-// DescribeTopicPartitions, CreateAcls, DescribeAcls, DeleteAcls) are not
-// served, with Config.Groups nil the group APIs.
+// DescribeTopicPartitions, CreateAcls, DescribeAcls, DeleteAcls,
+// DescribeUserScramCredentials, AlterUserScramCredentials) are not served,
+// with Config.Groups nil the group APIs, with Config.SASL nil SaslHandshake
+// and SaslAuthenticate.
 func NewServer(cfg Config, backend Backend, admin Admin) *Server {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
@@ -125,6 +132,9 @@ func NewServer(cfg Config, backend Backend, admin Admin) *Server {
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
+	}
+	if cfg.SASL != nil {
+		cfg.SASL = cfg.SASL.normalize()
 	}
 	s := &Server{cfg: cfg, backend: backend, admin: admin, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -214,6 +224,9 @@ type header struct {
 	// peer is the connection's principal and IP address, for
 	// authorization (authz.go); serveConn sets it.
 	peer peer
+	// sasl is the connection's SASL state (sasl.go), nil without
+	// Config.SASL; serveConn sets it.
+	sasl *saslConn
 }
 
 // headerKey is the context key of the header of the request a handler
@@ -231,6 +244,7 @@ func requestHeader(ctx context.Context) header {
 // closes, sends something it cannot parse, idles too long or the server
 // closes.
 func (s *Server) serveConn(c net.Conn) {
+	start := time.Now()
 	log := s.cfg.Logger.With("remote", c.RemoteAddr().String())
 	clientHost := kafkaClientHost(c.RemoteAddr())
 	defer func() {
@@ -251,10 +265,28 @@ func (s *Server) serveConn(c net.Conn) {
 	if !ok {
 		return
 	}
+	var sc *saslConn
+	if s.cfg.SASL != nil {
+		sc = s.newSASLConn(c, start)
+		if p.principal != anonymousPrincipal {
+			// A verified client certificate authenticates the connection
+			// as SASL would: no SASL exchange is needed (a SaslAuthenticate
+			// is then ILLEGAL_SASL_STATE, as after a SASL login). Kafka
+			// ties each listener to one of the two; twinlog's one Kafka
+			// listener accepts either (docs/spec-deviations.md).
+			sc.principal = p.principal
+		}
+	}
 	r := bufio.NewReaderSize(c, 64<<10)
 	var out []byte
 	for {
-		frame, err := s.readFrame(c, r)
+		deadline, maxBytes := time.Now().Add(s.cfg.IdleTimeout), s.cfg.MaxRequestBytes
+		if sc.pending() {
+			// Until it authenticates, a connection has the idle timeout
+			// from its start in all, and small frames.
+			deadline, maxBytes = sc.deadline, min(maxBytes, maxUnauthenticatedRequestBytes)
+		}
+		frame, err := s.readFrame(c, r, deadline, maxBytes)
 		if err != nil {
 			var ne net.Error
 			switch {
@@ -265,6 +297,9 @@ func (s *Server) serveConn(c net.Conn) {
 			case errors.Is(err, errOversized):
 				s.cfg.Observer.ObserveKafkaClosed("oversized")
 				log.Info("kafka: connection closed", "reason", err)
+			case errors.As(err, &ne) && ne.Timeout() && sc.pending():
+				s.cfg.Observer.ObserveKafkaClosed("authentication")
+				log.Info("kafka: connection closed", "reason", "SASL authentication not completed within the idle timeout")
 			case errors.As(err, &ne) && ne.Timeout():
 				s.cfg.Observer.ObserveKafkaClosed("idle")
 			default:
@@ -273,26 +308,45 @@ func (s *Server) serveConn(c net.Conn) {
 			}
 			return
 		}
-		start := time.Now()
+		begin := time.Now()
 		h, body, err := parseHeader(frame, s.apis)
+		if sc.pending() && !beforeAuthentication(h.key) {
+			s.cfg.Observer.ObserveKafkaClosed("authentication")
+			log.Info("kafka: connection closed", "reason", "request before SASL authentication", "api", kmsg.NameForKey(h.key), "client", h.clientID)
+			return
+		}
 		if err != nil {
 			s.cfg.Observer.ObserveKafkaClosed("malformed")
 			log.Info("kafka: connection closed", "reason", err)
 			return
 		}
-		h.clientHost, h.peer = clientHost, p
+		h.clientHost, h.peer, h.sasl = clientHost, p, sc
 		resp, err := s.handle(h, body)
 		if err != nil {
 			s.cfg.Observer.ObserveKafkaClosed("malformed")
 			log.Info("kafka: connection closed", "reason", err, "api", kmsg.NameForKey(h.key), "version", h.version, "client", h.clientID)
 			return
 		}
-		s.cfg.Observer.ObserveKafkaRequest(kmsg.NameForKey(h.key), time.Since(start))
+		s.cfg.Observer.ObserveKafkaRequest(kmsg.NameForKey(h.key), time.Since(begin))
+		if sc != nil && sc.principal != "" && p.principal != sc.principal {
+			p.principal = sc.principal // authenticated: later requests are its
+			log.Debug("kafka: SASL authenticated", "principal", p.principal, "mechanism", sc.mechanism)
+		}
 		if resp == nil {
 			continue // acks=0, a superseded JoinGroup or SyncGroup
 		}
 		out = appendResponse(out[:0], h, resp)
 		if _, err := c.Write(out); err != nil {
+			return
+		}
+		if sc != nil && sc.closeReason != "" {
+			// A failed or out-of-order SASL exchange: answered, then closed.
+			s.cfg.Observer.ObserveKafkaClosed("authentication")
+			attrs := []any{"reason", sc.closeReason, "api", kmsg.NameForKey(h.key), "client", h.clientID}
+			if sc.closeErr != nil {
+				attrs = append(attrs, "err", sc.closeErr) // the internal reason, never sent
+			}
+			log.Info("kafka: connection closed", attrs...)
 			return
 		}
 		if cap(out) > 1<<20 {
@@ -324,10 +378,12 @@ func (s *Server) authenticate(c net.Conn, log *slog.Logger) (peer, bool) {
 	return p, true
 }
 
-// readFrame reads one size-prefixed frame. The idle timeout applies to the
-// whole frame, so a peer that trickles bytes cannot hold the connection.
-func (s *Server) readFrame(c net.Conn, r *bufio.Reader) ([]byte, error) {
-	if err := c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout)); err != nil {
+// readFrame reads one size-prefixed frame of at most maxBytes by deadline
+// (the idle timeout from now, once authenticated): the deadline applies to
+// the whole frame, so a peer that trickles bytes cannot hold the
+// connection.
+func (s *Server) readFrame(c net.Conn, r *bufio.Reader, deadline time.Time, maxBytes int32) ([]byte, error) {
+	if err := c.SetReadDeadline(deadline); err != nil {
 		return nil, err
 	}
 	var size [frameHeaderBytes]byte
@@ -338,8 +394,10 @@ func (s *Server) readFrame(c net.Conn, r *bufio.Reader) ([]byte, error) {
 	switch {
 	case n < 8: // key, version, correlation id, client id length
 		return nil, fmt.Errorf("frame of %d bytes is shorter than a request header", n)
-	case n > s.cfg.MaxRequestBytes:
-		return nil, fmt.Errorf("%w: %d bytes, socket.request.max.bytes is %d", errOversized, n, s.cfg.MaxRequestBytes)
+	case n > maxBytes && maxBytes < s.cfg.MaxRequestBytes:
+		return nil, fmt.Errorf("%w: %d bytes before SASL authentication, the most is %d", errOversized, n, maxBytes)
+	case n > maxBytes:
+		return nil, fmt.Errorf("%w: %d bytes, socket.request.max.bytes is %d", errOversized, n, maxBytes)
 	}
 	frame := make([]byte, n)
 	if _, err := io.ReadFull(r, frame); err != nil {

@@ -102,6 +102,7 @@ func brokerConfig(cfg config.BrokerConfig) broker.Config {
 		KafkaListenAddr:              cfg.KafkaListenAddress,
 		KafkaAdvertisedAddr:          cfg.KafkaAdvertisedAddress,
 		KafkaMaxRequestBytes:         cfg.SocketRequestMaxBytes,
+		SASLMechanisms:               cfg.SASLEnabledMechanisms,
 		ControllerAddr:               cfg.ControllerAddress,
 		LogDirs:                      cfg.Log.Dirs,
 		ReplicaLagTimeMax:            cfg.ReplicaLagTimeMax,

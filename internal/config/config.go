@@ -40,6 +40,9 @@ type MirrorConfig struct {
 	FailedRetryMaxAttempts    int           // mirror.failed.retry.max.attempts
 }
 
+// SASLMechanisms are the allowed sasl.enabled.mechanisms values.
+var SASLMechanisms = []string{"SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"}
+
 // TLSClientAuths are the allowed tls.client.auth values: whether a
 // server asks its clients for a certificate (Kafka's ssl.client.auth).
 var TLSClientAuths = []string{"required", "requested", "none"}
@@ -122,6 +125,9 @@ type BrokerConfig struct {
 	KafkaListenAddress     string // kafka.listen.address: the Kafka protocol listener (empty: none)
 	KafkaAdvertisedAddress string // kafka.advertised.address: what Metadata tells Kafka clients (default kafka.listen.address)
 	SocketRequestMaxBytes  int32  // socket.request.max.bytes: largest Kafka request frame
+	// SASLEnabledMechanisms is sasl.enabled.mechanisms: SCRAM-SHA-512,
+	// SCRAM-SHA-256, PLAIN on the Kafka listener (empty: no SASL).
+	SASLEnabledMechanisms []string
 
 	Log    LogConfig
 	Mirror MirrorConfig
@@ -191,6 +197,7 @@ func brokerFields(c *BrokerConfig) []field {
 		strField("kafka.listen.address", "127.0.0.1:9092", "Kafka protocol listen address host:port (empty: no Kafka listener)", &c.KafkaListenAddress),
 		strField("kafka.advertised.address", "", "address Kafka clients are told to reach this broker at (default kafka.listen.address)", &c.KafkaAdvertisedAddress),
 		intField("socket.request.max.bytes", "104857600", "largest Kafka request frame; a larger one closes its connection", &c.SocketRequestMaxBytes),
+		listField("sasl.enabled.mechanisms", "", "SASL mechanisms of the Kafka listener: SCRAM-SHA-512, SCRAM-SHA-256, PLAIN (TLS only); clients without a certificate must then authenticate (empty: no SASL)", &c.SASLEnabledMechanisms),
 		listField("log.dirs", "./run/broker", "partition log directories", &c.Log.Dirs),
 		intField("log.segment.bytes", "1073741824", "segment size before rolling", &c.Log.SegmentBytes),
 		msField("log.roll.ms", "604800000", "segment age before rolling", &c.Log.RollInterval),
@@ -329,6 +336,14 @@ func (c BrokerConfig) Validate() error {
 	}
 	if c.BrokerID < 0 {
 		bad("broker.id", c.BrokerID, "must be set to an integer ≥ 0 (unique in the cluster)")
+	}
+	for _, m := range c.SASLEnabledMechanisms {
+		switch {
+		case !slices.Contains(SASLMechanisms, m):
+			bad("sasl.enabled.mechanisms", m, "allowed values are "+strings.Join(SASLMechanisms, ", "))
+		case m == "PLAIN" && !c.Security.TLSEnabled():
+			bad("sasl.enabled.mechanisms", m, "PLAIN sends the password: it needs TLS (tls.cert.file)")
+		}
 	}
 	checkAddr(&errs, "listen.address", c.ListenAddress, false)
 	checkAddr(&errs, "advertised.address", c.AdvertisedAddress, false)

@@ -41,6 +41,20 @@ func TestSecurityKeys(t *testing.T) {
 			}
 		})
 	}
+	for body, want := range map[string]string{
+		"sasl.enabled.mechanisms: SCRAM-SHA-512,SCRAM-SHA-256\n":                              "",
+		"sasl.enabled.mechanisms: PLAIN\n":                                                    "PLAIN sends the password: it needs TLS",
+		"sasl.enabled.mechanisms: GSSAPI\n":                                                   "allowed values are SCRAM-SHA-512, SCRAM-SHA-256, PLAIN",
+		"sasl.enabled.mechanisms: PLAIN\ntls.cert.file: a\ntls.key.file: b\ntls.ca.file: c\n": "",
+	} {
+		b, err := LoadBroker(writeFile(t, "broker.id: 1\n"+body), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Validate(); (err == nil) != (want == "") || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
 	c, err := LoadController(writeFile(t, "cluster.id: a\nsuper.users: User:CN=admin,O=acme; User:broker-1\n"), nil)
 	if err != nil || len(c.Security.SuperUsers) != 2 || c.Security.SuperUsers[0] != "User:CN=admin,O=acme" || c.Security.SuperUsers[1] != "User:broker-1" {
 		t.Fatalf("super.users %q (%v)", c.Security.SuperUsers, err)

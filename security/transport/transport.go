@@ -135,6 +135,16 @@ func (t *Transport) Listen(l net.Listener) net.Listener {
 	return tls.NewListener(l, t.src.ServerConfig(t.clientAuth))
 }
 
+// ListenClientAuth is Listen with another client certificate policy than
+// the daemon's (the Kafka listener with SASL asks for a certificate
+// without requiring one).
+func (t *Transport) ListenClientAuth(l net.Listener, auth tls.ClientAuthType) net.Listener {
+	if t == nil {
+		return l
+	}
+	return tls.NewListener(l, t.src.ServerConfig(auth))
+}
+
 // PrincipalOf returns the principal of a verified TLS connection: its
 // certificate's subject through the mapping rules, or principal.Anonymous
 // when the peer sent no certificate (only possible when ClientAuth allows
