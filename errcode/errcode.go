@@ -518,3 +518,36 @@ func FromKafka(k int16) (twinlogv1.ErrorCode, bool) {
 	}
 	return c, true
 }
+
+// byName maps each code's Name to the code.
+var byName = func() map[string]twinlogv1.ErrorCode {
+	m := map[string]twinlogv1.ErrorCode{}
+	for c, in := range table {
+		if in.Name != "" {
+			m[in.Name] = twinlogv1.ErrorCode(c)
+		}
+	}
+	return m
+}()
+
+// ByName returns the code whose Name is name ("TOPIC_AUTHORIZATION_FAILED"),
+// false for a name the table does not know.
+func ByName(name string) (twinlogv1.ErrorCode, bool) {
+	c, ok := byName[name]
+	return c, ok
+}
+
+// DeniedMessagePrefix is how an authorization refusal carried outside an
+// ErrorCode field (a gRPC PermissionDenied status, security/authz) starts:
+// the code's Name and a colon. Denied reads it back.
+func DeniedMessagePrefix(c twinlogv1.ErrorCode) string { return Of(c).Name + ": " }
+
+// Denied returns the code a PermissionDenied message names (see
+// DeniedMessagePrefix), CLUSTER_AUTHORIZATION_FAILED when it names none.
+func Denied(msg string) twinlogv1.ErrorCode {
+	name, _, _ := strings.Cut(msg, ":")
+	if c, ok := ByName(name); ok && c != twinlogv1.ErrorCode_ERROR_CODE_NONE {
+		return c
+	}
+	return twinlogv1.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED
+}

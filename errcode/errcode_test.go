@@ -251,3 +251,22 @@ func TestFromKafka(t *testing.T) {
 		}
 	}
 }
+
+// TestDenied: an authorization refusal's message names its code, which
+// Denied reads back; a message naming none is CLUSTER_AUTHORIZATION_FAILED.
+func TestDenied(t *testing.T) {
+	for _, c := range []twinlogv1.ErrorCode{twinlogv1.ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED,
+		twinlogv1.ErrorCode_ERROR_CODE_GROUP_AUTHORIZATION_FAILED, twinlogv1.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED} {
+		if got := errcode.Denied(errcode.DeniedMessagePrefix(c) + "principal User:x may not ..."); got != c {
+			t.Errorf("%v: read back %v", c, got)
+		}
+	}
+	for _, msg := range []string{"", "no rule", "NONE: x", "BOGUS: x"} {
+		if got := errcode.Denied(msg); got != twinlogv1.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED {
+			t.Errorf("%q: %v", msg, got)
+		}
+	}
+	if c, ok := errcode.ByName("NOT_LEADER_OR_FOLLOWER"); !ok || c != twinlogv1.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER {
+		t.Errorf("ByName: %v %v", c, ok)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -202,16 +201,8 @@ func (s *Server) errorCode(err error) int16 {
 }
 
 // deniedCode is the Kafka code of a gRPC PermissionDenied status, whose
-// message starts with the twinlog code's name (security/authz: "TOPIC_
-// AUTHORIZATION_FAILED: ..."); CLUSTER_AUTHORIZATION_FAILED when it names
-// none.
-func deniedCode(msg string) int16 {
-	name, _, _ := strings.Cut(msg, ":")
-	if c, ok := pb.ErrorCode_value["ERROR_CODE_"+name]; ok && c != 0 {
-		return kafkaCode(pb.ErrorCode(c))
-	}
-	return clusterAuthorizationFailed
-}
+// message names the twinlog code (errcode.Denied; security/authz).
+func deniedCode(msg string) int16 { return kafkaCode(errcode.Denied(msg)) }
 
 // topicID is a twinlog topic id (16 bytes, base64url as Kafka prints
 // Uuids) in Kafka's binary form; zero if it is not one.

@@ -18,9 +18,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/errcode"
 	"github.com/twinlog/twinlog/mirror/plan"
 	"github.com/twinlog/twinlog/mirror/state"
 )
@@ -182,6 +185,9 @@ func (c *Client) Fetch(ctx context.Context, addr string, r FetchRequest) (*pb.Fe
 			LastFetchedEpoch: int32(r.LastFetchedEpoch), PartitionMaxBytes: r.MaxBytes,
 		}},
 	})
+	if code, msg, ok := denied(err); ok {
+		return &pb.FetchPartitionResponse{Topic: r.TopicPartition.Topic, Partition: r.TopicPartition.Partition, Error: code, ErrorMessage: msg}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +243,9 @@ func (c *Client) LastMirroredEpoch(ctx context.Context, requesterClusterID, topi
 	resp, err := pb.NewMirrorSourceServiceClient(conn).GetLastMirroredEpochs(rctx, &pb.GetLastMirroredEpochsRequest{
 		RequesterClusterId: requesterClusterID, Topic: tp.Topic, TopicId: topicID, Partitions: []int32{tp.Partition},
 	})
+	if code, _, ok := denied(err); ok {
+		return twinlog.NoEpoch, code, nil
+	}
 	if err != nil {
 		return twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_NONE, err
 	}
@@ -246,4 +255,17 @@ func (c *Client) LastMirroredEpoch(ctx context.Context, requesterClusterID, topi
 		}
 	}
 	return twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, nil
+}
+
+// denied returns the protocol code and message of a source's authorization
+// refusal (a PermissionDenied status naming it, security/authz), false for any other
+// outcome: the source refusing this cluster's principal is an answer, which
+// the mirror machine takes as fatal (SPEC §6.3), not a transport failure to
+// retry for ever.
+func denied(err error) (pb.ErrorCode, string, bool) {
+	st, ok := status.FromError(err)
+	if err == nil || !ok || st.Code() != codes.PermissionDenied {
+		return pb.ErrorCode_ERROR_CODE_NONE, "", false
+	}
+	return errcode.Denied(st.Message()), "source: " + st.Message(), true
 }

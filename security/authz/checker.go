@@ -30,6 +30,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/errcode"
 	"github.com/twinlog/twinlog/security/acl"
 	"github.com/twinlog/twinlog/security/transport"
 )
@@ -153,8 +155,7 @@ func (c *Checker) Check(ctx context.Context, needs ...Need) error {
 	for _, n := range needs {
 		if !c.Allowed(ctx, n) {
 			p, _ := transport.Principal(ctx)
-			return status.Errorf(codes.PermissionDenied, "%s: principal %s may not %v %v %q",
-				DeniedCode(n.Type), p, n.Op, n.Type, n.Name)
+			return Denied(DeniedCode(n.Type), "principal %s may not %v %v %q", p, n.Op, n.Type, n.Name)
 		}
 	}
 	return nil
@@ -170,7 +171,7 @@ func (c *Checker) CheckBroker(ctx context.Context, id int32) error {
 	want := BrokerPrincipal(c.cfg.BrokerPrincipalTemplate, id)
 	if p, _ := transport.Principal(ctx); p != want {
 		c.log.Info("authorization denied", "principal", p, "host", transport.Host(ctx), "acting_as_broker", id, "reason", "broker "+strconv.Itoa(int(id))+" is "+want)
-		return status.Errorf(codes.PermissionDenied, "CLUSTER_AUTHORIZATION_FAILED: principal %s may not act as broker %d (that is %s)", p, id, want)
+		return Denied(clusterDenied, "principal %s may not act as broker %d (that is %s)", p, id, want)
 	}
 	return nil
 }
@@ -180,14 +181,25 @@ func BrokerPrincipal(template string, id int32) string {
 	return strings.ReplaceAll(template, "{id}", strconv.Itoa(int(id)))
 }
 
-// DeniedCode is the error name a denial on a resource of type t answers
-// with (Kafka's TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED).
-func DeniedCode(t acl.ResourceType) string {
+// clusterDenied is the code of a refusal on the cluster or a mirror.
+const clusterDenied = pb.ErrorCode_ERROR_CODE_CLUSTER_AUTHORIZATION_FAILED
+
+// DeniedCode is the code a denial on a resource of type t answers with
+// (Kafka's TOPIC_, GROUP_ and CLUSTER_AUTHORIZATION_FAILED).
+func DeniedCode(t acl.ResourceType) pb.ErrorCode {
 	switch t {
 	case acl.Topic:
-		return "TOPIC_AUTHORIZATION_FAILED"
+		return pb.ErrorCode_ERROR_CODE_TOPIC_AUTHORIZATION_FAILED
 	case acl.Group:
-		return "GROUP_AUTHORIZATION_FAILED"
+		return pb.ErrorCode_ERROR_CODE_GROUP_AUTHORIZATION_FAILED
 	}
-	return "CLUSTER_AUTHORIZATION_FAILED"
+	return clusterDenied
+}
+
+// Denied is the PermissionDenied status of a refusal with code: its message
+// starts with the code's name (errcode.DeniedMessagePrefix), which
+// errcode.Denied reads back (a mirror's source client turns it into the
+// code, the Kafka listener into Kafka's).
+func Denied(code pb.ErrorCode, format string, args ...any) error {
+	return status.Error(codes.PermissionDenied, errcode.DeniedMessagePrefix(code)+fmt.Sprintf(format, args...))
 }

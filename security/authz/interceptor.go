@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // rule returns method's rule, false if the table has none.
@@ -23,7 +21,7 @@ func (c *Checker) authorize(ctx context.Context, method string, req any) error {
 	if !ok {
 		// An RPC without a rule is refused: a bug to find in tests
 		// (TestEveryMethodHasARule), not a hole to ship.
-		return status.Errorf(codes.PermissionDenied, "CLUSTER_AUTHORIZATION_FAILED: %s has no authorization rule", method)
+		return Denied(clusterDenied, "%s has no authorization rule", method)
 	}
 	if r.Public {
 		return nil

@@ -4,9 +4,6 @@ import (
 	"context"
 	"slices"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/security/acl"
 	"github.com/twinlog/twinlog/security/transport"
@@ -121,7 +118,7 @@ var Rules = map[string]Rule{
 			return nil
 		}
 		p, _ := transport.Principal(ctx)
-		return status.Errorf(codes.PermissionDenied, "CLUSTER_AUTHORIZATION_FAILED: principal %s may not start an idempotent producer (IdempotentWrite on the cluster, or Write on a topic)", p)
+		return Denied(clusterDenied, "principal %s may not start an idempotent producer (IdempotentWrite on the cluster, or Write on a topic)", p)
 	}},
 	pb.FetchService_Fetch_FullMethodName: {
 		Needs: typed(fetchNeeds),
