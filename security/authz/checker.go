@@ -25,7 +25,9 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -67,6 +69,38 @@ type Checker struct {
 	cfg Config
 	cur atomic.Pointer[acl.Authorizer]
 	log *slog.Logger
+	// denials bounds the denial log lines: a client repeating a refused
+	// request must not flood the log (the metric counts every one).
+	denials logLimiter
+}
+
+// logLimiter allows deniedLogsPerSecond log lines a second and counts the
+// ones it holds back, reported with the next line.
+type logLimiter struct {
+	mu         sync.Mutex
+	second     int64
+	n          int
+	suppressed int
+}
+
+const deniedLogsPerSecond = 20
+
+// allow reports whether a line may be logged at now, and how many were held
+// back since the last one logged.
+func (l *logLimiter) allow(now time.Time) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := now.Unix(); s != l.second {
+		l.second, l.n = s, 0
+	}
+	if l.n >= deniedLogsPerSecond {
+		l.suppressed++
+		return false, 0
+	}
+	l.n++
+	held := l.suppressed
+	l.suppressed = 0
+	return true, held
 }
 
 // NewChecker returns a checker over no bindings (only super users, or
@@ -144,9 +178,21 @@ func (c *Checker) decided(principal, host string, n Need, d acl.Decision) {
 		c.cfg.OnDecision(n, d.Allowed)
 	}
 	if !d.Allowed {
-		c.log.Info("authorization denied", "principal", principal, "host", host, "operation", n.Op.String(),
-			"resource_type", n.Type.String(), "resource", n.Name, "reason", d.Reason)
+		c.logDenied(slog.String("principal", principal), slog.String("host", host), slog.String("operation", n.Op.String()),
+			slog.String("resource_type", n.Type.String()), slog.String("resource", n.Name), slog.String("reason", d.Reason))
 	}
+}
+
+// logDenied logs a denial, at most deniedLogsPerSecond a second.
+func (c *Checker) logDenied(attrs ...slog.Attr) {
+	ok, held := c.denials.allow(time.Now())
+	if !ok {
+		return
+	}
+	if held > 0 {
+		attrs = append(attrs, slog.Int("denials_not_logged", held))
+	}
+	c.log.LogAttrs(context.Background(), slog.LevelInfo, "authorization denied", attrs...)
 }
 
 // Check returns nil when the caller may do every need, else a
@@ -170,7 +216,8 @@ func (c *Checker) CheckBroker(ctx context.Context, id int32) error {
 	}
 	want := BrokerPrincipal(c.cfg.BrokerPrincipalTemplate, id)
 	if p, _ := transport.Principal(ctx); p != want {
-		c.log.Info("authorization denied", "principal", p, "host", transport.Host(ctx), "acting_as_broker", id, "reason", "broker "+strconv.Itoa(int(id))+" is "+want)
+		c.logDenied(slog.String("principal", p), slog.String("host", transport.Host(ctx)), slog.Int("acting_as_broker", int(id)),
+			slog.String("reason", "broker "+strconv.Itoa(int(id))+" is "+want))
 		return Denied(clusterDenied, "principal %s may not act as broker %d (that is %s)", p, id, want)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -234,5 +235,25 @@ func TestDisabledAndPublic(t *testing.T) {
 	}
 	if _, err := on.UnaryInterceptor()(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/grpc.health.v1.Health/Check"}, pass); err != nil {
 		t.Fatalf("health: %v", err)
+	}
+}
+
+// TestDenialLogBounded: denials are logged at most deniedLogsPerSecond a
+// second; the next line logged says how many were held back.
+func TestDenialLogBounded(t *testing.T) {
+	var l logLimiter
+	now := time.Unix(100, 0)
+	logged := 0
+	for range 3 * deniedLogsPerSecond {
+		if ok, _ := l.allow(now); ok {
+			logged++
+		}
+	}
+	if logged != deniedLogsPerSecond {
+		t.Fatalf("logged %d in one second, want %d", logged, deniedLogsPerSecond)
+	}
+	ok, held := l.allow(now.Add(time.Second))
+	if !ok || held != 2*deniedLogsPerSecond {
+		t.Fatalf("next second: %v, %d held back, want %d", ok, held, 2*deniedLogsPerSecond)
 	}
 }
