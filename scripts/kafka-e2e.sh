@@ -34,7 +34,10 @@
 #   9. Unauthenticated clients get nothing: kcat in plaintext, and kcat over
 #      TLS without a client certificate, cannot list A's metadata (an error
 #      and a non-zero exit within the metadata timeout, no brokers, no
-#      topics).
+#      topics). With SASL on, the listener asks for a certificate without
+#      requiring one, so the certificate-less TLS handshake succeeds and
+#      its Metadata request closes the connection (the broker logs "request
+#      before SASL authentication"); plaintext fails before ApiVersions.
 #  10. A principal without ACLs (alice, a certificate of make run's CA):
 #      kcat's produce to a topic fails with TOPIC_AUTHORIZATION_FAILED and
 #      stores nothing, its metadata listing shows no topics; after twinctl
@@ -43,6 +46,18 @@
 #      produce to another topic is still refused, and confluent-kafka-python
 #      as alice produces to the topic with an idempotent producer
 #      (InitProducerId allowed by Write on a topic, KIP-679).
+#  11. SASL on the Kafka listener (make run's brokers enable SCRAM-SHA-512,
+#      SCRAM-SHA-256 and PLAIN): twinctl users set-password creates bob
+#      (SCRAM-SHA-512, password from a file) and acls add grants User:bob
+#      Write and Read on e2e-sasl; kcat with security.protocol=sasl_ssl,
+#      bob's name and password and only the CA (no certificate) lists just
+#      that topic, produces to it and reads it back with SCRAM-SHA-512, then
+#      with SCRAM-SHA-256 (after set-password --mechanism SCRAM-SHA-256,
+#      password on stdin), then with PLAIN; confluent-kafka-python as bob
+#      (SASL_SSL, SCRAM-SHA-512) produces 500 records with an idempotent
+#      producer and reads each back at its acknowledged offset; a wrong
+#      password gets kcat a SASL authentication error, and kcat over TLS
+#      with neither a certificate nor SASL gets an error and no metadata.
 #
 # kcat and python3-confluent-kafka are Debian packages; when missing, the
 # script installs them with apt-get and fails (never skips) if it cannot.
@@ -54,12 +69,22 @@ KAFKA_A=127.0.0.1:9291
 KAFKA_B=127.0.0.1:9301
 # make run's certificates: the one place the clients' TLS settings are.
 # KCAT is kcat as User:admin, KCAT_ALICE as User:alice (no ACLs until 10),
-# KCAT_NOCERT TLS without a client certificate; kafka_e2e.py has its own
-# TLS dict (KAFKA_E2E_USER picks the certificate).
+# KCAT_NOCERT TLS without a client certificate; KCAT_SASL is SASL_SSL as
+# SASL_USER with only the CA (kcat_sasl adds the mechanism and password,
+# check 11). kafka_e2e.py has its own settings dict, SECURITY
+# (KAFKA_E2E_USER picks the certificate, KAFKA_E2E_SASL_* SASL instead).
 TLS_DIR=run/tls
 KCAT_NOCERT=(kcat -X security.protocol=ssl -X ssl.ca.location=$TLS_DIR/ca.crt)
 KCAT=("${KCAT_NOCERT[@]}" -X ssl.certificate.location=$TLS_DIR/admin.crt -X ssl.key.location=$TLS_DIR/admin.key)
 KCAT_ALICE=("${KCAT_NOCERT[@]}" -X ssl.certificate.location=$TLS_DIR/alice.crt -X ssl.key.location=$TLS_DIR/alice.key)
+SASL_USER=bob
+SASL_PW_FILE=run/kafka-e2e-$SASL_USER.pw # written by check 11, a new password each run
+KCAT_SASL=(kcat -X security.protocol=sasl_ssl -X ssl.ca.location=$TLS_DIR/ca.crt -X sasl.username=$SASL_USER)
+kcat_sasl() { # kcat_sasl SECONDS MECHANISM PASSWORD KCAT-ARGS...: kcat as SASL_USER, under timeout
+  local secs=$1 mech=$2 pw=$3
+  shift 3
+  timeout "$secs" "${KCAT_SASL[@]}" -X sasl.mechanisms="$mech" -X sasl.password="$pw" "$@"
+}
 export TWINLOG_TLS_CA=$TLS_DIR/ca.crt TWINLOG_TLS_CERT=$TLS_DIR/admin.crt TWINLOG_TLS_KEY=$TLS_DIR/admin.key
 export KAFKA_E2E_TLS=$TLS_DIR
 PY=/usr/bin/python3 # Debian's python3-confluent-kafka loads here
@@ -267,20 +292,37 @@ fi
 
 # ---- 9. unauthenticated clients ----------------------------------------------
 # -m 3: kcat gives up on metadata after 3 s; timeout is the backstop (124
-# would mean it hung, which is a failure too).
-for mode in plaintext no-cert; do
-  if [ $mode = plaintext ]; then
-    out=$(timeout 20 kcat -b $KAFKA_A -L -m 3 2>&1)
+# would mean it hung, which is a failure too). Each mode fails its own way:
+# plaintext bytes are no TLS handshake (the connection closes before
+# ApiVersions is answered); TLS without a certificate completes the
+# handshake (SASL on: a certificate is asked for, not required), ApiVersions
+# is answered, and the Metadata request closes the connection, which
+# librdkafka reports as "broker might require SASL authentication" and
+# broker 1 logs as a request before SASL authentication.
+no_sasl_closes() { grep -c 'request before SASL authentication' run/logs/a-broker-1.log; }
+kcat_unauthenticated() { # kcat_unauthenticated MODE KCAT-ARGS...: out, rc
+  if [ "$1" = plaintext ]; then
+    out=$(timeout 20 kcat -b $KAFKA_A "${@:2}" -m 3 2>&1)
   else
-    out=$(timeout 20 "${KCAT_NOCERT[@]}" -b $KAFKA_A -L -m 3 2>&1)
+    out=$(timeout 20 "${KCAT_NOCERT[@]}" -b $KAFKA_A "${@:2}" -m 3 2>&1)
   fi
   rc=$?
+}
+for mode in plaintext no-cert; do
+  closes0=$(no_sasl_closes)
+  kcat_unauthenticated $mode -L
+  closes=$(($(no_sasl_closes) - closes0))
+  # why: what librdkafka says; need: the connections broker 1 must have
+  # closed for a request before SASL authentication
+  case $mode in
+  plaintext) why='Disconnected while requesting ApiVersion' need=0 ;;
+  no-cert) why='broker might require SASL authentication' need=1 ;;
+  esac
   if [ $rc != 0 ] && [ $rc != 124 ] && grep -q 'Failed to acquire metadata' <<<"$out" &&
-    ! grep -q -e 'brokers:' -e 'topic "' <<<"$out"; then
-    why=$(grep -m1 -o -e 'alert certificate required' -e 'Disconnected while requesting ApiVersion' <<<"$out")
-    pass "9: kcat -L ($mode) refused: exit $rc, $(grep -m1 -o 'Failed to acquire metadata: [^(]*[^ (]' <<<"$out")${why:+ ($why)}"
+    ! grep -q -e 'brokers:' -e 'topic "' <<<"$out" && grep -q "$why" <<<"$out" && [ "$closes" -ge $need ]; then
+    pass "9: kcat -L ($mode) refused: exit $rc, $(grep -m1 -o 'Failed to acquire metadata: [^(]*[^ (]' <<<"$out") ($why$([ $need = 0 ] || echo "; broker 1 closed $closes connection(s): request before SASL authentication"))"
   else
-    fail "9: kcat -L ($mode): exit $rc (want an error, not 0 or a timeout): $(tail -3 <<<"$out")"
+    fail "9: kcat -L ($mode): exit $rc (want an error with '$why', not 0 or a timeout; broker 1 closes: $closes, want >= $need): $(tail -3 <<<"$out")"
   fi
 done
 
@@ -356,6 +398,108 @@ else
         fail "10: alice's idempotent batches in e2e-alice: producer id spaces '$spaces', want 1"
       fi
     fi
+  fi
+fi
+
+# ---- 11. SASL -----------------------------------------------------------------
+# bob has a password and no certificate. Credentials and ACLs reach the
+# brokers through the metadata, so the first uses retry for up to 30 s
+# (each kcat bounded by -m or message.timeout.ms, and timeout).
+# SASL_TOPIC's partition 0 holds what kcat produced, in order.
+SASL_TOPIC=e2e-sasl
+kcat_why() { # the first librdkafka error in a client's output (stdin), else its last line
+  local o
+  o=$(cat)
+  grep -m1 -o -e '\(Failed to initialize SASL authentication\|SASL authentication error\|Disconnected\|Delivery failed[^:]*\|ERROR\): [^(]*[^ (]' <<<"$o" || tail -1 <<<"$o"
+}
+retry_for() { # retry_for SECONDS CMD...: runs CMD until it succeeds, 0.2 s apart, for up to SECONDS
+  local end=$(($(date +%s) + $1))
+  shift
+  until "$@"; do
+    [ "$(date +%s)" -lt $end ] || return 1
+    sleep 0.2
+  done
+}
+sasl_lists() { # sasl_lists MECH PW: bob's kcat -L on A lists exactly SASL_TOPIC
+  meta=$(kcat_sasl 20 "$1" "$2" -b $KAFKA_A -L -m 5 2>&1) || return 1
+  grep -q '^ 1 topics:' <<<"$meta" && grep -q "topic \"$SASL_TOPIC\" with 3 partitions" <<<"$meta"
+}
+sasl_produce() { # sasl_produce MECH PW VALUE: kcat -P as bob to SASL_TOPIC-0, output in $prod
+  prod=$(echo "$3" | kcat_sasl 30 "$1" "$2" -b $KAFKA_A -P -t $SASL_TOPIC -p 0 -X acks=all -X message.timeout.ms=10000 2>&1)
+}
+sasl_reads() { # sasl_reads MECH PW LINES: bob reads exactly LINES from SASL_TOPIC-0
+  got=$(kcat_sasl 20 "$1" "$2" -b $KAFKA_A -C -t $SASL_TOPIC -p 0 -o beginning -e -q -m 5 2>&1) && [ "$got" = "$3" ]
+}
+bob_pw="bob-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+(umask 077 && printf '%s\n' "$bob_pw" >"$SASL_PW_FILE")
+if ! bin/twinctl --bootstrap $CTL_A topics create $SASL_TOPIC --partitions 3 --replication-factor 3 --config min.insync.replicas=2 >/dev/null; then
+  fail "11: could not create $SASL_TOPIC"
+elif ! setpw=$(bin/twinctl --bootstrap $CTL_A users set-password $SASL_USER --mechanism SCRAM-SHA-512 --password-file "$SASL_PW_FILE" 2>&1); then
+  fail "11: twinctl users set-password $SASL_USER: $setpw"
+elif ! grant=$(bin/twinctl --bootstrap $CTL_A acls add --allow-principal User:$SASL_USER --operation Write --operation Read --topic $SASL_TOPIC 2>&1); then
+  fail "11: twinctl acls add for User:$SASL_USER: $grant"
+else
+  lines=
+  for mech in SCRAM-SHA-512 SCRAM-SHA-256 PLAIN; do
+    if [ $mech = SCRAM-SHA-256 ] &&
+      ! setpw=$(bin/twinctl --bootstrap $CTL_A users set-password $SASL_USER --mechanism SCRAM-SHA-256 <"$SASL_PW_FILE" 2>&1); then
+      fail "11: twinctl users set-password $SASL_USER --mechanism SCRAM-SHA-256: $setpw"
+      continue
+    fi
+    t0=$(date +%s%N)
+    if ! retry_for 30 sasl_lists $mech "$bob_pw"; then
+      fail "11: $mech: bob's kcat -L (sasl_ssl, no certificate) does not list exactly $SASL_TOPIC within 30 s: $(kcat_why <<<"$meta")"
+      continue
+    fi
+    took=$((($(date +%s%N) - t0) / 1000000))
+    if ! retry_for 30 sasl_produce $mech "$bob_pw" "sasl-$mech"; then
+      fail "11: $mech: bob's kcat produce to $SASL_TOPIC: $(kcat_why <<<"$prod")"
+      continue
+    fi
+    lines+="${lines:+$'\n'}sasl-$mech"
+    if retry_for 30 sasl_reads $mech "$bob_pw" "$lines"; then
+      pass "11: $mech: bob's kcat (sasl_ssl, CA only) lists only $SASL_TOPIC (authenticated and listed within ${took} ms), produced sasl-$mech and reads $SASL_TOPIC-0 back: $(paste -sd, <<<"$lines")"
+    else
+      fail "11: $mech: bob's kcat consume of $SASL_TOPIC-0: $(tail -3 <<<"$got") (want $(paste -sd, <<<"$lines"))"
+    fi
+  done
+  users=$(bin/twinctl --bootstrap $CTL_A users list $SASL_USER 2>&1)
+  if grep -q "^$SASL_USER *SCRAM-SHA-512 " <<<"$users" && grep -q "^$SASL_USER *SCRAM-SHA-256 " <<<"$users"; then
+    pass "11: twinctl users list $SASL_USER shows both SCRAM credentials"
+  else
+    fail "11: twinctl users list $SASL_USER: $users"
+  fi
+  if ! out=$(KAFKA_E2E_SASL_MECHANISM=SCRAM-SHA-512 KAFKA_E2E_SASL_USER=$SASL_USER KAFKA_E2E_SASL_PASSWORD_FILE=$SASL_PW_FILE \
+    "$PY" scripts/kafka_e2e.py produce-read-back $KAFKA_A $SASL_TOPIC 500 2>&1); then
+    fail "11: confluent-kafka-python as $SASL_USER: $(grep -m1 '^FAIL' <<<"$out") ($(kcat_why <<<"$out"))"
+  else
+    spaces=$(for d in run/cluster-a/broker-*/$SASL_TOPIC-*; do pid_spaces "$d"; done | tr ',' '\n' | grep -v '^$' | sort -u | paste -sd,)
+    if [ "$spaces" = 1 ]; then
+      pass "11: confluent-kafka-python: $out; its batches carry A's producer ids"
+    else
+      fail "11: $SASL_USER's idempotent batches in $SASL_TOPIC: producer id spaces '$spaces', want 1"
+    fi
+  fi
+  # A wrong password: librdkafka reports the broker's SaslAuthenticate
+  # error (SASL_AUTHENTICATION_FAILED) and gives up at -m.
+  out=$(kcat_sasl 20 SCRAM-SHA-512 "not-$bob_pw" -b $KAFKA_A -L -m 3 2>&1)
+  rc=$?
+  if [ $rc != 0 ] && [ $rc != 124 ] && grep -q 'SASL authentication error: .*[Aa]uthentication failed' <<<"$out" &&
+    ! grep -q -e 'brokers:' -e 'topic "' <<<"$out"; then
+    pass "11: a wrong password is refused: exit $rc, $(grep -m1 -o 'SASL authentication error: [^(]*[^ (]' <<<"$out"), no metadata"
+  else
+    fail "11: kcat with a wrong password: exit $rc (want a SASL authentication error, not 0 or a timeout): $(kcat_why <<<"$out")"
+  fi
+  # Neither a certificate nor SASL: the TLS handshake succeeds, and asking
+  # for bob's topic closes the connection.
+  closes0=$(no_sasl_closes)
+  kcat_unauthenticated no-cert -L -t $SASL_TOPIC
+  closes=$(($(no_sasl_closes) - closes0))
+  if [ $rc != 0 ] && [ $rc != 124 ] && grep -q 'Failed to acquire metadata' <<<"$out" &&
+    ! grep -q -e 'brokers:' -e 'topic "' <<<"$out" && [ "$closes" -ge 1 ]; then
+    pass "11: kcat over TLS with neither a certificate nor SASL gets no metadata for $SASL_TOPIC: exit $rc, $(grep -m1 -o 'Failed to acquire metadata: [^(]*[^ (]' <<<"$out"); broker 1 closed $closes connection(s): request before SASL authentication"
+  else
+    fail "11: kcat over TLS without a certificate or SASL: exit $rc, broker closes $closes: $(kcat_why <<<"$out")"
   fi
 fi
 

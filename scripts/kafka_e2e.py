@@ -38,10 +38,21 @@ confluent-kafka-python (librdkafka), a client nobody here wrote.
       end: each starts at its committed offset and the records read are the
       N minus the committed ones, none twice.
 
+  kafka_e2e.py produce-read-back BOOTSTRAP TOPIC N
+      produces N records (USER-py-0 ..) with an idempotent producer, then
+      reads each back at the offset it was acknowledged with (a consumer
+      that assigns the partitions; GROUP_AUTHORIZATION_FAILED from its
+      group coordinator lookup is counted, not fatal: check 11's user has
+      no group ACL).
+
 Every client connects to make run's secure listeners with mutual TLS
 (security.protocol ssl) as User:admin, a super user; KAFKA_E2E_USER=alice
 presents alice's certificate instead (run/tls/<user>.crt, .key; the
-directory is KAFKA_E2E_TLS, default run/tls next to this script).
+directory is KAFKA_E2E_TLS, default run/tls next to this script). With
+KAFKA_E2E_SASL_MECHANISM (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN) clients use
+SASL_SSL instead, with only the CA, as KAFKA_E2E_SASL_USER with the password
+on the first line of KAFKA_E2E_SASL_PASSWORD_FILE. SECURITY, built in one
+place (_security), holds these settings.
 
 Prints one line per check; exits 0 when all passed.
 """
@@ -57,13 +68,35 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 _TLS_DIR = os.environ.get("KAFKA_E2E_TLS") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "run", "tls")
 _USER = os.environ.get("KAFKA_E2E_USER") or "admin"
-# TLS is merged into every client's configuration (librdkafka's names).
-TLS = {
-    "security.protocol": "ssl",
-    "ssl.ca.location": os.path.join(_TLS_DIR, "ca.crt"),
-    "ssl.certificate.location": os.path.join(_TLS_DIR, _USER + ".crt"),
-    "ssl.key.location": os.path.join(_TLS_DIR, _USER + ".key"),
-}
+_SASL_MECHANISM = os.environ.get("KAFKA_E2E_SASL_MECHANISM")
+
+
+def _security():
+    """The security settings merged into every client's configuration
+    (librdkafka's names): mutual TLS as _USER, or with
+    KAFKA_E2E_SASL_MECHANISM SASL_SSL as KAFKA_E2E_SASL_USER, the password
+    the first line of KAFKA_E2E_SASL_PASSWORD_FILE, and only the CA (no
+    client certificate)."""
+    ca = os.path.join(_TLS_DIR, "ca.crt")
+    if not _SASL_MECHANISM:
+        return {
+            "security.protocol": "ssl",
+            "ssl.ca.location": ca,
+            "ssl.certificate.location": os.path.join(_TLS_DIR, _USER + ".crt"),
+            "ssl.key.location": os.path.join(_TLS_DIR, _USER + ".key"),
+        }
+    with open(os.environ["KAFKA_E2E_SASL_PASSWORD_FILE"]) as f:
+        password = f.readline().rstrip("\r\n")
+    return {
+        "security.protocol": "sasl_ssl",
+        "ssl.ca.location": ca,
+        "sasl.mechanisms": _SASL_MECHANISM,
+        "sasl.username": os.environ["KAFKA_E2E_SASL_USER"],
+        "sasl.password": password,
+    }
+
+
+SECURITY = _security()
 
 
 def fail(msg):
@@ -71,10 +104,12 @@ def fail(msg):
     sys.exit(1)
 
 
-def consume_all(bootstrap, topic, partitions, want, timeout):
+def consume_all(bootstrap, topic, partitions, want, timeout, tolerated=None):
     """Reads partitions from offset 0 until every value in want is seen at
-    its (partition, offset), or timeout; returns {value: (p, offset)}."""
-    c = Consumer({**TLS, "bootstrap.servers": bootstrap, "group.id": "kafka-e2e",
+    its (partition, offset), or timeout; returns {value: (p, offset)}.
+    Errors with a code in tolerated are counted there ({code: n}), any
+    other fails."""
+    c = Consumer({**SECURITY, "bootstrap.servers": bootstrap, "group.id": "kafka-e2e",
                   "enable.auto.commit": False, "enable.partition.eof": False})
     c.assign([TopicPartition(topic, p, 0) for p in partitions])
     got = {}
@@ -85,6 +120,9 @@ def consume_all(bootstrap, topic, partitions, want, timeout):
         if m is None:
             continue
         if m.error():
+            if tolerated is not None and m.error().code() in tolerated:
+                tolerated[m.error().code()] += 1
+                continue
             fail("%s: consume error %s" % (bootstrap, m.error()))
         v = m.value().decode()
         if v in got:
@@ -96,7 +134,7 @@ def consume_all(bootstrap, topic, partitions, want, timeout):
 
 
 def produce_consume(a, b, topic, n):
-    p = Producer({**TLS, "bootstrap.servers": a, "acks": "all", "enable.idempotence": False,
+    p = Producer({**SECURITY, "bootstrap.servers": a, "acks": "all", "enable.idempotence": False,
                   "linger.ms": 5})
     acked, errors = {}, []
 
@@ -126,7 +164,7 @@ def produce_consume(a, b, topic, n):
 
 
 def produce_refused(bootstrap, topic):
-    p = Producer({**TLS, "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False,
+    p = Producer({**SECURITY, "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False,
                   "message.timeout.ms": 10000})
     res = []
     p.produce(topic, value=b"not-on-a-mirror", on_delivery=lambda err, msg: res.append(err))
@@ -137,7 +175,7 @@ def produce_refused(bootstrap, topic):
 
 
 def admin(bootstrap, topic):
-    a = AdminClient({**TLS, "bootstrap.servers": bootstrap})
+    a = AdminClient({**SECURITY, "bootstrap.servers": bootstrap})
     fs = a.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3,
                                    config={"min.insync.replicas": "2"})], operation_timeout=10)
     fs[topic].result(timeout=15)
@@ -147,7 +185,7 @@ def admin(bootstrap, topic):
     if cfg["min.insync.replicas"].value != "2":
         fail("describe_configs: min.insync.replicas = %s" % cfg["min.insync.replicas"].value)
     print("ok   describe_configs: min.insync.replicas 2")
-    p = Producer({**TLS, "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False})
+    p = Producer({**SECURITY, "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False})
     acked = []
     deadline = time.time() + 30
     while len(acked) < 3 and time.time() < deadline:  # leaders may still be taking over
@@ -167,8 +205,11 @@ def admin(bootstrap, topic):
     print("ok   delete_topics removed %s" % topic)
 
 
-def produce_idempotent(bootstrap, topic, first, n):
-    p = Producer({**TLS, "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+def idempotent_produce(bootstrap, topic, values):
+    """Produces values (keyed) with an idempotent producer (acks=all, up to
+    5 requests in flight); fails unless every one is acknowledged and each
+    partition's acknowledged offsets are dense. Returns {value: (p, offset)}."""
+    p = Producer({**SECURITY, "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
                   "max.in.flight.requests.per.connection": 5, "linger.ms": 5,
                   "batch.num.messages": 50, "message.timeout.ms": 60000})
     acked, errors = {}, []
@@ -177,12 +218,12 @@ def produce_idempotent(bootstrap, topic, first, n):
         if err is not None:
             errors.append("%s: %s" % (msg.value(), err))
         else:
-            acked.setdefault(msg.partition(), []).append(msg.offset())
+            acked[msg.value().decode()] = (msg.partition(), msg.offset())
 
-    for i in range(first, first + n):
+    for i, v in enumerate(values):
         while True:
             try:
-                p.produce(topic, key=b"k%d" % (i % 13), value=b"idem-%d" % i, on_delivery=report)
+                p.produce(topic, key=b"k%d" % (i % 13), value=v.encode(), on_delivery=report)
                 break
             except BufferError:
                 p.poll(0.1)
@@ -190,19 +231,48 @@ def produce_idempotent(bootstrap, topic, first, n):
     left = p.flush(60)
     if left or errors:
         fail("idempotent produce to %s: %d undelivered, errors %s" % (bootstrap, left, errors[:3]))
-    total = 0
-    for part, offs in sorted(acked.items()):
+    per_partition = {}
+    for part, off in acked.values():
+        per_partition.setdefault(part, []).append(off)
+    for part, offs in sorted(per_partition.items()):
         offs.sort()
         if offs != list(range(offs[0], offs[0] + len(offs))):
             fail("partition %d: acknowledged offsets are not dense: %s..." % (part, offs[:10]))
-        total += len(offs)
-    if total != n:
-        fail("%d of %d acknowledged" % (total, n))
-    print("ok   idempotent producer on %s: %d records acknowledged, dense offsets on %d partitions" % (bootstrap, n, len(acked)))
+    if len(acked) != len(values):
+        fail("%d of %d acknowledged" % (len(acked), len(values)))
+    return acked
+
+
+def produce_idempotent(bootstrap, topic, first, n):
+    acked = idempotent_produce(bootstrap, topic, ["idem-%d" % i for i in range(first, first + n)])
+    parts = {part for part, _ in acked.values()}
+    print("ok   idempotent producer on %s: %d records acknowledged, dense offsets on %d partitions" % (bootstrap, n, len(parts)))
+
+
+def produce_read_back(bootstrap, topic, n):
+    """As the SASL user: n records with an idempotent producer, then each
+    read back at its acknowledged offset (assign, no group: the user has
+    Write and Read on the topic only, so the consumer's group coordinator
+    lookup is refused GROUP_AUTHORIZATION_FAILED, which is counted)."""
+    who = SECURITY.get("sasl.username", _USER)
+    values = ["%s-py-%d" % (who, i) for i in range(n)]
+    acked = idempotent_produce(bootstrap, topic, values)
+    parts = sorted({part for part, _ in acked.values()})
+    tolerated = {KafkaError.GROUP_AUTHORIZATION_FAILED: 0}
+    got = consume_all(bootstrap, topic, parts, set(values), 60, tolerated)
+    missing = [v for v in values if v not in got]
+    wrong = [(v, got[v], acked[v]) for v in values if v in got and got[v] != acked[v]]
+    if missing or wrong:
+        fail("%d of %d records missing (%s), %d at another offset (%s)" % (
+            len(missing), n, missing[:3], len(wrong), wrong[:3]))
+    print("ok   %s as %s (%s): idempotent producer, %d records acknowledged on partitions %s and read back at their offsets%s" % (
+        SECURITY["security.protocol"].upper(), who, SECURITY.get("sasl.mechanisms", "certificate"), n, parts,
+        " (group coordinator refused: GROUP_AUTHORIZATION_FAILED x%d)" % tolerated[KafkaError.GROUP_AUTHORIZATION_FAILED]
+        if tolerated[KafkaError.GROUP_AUTHORIZATION_FAILED] else ""))
 
 
 def exactly_once(bootstrap, topic, n):
-    c = Consumer({**TLS, "bootstrap.servers": bootstrap, "group.id": "kafka-e2e-unused", "enable.auto.commit": False,
+    c = Consumer({**SECURITY, "bootstrap.servers": bootstrap, "group.id": "kafka-e2e-unused", "enable.auto.commit": False,
                   "enable.partition.eof": True})
     md = c.list_topics(topic, timeout=10)
     parts = sorted(md.topics[topic].partitions)
@@ -230,15 +300,15 @@ def exactly_once(bootstrap, topic, n):
 
 
 def group_resume(bootstrap, topic, n):
-    admin = AdminClient({**TLS, "bootstrap.servers": bootstrap})
+    admin = AdminClient({**SECURITY, "bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
-    p = Producer({**TLS, "bootstrap.servers": bootstrap, "acks": "all"})
+    p = Producer({**SECURITY, "bootstrap.servers": bootstrap, "acks": "all"})
     for i in range(n):
         p.produce(topic, key=b"k%d" % (i % 7), value=b"g-%d" % i)
     if p.flush(30) != 0:
         fail("produce: records left unsent")
     group = topic + "-grp"
-    conf = {**TLS, "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+    conf = {**SECURITY, "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "session.timeout.ms": 10000}
 
     def read(c, until, first):
@@ -283,12 +353,12 @@ def group_resume(bootstrap, topic, n):
 
 
 def group_commit_half(bootstrap, topic, n, group):
-    p = Producer({**TLS, "bootstrap.servers": bootstrap, "acks": "all"})
+    p = Producer({**SECURITY, "bootstrap.servers": bootstrap, "acks": "all"})
     for i in range(n):
         p.produce(topic, key=b"k%d" % (i % 11), value=b"fo-%d" % i)
     if p.flush(30) != 0:
         fail("produce: records left unsent")
-    c = Consumer({**TLS, "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+    c = Consumer({**SECURITY, "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                   "auto.offset.reset": "earliest"})
     c.subscribe([topic])
     read = 0
@@ -304,7 +374,7 @@ def group_commit_half(bootstrap, topic, n, group):
     c.close()
     if read < n // 2:
         fail("read %d of %d" % (read, n // 2))
-    probe = Consumer({**TLS, "bootstrap.servers": bootstrap, "group.id": group})
+    probe = Consumer({**SECURITY, "bootstrap.servers": bootstrap, "group.id": group})
     parts = sorted(probe.list_topics(topic, timeout=10).topics[topic].partitions)
     committed = {tp.partition: tp.offset for tp in probe.committed([TopicPartition(topic, q) for q in parts], timeout=30)
                  if tp.offset >= 0}
@@ -317,7 +387,7 @@ def group_commit_half(bootstrap, topic, n, group):
 
 def group_resume_at(bootstrap, topic, n, group, committed_json):
     want = {int(q): o for q, o in json.loads(committed_json).items()}
-    conf = {**TLS, "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+    conf = {**SECURITY, "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
             "auto.offset.reset": "earliest", "enable.partition.eof": True}
     probe = Consumer(conf)
     parts = sorted(probe.list_topics(topic, timeout=10).topics[topic].partitions)
@@ -366,6 +436,8 @@ if __name__ == "__main__":
         group_resume_at(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
     elif sys.argv[1] == "group-resume":
         group_resume(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1] == "produce-read-back":
+        produce_read_back(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif sys.argv[1] == "exactly-once":
         exactly_once(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:

@@ -105,9 +105,11 @@ func (s *Server) table() map[int16]api {
 	if s.cfg.SASL != nil {
 		// SaslHandshake v1 only: v0 is followed by raw SASL tokens outside
 		// Kafka's framing, which the listener does not read (v0 is answered
-		// UNSUPPORTED_VERSION). SaslAuthenticate: every version (v1 adds
-		// the session lifetime, v2 is flexible).
-		t[saslHandshakeKey] = api{min: 1, max: 1, handle: s.saslHandshake, fail: failSASLHandshake, timeout: fixed}
+		// UNSUPPORTED_VERSION). v0 is advertised all the same, as Kafka
+		// does: librdkafka turns SASL off unless the range holds v0, and
+		// then sends v1 (make kafka-e2e check 11). SaslAuthenticate: every
+		// version (v1 adds the session lifetime, v2 is flexible).
+		t[saslHandshakeKey] = api{min: 1, max: 1, advertisedMin: new(int16(0)), handle: s.saslHandshake, fail: failSASLHandshake, timeout: fixed}
 		t[saslAuthenticateKey] = api{min: 0, max: 2, handle: s.saslAuthenticate, fail: failSASLAuthenticate, timeout: fixed}
 	}
 	return t

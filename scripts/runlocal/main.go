@@ -309,7 +309,7 @@ func (r *runner) daemonFlags(n *node) []string {
 	for b := 1; b <= 3; b++ {
 		supers = append(supers, fmt.Sprintf("User:cluster-%s-broker-%d", n.cluster, b))
 	}
-	return []string{
+	flags := []string{
 		"--tls.cert.file=" + filepath.Join(r.tls, n.principalName()+".crt"),
 		"--tls.key.file=" + filepath.Join(r.tls, n.principalName()+".key"),
 		"--tls.ca.file=" + filepath.Join(r.tls, "ca.crt"),
@@ -318,6 +318,13 @@ func (r *runner) daemonFlags(n *node) []string {
 		"--super.users=" + strings.Join(supers, ";"),
 		"--broker.principal.template=User:cluster-" + n.cluster + "-broker-{id}",
 	}
+	if n.binary == "brokerd" {
+		// SASL on the Kafka listener: a client with a certificate of the CA
+		// is that certificate's principal; one without must authenticate
+		// (twinctl users set-password).
+		flags = append(flags, "--sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256,PLAIN")
+	}
+	return flags
 }
 
 // clientFlags make twinctl and healthcheck present admin's certificate.
@@ -492,7 +499,8 @@ You are User:admin, a super user; twinctl reads the certificate from the environ
   %[4]s --bootstrap %[5]s acls list                     # what each cluster grants the other's daemons
   grpcurl -cacert %[1]s -cert %[2]s -key %[3]s %[5]s list
   KCAT="kcat -X security.protocol=ssl -X ssl.ca.location=%[1]s -X ssl.certificate.location=%[2]s -X ssl.key.location=%[3]s"
-`, ca, cert, key, t, ctlA)
+  SASL (no certificate): %[4]s --bootstrap %[5]s users set-password bob; kcat -X security.protocol=sasl_ssl -X sasl.mechanisms=SCRAM-SHA-512 -X sasl.username=bob -X sasl.password=PASSWORD -X ssl.ca.location=%[1]s -b %[6]s -L
+`, ca, cert, key, t, ctlA, kafkaA)
 		kcat = "$KCAT"
 	}
 	fmt.Printf(`

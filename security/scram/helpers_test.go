@@ -89,9 +89,15 @@ func parseServerFirst(t testing.TB, sf []byte) parsedServerFirst {
 // returns it with the server-final-message the server should answer.
 func clientFinal(t testing.TB, m Mechanism, password string, gs2, bare, sf []byte, extra string) (final, wantServerFinal []byte) {
 	t.Helper()
+	return clientFinalNonce(t, m, password, gs2, bare, sf, parseServerFirst(t, sf).nonce, extra)
+}
+
+// clientFinalNonce is clientFinal with nonce sent as the nonce.
+func clientFinalNonce(t testing.TB, m Mechanism, password string, gs2, bare, sf []byte, nonce, extra string) (final, wantServerFinal []byte) {
+	t.Helper()
 	p := parseServerFirst(t, sf)
 	ck, sk, srv := testKeys(m, password, p.salt, p.iter)
-	withoutProof := "c=" + base64.StdEncoding.EncodeToString(gs2) + ",r=" + p.nonce + extra
+	withoutProof := "c=" + base64.StdEncoding.EncodeToString(gs2) + ",r=" + nonce + extra
 	authMsg := string(bare) + "," + string(sf) + "," + withoutProof
 	sig := testHMAC(hashFor(m), sk, []byte(authMsg))
 	proof := make([]byte, len(ck))

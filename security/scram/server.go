@@ -242,7 +242,11 @@ func (s *ServerConversation) final(msg []byte) ([]byte, *Error) {
 	if !bytes.HasPrefix(attrs[1], []byte("r=")) {
 		return nil, malformed("nonce expected after the channel binding")
 	}
-	if !bytes.Equal(attrs[1][2:], s.nonce) {
+	// RFC 5802 wants the server-first nonce repeated exactly; librdkafka
+	// repeats it after its own client nonce. Kafka's ScramSaslServer
+	// accepts any nonce that ends with the server-first one, and so does
+	// this (the proof covers whatever was sent).
+	if !bytes.HasSuffix(attrs[1][2:], s.nonce) {
 		return nil, malformed("nonce does not match")
 	}
 	last := attrs[len(attrs)-1]

@@ -489,3 +489,38 @@ func TestErrorText(t *testing.T) {
 		t.Fatalf("SafeMessage %q", m.SafeMessage())
 	}
 }
+
+// TestLibrdkafkaNonce: librdkafka (kcat, confluent-kafka-python) repeats
+// the server-first nonce after its own client nonce; Kafka accepts a final
+// nonce that ends with the server-first one, and so does the server. One
+// that does not end with it is refused.
+func TestLibrdkafkaNonce(t *testing.T) {
+	st := store{}
+	st.add(t, "user", "pencil", SHA512)
+	for _, tc := range []struct {
+		name  string
+		nonce func(serverFirst string) string
+		want  error
+	}{
+		{"exact", func(n string) string { return n }, nil},
+		{"client nonce repeated first", func(n string) string { return "abc" + n }, nil},
+		{"server nonce cut", func(n string) string { return "abc" + n[:len(n)-1] }, ErrMalformed},
+	} {
+		s := NewServer(SHA512, st.lookup, testRandom(1))
+		first := []byte("n,,n=user,r=abc")
+		sf, done, _, err := s.Step(first)
+		if err != nil || done {
+			t.Fatalf("%s: first step: %v", tc.name, err)
+		}
+		gs2, bare := gs2AndBare(t, first)
+		final, wantServerFinal := clientFinalNonce(t, SHA512, "pencil", gs2, bare, sf, tc.nonce(parseServerFirst(t, sf).nonce), "")
+		resp, done, user, err := s.Step(final)
+		if tc.want != nil {
+			checkErr(t, err, tc.want)
+			continue
+		}
+		if err != nil || !done || user != "user" || string(resp) != string(wantServerFinal) {
+			t.Errorf("%s: %q %v %q %v", tc.name, resp, done, user, err)
+		}
+	}
+}
