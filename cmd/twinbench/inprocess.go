@@ -19,13 +19,16 @@ import (
 	"github.com/twinlog/twinlog/controller"
 	"github.com/twinlog/twinlog/internal/config"
 	"github.com/twinlog/twinlog/internal/daemon"
+	tlstransport "github.com/twinlog/twinlog/security/transport"
 )
 
 // inProcess is a controller and N brokers on TCP loopback with temp dirs.
 type inProcess struct {
 	bootstrap      string
 	kafkaBootstrap string
-	stop           func()
+	// client is the bench's clients' TLS with --tls (nil: plaintext).
+	client *tlstransport.Transport
+	stop   func()
 }
 
 func startInProcess(ctx context.Context, o options) (*inProcess, error) {
@@ -61,6 +64,25 @@ func startInProcess(ctx context.Context, o options) (*inProcess, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "controller"), 0o755); err != nil {
 		return nil, err
 	}
+	// With --tls every node gets a certificate of one CA made here, and
+	// the bench's clients one too; nil transports are plaintext.
+	var certs *benchPKI
+	nodeTLS := func(string) (*tlstransport.Transport, error) { return nil, nil }
+	if o.tls {
+		var err error
+		if certs, err = newBenchPKI(filepath.Join(dir, "tls")); err != nil {
+			return nil, err
+		}
+		nodeTLS = certs.transport
+	}
+	ctlTLS, err := nodeTLS("controller")
+	if err != nil {
+		return nil, err
+	}
+	clientTLS, err := nodeTLS("twinbench")
+	if err != nil {
+		return nil, err
+	}
 	ctlLis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -68,7 +90,7 @@ func startInProcess(ctx context.Context, o options) (*inProcess, error) {
 	ctl, err := controller.New(controller.Config{
 		DataDir: filepath.Join(dir, "controller"), ClusterID: "bench",
 		ClusterConfigs: map[string]string{"min.insync.replicas": strconv.Itoa(o.minISR)},
-	}, controller.Deps{Logger: log, Listener: ctlLis})
+	}, controller.Deps{Logger: log, Listener: ctlLis, Transport: ctlTLS})
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +117,12 @@ func startInProcess(ctx context.Context, o options) (*inProcess, error) {
 			cancel()
 			return nil, err
 		}
-		b, err := broker.New(cfg, broker.Deps{Logger: log, Listener: lis, KafkaListener: klis})
+		btls, err := nodeTLS(fmt.Sprintf("broker-%d", i))
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		b, err := broker.New(cfg, broker.Deps{Logger: log, Listener: lis, KafkaListener: klis, Transport: btls})
 		if err != nil {
 			cancel()
 			return nil, err
@@ -111,7 +138,7 @@ func startInProcess(ctx context.Context, o options) (*inProcess, error) {
 	// Wait until every broker is unfenced.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		conn, err := dial(bootstrap)
+		conn, err := dial(bootstrap, clientTLS)
 		if err == nil {
 			md, merr := newFetch(conn).Metadata(ctx, nil)
 			conn.Close()
@@ -125,7 +152,7 @@ func startInProcess(ctx context.Context, o options) (*inProcess, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return &inProcess{bootstrap: bootstrap, kafkaBootstrap: kafkaBootstrap, stop: stop}, nil
+	return &inProcess{bootstrap: bootstrap, kafkaBootstrap: kafkaBootstrap, client: clientTLS, stop: stop}, nil
 }
 
 func newFetch(c *grpc.ClientConn) fetchMD { return fetchMD{pb.NewFetchServiceClient(c)} }

@@ -6,6 +6,8 @@
 //	twinbench --inprocess --partitions 8 --rf 3 --min-isr 2 --acks -1 --record-size 1024 --duration 30s
 //	twinbench --bootstrap 127.0.0.1:9091 --rate 2000 --duration 60s --json
 //	twinbench --inprocess --kafka   # the same load through the Kafka listeners (franz-go)
+//	twinbench --inprocess --tls     # mutual TLS on every hop (see tls.go)
+//	twinbench --inprocess --compare-tls 3 --duration 20s   # plaintext and TLS alternately, medians
 package main
 
 import (
@@ -34,11 +36,11 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/experimental"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker"
+	tlstransport "github.com/twinlog/twinlog/security/transport"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -68,6 +70,15 @@ type options struct {
 	// gRPC: the same batches, requests in flight and consumers.
 	kafka          bool
 	kafkaBootstrap string
+	// tls runs the in-process cluster with mutual TLS on every hop
+	// (controller, brokers, replication, the bench's clients); see tls.go.
+	tls bool
+	// compareTLS runs the in-process benchmark this many times in
+	// plaintext and as many with TLS, alternately, and prints medians.
+	compareTLS int
+	// client is the bench's clients' TLS (nil: plaintext), set by
+	// --inprocess --tls.
+	client *tlstransport.Transport
 }
 
 // The brokers' non-zeroing gRPC buffer pool also for the proto codec (and,
@@ -97,6 +108,8 @@ func main() {
 	flag.StringVar(&o.pids, "pids", "", "comma-separated broker process ids to report CPU and RSS for (brokers started outside twinbench)")
 	flag.BoolVar(&o.kafka, "kafka", false, "produce and consume through the brokers' Kafka listeners (franz-go) instead of gRPC, with the same batches and requests in flight")
 	flag.StringVar(&o.kafkaBootstrap, "kafka-bootstrap", "", "with --kafka and --bootstrap: a broker's Kafka listener host:port")
+	flag.BoolVar(&o.tls, "tls", false, "--inprocess: mutual TLS on every hop (a CA and certificates made in the data dir; the bench's clients dial with TLS too)")
+	flag.IntVar(&o.compareTLS, "compare-tls", 0, "--inprocess: run the benchmark N times in plaintext and N times with --tls, alternately, each on a fresh cluster, and print the medians")
 	flag.BoolVar(&o.floor, "floor", false, "measure the machine's floor instead: one bare gRPC echo of a request's bytes on loopback, at the same request rate")
 	flag.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
 	flag.Parse()
@@ -163,8 +176,9 @@ func percentiles(h *hdr.Histogram) Percentiles {
 		P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max()), Mean: h.Mean() / 1000}
 }
 
-func dial(addr string) (*grpc.ClientConn, error) {
-	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+// dial connects to a broker with tr's client credentials (nil: plaintext).
+func dial(addr string, tr *tlstransport.Transport) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(tr.ClientCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)),
 		experimental.WithBufferPool(broker.BufferPool),
 		grpc.WithWriteBufferSize(256<<10), grpc.WithReadBufferSize(256<<10),
@@ -202,7 +216,7 @@ func spreadAssignments(ctx context.Context, boot *grpc.ClientConn, parts, rf int
 	return out
 }
 
-func discover(ctx context.Context, boot *grpc.ClientConn, topic string, parts int) (*cluster, error) {
+func discover(ctx context.Context, boot *grpc.ClientConn, topic string, parts int, tr *tlstransport.Transport) (*cluster, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		md, err := pb.NewFetchServiceClient(boot).Metadata(ctx, &pb.MetadataRequest{Topics: []string{topic}})
@@ -232,7 +246,7 @@ func discover(ctx context.Context, boot *grpc.ClientConn, topic string, parts in
 					if _, done := c.conns[l]; done {
 						continue
 					}
-					conn, err := dial(addrs[l])
+					conn, err := dial(addrs[l], tr)
 					if err != nil {
 						return nil, err
 					}
@@ -256,20 +270,36 @@ func run(ctx context.Context, o options) error {
 		}
 		return output(o, res, printFloor)
 	}
+	if o.compareTLS > 0 {
+		return compareTLS(ctx, o)
+	}
+	res, err := runOnce(ctx, o)
+	if err != nil {
+		return err
+	}
+	return output(o, res, printTable)
+}
+
+// runOnce starts the in-process cluster with --inprocess, creates the
+// topic unless --topic names one, and runs the load.
+func runOnce(ctx context.Context, o options) (*Result, error) {
+	if o.tls && !o.inprocess {
+		return nil, errors.New("--tls needs --inprocess")
+	}
 	if o.inprocess {
 		ip, err := startInProcess(ctx, o)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer ip.stop()
-		o.bootstrap, o.kafkaBootstrap = ip.bootstrap, ip.kafkaBootstrap
+		o.bootstrap, o.kafkaBootstrap, o.client = ip.bootstrap, ip.kafkaBootstrap, ip.client
 	}
 	if o.bootstrap == "" {
-		return errors.New("--bootstrap or --inprocess is required")
+		return nil, errors.New("--bootstrap or --inprocess is required")
 	}
-	boot, err := dial(o.bootstrap)
+	boot, err := dial(o.bootstrap, o.client)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer boot.Close()
 	if o.topic == "" {
@@ -285,15 +315,15 @@ func run(ctx context.Context, o options) error {
 		resp, err := pb.NewAdminServiceClient(boot).CreateTopics(cctx, &pb.CreateTopicsRequest{Topics: []*pb.CreatableTopic{ct}})
 		cancel()
 		if err != nil {
-			return fmt.Errorf("create topic: %w", err)
+			return nil, fmt.Errorf("create topic: %w", err)
 		}
 		if e := resp.GetTopics()[0].GetError(); e != pb.ErrorCode_ERROR_CODE_NONE {
-			return fmt.Errorf("create topic: %v %s", e, resp.GetTopics()[0].GetErrorMessage())
+			return nil, fmt.Errorf("create topic: %v %s", e, resp.GetTopics()[0].GetErrorMessage())
 		}
 	}
-	cl, err := discover(ctx, boot, o.topic, o.partitions)
+	cl, err := discover(ctx, boot, o.topic, o.partitions, o.client)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		for _, c := range cl.conns {
@@ -303,16 +333,16 @@ func run(ctx context.Context, o options) error {
 	var tr transport = grpcTransport{o: o, cl: cl}
 	if o.kafka {
 		if o.kafkaBootstrap == "" {
-			return errors.New("--kafka needs --kafka-bootstrap with --bootstrap (or --inprocess)")
+			return nil, errors.New("--kafka needs --kafka-bootstrap with --bootstrap (or --inprocess)")
 		}
 		kt, err := newKafkaTransport(o, cl)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer kt.close()
 		tr = kt
 	}
-	return output(o, bench(ctx, o, tr), printTable)
+	return bench(ctx, o, tr), nil
 }
 
 // output prints res as indented JSON with --json, else as table does.
@@ -482,7 +512,7 @@ func bench(ctx context.Context, o options, tr transport) *Result {
 		Config: map[string]any{"topic": o.topic, "partitions": o.partitions, "rf": o.rf, "min_isr": o.minISR,
 			"acks": o.acks, "record_size": o.recordSize, "batch_records": o.batchRecords, "inflight": o.inflight,
 			"rate": o.rate, "inprocess": o.inprocess, "fsync_each_batch": o.syncEach, "gomaxprocs": runtime.GOMAXPROCS(0),
-			"api": tr.name()},
+			"api": tr.name(), "tls": o.client != nil},
 		DurationSeconds: elapsed.Seconds(), Records: records.Load(), Bytes: bytes.Load(), Requests: requests.Load(),
 		Errors: errs, ProduceLatencyMs: percentiles(prodHist), ConsumedRecords: consumed.Load(), Brokers: brokers,
 	}
@@ -634,8 +664,8 @@ func maxRSSMBOf(pid string) float64 {
 
 func printTable(r *Result) {
 	c := r.Config
-	fmt.Printf("twinbench  partitions=%v rf=%v min_isr=%v acks=%v record=%vB batch=%v inflight=%v rate=%v fsync=%v\n",
-		c["partitions"], c["rf"], c["min_isr"], c["acks"], c["record_size"], c["batch_records"], c["inflight"], c["rate"], c["fsync_each_batch"])
+	fmt.Printf("twinbench  partitions=%v rf=%v min_isr=%v acks=%v record=%vB batch=%v inflight=%v rate=%v fsync=%v tls=%v\n",
+		c["partitions"], c["rf"], c["min_isr"], c["acks"], c["record_size"], c["batch_records"], c["inflight"], c["rate"], c["fsync_each_batch"], c["tls"])
 	fmt.Printf("%-28s %12.2f\n", "duration (s)", r.DurationSeconds)
 	fmt.Printf("%-28s %12.0f\n", "throughput (records/s)", r.RecordsPerSec)
 	fmt.Printf("%-28s %12.2f\n", "throughput (MB/s)", r.MBPerSec)

@@ -105,7 +105,7 @@ type kafkaTransport struct {
 
 func newKafkaTransport(o options, cl *cluster) (*kafkaTransport, error) {
 	t := &kafkaTransport{o: o, cl: cl, seeds: []string{o.kafkaBootstrap}}
-	c, err := kgo.NewClient(kgo.SeedBrokers(t.seeds...))
+	c, err := kgo.NewClient(append(kafkaOpts(o), kgo.SeedBrokers(t.seeds...))...)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func (t *kafkaTransport) close() {
 func (*kafkaTransport) name() string { return "kafka" }
 
 func (t *kafkaTransport) producer(p, _ int) func(context.Context, []byte) (string, error) {
-	c, err := kgo.NewClient(kgo.SeedBrokers(t.seeds...))
+	c, err := kgo.NewClient(append(kafkaOpts(t.o), kgo.SeedBrokers(t.seeds...))...)
 	if err != nil {
 		return func(context.Context, []byte) (string, error) { return "", err }
 	}

@@ -81,7 +81,7 @@ var layers = map[string][]string{
 	"cmd/twinctl":                    {"cmd/twinctl/internal/cli", "storage", "storage/epoch"},
 	"cmd/brokerd":                    {"", "broker", "internal/config", "internal/daemon", "metrics", "security/authz", "storage"},
 	"cmd/controllerd":                {"controller", "internal/config", "internal/daemon", "metrics", "security/authz"},
-	"cmd/twinbench":                  {"", "api/proto/twinlog/v1", "broker", "broker/codec", "controller", "internal/config", "internal/daemon", "storage"},
+	"cmd/twinbench":                  {"", "api/proto/twinlog/v1", "broker", "broker/codec", "controller", "internal/config", "internal/daemon", "security/pki", "security/tlsfiles", "security/transport", "storage"},
 	"cmd/twinchaos":                  {"api/proto/twinlog/v1", "internal/history", "storage"},
 }
 
