@@ -12,7 +12,16 @@ COMPOSE       ?= $(shell $(DOCKER) compose version >/dev/null 2>&1 && echo "$(DO
 COMPOSE_PROJECT ?= twinlog
 COMPOSE_CMD    = TWINLOG_IMAGE=$(TWINLOG_IMAGE) $(COMPOSE) -p $(COMPOSE_PROJECT) -f $(DEPLOY_DIR)/docker-compose.yml
 
-.PHONY: images compose-up compose-down compose-monitoring deploy-bins
+.PHONY: images compose-up compose-down compose-monitoring compose-acls deploy-bins certs
+
+# certs: the CA and the daemons', admin's and intruder's certificates in
+# deploy/tls (scripts/gencerts), mounted read-only into every container.
+# Idempotent: existing valid material is kept (running containers keep
+# trusting it); `go run ./scripts/gencerts --force` makes a new CA (then
+# recreate the containers: compose-down, compose-up).
+TLS_DIR := $(DEPLOY_DIR)/tls
+certs:
+	$(GO) run ./scripts/gencerts --dir $(TLS_DIR)
 
 deploy-bins:
 	@mkdir -p $(DEPLOY_DIR)/bin
@@ -27,13 +36,31 @@ images: deploy-bins
 
 # `up --wait` is compose v2 only; scripts/compose-wait.sh polls the
 # healthchecks with either version.
-compose-up: images
+compose-up: images certs
 	$(COMPOSE_CMD) up -d
 	COMPOSE="$(COMPOSE)" COMPOSE_PROJECT=$(COMPOSE_PROJECT) ./scripts/compose-wait.sh
+	@$(MAKE) --no-print-directory compose-acls
 
-compose-monitoring: images
+compose-monitoring: images certs
 	$(COMPOSE_CMD) --profile monitoring up -d
 	COMPOSE="$(COMPOSE)" COMPOSE_PROJECT=$(COMPOSE_PROJECT) ./scripts/compose-wait.sh
+	@$(MAKE) --no-print-directory compose-acls
+
+# compose-acls: each cluster lets the other's daemons mirror from it, as
+# make run does (docs/security.md): Read and DescribeConfigs on every
+# topic, Describe on every group, Read on the Mirror named by the other
+# cluster's id. twinctl runs in a broker container as User:admin. ACLs live
+# in the metadata (the volumes): compose-down -v forgets them.
+ADMIN_TLS := --tls-ca /etc/twinlog/tls/ca.crt --tls-cert /etc/twinlog/tls/admin.crt --tls-key /etc/twinlog/tls/admin.key
+compose-acls:
+	@for g in "a b" "b a"; do set -- $$g; at=$$1; from=$$2; \
+		ctl=$$at-controller:$$( [ $$at = a ] && echo 9090 || echo 9100 ); \
+		id=$$($(COMPOSE_CMD) ps -q $$at-broker-1); \
+		p=""; for n in controller broker-1 broker-2 broker-3; do p="$$p --allow-principal User:cluster-$$from-$$n"; done; \
+		for res in "--topic * --operation Read" "--topic * --operation DescribeConfigs" "--group * --operation Describe" "--mirror cluster-$$from --operation Read"; do \
+			set -f; $(DOCKER) exec $$id /usr/local/bin/twinctl $(ADMIN_TLS) --bootstrap $$ctl acls add $$p $$res >/dev/null || exit 1; set +f; \
+		done; echo "cluster $$at: cluster $$from's daemons may mirror from it (ACLs)"; \
+	done
 
 compose-down:
 	$(COMPOSE_CMD) --profile monitoring down -v

@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 COMPOSE=${COMPOSE:-docker-compose}
 COMPOSE_PROJECT=${COMPOSE_PROJECT:-twinlog}
 timeout=${1:-120}
+# The daemons run mutual TLS with deploy/tls (scripts/gencerts, make certs):
+# without it they cannot start.
+if [ ! -f deploy/tls/ca.crt ]; then
+  echo "compose-wait: deploy/tls/ca.crt missing: run \`make certs\` (scripts/gencerts) and recreate the containers" >&2
+fi
 services="a-controller a-broker-1 a-broker-2 a-broker-3 b-controller b-broker-1 b-broker-2 b-broker-3"
 start=$(date +%s)
 while :; do
@@ -19,6 +24,7 @@ while :; do
   [ -z "$bad" ] && { echo "all 8 containers healthy after $(( $(date +%s) - start ))s"; exit 0; }
   if [ $(( $(date +%s) - start )) -ge "$timeout" ]; then
     echo "compose-wait: not healthy after ${timeout}s:$bad" >&2
+    echo "compose-wait: see \`docker logs\` of those containers (TLS: deploy/tls from make certs, mounted at /etc/twinlog/tls)" >&2
     exit 1
   fi
   sleep 2

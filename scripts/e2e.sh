@@ -7,12 +7,17 @@
 # wait for B, fail over to B, produce on B, fail back (A mirrors B) with
 # one network disconnect, fail over to A again, produce on A; then checks
 # that both clusters hold identical records containing every acked one and
-# that /metrics exposes twinlog_cluster_electable_leaders. Always runs
+# that /metrics exposes twinlog_cluster_electable_leaders. The deployment
+# is secured (mutual TLS, ACLs; certificates from scripts/gencerts in
+# deploy/tls): set-up grants each cluster's daemons what mirroring needs at
+# the other, and one check makes sure a plaintext client and a certificate
+# without ACLs are refused. Always runs
 # `compose down -v`. Exits 0 when every step passed, 1 otherwise; skips
 # (exit 0) when no Docker engine answers.
 #
 # twinctl runs inside the brokers' containers (docker exec): the brokers
-# advertise compose service names, which the host cannot resolve.
+# advertise compose service names, which the host cannot resolve. It
+# presents admin's certificate (a super user of both clusters).
 #
 # Env: E2E_PROJECT (compose project, default twinlog-e2e), E2E_MIRROR_TIMEOUT
 # (seconds to wait for a mirror to catch up, default 60), E2E_KEEP=1 (leave
@@ -71,11 +76,44 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# tA / tB: twinctl inside a-broker-1 / b-broker-1 (cluster network + interlink).
-tA() { docker exec -i "$(cid a-broker-1)" /usr/local/bin/twinctl --bootstrap a-controller:9090 "$@"; }
-tB() { docker exec -i "$(cid b-broker-1)" /usr/local/bin/twinctl --bootstrap b-controller:9100 "$@"; }
-tAb() { docker exec -i "$(cid a-broker-1)" /usr/local/bin/twinctl --bootstrap a-broker-1:9091 "$@"; }
-tBb() { docker exec -i "$(cid b-broker-1)" /usr/local/bin/twinctl --bootstrap b-broker-1:9101 "$@"; }
+# tA / tB: twinctl inside a-broker-1 / b-broker-1 (cluster network + interlink),
+# as User:admin (deploy/tls is mounted at /etc/twinlog/tls).
+TLS=/etc/twinlog/tls
+tls_as() { echo --tls-ca "$TLS/ca.crt" --tls-cert "$TLS/$1.crt" --tls-key "$TLS/$1.key"; }
+ADMIN=($(tls_as admin))
+tA() { docker exec -i "$(cid a-broker-1)" /usr/local/bin/twinctl "${ADMIN[@]}" --bootstrap a-controller:9090 "$@"; }
+tB() { docker exec -i "$(cid b-broker-1)" /usr/local/bin/twinctl "${ADMIN[@]}" --bootstrap b-controller:9100 "$@"; }
+tAb() { docker exec -i "$(cid a-broker-1)" /usr/local/bin/twinctl "${ADMIN[@]}" --bootstrap a-broker-1:9091 "$@"; }
+tBb() { docker exec -i "$(cid b-broker-1)" /usr/local/bin/twinctl "${ADMIN[@]}" --bootstrap b-broker-1:9101 "$@"; }
+
+# grant_mirror AT FROM: cluster AT lets cluster FROM's daemons mirror from it
+# (and sync group offsets), as make run does (docs/security.md): Read and
+# DescribeConfigs on every topic, Describe on every group, Read on the
+# Mirror named by FROM's cluster id.
+grant_mirror() {
+  local at=$1 from=$2 n res p=()
+  for n in controller broker-1 broker-2 broker-3; do p+=(--allow-principal "User:cluster-$from-$n"); done
+  for res in "--topic|*|Read" "--topic|*|DescribeConfigs" "--group|*|Describe" "--mirror|cluster-$from|Read"; do
+    IFS='|' read -r kind name op <<<"$res"
+    "t${at^^}" acls add "${p[@]}" "$kind" "$name" --operation "$op" || return 1
+  done
+}
+
+# refused: without TLS a controller is unreachable, and with a certificate
+# of the CA whose principal has no ACLs (User:intruder) a request is
+# refused with AUTHORIZATION_FAILED.
+refused() {
+  local out
+  if out=$(docker exec -i "$(cid a-broker-1)" /usr/local/bin/twinctl --bootstrap a-controller:9090 --timeout 10s topics list 2>&1); then
+    echo "plaintext twinctl succeeded against a-controller:"; echo "$out"; return 1
+  fi
+  echo "plaintext: refused as expected: $(echo "$out" | tail -n 1)"
+  if out=$(docker exec -i "$(cid a-broker-1)" /usr/local/bin/twinctl $(tls_as intruder) --bootstrap a-controller:9090 topics create intruder-topic --partitions 1 --replication-factor 1 2>&1); then
+    echo "User:intruder created a topic:"; echo "$out"; return 1
+  fi
+  echo "intruder: $(echo "$out" | tail -n 1)"
+  if ! grep -q AUTHORIZATION_FAILED <<<"$out"; then echo "no AUTHORIZATION_FAILED in the answer"; return 1; fi
+}
 
 # must: a set-up step without which nothing later means anything.
 must() {
@@ -163,11 +201,15 @@ wait_healthy() { COMPOSE="$COMPOSE" COMPOSE_PROJECT="$PROJECT" ./scripts/compose
 log "compose: $COMPOSE, project $PROJECT, image $IMAGE"
 compose down -v --remove-orphans >/dev/null 2>&1 || true
 must "build static binaries and the scratch image" make --no-print-directory images TWINLOG_IMAGE="$IMAGE"
+must "certificates in deploy/tls (scripts/gencerts)" make --no-print-directory certs
 must "compose up both clusters" compose up -d
 must "all 8 containers healthy" wait_healthy 180
 log "$(tail -n 1 "$WORK/out")"
 cache_cids
 
+must "ACLs: A lets cluster B's daemons mirror from it" grant_mirror A b
+must "ACLs: B lets cluster A's daemons mirror from it" grant_mirror B a
+step "security: plaintext client refused, User:intruder gets AUTHORIZATION_FAILED" refused
 topic_args=(topics create "$TOPIC" --partitions "$PARTS" --replication-factor 3 --config min.insync.replicas=2)
 must "create topic $TOPIC on A" tA "${topic_args[@]}"
 must "mirror a-to-b on B from A (creates $TOPIC on B with A's topic id, SPEC §6.1)" tB mirrors create a-to-b --source "$SRC_A" "$TOPIC"

@@ -16,7 +16,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
@@ -70,6 +70,10 @@ type cluster struct {
 	obsApplied int64 // last metadata offset applied
 	obsHigh    int64 // controller's high offset in the last answer
 	obsRounds  int
+	// obsCreds, if set, is the metadata observer's identity at this
+	// cluster's controller (FetchMetadata as broker -1: with
+	// broker.principal.template only that broker's principal may).
+	obsCreds credentials.TransportCredentials
 }
 
 type leaderInfo struct {
@@ -172,6 +176,7 @@ type client struct {
 
 	connMu sync.Mutex
 	conns  map[string]*grpc.ClientConn
+	creds  credentials.TransportCredentials // plaintext or TLS (--tls-*)
 }
 
 func (c *client) conn(addr string) (*grpc.ClientConn, error) {
@@ -180,11 +185,31 @@ func (c *client) conn(addr string) (*grpc.ClientConn, error) {
 	if cc := c.conns[addr]; cc != nil {
 		return cc, nil
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(c.creds))
 	if err != nil {
 		return nil, err
 	}
 	c.conns[addr] = cc
+	return cc, nil
+}
+
+// observerConn is the metadata observer's connection to cl's controller:
+// with its own certificate (cl.obsCreds) when set, else c.conn's.
+func (c *client) observerConn(cl *cluster) (*grpc.ClientConn, error) {
+	if cl.obsCreds == nil {
+		return c.conn(cl.controller)
+	}
+	c.connMu.Lock()
+	defer c.connMu.Unlock()
+	key := "observer " + cl.controller
+	if cc := c.conns[key]; cc != nil {
+		return cc, nil
+	}
+	cc, err := grpc.NewClient(cl.controller, grpc.WithTransportCredentials(cl.obsCreds))
+	if err != nil {
+		return nil, err
+	}
+	c.conns[key] = cc
 	return cc, nil
 }
 
@@ -827,7 +852,7 @@ func (c *client) observe(ctx context.Context, cl *cluster) {
 	// which note's per-epoch checks absorb.
 	var cursor *pb.SnapshotCursor
 	for ctx.Err() == nil {
-		cc, err := c.conn(cl.controller)
+		cc, err := c.observerConn(cl)
 		var resp *pb.FetchMetadataResponse
 		if err == nil {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -1101,13 +1126,33 @@ func runClient(args []string) error {
 	parts := fs.Int("partitions", 3, "partitions")
 	nProd := fs.Int("producers", 3, "producer goroutines")
 	maxRun := fs.Duration("max-run", 20*time.Minute, "safety cap on the whole client")
+	tlsCA := fs.String("tls-ca", "", "PEM bundle of the CAs to trust: turns TLS on")
+	tlsCert := fs.String("tls-cert", "", "client certificate, PEM")
+	tlsKey := fs.String("tls-key", "", "private key of --tls-cert, PEM")
+	obsCert := map[string]*string{}
+	obsKey := map[string]*string{}
+	for _, n := range []string{"a", "b"} {
+		obsCert[n] = fs.String("observer-tls-cert-"+n, "", "certificate of the metadata observer at cluster "+n+"'s controller, which fetches the metadata as broker -1 (with broker.principal.template, that broker's principal; default --tls-cert)")
+		obsKey[n] = fs.String("observer-tls-key-"+n, "", "private key of --observer-tls-cert-"+n)
+	}
 	_ = fs.Parse(args)
+	creds, err := transportCredentials(*tlsCA, *tlsCert, *tlsKey)
+	if err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
 	mk := func(name, brokers, ctl string) *cluster {
 		return &cluster{name: name, brokers: strings.Split(brokers, ","), controller: ctl, leaders: map[int32]leaderInfo{}, addrs: map[int32]string{}}
 	}
 	c := &client{cls: map[string]*cluster{"a": mk("a", *brokersA, *ctlA), "b": mk("b", *brokersB, *ctlB)},
 		topic: *topic, parts: int32(*parts), nProd: *nProd, snapLimit: 2 * time.Minute,
-		out: &emitter{enc: json.NewEncoder(os.Stdout)}, conns: map[string]*grpc.ClientConn{}}
+		out: &emitter{enc: json.NewEncoder(os.Stdout)}, conns: map[string]*grpc.ClientConn{}, creds: creds}
+	for n, cl := range c.cls {
+		if *obsCert[n] != "" || *obsKey[n] != "" {
+			if cl.obsCreds, err = transportCredentials(*tlsCA, *obsCert[n], *obsKey[n]); err != nil {
+				return fmt.Errorf("tls: observer of %s: %w", n, err)
+			}
+		}
+	}
 	c.ps = &producers{target: "a", errs: map[string]int64{}}
 	c.ps.cond = sync.NewCond(&c.ps.mu)
 	root, cancel := context.WithTimeout(context.Background(), *maxRun)
@@ -1124,7 +1169,7 @@ func runClient(args []string) error {
 	// The topic on A; the mirror creates it on B with A's topic id (SPEC
 	// §6.1, docs/operations.md); then B's local configs.
 	setup, scancel := context.WithTimeout(root, 3*time.Minute)
-	err := c.createTopic(setup, c.cls["a"])
+	err = c.createTopic(setup, c.cls["a"])
 	if err == nil {
 		err = c.waitTopic(setup, c.cls["a"])
 	}

@@ -441,6 +441,7 @@ func runHost(args []string) int {
 	out := fs.String("out", "run/chaos-history.jsonl", "history file (JSON lines)")
 	producers := fs.Int("producers", 3, "producers in the client")
 	parts := fs.Int("partitions", 3, "partitions of the chaos topic")
+	tlsDir := fs.String("tls-dir", "", "directory with ca.crt, admin.crt and admin.key (scripts/gencerts; deploy/tls): the client uses TLS as User:admin (empty: plaintext)")
 	_ = fs.Parse(args)
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())
@@ -478,8 +479,37 @@ func runHost(args []string) int {
 	// registry).
 	name := *project + "-chaos-client"
 	_ = docker("rm", "-f", "-v", name)
-	if err := docker("create", "-i", "--name", name, "--network", x.net("cluster-a"), "--entrypoint", "/twinchaos", *image,
-		"client", "--partitions", fmt.Sprint(*parts), "--producers", fmt.Sprint(*producers)); err != nil {
+	create := []string{"create", "-i", "--name", name, "--network", x.net("cluster-a"), "--entrypoint", "/twinchaos"}
+	clientArgs := []string{"client", "--partitions", fmt.Sprint(*parts), "--producers", fmt.Sprint(*producers)}
+	if *tlsDir != "" {
+		// The secured deployment: the certificates mounted read-only, as
+		// in the daemons' containers; the client presents admin's.
+		abs, err := filepath.Abs(*tlsDir)
+		if err != nil {
+			return fail("%v", err)
+		}
+		// The metadata observers fetch as broker -1, which the template
+		// (User:cluster-X-broker-{id}) names cluster-X-broker--1:
+		// scripts/gencerts issues that certificate and chaos.sh grants it
+		// ClusterAction.
+		files := []string{"ca.crt", "admin.crt", "admin.key"}
+		for _, cl := range []string{"a", "b"} {
+			files = append(files, "cluster-"+cl+"-broker--1.crt", "cluster-"+cl+"-broker--1.key")
+		}
+		for _, f := range files {
+			if _, err := os.Stat(filepath.Join(abs, f)); err != nil {
+				return fail("--tls-dir: %v (run scripts/gencerts)", err)
+			}
+		}
+		const in = "/etc/twinlog/tls"
+		create = append(create, "-v", abs+":"+in+":ro")
+		clientArgs = append(clientArgs, "--tls-ca", in+"/ca.crt", "--tls-cert", in+"/admin.crt", "--tls-key", in+"/admin.key")
+		for _, cl := range []string{"a", "b"} {
+			obs := in + "/cluster-" + cl + "-broker--1"
+			clientArgs = append(clientArgs, "--observer-tls-cert-"+cl, obs+".crt", "--observer-tls-key-"+cl, obs+".key")
+		}
+	}
+	if err := docker(append(append(create, *image), clientArgs...)...); err != nil {
 		return fail("%v", err)
 	}
 	defer func() { _ = docker("rm", "-f", "-v", name) }()

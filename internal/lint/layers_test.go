@@ -77,6 +77,7 @@ var layers = map[string][]string{
 	"broker/brokertest":              {"", "api/proto/twinlog/v1", "broker", "controller", "group", "internal/rpcopt", "metadata", "security/authz", "security/transport", "storage"},
 	"internal/sim":                   {"", "api/proto/twinlog/v1", "broker/alter", "broker/assign", "broker/follow", "broker/metaloop", "broker/ready", "broker/replica", "broker/serve", "broker/session", "broker/wire", "controller", "controller/memstore", "controller/metastate", "internal/history", "metadata", "mirror/plan", "mirror/runner", "mirror/state", "security/acl", "security/authz", "security/transport", "storage", "storage/epoch"},
 	"scripts/runlocal":               {"security/pki"},
+	"scripts/gencerts":               {"security/pki"},
 	"cmd/twinctl/internal/cli":       {"api/proto/twinlog/v1", "errcode", "security/acl", "security/scram", "security/tlsfiles", "security/transport"},
 	"cmd/twinctl":                    {"cmd/twinctl/internal/cli", "storage", "storage/epoch"},
 	"cmd/brokerd":                    {"", "broker", "internal/config", "internal/daemon", "metrics", "security/authz", "storage"},
