@@ -162,6 +162,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	b.log = b.log.With("component", "broker", "broker_id", cfg.ID)
 	acfg := cfg.Authz
 	acfg.Logger = b.log.With("component", "authorizer")
+	acfg.Users = b.scramCredential
 	b.authz = authz.NewChecker(acfg)
 	if b.obs == nil {
 		b.obs = nopObserver{}

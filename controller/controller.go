@@ -29,6 +29,7 @@ import (
 	"github.com/twinlog/twinlog/internal/rpcopt"
 	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/security/authz"
+	"github.com/twinlog/twinlog/security/scram"
 	"github.com/twinlog/twinlog/security/transport"
 )
 
@@ -290,6 +291,7 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	c.log = c.log.With("component", "controller")
 	acfg := cfg.Authz
 	acfg.Logger = c.log.With("component", "authorizer")
+	acfg.Users = c.scramCredential
 	c.authz = authz.NewChecker(acfg)
 	if c.now == nil {
 		c.now = time.Now
@@ -403,6 +405,17 @@ func (c *Controller) load(clusterID string, rnd metastate.Rand) error {
 	c.log.Info("metadata loaded", "cluster_id", id, "controller_epoch", epoch,
 		"offset", st.Offset(), "snapshot_offset", l.Snapshot.GetOffset(), "replayed", len(l.Deltas), "producer_id_space", st.ProducerIDSpace())
 	return nil
+}
+
+// scramCredential looks a user's SCRAM credential up in the metadata, for
+// gRPC callers that authenticate with a password (security/authz).
+func (c *Controller) scramCredential(user string, m scram.Mechanism) (scram.Credential, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.state == nil {
+		return scram.Credential{}, false
+	}
+	return metadata.ScramLookup(c.state.Image)(user, m)
 }
 
 // refreshACLs rebuilds the authorizer when the image's bindings changed.

@@ -35,6 +35,7 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/errcode"
 	"github.com/twinlog/twinlog/security/acl"
+	"github.com/twinlog/twinlog/security/scram"
 	"github.com/twinlog/twinlog/security/transport"
 )
 
@@ -61,6 +62,10 @@ type Config struct {
 	Logger                  *slog.Logger
 	// OnDecision, if set, is told of every decision (metrics).
 	OnDecision func(n Need, allowed bool)
+	// Users, if set, are the SCRAM users a gRPC request may authenticate
+	// as with a password over TLS (AuthorizationHeader), instead of a
+	// client certificate.
+	Users scram.Lookup
 }
 
 // Checker answers authorization questions for one daemon. It is safe for
@@ -181,6 +186,11 @@ func (c *Checker) decided(principal, host string, n Need, d acl.Decision) {
 		c.logDenied(slog.String("principal", principal), slog.String("host", host), slog.String("operation", n.Op.String()),
 			slog.String("resource_type", n.Type.String()), slog.String("resource", n.Name), slog.String("reason", d.Reason))
 	}
+}
+
+// transportAttrs are the log attributes of a refused authentication.
+func transportAttrs(ctx context.Context, why string) []slog.Attr {
+	return []slog.Attr{slog.String("host", transport.Host(ctx)), slog.String("reason", why)}
 }
 
 // logDenied logs a denial, at most deniedLogsPerSecond a second.

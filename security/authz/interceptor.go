@@ -48,6 +48,10 @@ func (c *Checker) authorize(ctx context.Context, method string, req any) error {
 // runs.
 func (c *Checker) UnaryInterceptor() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx, err := c.authenticate(ctx)
+		if err != nil {
+			return nil, err
+		}
 		if err := c.authorize(ctx, info.FullMethod, req); err != nil {
 			return nil, err
 		}

@@ -177,10 +177,35 @@ type AuthInfo struct {
 	Principal string
 }
 
+// principalKey carries a principal authenticated for one request (a
+// password checked by security/authz) in its context.
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying principal as its caller's, which
+// Principal then returns: for a caller that authenticated per request
+// rather than with its connection's certificate.
+func WithPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
+// IsTLS reports whether the caller of a gRPC request came over TLS.
+func IsTLS(ctx context.Context) bool {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return false
+	}
+	_, tlsConn := p.AuthInfo.(AuthInfo)
+	return tlsConn
+}
+
 // Principal returns the principal of the caller of a gRPC request, and
-// whether it was authenticated by a certificate. A plaintext connection, or
-// a TLS one without a client certificate, is principal.Anonymous.
+// whether it was authenticated (by its certificate, or per request:
+// WithPrincipal). A plaintext connection, or a TLS one without a client
+// certificate, is principal.Anonymous.
 func Principal(ctx context.Context) (string, bool) {
+	if p, ok := ctx.Value(principalKey{}).(string); ok {
+		return p, true
+	}
 	p, ok := peer.FromContext(ctx)
 	if !ok {
 		return principal.Anonymous, false

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/security/authz"
 	"github.com/twinlog/twinlog/security/tlsfiles"
 	"github.com/twinlog/twinlog/security/transport"
 )
@@ -60,6 +62,8 @@ type app struct {
 	// tls is the client's TLS (--tls-ca, --tls-cert, --tls-key); nil:
 	// plaintext.
 	tls *transport.Transport
+	// password authenticates every RPC as --user (nil: none).
+	password *basicAuth
 }
 
 // Execute runs twinctl with args (without the program name) and returns the
@@ -122,6 +126,8 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 	pf.String("tls-ca", "", "PEM bundle of the CAs to trust: turns TLS on (env TWINLOG_TLS_CA)")
 	pf.String("tls-cert", "", "client certificate, PEM, presented as your identity (env TWINLOG_TLS_CERT)")
 	pf.String("tls-key", "", "private key of --tls-cert, PEM (env TWINLOG_TLS_KEY)")
+	pf.String("user", "", "authenticate as this SCRAM user with a password (over TLS, without --tls-cert; env TWINLOG_USER)")
+	pf.String("password-file", "", "the --user password's file (first line); default: env TWINLOG_PASSWORD")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
 
 	root.AddCommand(
@@ -146,14 +152,14 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 func (a *app) loadConfig(cmd *cobra.Command, _ []string) error {
 	v := a.v
 	flags := cmd.Flags()
-	for _, k := range []string{"bootstrap", "timeout", "json", "tls-ca", "tls-cert", "tls-key"} {
+	for _, k := range []string{"bootstrap", "timeout", "json", "tls-ca", "tls-cert", "tls-key", "user", "password-file"} {
 		if err := v.BindPFlag(k, flags.Lookup(k)); err != nil {
 			return err
 		}
 	}
 	v.SetEnvPrefix("TWINLOG")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
-	for _, k := range []string{"bootstrap", "timeout", "tls-ca", "tls-cert", "tls-key"} {
+	for _, k := range []string{"bootstrap", "timeout", "tls-ca", "tls-cert", "tls-key", "user", "password-file"} {
 		if err := v.BindEnv(k); err != nil {
 			return err
 		}
@@ -189,6 +195,9 @@ func (a *app) loadConfig(cmd *cobra.Command, _ []string) error {
 	}
 	a.json = v.GetBool("json")
 	if err := a.loadTLS(v.GetString("tls-ca"), v.GetString("tls-cert"), v.GetString("tls-key")); err != nil {
+		return err
+	}
+	if err := a.loadPassword(v.GetString("user"), v.GetString("password-file"), v.GetString("tls-cert")); err != nil {
 		return err
 	}
 	return nil
@@ -241,7 +250,11 @@ func (a *app) conn(addr string) (*grpc.ClientConn, error) {
 	if c, ok := a.conns[addr]; ok {
 		return c, nil
 	}
-	dopts := append([]grpc.DialOption{grpc.WithTransportCredentials(a.tls.ClientCredentials())}, a.opts.DialOptions...)
+	dopts := []grpc.DialOption{grpc.WithTransportCredentials(a.tls.ClientCredentials())}
+	if a.password != nil {
+		dopts = append(dopts, grpc.WithPerRPCCredentials(a.password))
+	}
+	dopts = append(dopts, a.opts.DialOptions...)
 	// passthrough: hand the address to the dialer as is, as grpc.Dial did;
 	// a CLI has no use for the dns resolver's balancing.
 	c, err := grpc.NewClient("passthrough:///"+addr, dopts...)
@@ -269,6 +282,48 @@ func (a *app) loadTLS(ca, cert, key string) error {
 		return fmt.Errorf("TLS: %w", err)
 	}
 	a.tls = t
+	return nil
+}
+
+// basicAuth sends a SCRAM user's password with every RPC (the gRPC API's
+// alternative to a client certificate, security/authz), only over TLS.
+type basicAuth struct{ header string }
+
+func (b *basicAuth) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{authz.AuthorizationHeader: b.header}, nil
+}
+
+func (b *basicAuth) RequireTransportSecurity() bool { return true }
+
+// loadPassword sets up --user's password (from --password-file, else
+// TWINLOG_PASSWORD); it needs TLS and excludes a client certificate.
+func (a *app) loadPassword(user, file, cert string) error {
+	if user == "" {
+		if file != "" {
+			return usagef("--password-file needs --user")
+		}
+		return nil
+	}
+	switch {
+	case a.tls == nil:
+		return usagef("--user sends a password: it needs TLS (--tls-ca)")
+	case cert != "":
+		return usagef("--user and --tls-cert are two identities: pass one")
+	}
+	var pw string
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return usagef("--password-file: %v", err)
+		}
+		defer f.Close()
+		if pw, err = readPassword(f, file); err != nil {
+			return err
+		}
+	} else if pw = os.Getenv("TWINLOG_PASSWORD"); pw == "" {
+		return usagef("--user %s: pass --password-file or set TWINLOG_PASSWORD", user)
+	}
+	a.password = &basicAuth{header: "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pw))}
 	return nil
 }
 

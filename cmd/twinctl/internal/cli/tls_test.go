@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +142,108 @@ func TestTLSAgainstCluster(t *testing.T) {
 	}
 	if _, errb, code := run("--tls-ca", caFile, "brokers", "list"); code == ExitOK {
 		t.Fatalf("twinctl without a certificate: exit %d, %s", code, errb)
+	}
+}
+
+// TestPasswordAgainstCluster: with tls.client.auth requested, twinctl
+// without a certificate authenticates every RPC as a SCRAM user with
+// --user and a password (set by the super user with users set-password)
+// and gets that user's ACLs; a wrong password is refused as an
+// authentication failure; --user needs TLS and excludes --tls-cert.
+func TestPasswordAgainstCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	dir := t.TempDir()
+	ca, err := pki.NewCA("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := ca.WriteFiles(caFile, filepath.Join(dir, "ca.key")); err != nil {
+		t.Fatal(err)
+	}
+	issue := func(name, cn string) (string, string) {
+		cert, key, err := ca.Issue(pki.LeafOptions{CommonName: cn, DNSNames: []string{name}, Server: true, Client: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, kf, err := pki.WriteLeaf(dir, name, cert, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cf, kf
+	}
+	c := brokertest.NewCluster(t, brokertest.Options{
+		Transport: func(node string) *transport.Transport {
+			cn := "broker-" + strings.TrimPrefix(node, "a-")
+			if node == "a-controller" || node == "a-client" {
+				cn = strings.TrimPrefix(node, "a-")
+			}
+			cf, kf := issue(node, cn)
+			tr, err := transport.New(transport.Config{Files: tlsfiles.Files{CertFile: cf, KeyFile: kf, CAFile: caFile},
+				ClientAuth: tls.VerifyClientCertIfGiven, PrincipalRules: `RULE:^CN=([^,]+)$/$1/`})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr
+		},
+		Authz: authz.Config{Enabled: true, BrokerPrincipalTemplate: "User:broker-{id}",
+			ACL: acl.Config{SuperUsers: []string{"User:controller", "User:client", "User:broker-1", "User:broker-2", "User:broker-3", "User:admin"}}},
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	run := func(stdin string, args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		opts := Options{
+			Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(stdin), HomeDir: t.TempDir(),
+			DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+				return c.Net.DialConn(ctx, "twinctl", addr)
+			})},
+			StderrIsTerminal: func() bool { return false },
+		}
+		code := Execute(ctx, append([]string{"--bootstrap", c.ControllerAddr(), "--timeout", "5s"}, args...), opts)
+		return out.String(), errb.String(), code
+	}
+	adminCert, adminKey := issue("admin", "admin")
+	admin := []string{"--tls-ca", caFile, "--tls-cert", adminCert, "--tls-key", adminKey}
+	if out, errb, code := run("s3cret\n", append(admin, "users", "set-password", "alice")...); code != ExitOK {
+		t.Fatalf("set-password: exit %d\n%s%s", code, out, errb)
+	}
+	pwFile := filepath.Join(dir, "alice.pw")
+	if err := os.WriteFile(pwFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	alice := []string{"--tls-ca", caFile, "--user", "alice", "--password-file", pwFile}
+	create := append(slices.Clone(alice), "topics", "create", "orders", "--partitions", "1", "--replication-factor", "3")
+	if out, errb, code := run("", create...); code == ExitOK || !strings.Contains(out+errb, "TOPIC_AUTHORIZATION_FAILED") || !strings.Contains(out+errb, "User:alice") {
+		t.Fatalf("alice without ACLs: exit %d\n%s%s", code, out, errb)
+	}
+	if out, errb, code := run("", append(admin, "acls", "add", "--allow-principal", "User:alice", "--operation", "Create", "--topic", "orders")...); code != ExitOK {
+		t.Fatalf("acls add: exit %d\n%s%s", code, out, errb)
+	}
+	// The controller rebuilds its authorizer as it commits the ACL, before
+	// CreateAcls answers.
+	if out, errb, code := run("", create...); code != ExitOK {
+		t.Fatalf("alice with Create: exit %d\n%s%s", code, out, errb)
+	}
+	wrong := filepath.Join(dir, "wrong.pw")
+	if err := os.WriteFile(wrong, []byte("guess\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errb, code := run("", "--tls-ca", caFile, "--user", "alice", "--password-file", wrong, "topics", "list"); code == ExitOK || !strings.Contains(out+errb, "SASL_AUTHENTICATION_FAILED") {
+		t.Fatalf("a wrong password: exit %d\n%s%s", code, out, errb)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--user", "alice", "--password-file", pwFile, "topics", "list"}, "needs TLS"},
+		{append(slices.Clone(admin), "--user", "alice", "--password-file", pwFile, "topics", "list"), "two identities"},
+		{[]string{"--tls-ca", caFile, "--password-file", pwFile, "topics", "list"}, "--password-file needs --user"},
+	} {
+		if _, errb, code := run("", tc.args...); code != ExitUsage || !strings.Contains(errb, tc.want) {
+			t.Errorf("%v: exit %d, %s", tc.args, code, errb)
+		}
 	}
 }
