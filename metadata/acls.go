@@ -161,3 +161,12 @@ func (img *Image) Authorizer(cfg acl.Config) *acl.Authorizer {
 	}
 	return acl.New(cfg, bs)
 }
+
+// ACLFilterRecord converts a security/acl Filter to its message.
+func ACLFilterRecord(f acl.Filter) *twinlogv1.AclFilter {
+	b := ACLRecord(acl.Binding(f))
+	return &twinlogv1.AclFilter{
+		ResourceType: b.GetResourceType(), ResourceName: b.GetResourceName(), PatternType: b.GetPatternType(),
+		Principal: b.GetPrincipal(), Host: b.GetHost(), Operation: b.GetOperation(), Permission: b.GetPermission(),
+	}
+}

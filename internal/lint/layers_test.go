@@ -78,7 +78,7 @@ var layers = map[string][]string{
 	"internal/sim":                   {"", "api/proto/twinlog/v1", "broker/alter", "broker/assign", "broker/follow", "broker/metaloop", "broker/ready", "broker/replica", "broker/serve", "broker/session", "broker/wire", "controller", "controller/memstore", "controller/metastate", "internal/history", "metadata", "mirror/plan", "mirror/runner", "mirror/state", "security/acl", "security/authz", "security/transport", "storage", "storage/epoch"},
 	"scripts/runlocal":               {"security/pki"},
 	"scripts/gencerts":               {"security/pki"},
-	"cmd/twinctl/internal/cli":       {"api/proto/twinlog/v1", "errcode", "security/acl", "security/authz", "security/scram", "security/tlsfiles", "security/transport"},
+	"cmd/twinctl/internal/cli":       {"api/proto/twinlog/v1", "errcode", "metadata", "security/acl", "security/authz", "security/scram", "security/tlsfiles", "security/transport"},
 	"cmd/twinctl":                    {"cmd/twinctl/internal/cli", "storage", "storage/epoch"},
 	"cmd/brokerd":                    {"", "broker", "internal/config", "internal/daemon", "metrics", "security/authz", "storage"},
 	"cmd/controllerd":                {"controller", "internal/config", "internal/daemon", "metrics", "security/authz"},

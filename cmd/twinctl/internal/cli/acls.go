@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/security/acl"
 )
 
@@ -194,46 +194,13 @@ const aclResourceChoices = "--topic NAME, --group NAME, --cluster, --transaction
 
 // ---- proto conversions and views ----
 
-// code8 narrows a proto enum value to security/acl's int8 codes; a value
-// out of range (no code is) reads as Unknown.
-func code8(v int32) int8 {
-	if v < math.MinInt8 || v > math.MaxInt8 {
-		return 0
-	}
-	return int8(v)
-}
-
-func aclToProto(b acl.Binding) *twinlogv1.AclBinding {
-	return &twinlogv1.AclBinding{
-		ResourceType: twinlogv1.AclResourceType(b.ResourceType),
-		ResourceName: b.ResourceName,
-		PatternType:  twinlogv1.AclPatternType(b.PatternType),
-		Principal:    b.Principal,
-		Host:         b.Host,
-		Operation:    twinlogv1.AclOperation(b.Operation),
-		Permission:   twinlogv1.AclPermission(b.Permission),
-	}
-}
-
-func aclFilterToProto(f acl.Filter) *twinlogv1.AclFilter {
-	b := aclToProto(acl.Binding(f))
-	return &twinlogv1.AclFilter{
-		ResourceType: b.ResourceType, ResourceName: b.ResourceName, PatternType: b.PatternType,
-		Principal: b.Principal, Host: b.Host, Operation: b.Operation, Permission: b.Permission,
-	}
-}
-
-func aclFromProto(p *twinlogv1.AclBinding) acl.Binding {
-	return acl.Binding{
-		ResourceType: acl.ResourceType(code8(int32(p.GetResourceType()))),
-		ResourceName: p.GetResourceName(),
-		PatternType:  acl.PatternType(code8(int32(p.GetPatternType()))),
-		Principal:    p.GetPrincipal(),
-		Host:         p.GetHost(),
-		Operation:    acl.Operation(code8(int32(p.GetOperation()))),
-		Permission:   acl.Permission(code8(int32(p.GetPermission()))),
-	}
-}
+// The conversions between acl.Binding/Filter and their messages are
+// metadata's (ACLRecord, ACLBinding, ACLFilterRecord), the controller's own.
+var (
+	aclToProto       = metadata.ACLRecord
+	aclFilterToProto = metadata.ACLFilterRecord
+	aclFromProto     = metadata.ACLBinding
+)
 
 // aclView is the JSON shape of one binding (and a table row's first cells).
 type aclView struct {
