@@ -127,7 +127,7 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 	pf.String("tls-cert", "", "client certificate, PEM, presented as your identity (env TWINLOG_TLS_CERT)")
 	pf.String("tls-key", "", "private key of --tls-cert, PEM (env TWINLOG_TLS_KEY)")
 	pf.String("user", "", "authenticate as this SCRAM user with a password (over TLS, without --tls-cert; env TWINLOG_USER)")
-	pf.String("password-file", "", "the --user password's file (first line); default: env TWINLOG_PASSWORD")
+	pf.String("user-password-file", "", "the --user password's file (first line); default: env TWINLOG_PASSWORD")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
 
 	root.AddCommand(
@@ -152,14 +152,14 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 func (a *app) loadConfig(cmd *cobra.Command, _ []string) error {
 	v := a.v
 	flags := cmd.Flags()
-	for _, k := range []string{"bootstrap", "timeout", "json", "tls-ca", "tls-cert", "tls-key", "user", "password-file"} {
+	for _, k := range []string{"bootstrap", "timeout", "json", "tls-ca", "tls-cert", "tls-key", "user", "user-password-file"} {
 		if err := v.BindPFlag(k, flags.Lookup(k)); err != nil {
 			return err
 		}
 	}
 	v.SetEnvPrefix("TWINLOG")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
-	for _, k := range []string{"bootstrap", "timeout", "tls-ca", "tls-cert", "tls-key", "user", "password-file"} {
+	for _, k := range []string{"bootstrap", "timeout", "tls-ca", "tls-cert", "tls-key", "user", "user-password-file"} {
 		if err := v.BindEnv(k); err != nil {
 			return err
 		}
@@ -197,7 +197,7 @@ func (a *app) loadConfig(cmd *cobra.Command, _ []string) error {
 	if err := a.loadTLS(v.GetString("tls-ca"), v.GetString("tls-cert"), v.GetString("tls-key")); err != nil {
 		return err
 	}
-	if err := a.loadPassword(v.GetString("user"), v.GetString("password-file"), v.GetString("tls-cert")); err != nil {
+	if err := a.loadPassword(v.GetString("user"), v.GetString("user-password-file"), v.GetString("tls-cert")); err != nil {
 		return err
 	}
 	return nil
@@ -295,12 +295,12 @@ func (b *basicAuth) GetRequestMetadata(context.Context, ...string) (map[string]s
 
 func (b *basicAuth) RequireTransportSecurity() bool { return true }
 
-// loadPassword sets up --user's password (from --password-file, else
+// loadPassword sets up --user's password (from --user-password-file, else
 // TWINLOG_PASSWORD); it needs TLS and excludes a client certificate.
 func (a *app) loadPassword(user, file, cert string) error {
 	if user == "" {
 		if file != "" {
-			return usagef("--password-file needs --user")
+			return usagef("--user-password-file needs --user")
 		}
 		return nil
 	}
@@ -314,14 +314,14 @@ func (a *app) loadPassword(user, file, cert string) error {
 	if file != "" {
 		f, err := os.Open(file)
 		if err != nil {
-			return usagef("--password-file: %v", err)
+			return usagef("--user-password-file: %v", err)
 		}
 		defer f.Close()
 		if pw, err = readPassword(f, file); err != nil {
 			return err
 		}
 	} else if pw = os.Getenv("TWINLOG_PASSWORD"); pw == "" {
-		return usagef("--user %s: pass --password-file or set TWINLOG_PASSWORD", user)
+		return usagef("--user %s: pass --user-password-file or set TWINLOG_PASSWORD", user)
 	}
 	a.password = &basicAuth{header: "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pw))}
 	return nil

@@ -207,14 +207,15 @@ func TestPasswordAgainstCluster(t *testing.T) {
 	}
 	adminCert, adminKey := issue("admin", "admin")
 	admin := []string{"--tls-ca", caFile, "--tls-cert", adminCert, "--tls-key", adminKey}
-	if out, errb, code := run("s3cret\n", append(admin, "users", "set-password", "alice")...); code != ExitOK {
-		t.Fatalf("set-password: exit %d\n%s%s", code, out, errb)
-	}
 	pwFile := filepath.Join(dir, "alice.pw")
 	if err := os.WriteFile(pwFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	alice := []string{"--tls-ca", caFile, "--user", "alice", "--password-file", pwFile}
+	// set-password's own --password-file is not the global --user-password-file.
+	if out, errb, code := run("", append(admin, "users", "set-password", "alice", "--password-file", pwFile)...); code != ExitOK {
+		t.Fatalf("set-password: exit %d\n%s%s", code, out, errb)
+	}
+	alice := []string{"--tls-ca", caFile, "--user", "alice", "--user-password-file", pwFile}
 	create := append(slices.Clone(alice), "topics", "create", "orders", "--partitions", "1", "--replication-factor", "3")
 	if out, errb, code := run("", create...); code == ExitOK || !strings.Contains(out+errb, "TOPIC_AUTHORIZATION_FAILED") || !strings.Contains(out+errb, "User:alice") {
 		t.Fatalf("alice without ACLs: exit %d\n%s%s", code, out, errb)
@@ -231,16 +232,16 @@ func TestPasswordAgainstCluster(t *testing.T) {
 	if err := os.WriteFile(wrong, []byte("guess\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, errb, code := run("", "--tls-ca", caFile, "--user", "alice", "--password-file", wrong, "topics", "list"); code == ExitOK || !strings.Contains(out+errb, "SASL_AUTHENTICATION_FAILED") {
+	if out, errb, code := run("", "--tls-ca", caFile, "--user", "alice", "--user-password-file", wrong, "topics", "list"); code == ExitOK || !strings.Contains(out+errb, "SASL_AUTHENTICATION_FAILED") {
 		t.Fatalf("a wrong password: exit %d\n%s%s", code, out, errb)
 	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--user", "alice", "--password-file", pwFile, "topics", "list"}, "needs TLS"},
-		{append(slices.Clone(admin), "--user", "alice", "--password-file", pwFile, "topics", "list"), "two identities"},
-		{[]string{"--tls-ca", caFile, "--password-file", pwFile, "topics", "list"}, "--password-file needs --user"},
+		{[]string{"--user", "alice", "--user-password-file", pwFile, "topics", "list"}, "needs TLS"},
+		{append(slices.Clone(admin), "--user", "alice", "--user-password-file", pwFile, "topics", "list"), "two identities"},
+		{[]string{"--tls-ca", caFile, "--user-password-file", pwFile, "topics", "list"}, "--user-password-file needs --user"},
 	} {
 		if _, errb, code := run("", tc.args...); code != ExitUsage || !strings.Contains(errb, tc.want) {
 			t.Errorf("%v: exit %d, %s", tc.args, code, errb)
