@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/twinlog/twinlog/security/authz"
+	"github.com/twinlog/twinlog/security/transport"
 )
 
 // TLSSource is what the TLS metrics read: the current certificate's expiry
@@ -66,4 +69,20 @@ func (s *Security) ObserveAuthorization(resourceType, operation string, allowed 
 	if !allowed {
 		s.denied.WithLabelValues(resourceType, operation).Inc()
 	}
+}
+
+// WireSecurity registers a daemon's security metrics (the TLS ones when t
+// is not nil) and points az's decisions at them: the one place brokerd and
+// controllerd do it.
+func WireSecurity(reg prometheus.Registerer, t *transport.Transport, az *authz.Config) error {
+	var src TLSSource
+	if t != nil {
+		src = t.Source()
+	}
+	sec, err := NewSecurity(reg, src)
+	if err != nil {
+		return err
+	}
+	az.OnDecision = func(n authz.Need, allowed bool) { sec.ObserveAuthorization(n.Type.String(), n.Op.String(), allowed) }
+	return nil
 }

@@ -27,7 +27,6 @@ import (
 	"github.com/twinlog/twinlog/internal/config"
 	"github.com/twinlog/twinlog/internal/daemon"
 	"github.com/twinlog/twinlog/metrics"
-	"github.com/twinlog/twinlog/security/authz"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -160,15 +159,9 @@ func run(ctx context.Context, cfg config.BrokerConfig, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	var src metrics.TLSSource
-	if tls != nil {
-		src = tls.Source()
-	}
-	sec, err := metrics.NewSecurity(reg, src)
-	if err != nil {
+	if err := metrics.WireSecurity(reg, tls, &az); err != nil {
 		return err
 	}
-	az.OnDecision = func(n authz.Need, allowed bool) { sec.ObserveAuthorization(n.Type.String(), n.Op.String(), allowed) }
 	bc := brokerConfig(cfg)
 	bc.Authz = az
 	b, err := broker.New(bc, broker.Deps{Logger: log, Observer: obs, Transport: tls})

@@ -25,7 +25,6 @@ import (
 	"github.com/twinlog/twinlog/internal/config"
 	"github.com/twinlog/twinlog/internal/daemon"
 	"github.com/twinlog/twinlog/metrics"
-	"github.com/twinlog/twinlog/security/authz"
 )
 
 func main() {
@@ -96,15 +95,9 @@ func run(ctx context.Context, cfg config.ControllerConfig, log *slog.Logger) err
 	if err != nil {
 		return err
 	}
-	var src metrics.TLSSource
-	if tls != nil {
-		src = tls.Source()
-	}
-	sec, err := metrics.NewSecurity(reg, src)
-	if err != nil {
+	if err := metrics.WireSecurity(reg, tls, &az); err != nil {
 		return err
 	}
-	az.OnDecision = func(n authz.Need, allowed bool) { sec.ObserveAuthorization(n.Type.String(), n.Op.String(), allowed) }
 	cc := controllerConfig(cfg)
 	cc.Authz = az
 	ctl, err := controller.New(cc, controller.Deps{Logger: log, Observer: obs, Transport: tls})

@@ -117,7 +117,7 @@ func LoadCA(certFile, keyFile string) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pki: read CA key: %w", err)
 	}
-	key, err := parseKey(keyData)
+	key, err := ParsePrivateKey(keyData)
 	if err != nil {
 		return nil, fmt.Errorf("pki: CA key file %s: %w", keyFile, err)
 	}
@@ -260,14 +260,21 @@ func encodeKey(key crypto.Signer) ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
 
-// parseKey returns the first private key PEM block of data as a signer.
-func parseKey(data []byte) (crypto.Signer, error) {
+// ParsePrivateKey returns the first private key PEM block of data (PKCS #8,
+// SEC 1 EC or PKCS #1 RSA; ECDSA, RSA or Ed25519): the one parser of key
+// files, for LoadCA and security/tlsfiles. Encrypted keys are refused.
+func ParsePrivateKey(data []byte) (crypto.Signer, error) {
+	blocks := 0
 	for rest := data; ; {
 		var b *pem.Block
 		b, rest = pem.Decode(rest)
 		if b == nil {
-			return nil, errors.New("no PEM private key block")
+			if blocks == 0 {
+				return nil, errors.New("no PEM data")
+			}
+			return nil, errors.New("no private key PEM block")
 		}
+		blocks++
 		var (
 			key any
 			err error
@@ -285,7 +292,7 @@ func parseKey(data []byte) (crypto.Signer, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("parse %s: %w", b.Type, err)
+			return nil, fmt.Errorf("%s PEM block: %w", b.Type, err)
 		}
 		switch k := key.(type) {
 		case *ecdsa.PrivateKey:

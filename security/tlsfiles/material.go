@@ -2,14 +2,13 @@ package tlsfiles
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
+
+	"github.com/twinlog/twinlog/security/pki"
 )
 
 // material is one loaded set of files. It is never changed once built.
@@ -29,7 +28,7 @@ func parse(f Files, data [3][]byte) (*material, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tlsfiles: cert file %s: %w", f.CertFile, err)
 		}
-		key, err := parseKey(data[1])
+		key, err := pki.ParsePrivateKey(data[1])
 		if err != nil {
 			return nil, fmt.Errorf("tlsfiles: key file %s: %w", f.KeyFile, err)
 		}
@@ -86,48 +85,4 @@ func parseCerts(data []byte) ([]*x509.Certificate, error) {
 		return nil, errors.New("no CERTIFICATE PEM block")
 	}
 	return certs, nil
-}
-
-// parseKey returns the first private key block of data.
-func parseKey(data []byte) (crypto.Signer, error) {
-	blocks := 0
-	for rest := data; ; {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			if blocks == 0 {
-				return nil, errors.New("no PEM data")
-			}
-			return nil, errors.New("no private key PEM block")
-		}
-		blocks++
-		var (
-			key any
-			err error
-		)
-		switch b.Type {
-		case "PRIVATE KEY":
-			key, err = x509.ParsePKCS8PrivateKey(b.Bytes)
-		case "EC PRIVATE KEY":
-			key, err = x509.ParseECPrivateKey(b.Bytes)
-		case "RSA PRIVATE KEY":
-			key, err = x509.ParsePKCS1PrivateKey(b.Bytes)
-		case "ENCRYPTED PRIVATE KEY":
-			return nil, errors.New("encrypted private keys are not supported")
-		default:
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s PEM block: %w", b.Type, err)
-		}
-		switch k := key.(type) {
-		case *ecdsa.PrivateKey:
-			return k, nil
-		case *rsa.PrivateKey:
-			return k, nil
-		case ed25519.PrivateKey:
-			return k, nil
-		}
-		return nil, fmt.Errorf("unsupported private key type %T", key)
-	}
 }
