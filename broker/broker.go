@@ -284,6 +284,11 @@ func defaultDial(addr string, creds credentials.TransportCredentials) (*grpc.Cli
 		}, MinConnectTimeout: time.Second}))
 }
 
+// Health is the broker's grpc.health.v1 service (NOT_SERVING until Run
+// serves, again from the start of shutdown), for a daemon that also serves
+// it on a plaintext probe port (health.listen.address).
+func (b *Broker) Health() healthpb.HealthServer { return b.health }
+
 // StorageObserver is an optional Observer extension for log storage
 // health; metrics.Broker implements it.
 type StorageObserver interface {

@@ -446,6 +446,11 @@ func (c *Controller) bootstrap(st *metastate.State) error {
 	return nil
 }
 
+// Health is the controller's grpc.health.v1 service (NOT_SERVING until Run
+// serves, again from the start of shutdown), for a daemon that also serves
+// it on a plaintext probe port (health.listen.address).
+func (c *Controller) Health() healthpb.HealthServer { return c.health }
+
 // ClusterID returns the cluster id.
 func (c *Controller) ClusterID() string {
 	c.mu.RLock()

@@ -6,19 +6,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/experimental"
 
@@ -169,20 +165,18 @@ func run(ctx context.Context, cfg config.BrokerConfig, log *slog.Logger) error {
 		return err
 	}
 	if cfg.MetricsAddress != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		srv := &http.Server{Addr: cfg.MetricsAddress, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server", "addr", cfg.MetricsAddress, "err", err)
-			}
-		}()
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		}()
-		log.Info("metrics serving", "addr", cfg.MetricsAddress)
+		stop, err := daemon.ServeMetrics(cfg.MetricsAddress, reg, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if cfg.HealthAddress != "" {
+		stop, err := daemon.ServeHealth(cfg.HealthAddress, b.Health(), log)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	return b.Run(ctx)
 }

@@ -102,6 +102,13 @@ func TestKafkaListenerKeys(t *testing.T) {
 			t.Errorf("%q: %v, want the port clash named", body, err)
 		}
 	}
+	c, err = load("broker.id: 1\nhealth.listen.address: 0.0.0.0:9490\n")
+	if err != nil || c.HealthAddress != "0.0.0.0:9490" {
+		t.Fatalf("health.listen.address: %+v, %v", c, err)
+	}
+	if _, err := load("broker.id: 1\nlisten.address: 127.0.0.1:9091\nhealth.listen.address: 0.0.0.0:9091\n"); err == nil || !strings.Contains(err.Error(), "health.listen.address") || !strings.Contains(err.Error(), "shares its port") {
+		t.Errorf("health on the gRPC port: %v, want the clash named", err)
+	}
 	if _, err := load("broker.id: 1\nkafka.listen.address: \"\"\n"); err != nil {
 		t.Errorf("no Kafka listener: %v", err)
 	}

@@ -121,6 +121,7 @@ type BrokerConfig struct {
 	AdvertisedAddress string   // advertised.address registered with the controller (default listen.address)
 	ControllerAddress string   // controller.address
 	MetricsAddress    string   // metrics.address (empty: no metrics endpoint)
+	HealthAddress     string   // health.listen.address (empty: no plaintext health listener)
 
 	KafkaListenAddress     string // kafka.listen.address: the Kafka protocol listener (empty: none)
 	KafkaAdvertisedAddress string // kafka.advertised.address: what Metadata tells Kafka clients (default kafka.listen.address)
@@ -155,6 +156,7 @@ type ControllerConfig struct {
 	ClusterID      string // cluster.id
 	ListenAddress  string // listen.address
 	MetricsAddress string // metrics.address
+	HealthAddress  string // health.listen.address (empty: none)
 	DataDir        string // data.dir, holds the bbolt file
 
 	MinInsyncReplicas                 int           // min.insync.replicas
@@ -194,6 +196,7 @@ func brokerFields(c *BrokerConfig) []field {
 		strField("advertised.address", "", "address other nodes use to reach this broker (default listen.address)", &c.AdvertisedAddress),
 		strField("controller.address", "127.0.0.1:9090", "controller host:port", &c.ControllerAddress),
 		strField("metrics.address", "", "Prometheus /metrics listen address (empty: disabled)", &c.MetricsAddress),
+		strField("health.listen.address", "", "plaintext gRPC listener serving only grpc.health.v1, for probes that cannot do TLS (empty: disabled)", &c.HealthAddress),
 		strField("kafka.listen.address", "127.0.0.1:9092", "Kafka protocol listen address host:port (empty: no Kafka listener)", &c.KafkaListenAddress),
 		strField("kafka.advertised.address", "", "address Kafka clients are told to reach this broker at (default kafka.listen.address)", &c.KafkaAdvertisedAddress),
 		intField("socket.request.max.bytes", "104857600", "largest Kafka request frame; a larger one closes its connection", &c.SocketRequestMaxBytes),
@@ -236,6 +239,7 @@ func controllerFields(c *ControllerConfig) []field {
 		strField("cluster.id", "", "cluster id (required)", &c.ClusterID),
 		strField("listen.address", "127.0.0.1:9090", "gRPC listen address host:port", &c.ListenAddress),
 		strField("metrics.address", "", "Prometheus /metrics listen address (empty: disabled)", &c.MetricsAddress),
+		strField("health.listen.address", "", "plaintext gRPC listener serving only grpc.health.v1, for probes that cannot do TLS (empty: disabled)", &c.HealthAddress),
 		strField("data.dir", "./run/controller", "directory of the bbolt metadata file", &c.DataDir),
 		intField("min.insync.replicas", "1", "cluster default m (SPEC §1.3)", &c.MinInsyncReplicas),
 		boolField("eligible.leader.replicas.enabled", "true", "keep ELR (KIP-966)", &c.EligibleLeaderReplicasEnabled),
@@ -349,6 +353,10 @@ func (c BrokerConfig) Validate() error {
 	checkAddr(&errs, "advertised.address", c.AdvertisedAddress, false)
 	checkAddr(&errs, "controller.address", c.ControllerAddress, false)
 	checkAddr(&errs, "metrics.address", c.MetricsAddress, true)
+	checkAddr(&errs, "health.listen.address", c.HealthAddress, true)
+	if clash(c.ListenAddress, c.HealthAddress) {
+		bad("health.listen.address", c.HealthAddress, "shares its port with listen.address "+c.ListenAddress+"; give the health listener its own")
+	}
 	checkAddr(&errs, "kafka.listen.address", c.KafkaListenAddress, true)
 	checkAddr(&errs, "kafka.advertised.address", c.KafkaAdvertisedAddress, true)
 	if clash(c.ListenAddress, c.KafkaListenAddress) {
@@ -423,6 +431,10 @@ func (c ControllerConfig) Validate() error {
 	}
 	checkAddr(&errs, "listen.address", c.ListenAddress, false)
 	checkAddr(&errs, "metrics.address", c.MetricsAddress, true)
+	checkAddr(&errs, "health.listen.address", c.HealthAddress, true)
+	if clash(c.ListenAddress, c.HealthAddress) {
+		bad("health.listen.address", c.HealthAddress, "shares its port with listen.address "+c.ListenAddress+"; give the health listener its own")
+	}
 	if c.DataDir == "" {
 		bad("data.dir", `""`, "must name the directory for the bbolt file")
 	}

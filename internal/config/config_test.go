@@ -117,6 +117,8 @@ func TestEnvOverridesEveryKey(t *testing.T) {
 				got = c.ListenAddress
 			case "metrics.address":
 				got = c.MetricsAddress
+			case "health.listen.address":
+				got = c.HealthAddress
 			case "data.dir":
 				got = c.DataDir
 			case "unclean.recovery.strategy":
