@@ -500,6 +500,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	b.goLoop(inner, b.tickLoop)
 	b.goLoop(inner, b.checkpointLoop)
 	b.goLoop(inner, b.cleanerLoop)
+	b.goLoop(inner, b.retentionLoop)
 
 	var runErr error
 	select {

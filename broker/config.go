@@ -84,6 +84,14 @@ type Config struct {
 	Log storage.Options
 	// FlushPolicy selects group-committed fsyncs (FlushEveryBatch).
 	FlushPolicy FlushPolicy
+	// LogRetention and LogRetentionBytes are log.retention.ms and
+	// log.retention.bytes: what a topic without its own retention.ms or
+	// retention.bytes keeps (<= 0: no bound; zero values: unbounded).
+	LogRetention      time.Duration
+	LogRetentionBytes int64
+	// LogRetentionCheckInterval is log.retention.check.interval.ms, how
+	// often retention looks at every log (default 5 min, Kafka's).
+	LogRetentionCheckInterval time.Duration
 
 	// ReplicaLagTimeMax is replica.lag.time.max.ms (SPEC §4.5), default 30s.
 	ReplicaLagTimeMax time.Duration
@@ -172,6 +180,7 @@ func (c Config) withDefaults() Config {
 	def(&c.ControlledShutdownTimeout, 10*time.Second)
 	def(&c.DefaultProduceTimeout, 30*time.Second)
 	def(&c.LogMessageTimestampAfterMax, time.Hour)
+	def(&c.LogRetentionCheckInterval, 5*time.Minute)
 	if c.ReplicaFetchMaxBytes <= 0 {
 		c.ReplicaFetchMaxBytes = 10 << 20
 	}

@@ -39,7 +39,11 @@ const (
 	KeyMirrorOffsetSyncExclude    = "mirror.offset.sync.groups.exclude"
 	// Log compaction (storage/doc.go "Compaction"): topic configs with a
 	// cluster default, and the cleaner's broker settings.
-	KeyCleanupPolicy                 = "cleanup.policy"
+	KeyCleanupPolicy = "cleanup.policy"
+	// Retention (cleanup.policy=delete; broker/retention.go): per topic,
+	// Kafka's names; unset, each broker's log.retention.ms/bytes apply.
+	KeyRetentionMs                   = "retention.ms"
+	KeyRetentionBytes                = "retention.bytes"
 	KeyMinCleanableDirtyRatio        = "min.cleanable.dirty.ratio"
 	KeyDeleteRetentionMs             = "delete.retention.ms"
 	KeyMinCompactionLagMs            = "min.compaction.lag.ms"
@@ -154,8 +158,15 @@ var configDefs = map[string]ConfigDef{
 	// are broker settings set cluster-wide, as in Kafka (on the cluster or
 	// the default broker: one value either way). cleanup.policy is copied
 	// to a mirror topic (MirroredTopicConfigs).
-	KeyCleanupPolicy:                 {Scopes: ScopeTopic | ScopeCluster, Default: CleanupPolicyDelete, Mirrored: true},
-	KeyMinCleanableDirtyRatio:        {Scopes: ScopeTopic | ScopeCluster, Default: "0.5"},
+	KeyCleanupPolicy:          {Scopes: ScopeTopic | ScopeCluster, Default: CleanupPolicyDelete, Mirrored: true},
+	KeyMinCleanableDirtyRatio: {Scopes: ScopeTopic | ScopeCluster, Default: "0.5"},
+	// Retention of cleanup.policy=delete topics. Unset on a topic, each
+	// broker applies its log.retention.ms/bytes, whose defaults these are
+	// (Kafka shows the broker's value as the default). Copied to a mirror
+	// topic, as Cluster Linking syncs them: a DR copy keeps what the
+	// source keeps unless changed there.
+	KeyRetentionMs:                   {Scopes: ScopeTopic, Default: "604800000", Mirrored: true},
+	KeyRetentionBytes:                {Scopes: ScopeTopic, Default: "-1", Mirrored: true},
 	KeyDeleteRetentionMs:             {Scopes: ScopeTopic | ScopeCluster, Default: "86400000"},
 	KeyMinCompactionLagMs:            {Scopes: ScopeTopic | ScopeCluster, Default: "0"},
 	KeyMaxCompactionLagMs:            {Scopes: ScopeTopic | ScopeCluster, Default: "9223372036854775807"},

@@ -9,10 +9,10 @@ import (
 )
 
 // MirroredTopicConfigs is the documented copy list: the topic config that
-// protects the pair and the cleanup policy (docs/operations.md lists the
-// same).
+// protects the pair, the cleanup policy and retention (docs/operations.md
+// lists the same).
 func TestMirroredTopicConfigs(t *testing.T) {
-	if got := MirroredTopicConfigs(); !slices.Equal(got, []string{KeyCleanupPolicy, KeyMirrorSupportUnclean}) {
+	if got := MirroredTopicConfigs(); !slices.Equal(got, []string{KeyCleanupPolicy, KeyMirrorSupportUnclean, KeyRetentionBytes, KeyRetentionMs}) {
 		t.Fatalf("MirroredTopicConfigs() = %v", got)
 	}
 	for _, k := range []string{KeyMinInsyncReplicas, KeyUncleanLeaderElection, KeyUncleanRecoveryStrategy} {

@@ -42,6 +42,9 @@ type Broker struct {
 	cleanerMaxDelay     prometheus.Gauge
 	cleanerUncleanable  prometheus.Gauge
 
+	retentionSegments prometheus.Counter
+	retentionBytes    prometheus.Counter
+
 	groups          *prometheus.GaugeVec
 	groupRebalances prometheus.Counter
 	groupCommits    prometheus.Counter
@@ -54,6 +57,7 @@ var (
 	_ broker.StorageObserver    = (*Broker)(nil)
 	_ broker.ProducerIDObserver = (*Broker)(nil)
 	_ broker.CleanerObserver    = (*Broker)(nil)
+	_ broker.RetentionObserver  = (*Broker)(nil)
 	_ broker.GroupObserver      = (*Broker)(nil)
 	_ kafka.Observer            = (*Broker)(nil)
 )
@@ -165,6 +169,12 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 	b.cleanerUncleanable = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "twinlog_log_cleaner_uncleanable_partitions", Help: "Compacted partitions whose cleaning failed; not cleaned until the broker restarts.",
 	})
+	b.retentionSegments = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "twinlog_log_retention_deleted_segments_total", Help: "Segments log retention deleted (retention.ms, retention.bytes) from this broker's logs.",
+	})
+	b.retentionBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "twinlog_log_retention_deleted_bytes_total", Help: "Bytes of the segments log retention deleted from this broker's logs.",
+	})
 	b.groups = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "twinlog_groups", Help: "Consumer groups this broker coordinates, by state (Empty, Stable, PreparingRebalance, CompletingRebalance, Dead).",
 	}, []string{"state"})
@@ -188,7 +198,7 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 		b.truncations, b.idempotent, b.requests, b.bytesIn, b.bytesOut, b.isrShrinks, b.isrExpands, b.offline, b.pidBlocks, b.pids,
 		b.kafkaConns, b.kafkaRequests, b.kafkaClosed,
 		b.cleanerRounds, b.cleanerRoundSeconds, b.cleanerReadBytes, b.cleanerWrittenBytes, b.cleanerReclaimed, b.cleanerRemoved,
-		b.cleanerMaxDirty, b.cleanerMaxDelay, b.cleanerUncleanable,
+		b.cleanerMaxDirty, b.cleanerMaxDelay, b.cleanerUncleanable, b.retentionSegments, b.retentionBytes,
 		b.groups, b.groupRebalances, b.groupCommits, b.groupLag, b.groupLagDropped} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
@@ -313,6 +323,12 @@ func (b *Broker) ObserveCleanRound(r broker.CleanRound) {
 	b.cleanerWrittenBytes.Add(float64(r.BytesWritten))
 	b.cleanerReclaimed.Add(float64(max(r.BytesBefore-r.BytesAfter, 0)))
 	b.cleanerRemoved.Add(float64(r.RecordsRemoved))
+}
+
+// ObserveRetention implements broker.RetentionObserver.
+func (b *Broker) ObserveRetention(segments int, bytes int64) {
+	b.retentionSegments.Add(float64(segments))
+	b.retentionBytes.Add(float64(bytes))
 }
 
 // ObserveCleanerState implements broker.CleanerObserver.

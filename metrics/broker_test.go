@@ -66,8 +66,11 @@ func TestBrokerObserver(t *testing.T) {
 	b.ObserveCleanRound(broker.CleanRound{Result: "cleaned", BytesRead: 1000, BytesWritten: 300, BytesBefore: 500, BytesAfter: 300,
 		RecordsRemoved: 7, Duration: 20 * time.Millisecond})
 	b.ObserveCleanerState(0.75, -time.Second, 1)
+	b.ObserveRetention(2, 4096)
 	got := gathered(t, reg)
 	for k, v := range map[string]float64{
+		"twinlog_log_retention_deleted_segments_total":            2,
+		"twinlog_log_retention_deleted_bytes_total":               4096,
 		"twinlog_partition_high_watermark,partition=0,topic=t":    7,
 		"twinlog_partition_log_end_offset,partition=0,topic=t":    9,
 		"twinlog_leader_isr_size,partition=0,topic=t":             2,

@@ -605,9 +605,8 @@ func TestCleanAbortedByTruncationRetentionClose(t *testing.T) {
 					l.mu.RLock()
 					first := l.segs[0].size
 					l.mu.RUnlock()
-					l.opts.RetentionBytes = l.Size() - first
 					var n int
-					if n, opErr = l.DeleteRetained(); n != 1 {
+					if n, _, opErr = l.DeleteRetained(Retention{Bytes: l.Size() - first, Below: l.HighWatermark()}); n != 1 {
 						t.Errorf("retention deleted %d segments", n)
 					}
 				case "close":

@@ -1112,23 +1112,41 @@ func (l *Log) MaybeRoll() (bool, error) {
 	return true, l.roll(l.leo())
 }
 
-// DeleteRetained applies size and age retention: it deletes whole segments,
-// oldest first, that lie entirely below the HW and are beyond
-// RetentionBytes or hold only records older than RetentionAge, moves the log
-// start and trims the epoch cache (truncateFromStart). An expired active
-// segment is rolled first. It returns the number of deleted segments.
-func (l *Log) DeleteRetained() (int, error) {
+// Retention is what DeleteRetained may delete: whole segments, oldest
+// first, entirely below Below (and below the log's HW), while the log is
+// larger than Bytes or the segment holds only records older than Age.
+type Retention struct {
+	// Bytes bounds the log's size (<= 0: unlimited; Kafka's
+	// retention.bytes). A segment goes only if the rest still holds Bytes.
+	Bytes int64
+	// Age: a segment whose newest record is older goes (<= 0: unlimited;
+	// Kafka's retention.ms).
+	Age time.Duration
+	// Below bounds the deletion: no segment holding an offset at or above
+	// it goes. The broker passes its replica's HW, so the log start never
+	// passes what the replica machine counts as committed.
+	Below twinlog.Offset
+}
+
+// DeleteRetained applies r: it deletes whole segments, oldest first, that
+// lie entirely below the HW and r.Below and are beyond r.Bytes or hold only
+// records older than r.Age, moves the log start and trims the epoch cache
+// (truncateFromStart). An expired active segment is rolled first (when the
+// whole log is below the bound). It returns the number of deleted segments
+// and their bytes.
+func (l *Log) DeleteRetained(r Retention) (segments int, bytes int64, err error) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usable(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	nowMilli := l.opts.Clock().UnixMilli()
 	expired := func(s *segment) bool {
-		return l.opts.RetentionAge > 0 && s.size > 0 && s.maxTs < nowMilli-l.opts.RetentionAge.Milliseconds()
+		return r.Age > 0 && s.size > 0 && s.maxTs < nowMilli-r.Age.Milliseconds()
 	}
+	below := min(l.hw, r.Below)
 	var total int64
 	for _, s := range l.segs {
 		total += s.size
@@ -1136,10 +1154,10 @@ func (l *Log) DeleteRetained() (int, error) {
 	n := 0
 	for n < len(l.segs) {
 		s := l.segs[n]
-		if s.next > l.hw || s.size == 0 {
+		if s.next > below || s.size == 0 {
 			break
 		}
-		bySize := l.opts.RetentionBytes > 0 && total-s.size >= l.opts.RetentionBytes
+		bySize := r.Bytes > 0 && total-s.size >= r.Bytes
 		if !bySize && !expired(s) {
 			break
 		}
@@ -1148,38 +1166,39 @@ func (l *Log) DeleteRetained() (int, error) {
 				break
 			}
 			if err := l.roll(l.leo()); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		total -= s.size
+		bytes += s.size
 		n++
 	}
 	if n == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	l.segGen.Add(1)
 	for _, s := range l.segs[:n] {
 		if err := l.removeSegmentFiles(s); err != nil {
-			return 0, l.fail(err)
+			return 0, 0, l.fail(err)
 		}
 	}
 	l.segs = slices.Delete(l.segs, 0, n)
 	// Snapshots below the new log start describe deleted data; the one at
 	// it, if any, stays (truncation may reload from it).
 	if err := l.removeSnapshots(func(o twinlog.Offset) bool { return o < l.logStart() }); err != nil {
-		return n, l.fail(err)
+		return n, bytes, l.fail(err)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
-		return n, l.fail(fmt.Errorf("sync dir %s: %w", l.dir, err))
+		return n, bytes, l.fail(fmt.Errorf("sync dir %s: %w", l.dir, err))
 	}
 	start := l.logStart()
 	l.hw = max(l.hw, start)
 	l.recoveryPoint = max(l.recoveryPoint, start)
-	l.log.Info("deleted retained segments", "segments", n, "log_start_offset", start)
+	l.log.Info("deleted retained segments", "segments", n, "bytes", bytes, "log_start_offset", start)
 	if l.cache.TruncateFromStart(start) {
-		return n, l.writeCheckpoint()
+		return n, bytes, l.writeCheckpoint()
 	}
-	return n, nil
+	return n, bytes, nil
 }
 
 // Flush fsyncs every segment with unsynced data, writes the index files and

@@ -390,8 +390,6 @@ func TestRetention(t *testing.T) {
 			fsys := NewMemFS()
 			o := testOpts(t, c)
 			o.SegmentMaxBytes = 1100
-			o.RetentionBytes = tt.bytes
-			o.RetentionAge = tt.age
 			l := openLog(t, fsys, o)
 			defer l.Close()
 			ts := c.Now().UnixMilli()
@@ -405,7 +403,7 @@ func TestRetention(t *testing.T) {
 			for i, s := range tt.steps {
 				c.Advance(s.advance)
 				l.SetHighWatermark(s.hw)
-				n, err := l.DeleteRetained()
+				n, _, err := l.DeleteRetained(Retention{Bytes: tt.bytes, Age: tt.age, Below: l.LogEndOffset()})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -428,13 +426,12 @@ func TestRetentionMovesEpochStart(t *testing.T) {
 	fsys := NewMemFS()
 	o := testOpts(t, c)
 	o.SegmentMaxBytes = 1100
-	o.RetentionBytes = 1
 	l := openLog(t, fsys, o)
 	defer l.Close()
 	appendN(t, l, 3, 1, 200, 1, 0)
 	appendN(t, l, 3, 1, 200, 2, 0) // epoch 2 starts at 3; segments [0,4) [4,6)
 	l.SetHighWatermark(6)
-	if n, err := l.DeleteRetained(); err != nil || n != 1 {
+	if n, _, err := l.DeleteRetained(Retention{Bytes: 1, Below: 6}); err != nil || n != 1 {
 		t.Fatalf("%d %v", n, err)
 	}
 	if diff := cmp.Diff([]epoch.Entry{{Epoch: 2, StartOffset: 4}}, l.Epochs().Entries()); diff != "" {
@@ -519,8 +516,7 @@ func TestTruncation(t *testing.T) {
 		fsys, l := setup(t)
 		defer l.Close()
 		l.SetHighWatermark(12)
-		l.opts.RetentionBytes = 1
-		if _, err := l.DeleteRetained(); err != nil {
+		if _, _, err := l.DeleteRetained(Retention{Bytes: 1, Below: 12}); err != nil {
 			t.Fatal(err)
 		}
 		if l.LogStartOffset() <= 3 {

@@ -220,13 +220,16 @@ func TestLogModel(t *testing.T) {
 			},
 			"retention": func(t *rapid.T) {
 				h.m.hw = h.l.SetHighWatermark(twinlog.Offset(rapid.Int64Range(int64(h.m.start), int64(h.m.leo)).Draw(t, "hw")))
-				h.l.opts.RetentionBytes = rapid.Int64Range(1, 2000).Draw(t, "retentionBytes")
-				if _, err := h.l.DeleteRetained(); err != nil {
+				r := Retention{Bytes: rapid.Int64Range(1, 2000).Draw(t, "retentionBytes"), Below: h.m.hw}
+				if rapid.Bool().Draw(t, "belowHW") {
+					r.Below = twinlog.Offset(rapid.Int64Range(int64(h.m.start), int64(h.m.hw)).Draw(t, "below"))
+				}
+				if _, _, err := h.l.DeleteRetained(r); err != nil {
 					t.Fatal(err)
 				}
 				start := h.l.LogStartOffset()
-				if start < h.m.start || start > h.m.hw {
-					t.Fatalf("log start %d outside [%d, hw %d]", start, h.m.start, h.m.hw)
+				if start < h.m.start || start > r.Below {
+					t.Fatalf("log start %d outside [%d, below %d]", start, h.m.start, r.Below)
 				}
 				i := 0
 				for i < len(h.m.batches) && h.m.batches[i].base < start {
@@ -240,7 +243,6 @@ func TestLogModel(t *testing.T) {
 				}
 				h.m.batches = h.m.batches[i:]
 				h.m.start = start
-				h.l.opts.RetentionBytes = 0
 			},
 			"flush": func(t *rapid.T) {
 				if err := h.l.Flush(); err != nil {

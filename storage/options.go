@@ -16,12 +16,6 @@ type Options struct {
 	// SegmentMaxAge rolls a non-empty active segment this long after its
 	// first append (0: never).
 	SegmentMaxAge time.Duration
-	// RetentionBytes bounds the log size; DeleteRetained removes the oldest
-	// segments beyond it (<= 0: unlimited).
-	RetentionBytes int64
-	// RetentionAge: DeleteRetained removes segments whose newest record is
-	// older (0: unlimited).
-	RetentionAge time.Duration
 	// IndexIntervalBytes is the minimum spacing of offset index entries
 	// (default 4 KiB, SPEC §2.1).
 	IndexIntervalBytes int64
@@ -100,7 +94,7 @@ func (o Options) Validate() error {
 		return errors.New("storage: negative size option")
 	case o.SegmentMaxBytes > 0 && o.SegmentMaxBytes > 1<<31:
 		return errors.New("storage: SegmentMaxBytes above 2 GiB (index positions are uint32)")
-	case o.SegmentMaxAge < 0 || o.RetentionAge < 0 || o.FlushInterval < 0 || o.FlushMessages < 0:
+	case o.SegmentMaxAge < 0 || o.FlushInterval < 0 || o.FlushMessages < 0:
 		return errors.New("storage: negative duration or count option")
 	case o.RecoveryPoint < 0 || o.HighWatermark < 0:
 		return errors.New("storage: negative offset option")

@@ -210,6 +210,27 @@ func (r *Replica) HasReady() bool { return !r.rd.IsEmpty() }
 // Advance acknowledges that the last Ready was fully handled.
 func (r *Replica) Advance() { r.rd = Ready{} }
 
+// AdvanceLogStart reports that this replica's own log now starts at o:
+// retention deleted the segments below it (storage.Log.DeleteRetained,
+// bounded by this replica's HW when it ran). The log start only moves up
+// and never passes the HW (the invariant logStart ≤ HW ≤ LEO; a larger o
+// is clamped, which cannot happen when the caller bounded the deletion by
+// HighWatermark under the same lock). The epoch cache drops what lies
+// below, as the log's own did (truncateFromStart). It needs no role: a
+// leader then answers fetches below o with OFFSET_OUT_OF_RANGE and its log
+// start, so followers and mirrors behind it restart there (SPEC §4.4,
+// §6.3); a follower keeps fetching at its LEO, which is above o.
+func (r *Replica) AdvanceLogStart(o twinlog.Offset) {
+	o = min(o, r.hw)
+	if o <= r.logStart {
+		return
+	}
+	r.logStart = o
+	if r.cache.TruncateFromStart(o) {
+		r.rd.EpochsChanged = true
+	}
+}
+
 func (r *Replica) event(t EventType, format string, args ...any) {
 	r.rd.Events = append(r.rd.Events, Event{Type: t, Detail: fmt.Sprintf(format, args...)})
 }

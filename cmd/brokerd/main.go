@@ -123,11 +123,12 @@ func brokerConfig(cfg config.BrokerConfig) broker.Config {
 		bc.LogMessageTimestampBeforeMax = 0
 	}
 	if cfg.Log.RetentionBytes > 0 {
-		bc.Log.RetentionBytes = cfg.Log.RetentionBytes
+		bc.LogRetentionBytes = cfg.Log.RetentionBytes
 	}
 	if cfg.Log.Retention > 0 {
-		bc.Log.RetentionAge = cfg.Log.Retention
+		bc.LogRetention = cfg.Log.Retention
 	}
+	bc.LogRetentionCheckInterval = cfg.Log.RetentionCheckInterval
 	switch n := cfg.Log.FlushIntervalMessages; {
 	case n == 1:
 		bc.FlushPolicy = broker.FlushEveryBatch

@@ -23,13 +23,14 @@ var UncleanRecoveryStrategies = []string{"none", "balanced", "aggressive"}
 
 // LogConfig holds the segment and retention settings of a broker (SPEC §2).
 type LogConfig struct {
-	Dirs                  []string      // log.dirs
-	SegmentBytes          int64         // log.segment.bytes
-	RollInterval          time.Duration // log.roll.ms
-	RetentionBytes        int64         // log.retention.bytes (-1 unlimited)
-	Retention             time.Duration // log.retention.ms (-1 unlimited)
-	FlushIntervalMessages int64         // log.flush.interval.messages
-	FlushInterval         time.Duration // log.flush.interval.ms (0: only when replication needs it)
+	Dirs                   []string      // log.dirs
+	SegmentBytes           int64         // log.segment.bytes
+	RollInterval           time.Duration // log.roll.ms
+	RetentionBytes         int64         // log.retention.bytes (-1 unlimited)
+	Retention              time.Duration // log.retention.ms (-1 unlimited)
+	RetentionCheckInterval time.Duration // log.retention.check.interval.ms
+	FlushIntervalMessages  int64         // log.flush.interval.messages
+	FlushInterval          time.Duration // log.flush.interval.ms (0: only when replication needs it)
 }
 
 // MirrorConfig holds the broker-side mirror settings (SPEC §1.3, §6.5).
@@ -206,6 +207,7 @@ func brokerFields(c *BrokerConfig) []field {
 		msField("log.roll.ms", "604800000", "segment age before rolling", &c.Log.RollInterval),
 		intField("log.retention.bytes", "-1", "partition size kept (-1 unlimited)", &c.Log.RetentionBytes),
 		msField("log.retention.ms", "604800000", "record age kept (-1 unlimited)", &c.Log.Retention),
+		msField("log.retention.check.interval.ms", "300000", "how often retention looks at every log", &c.Log.RetentionCheckInterval),
 		intField("log.flush.interval.messages", strconv.FormatInt(math.MaxInt64, 10), "fsync after this many messages", &c.Log.FlushIntervalMessages),
 		msField("log.flush.interval.ms", "0", "fsync at least this often (0: only when replication requires)", &c.Log.FlushInterval),
 		msField("replica.lag.time.max.ms", "30000", "ISR shrink threshold (SPEC §4.5)", &c.ReplicaLagTimeMax),
@@ -373,6 +375,7 @@ func (c BrokerConfig) Validate() error {
 		bad("log.segment.bytes", c.Log.SegmentBytes, "must be ≥ 1024")
 	}
 	checkFloor(&errs, "log.roll.ms", c.Log.RollInterval)
+	checkFloor(&errs, "log.retention.check.interval.ms", c.Log.RetentionCheckInterval)
 	if c.Log.RetentionBytes < -1 || c.Log.RetentionBytes == 0 {
 		bad("log.retention.bytes", c.Log.RetentionBytes, retentionRule)
 	}

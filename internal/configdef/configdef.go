@@ -128,8 +128,14 @@ var defs = map[string]Def{
 	"cleanup.policy":            {Kind: Enum, Values: []string{"delete", "compact", "compact,delete", "delete,compact"}},
 	"min.cleanable.dirty.ratio": {Kind: Float, FloatMin: 0, FloatMax: 1},
 	"delete.retention.ms":       {Kind: Millis, Min: 0, Max: MaxMillis},
-	KeyMinCompactionLagMs:       {Kind: Millis, Min: 0, Max: MaxMillis},
-	KeyMaxCompactionLagMs:       {Kind: Int, Min: 1, Max: math.MaxInt64},
+	// Retention (cleanup.policy=delete), Kafka's bounds: -1 is no bound,
+	// 0 keeps nothing once committed.
+	"retention.ms":    {Kind: Int, Min: -1, Max: MaxMillis},
+	"retention.bytes": {Kind: Int, Min: -1, Max: math.MaxInt64},
+	// Broker: how often retention looks at every log.
+	"log.retention.check.interval.ms": {Kind: Millis, Min: 1000, Max: MaxMillis, Why: "each check walks every hosted log"},
+	KeyMinCompactionLagMs:             {Kind: Millis, Min: 0, Max: MaxMillis},
+	KeyMaxCompactionLagMs:             {Kind: Int, Min: 1, Max: math.MaxInt64},
 	// Broker (cluster-wide broker default). 0 threads: no cleaning.
 	"log.cleaner.threads": {Kind: Int, Min: 0, Max: 1024},
 	// Kafka's default is Double.MAX (no bound); 1 byte/s is the floor.
