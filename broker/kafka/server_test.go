@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/security/scram"
 )
 
 // fakeBackend answers every partition NONE at offset 0, counts produce
@@ -344,26 +345,78 @@ func TestBadFramesCloseOnlyTheirConnection(t *testing.T) {
 // connection closes); never a panic.
 func FuzzFrame(f *testing.F) {
 	fb := &fakeBackend{}
-	s := NewServer(Config{BrokerID: 1, Logger: slog.New(slog.DiscardHandler)}, fb, nil)
-	for _, req := range []kmsg.Request{kmsg.NewPtrMetadataRequest(), kmsg.NewPtrProduceRequest(), kmsg.NewPtrFetchRequest(),
-		kmsg.NewPtrListOffsetsRequest(), kmsg.NewPtrOffsetForLeaderEpochRequest(), kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrInitProducerIDRequest()} {
-		req.SetVersion(s.apis[req.Key()].max)
-		b := kmsg.NewRequestFormatter().AppendRequest(nil, req, 7)
-		f.Add(b[4:])
-	}
-	f.Fuzz(func(t *testing.T, frame []byte) {
-		if len(frame) < 8 {
-			return // readFrame refuses these
-		}
-		h, body, err := parseHeader(frame, s.apis)
+	adm := &fakeAdmin{}
+	for _, m := range []scram.Mechanism{scram.SHA256, scram.SHA512} {
+		c, err := scram.NewCredential(m, "pw", []byte("salt of alice"), scram.MinIterations)
 		if err != nil {
-			return
+			f.Fatal(err)
 		}
-		resp, err := s.handle(h, body)
-		if err == nil && resp != nil {
-			_ = appendResponse(nil, h, resp)
+		adm.scram.put("alice", c)
+	}
+	s := NewServer(Config{BrokerID: 1, Logger: slog.New(slog.DiscardHandler), SASL: &SASL{
+		Mechanisms:      []string{MechanismSCRAMSHA512, MechanismSCRAMSHA256, MechanismPlain},
+		Lookup:          adm.scram.lookup,
+		PlainWithoutTLS: true,
+	}}, fb, adm)
+	// A seed per API the listener serves (admin, ACL, SCRAM and SASL ones
+	// included), at its lowest and highest version, and the start of a
+	// SASL exchange, so the mutations start from every request shape.
+	frame := func(req kmsg.Request, v int16) []byte {
+		req.SetVersion(v)
+		b := kmsg.NewRequestFormatter().AppendRequest(nil, req, 7)
+		return b[4:]
+	}
+	for key, a := range s.apis {
+		for _, v := range []int16{a.min, a.max} {
+			f.Add(conversation(frame(kmsg.RequestForKey(key), v)))
 		}
+	}
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = MechanismPlain
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SASLAuthBytes = []byte("\x00alice\x00pw")
+	f.Add(conversation(frame(hs, 1), frame(auth, 2), frame(kmsg.NewPtrMetadataRequest(), 12)))
+	hs.Mechanism = MechanismSCRAMSHA256
+	auth.SASLAuthBytes = []byte("n,,n=alice,r=abcdefgh")
+	f.Add(conversation(frame(hs, 1), frame(auth, 1), frame(auth, 1)))
+
+	// Each input is one connection: up to 4 frames, handled in turn with
+	// the connection's SASL state, as serveConn does.
+	f.Fuzz(func(t *testing.T, in []byte) {
+		sc := &saslConn{cfg: s.cfg.SASL, offered: s.cfg.SASL.Mechanisms, deadline: time.Now().Add(time.Minute)}
+		for n := 0; n < 4 && len(in) >= 2; n++ {
+			size := min(int(binary.BigEndian.Uint16(in)), len(in)-2)
+			frame := in[2 : 2+size]
+			in = in[2+size:]
+			if len(frame) < 8 {
+				return // readFrame refuses these
+			}
+			h, body, err := parseHeader(frame, s.apis)
+			if err != nil {
+				return
+			}
+			h.sasl = sc
+			resp, err := s.handle(h, body)
+			if err == nil && resp != nil {
+				_ = appendResponse(nil, h, resp)
+			}
+			if sc.closeReason != "" {
+				return // serveConn closes the connection
+			}
+		}
+		adm.take() // keep the fake's record small
 	})
+}
+
+// conversation joins frames as FuzzFrame reads them: each after its
+// 2-byte length.
+func conversation(frames ...[]byte) []byte {
+	var out []byte
+	for _, fr := range frames {
+		out = binary.BigEndian.AppendUint16(out, uint16(len(fr)))
+		out = append(out, fr...)
+	}
+	return out
 }
 
 // blockingBackend's Produce waits for its request's context (a produce
