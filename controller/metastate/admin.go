@@ -185,6 +185,10 @@ func (s *State) CreateTopics(req *twinlogv1.CreateTopicsRequest) (*twinlogv1.Met
 				continue
 			}
 		}
+		if err := minInsyncFits(ct.GetConfigs(), assign); err != nil {
+			resp.Topics = append(resp.Topics, topicErr(name, twinlogv1.ErrorCode_ERROR_CODE_INVALID_CONFIG, "%v", err))
+			continue
+		}
 		id := t.newTopicID()
 		t.createTopic(name, id, assign, ct.GetConfigs(), false)
 		total += int64(len(assign))
@@ -253,6 +257,28 @@ func (t *txn) validateConfigs(scope metadata.Scope, cfg map[string]string) error
 		if configDef(k).Static {
 			return fmt.Errorf("config %q is static", k)
 		}
+	}
+	return nil
+}
+
+// minInsyncFits refuses a topic-level min.insync.replicas above the
+// topic's replication factor (its smallest replica set). SPEC §1.2 caps m
+// at |R|, so such a value would never be what the partitions require; Kafka
+// accepts it and then fails every acks=all produce with
+// NOT_ENOUGH_REPLICAS. Either way the setting does not mean what it says,
+// so it is refused where it is made (create and alter; a cluster-wide value
+// applies to topics of every size and stays capped).
+func minInsyncFits(cfg map[string]string, replicas [][]int32) error {
+	v, ok := cfg[metadata.KeyMinInsyncReplicas]
+	if !ok || len(replicas) == 0 {
+		return nil
+	}
+	rf := len(replicas[0])
+	for _, r := range replicas[1:] {
+		rf = min(rf, len(r))
+	}
+	if m := metadata.ConfigInt(v, 1); m > int64(rf) {
+		return fmt.Errorf("%s %d is above the replication factor %d: a partition never has more in-sync replicas than replicas; set it to at most %d", metadata.KeyMinInsyncReplicas, m, rf, rf)
 	}
 	return nil
 }
@@ -371,7 +397,17 @@ func (t *txn) alterConfig(r *twinlogv1.AlterConfigsResource) (twinlogv1.ErrorCod
 		return invalid, err
 	}
 	if scope == metadata.ScopeTopic {
-		tr := cloneT(t.topic(r.GetResource().GetName()))
+		name := r.GetResource().GetName()
+		if _, set := r.GetSet()[metadata.KeyMinInsyncReplicas]; set {
+			var replicas [][]int32
+			for i := range t.topic(name).GetPartitionCount() {
+				replicas = append(replicas, t.partition(name, i).GetReplicas())
+			}
+			if err := minInsyncFits(next, replicas); err != nil {
+				return invalid, err
+			}
+		}
+		tr := cloneT(t.topic(name))
 		tr.Configs = next
 		if len(next) == 0 {
 			tr.Configs = nil
