@@ -109,7 +109,7 @@ func (img *Image) DescribeTopicPartitionsFor(req *twinlogv1.DescribeTopicPartiti
 		if cur != nil && name == cur.GetTopicName() {
 			parts = slices.DeleteFunc(parts, func(i int32) bool { return i < cur.GetPartitionIndex() })
 		}
-		res := &twinlogv1.DescribeTopicPartitionsTopicResult{Name: name, TopicId: tr.GetTopicId(), IsInternal: tr.GetInternal()}
+		res := &twinlogv1.DescribeTopicPartitionsTopicResult{Name: name, TopicId: tr.GetTopicId(), IsInternal: tr.GetInternal(), MirrorName: tr.GetMirrorName()}
 		resp.Topics = append(resp.Topics, res)
 		for _, i := range parts {
 			if count == limit {

@@ -1846,12 +1846,15 @@ func (x *DescribeTopicPartitionsResponse) GetErrorMessage() string {
 }
 
 type DescribeTopicPartitionsTopicResult struct {
-	state         protoimpl.MessageState              `protogen:"open.v1"`
-	Error         ErrorCode                           `protobuf:"varint,1,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
-	Name          string                              `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	TopicId       string                              `protobuf:"bytes,3,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
-	IsInternal    bool                                `protobuf:"varint,4,opt,name=is_internal,json=isInternal,proto3" json:"is_internal,omitempty"`
-	Partitions    []*DescribeTopicPartitionsPartition `protobuf:"bytes,5,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	state      protoimpl.MessageState              `protogen:"open.v1"`
+	Error      ErrorCode                           `protobuf:"varint,1,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
+	Name       string                              `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	TopicId    string                              `protobuf:"bytes,3,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
+	IsInternal bool                                `protobuf:"varint,4,opt,name=is_internal,json=isInternal,proto3" json:"is_internal,omitempty"`
+	Partitions []*DescribeTopicPartitionsPartition `protobuf:"bytes,5,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// mirror_name is the mirror the topic belongs to (its partitions are
+	// read-only while the mirror runs), empty if none.
+	MirrorName    string `protobuf:"bytes,6,opt,name=mirror_name,json=mirrorName,proto3" json:"mirror_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1919,6 +1922,13 @@ func (x *DescribeTopicPartitionsTopicResult) GetPartitions() []*DescribeTopicPar
 		return x.Partitions
 	}
 	return nil
+}
+
+func (x *DescribeTopicPartitionsTopicResult) GetMirrorName() string {
+	if x != nil {
+		return x.MirrorName
+	}
+	return ""
 }
 
 type DescribeTopicPartitionsPartition struct {
@@ -2151,7 +2161,7 @@ const file_twinlog_v1_admin_proto_rawDesc = "" +
 	"\x06topics\x18\x02 \x03(\v2..twinlog.v1.DescribeTopicPartitionsTopicResultR\x06topics\x123\n" +
 	"\vnext_cursor\x18\x03 \x01(\v2\x12.twinlog.v1.CursorR\n" +
 	"nextCursor\x12#\n" +
-	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\"\xef\x01\n" +
+	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\"\x90\x02\n" +
 	"\"DescribeTopicPartitionsTopicResult\x12+\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
@@ -2160,7 +2170,9 @@ const file_twinlog_v1_admin_proto_rawDesc = "" +
 	"isInternal\x12L\n" +
 	"\n" +
 	"partitions\x18\x05 \x03(\v2,.twinlog.v1.DescribeTopicPartitionsPartitionR\n" +
-	"partitions\"\xf1\x02\n" +
+	"partitions\x12\x1f\n" +
+	"\vmirror_name\x18\x06 \x01(\tR\n" +
+	"mirrorName\"\xf1\x02\n" +
 	" DescribeTopicPartitionsPartition\x12+\n" +
 	"\x05error\x18\x01 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12'\n" +
 	"\x0fpartition_index\x18\x02 \x01(\x05R\x0epartitionIndex\x12\x1b\n" +
