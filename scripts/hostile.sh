@@ -94,7 +94,7 @@ records() {
 }
 # leader_epoch CONTROLLER TOPIC PARTITION
 leader_epoch() {
-  $T --bootstrap "$1" --json topics describe "$2" | jq -r ".[0].partitions[] | select(.partition == $3) | .leader_epoch"
+  $T --bootstrap "$1" --json topics describe "$2" | jq -r ".partitions[] | select(.partition == $3) | .leader_epoch"
 }
 # replica_leos TOPIC PARTITION: B's log end offset of the partition on every
 # broker that hosts a replica (from its /metrics), space-separated.
@@ -109,7 +109,7 @@ replica_leos() {
 }
 mirror_partition() { # MIRROR TOPIC PARTITION: B's DescribeMirrors entry (JSON)
   $T --bootstrap $CTL_B --json mirrors describe "$1" 2>/dev/null |
-    jq -c ".[0].partitions[] | select(.topic == \"$2\" and .partition == $3)"
+    jq -c ".partitions[] | select(.topic == \"$2\" and .partition == $3)"
 }
 
 # ---- 1. mirrors create over a local topic the source does not have --------
@@ -147,10 +147,10 @@ fi
 # leader; prints the error code the controller answered (NONE if none).
 forge() {
   local ctl=$1 topic=$3 desc leader le bepoch resp
-  desc=$($T --bootstrap "$ctl" --json topics describe "$topic" | jq -c '.[0].partitions[] | select(.partition == 0)')
+  desc=$($T --bootstrap "$ctl" --json topics describe "$topic" | jq -c '.partitions[] | select(.partition == 0)')
   leader=$(jq -r .leader <<<"$desc")
   le=$(jq -r .leader_epoch <<<"$desc")
-  bepoch=$($T --bootstrap "$ctl" --json brokers list | jq -r ".brokers[] | select(.id == $leader) | .broker_epoch")
+  bepoch=$($T --bootstrap "$ctl" --json brokers list | jq -r "select(.id == $leader) | .broker_epoch")
   resp=$("${GRPCURL[@]}" -d "{\"broker_id\": $leader, \"broker_epoch\": $bepoch, \"topic\": \"$topic\",
     \"partition\": 0, \"leader_epoch\": $le, \"min_leader_epoch\": 2147483647, \"truncation_offset\": -1}" \
     "$ctl" twinlog.v1.ControllerService/BumpLeaderEpoch 2>&1) || { echo "RPC_FAILED: $resp"; return; }

@@ -428,22 +428,24 @@ func (r *runner) demo(ctx context.Context) error {
 func (r *runner) mirrorCaughtUp(ctx context.Context) (string, error) {
 	var states []string
 	out, err := r.twinctl(ctx, "", "--bootstrap", ctlB, "--json", "mirrors", "describe", "a-to-b")
-	var mirrors []struct {
-		Partitions []struct {
-			Partition int32  `json:"partition"`
-			State     string `json:"state"`
-			LastError string `json:"last_error"`
-		} `json:"partitions"`
-	}
-	if err == nil && json.Unmarshal([]byte(out), &mirrors) == nil {
-		for _, m := range mirrors {
-			for _, p := range m.Partitions {
-				s := fmt.Sprintf("demo-%d %s", p.Partition, p.State)
-				if p.LastError != "" {
-					s += ": " + p.LastError
-				}
-				states = append(states, s)
+	// --json is JSON Lines: one mirror per line.
+	for line := range strings.Lines(out) {
+		var m struct {
+			Partitions []struct {
+				Partition int32  `json:"partition"`
+				State     string `json:"state"`
+				LastError string `json:"last_error"`
+			} `json:"partitions"`
+		}
+		if err != nil || json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		for _, p := range m.Partitions {
+			s := fmt.Sprintf("demo-%d %s", p.Partition, p.State)
+			if p.LastError != "" {
+				s += ": " + p.LastError
 			}
+			states = append(states, s)
 		}
 	}
 	state := "mirror states: " + strings.Join(states, ", ")

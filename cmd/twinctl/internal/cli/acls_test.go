@@ -538,7 +538,7 @@ func TestACLsOldController(t *testing.T) {
 		{"acls", "remove", "--principal", "User:a"},
 	} {
 		_, stderr, code := h.run(t, args...)
-		if code != ExitError || !strings.Contains(stderr, "fake:1 does not serve this RPC") {
+		if code != ExitError || !strings.Contains(stderr, "--bootstrap fake:1 does not serve") {
 			t.Errorf("%v: exit %d, stderr %q; want exit 1 naming the server", args, code, stderr)
 		}
 	}

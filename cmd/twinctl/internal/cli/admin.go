@@ -71,7 +71,7 @@ func renderConfigs(p *printer, entries []*twinlogv1.ConfigEntry) error {
 	}
 	slices.SortFunc(views, func(x, y configView) int { return strings.Compare(x.Name, y.Name) })
 	if p.json {
-		return p.emitJSON(views)
+		return emitJSONLines(p, views)
 	}
 	rows := make([][]string, 0, len(views))
 	for _, v := range views {
@@ -178,9 +178,11 @@ func (a *app) configsSet() *cobra.Command {
 // ---- brokers ----
 
 type brokerView struct {
-	ID   int32  `json:"id"`
-	Host string `json:"host"`
-	Port int32  `json:"port"`
+	// ClusterID is on every line of --json (one broker per line).
+	ClusterID string `json:"cluster_id"`
+	ID        int32  `json:"id"`
+	Host      string `json:"host"`
+	Port      int32  `json:"port"`
 	// Kafka is the broker's Kafka listener host:port, empty without one.
 	Kafka       string   `json:"kafka_address"`
 	Epoch       int64    `json:"broker_epoch"`
@@ -212,7 +214,7 @@ func renderBrokers(p *printer, clusterID string, bs []*twinlogv1.BrokerRecord, o
 		if b.GetKafkaPort() != 0 {
 			kafka = net.JoinHostPort(b.GetKafkaHost(), strconv.Itoa(int(b.GetKafkaPort())))
 		}
-		v := brokerView{b.GetBrokerId(), b.GetHost(), b.GetPort(), kafka, b.GetBrokerEpoch(), b.GetFenced(),
+		v := brokerView{clusterID, b.GetBrokerId(), b.GetHost(), b.GetPort(), kafka, b.GetBrokerEpoch(), b.GetFenced(),
 			b.GetInControlledShutdown(), strs(b.GetLogDirs()), strs(b.GetOfflineLogDirs()), 0, []offlinePartitionView{}}
 		if r := reports[b.GetBrokerId()]; r != nil {
 			v.OfflineCount = max(r.GetCount(), int32(len(r.GetPartitions())))
@@ -224,7 +226,7 @@ func renderBrokers(p *printer, clusterID string, bs []*twinlogv1.BrokerRecord, o
 	}
 	slices.SortFunc(views, func(x, y brokerView) int { return int(x.ID) - int(y.ID) })
 	if p.json {
-		return p.emitJSON(map[string]any{"cluster_id": clusterID, "brokers": views})
+		return emitJSONLines(p, views)
 	}
 	rows := make([][]string, 0, len(views))
 	for _, v := range views {
@@ -360,7 +362,7 @@ func renderPartitionResults(p *printer, rs []*twinlogv1.PartitionResult, okWord 
 		}
 	}
 	if p.json {
-		if err := p.emitJSON(rows); err != nil {
+		if err := emitJSONLines(p, rows); err != nil {
 			return err
 		}
 		return errors.Join(errs...)

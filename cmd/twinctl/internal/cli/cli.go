@@ -53,12 +53,19 @@ type Options struct {
 
 // app is the state of one Execute call.
 type app struct {
-	opts      Options
-	v         *viper.Viper
-	bootstrap string
-	timeout   time.Duration
-	json      bool
-	conns     map[string]*grpc.ClientConn
+	opts Options
+	v    *viper.Viper
+	// bootstrap is --bootstrap as given (shown in messages); bootstraps
+	// its addresses, tried in turn by router.
+	bootstrap  string
+	bootstraps []string
+	router     *router
+	// commandPath is the running command ("twinctl topics create"), for
+	// messages.
+	commandPath string
+	timeout     time.Duration
+	json        bool
+	conns       map[string]*grpc.ClientConn
 	// tls is the client's TLS (--tls-ca, --tls-cert, --tls-key); nil:
 	// plaintext.
 	tls *transport.Transport
@@ -88,7 +95,7 @@ func Execute(ctx context.Context, args []string, opts Options) int {
 	root.SetIn(opts.Stdin)
 	root.SetOut(opts.Stdout)
 	root.SetErr(opts.Stderr)
-	err := root.ExecuteContext(ctx)
+	err := withCommandHints(a.commandPath, root.ExecuteContext(ctx))
 	if err != nil {
 		fmt.Fprintf(opts.Stderr, "twinctl: %v\n", err)
 		if ExitCode(err) == ExitUsage {
@@ -103,11 +110,15 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:   "twinctl",
 		Short: "Administer twinlog clusters: topics, configs, leaders, mirrors, consumer groups, produce and consume",
 		Long: `twinctl talks gRPC to a twinlog controller (admin and mirror commands) or
-broker (produce, consume, partitions describe). The groups commands start at
-either and then talk to the brokers it lists.
+broker (produce, consume). The groups commands and partitions describe start
+at either and then talk to the brokers it lists.
 
-The server address comes from --bootstrap, the TWINLOG_BOOTSTRAP environment
+The server addresses come from --bootstrap, the TWINLOG_BOOTSTRAP environment
 variable, "bootstrap:" in ~/.twinctl.yaml (or --config FILE), else ` + DefaultBootstrap + `.
+A comma-separated list may name controllers and brokers: each command uses
+the first address that serves it (a controller for mirror commands and
+brokers unregister; a broker for produce and consume, found through a
+controller's broker list if only controllers are given).
 
 Exit codes: 0 ok, 1 error, 2 usage.`,
 		SilenceUsage:      true,
@@ -119,9 +130,9 @@ Exit codes: 0 ok, 1 error, 2 usage.`,
 		},
 	}
 	pf := root.PersistentFlags()
-	pf.String("bootstrap", DefaultBootstrap, "controller or broker address host:port (env TWINLOG_BOOTSTRAP)")
+	pf.String("bootstrap", DefaultBootstrap, "controller or broker addresses host:port[,host:port...] (env TWINLOG_BOOTSTRAP)")
 	pf.Duration("timeout", DefaultTimeout, "deadline of each RPC (env TWINLOG_TIMEOUT)")
-	pf.Bool("json", false, "print JSON instead of tables")
+	pf.Bool("json", false, "print JSON Lines (one object per line) instead of tables")
 	pf.String("config", "", "config file (default ~/.twinctl.yaml)")
 	pf.String("tls-ca", "", "PEM bundle of the CAs to trust: turns TLS on (env TWINLOG_TLS_CA)")
 	pf.String("tls-cert", "", "client certificate, PEM, presented as your identity (env TWINLOG_TLS_CERT)")
@@ -186,9 +197,11 @@ func (a *app) loadConfig(cmd *cobra.Command, _ []string) error {
 		}
 	}
 	a.bootstrap = v.GetString("bootstrap")
-	if a.bootstrap == "" {
+	a.bootstraps = splitBootstrap(a.bootstrap)
+	if len(a.bootstraps) == 0 {
 		return usagef("--bootstrap is empty: pass host:port of a controller or broker")
 	}
+	a.commandPath = cmd.CommandPath()
 	a.timeout = v.GetDuration("timeout")
 	if a.timeout <= 0 {
 		return usagef("--timeout must be positive, got %v", a.timeout)
@@ -333,20 +346,15 @@ func (a *app) closeConns() {
 	}
 }
 
+// admin is AdminService at the first --bootstrap address that serves the
+// RPC (router).
 func (a *app) admin() (twinlogv1.AdminServiceClient, error) {
-	c, err := a.conn(a.bootstrap)
-	if err != nil {
-		return nil, err
-	}
-	return twinlogv1.NewAdminServiceClient(c), nil
+	return twinlogv1.NewAdminServiceClient(a.bootstrapConn()), nil
 }
 
+// mirrorClient is MirrorService at the first --bootstrap controller.
 func (a *app) mirrorClient() (twinlogv1.MirrorServiceClient, error) {
-	c, err := a.conn(a.bootstrap)
-	if err != nil {
-		return nil, err
-	}
-	return twinlogv1.NewMirrorServiceClient(c), nil
+	return twinlogv1.NewMirrorServiceClient(a.bootstrapConn()), nil
 }
 
 // rpcCtx gives one outbound RPC its deadline (STYLE: every outbound RPC has one).

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 )
@@ -224,7 +225,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown partition", []string{"partitions", "describe", "orders:7"}, ExitError, "partition orders-7: unknown topic or partition"},
 		{"topic exists", []string{"topics", "create", "orders"}, ExitError, "inspect it with `twinctl topics describe orders`"},
 		{"configs of unknown topic", []string{"configs", "get", "--topic", "nope"}, ExitError, "list topics with `twinctl topics list`"},
-		{"unimplemented RPC", []string{"elect-leaders", "--all"}, ExitError, "does not serve this RPC"},
+		{"unimplemented RPC", []string{"elect-leaders", "--all"}, ExitError, "--bootstrap fake:1 does not serve twinlog.v1.AdminService/ElectLeaders"},
 		{"unknown command", []string{"frobnicate"}, ExitUsage, `unknown command "frobnicate"`},
 		{"unknown subcommand", []string{"topics", "frobnicate"}, ExitUsage, `unknown command "frobnicate" for "twinctl topics"`},
 		{"group without subcommand", []string{"mirrors"}, ExitUsage, "needs a subcommand"},
@@ -333,6 +334,7 @@ func TestExplicitConfigMustExist(t *testing.T) {
 
 func goldenFake() *fakeAdmin {
 	f := newFakeAdmin(map[string]int32{"orders": 3, "payments": 1, "__mirror_state": 1})
+	f.mirrorOf = map[string]string{"orders": "a-to-b"}
 	f.brokers = []*twinlogv1.BrokerRecord{
 		{BrokerId: 2, Host: "10.0.0.2", Port: 9092, BrokerEpoch: 12, Fenced: true, LogDirs: []string{"/data/2"}},
 		{BrokerId: 1, Host: "10.0.0.1", Port: 9091, BrokerEpoch: 11, LogDirs: []string{"/data/1a", "/data/1b"}, OfflineLogDirs: []string{"/data/1b"}},
@@ -363,14 +365,45 @@ func goldenFake() *fakeAdmin {
 	return f
 }
 
-func TestGolden(t *testing.T) {
+// goldenLogs are the logs behind goldenFake's partitions, at their
+// leaders' addresses: broker 1 and 3 answer; broker 2 (orders-1's leader)
+// cannot be reached (startGoldenFake); payments-0 moved to broker 3, so
+// broker 1, its leader in the fake's describe, answers
+// NOT_LEADER_OR_FOLLOWER.
+func goldenLogs() *fakeGroups {
+	return &fakeGroups{
+		brokers: map[int32]string{1: "10.0.0.1:9091", 3: "10.0.0.3:9093"},
+		logs: map[topicPart]*fakeLog{
+			{"__mirror_state", 0}: {leader: 1, start: 0, hw: 12, end: 12},
+			{"orders", 0}:         {leader: 1, start: 100, hw: 250, end: 252},
+			{"orders", 1}:         {leader: 2, start: 0, hw: 80, end: 80},
+			{"orders", 2}:         {leader: 3, start: 0, hw: 0, end: 0},
+			{"payments", 0}:       {leader: 3, start: 5, hw: 42, end: 42},
+		},
+	}
+}
+
+// startGoldenFake serves goldenFake and, at its brokers' addresses,
+// goldenLogs; broker 2's address refuses connections.
+func startGoldenFake(t *testing.T) *harness {
 	h := startFake(t, goldenFake())
+	h.serveBrokers(t, goldenLogs())
+	down := bufconn.Listen(1)
+	down.Close()
+	h.routes["10.0.0.2:9092"] = down
+	return h
+}
+
+func TestGolden(t *testing.T) {
+	h := startGoldenFake(t)
 	tests := []struct {
 		name string
 		args []string
 	}{
 		{"topics_list", []string{"topics", "list"}},
 		{"topics_list_internal_json", []string{"topics", "list", "--internal", "--json"}},
+		{"topics_describe", []string{"topics", "describe"}},
+		{"topics_describe_json", []string{"topics", "describe", "--internal", "--json"}},
 		{"partitions_describe", []string{"partitions", "describe", "--page-limit", "2"}},
 		{"partitions_describe_json", []string{"partitions", "describe", "orders:0,2", "--json"}},
 		{"brokers_list", []string{"brokers", "list"}},

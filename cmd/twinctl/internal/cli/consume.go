@@ -342,7 +342,8 @@ func (a *app) consumeCommand() *cobra.Command {
 		Use:   "consume --topic T [--partition P] [--offset earliest|latest|N] [--follow]",
 		Short: "Read records: offset, leader epoch, timestamp, key, value",
 		Long: `Reads committed records (below the high watermark) from the partition
-leader, found with the Metadata RPC on --bootstrap (a broker). Without
+leader, found with the Metadata RPC on --bootstrap (a broker, or one that a
+controller given there lists). Without
 --follow it stops once caught up. LOG_TRUNCATED and OFFSET_OUT_OF_RANGE are
 reported on stderr and the position is moved (SPEC §4.3, §4.4). Leader
 changes, and KAFKA_STORAGE_ERROR (the leader's copy is offline), are retried

@@ -11,11 +11,16 @@
 //     included, by one --timeout: a coordinator that moved or is loading
 //     (the error table's retriable codes) is found again, at most
 //     groupAttempts times.
-//   - The bootstrap address comes from --bootstrap, then TWINLOG_BOOTSTRAP,
+//   - The bootstrap addresses come from --bootstrap, then TWINLOG_BOOTSTRAP,
 //     then `bootstrap:` in ~/.twinctl.yaml (or --config), then 127.0.0.1:9090.
-//   - Tables go to stdout; --json prints one JSON document (or one JSON object
-//     per line: consume's records, the groups commands' rows) with snake_case
-//     keys. Errors go to stderr and say what to do next.
+//     A comma-separated list may mix controllers and brokers: the router
+//     (bootstrap.go) sends each RPC to the first address that serves it,
+//     finds brokers through a controller's ListBrokers, and otherwise says
+//     which kind of server the command needs.
+//   - Tables go to stdout; --json prints JSON Lines everywhere: one compact
+//     object per line (a table row, a result, a record), snake_case keys.
+//     Errors go to stderr and say what to do next; a hint names a flag of
+//     the command at hand (commandHints, hints_test.go).
 //   - Consumer groups (groups.go) live on the brokers: the groups commands
 //     find them with ListBrokers on the bootstrap server (controller or
 //     broker), then use GroupService at each group's coordinator

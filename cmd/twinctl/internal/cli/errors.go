@@ -75,6 +75,50 @@ func describeCode(c twinlogv1.ErrorCode, subject string) string {
 	return codeName(c)
 }
 
+// commandHints replace errcode's hint for a code where the command at hand
+// has its own flag for it: errcode's hints are written for any command
+// (REQUEST_TIMED_OUT: "raise --timeout", the RPC deadline), but produce's
+// batch waited --request-timeout-ms on the leader, and a waited mirrors
+// stop waited --wait-timeout for catch-up.
+var commandHints = map[string]map[twinlogv1.ErrorCode]string{
+	"twinctl produce": {
+		twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT: "the in-sync replicas did not acknowledge within --request-timeout-ms and the batch may still commit: check with `twinctl consume` before producing it again, or raise --request-timeout-ms",
+	},
+	"twinctl mirrors stop": {
+		twinlogv1.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT: "the mirror did not catch up within --wait-timeout and nothing was stopped: retry with a longer --wait-timeout, or leave out --wait-for-catch-up to stop with the lag",
+	},
+}
+
+// withCommandHints gives the ProtocolErrors in err the hints of command
+// (commandHints).
+func withCommandHints(command string, err error) error {
+	hints := commandHints[command]
+	if len(hints) == 0 {
+		return err
+	}
+	walkProtocolErrors(err, func(pe *ProtocolError) {
+		if h, ok := hints[pe.Code]; ok {
+			pe.Hint = h
+		}
+	})
+	return err
+}
+
+// walkProtocolErrors calls f on every ProtocolError in err's tree (wrapped
+// and joined errors included).
+func walkProtocolErrors(err error, f func(*ProtocolError)) {
+	switch x := err.(type) {
+	case *ProtocolError:
+		f(x)
+	case interface{ Unwrap() []error }:
+		for _, e := range x.Unwrap() {
+			walkProtocolErrors(e, f)
+		}
+	case interface{ Unwrap() error }:
+		walkProtocolErrors(x.Unwrap(), f)
+	}
+}
+
 // hintFor returns the next step for an operator who got code c while working
 // on topic (errcode's Hint; "" if there is none).
 func hintFor(c twinlogv1.ErrorCode, topic string) string { return errcode.Of(c).HintFor(topic) }
@@ -93,6 +137,9 @@ func rpcError(err error, addr, what string) error {
 	}
 	if errors.Is(err, context.Canceled) {
 		return err
+	}
+	if ws, ok := asWrongServer(err); ok {
+		return fmt.Errorf("%s: %w", what, ws)
 	}
 	st, ok := status.FromError(err)
 	if !ok {

@@ -62,6 +62,9 @@ type fakeAdmin struct {
 	onDescribeMirrors func()
 
 	reassignReqs []*twinlogv1.AlterPartitionReassignmentsRequest
+	// mirrorOf names the mirror a topic belongs to (DescribeTopicPartitions'
+	// mirror_name).
+	mirrorOf map[string]string
 }
 
 func newFakeAdmin(topics map[string]int32) *fakeAdmin {
@@ -117,7 +120,7 @@ func (f *fakeAdmin) DescribeTopicPartitions(_ context.Context, req *twinlogv1.De
 			continue
 		}
 		count, ok := f.topics[s.name]
-		tr := &twinlogv1.DescribeTopicPartitionsTopicResult{Name: s.name, TopicId: "id-" + s.name, IsInternal: strings.HasPrefix(s.name, "__")}
+		tr := &twinlogv1.DescribeTopicPartitionsTopicResult{Name: s.name, TopicId: "id-" + s.name, IsInternal: strings.HasPrefix(s.name, "__"), MirrorName: f.mirrorOf[s.name]}
 		if !ok {
 			tr.Error = twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
 			resp.Topics = append(resp.Topics, tr)
@@ -358,11 +361,13 @@ func (f *fakeAdmin) AlterPartitionReassignments(_ context.Context, req *twinlogv
 
 // harness runs a fakeAdmin on bufconn and records every address dialed.
 // Addresses in routes (fake brokers, startGroups) reach their own server;
-// every other address reaches the fakeAdmin.
+// "src:*" addresses reach a source cluster's broker (FetchService, for
+// mirrors create --source); every other address reaches the fakeAdmin.
 type harness struct {
 	fake   *fakeAdmin
 	lis    *bufconn.Listener
 	srv    *grpc.Server
+	srcLis *bufconn.Listener
 	mu     sync.Mutex
 	dialed []string
 	routes map[string]*bufconn.Listener
@@ -370,11 +375,15 @@ type harness struct {
 
 func startFake(t *testing.T, fake *fakeAdmin) *harness {
 	t.Helper()
-	h := &harness{fake: fake, lis: bufconn.Listen(1 << 20), srv: grpc.NewServer()}
+	h := &harness{fake: fake, lis: bufconn.Listen(1 << 20), srv: grpc.NewServer(), srcLis: bufconn.Listen(1 << 20)}
 	twinlogv1.RegisterAdminServiceServer(h.srv, fake)
 	twinlogv1.RegisterMirrorServiceServer(h.srv, fake)
 	go func() { _ = h.srv.Serve(h.lis) }()
 	t.Cleanup(h.srv.Stop)
+	src := grpc.NewServer()
+	twinlogv1.RegisterFetchServiceServer(src, &fakeGroupBroker{f: &fakeGroups{}, id: 1})
+	go func() { _ = src.Serve(h.srcLis) }()
+	t.Cleanup(src.Stop)
 	return h
 }
 
@@ -390,6 +399,9 @@ func (h *harness) options() Options {
 			h.dialed = append(h.dialed, addr)
 			lis := h.routes[addr]
 			h.mu.Unlock()
+			if lis == nil && strings.HasPrefix(addr, "src:") {
+				lis = h.srcLis
+			}
 			if lis == nil {
 				lis = h.lis
 			}
@@ -449,6 +461,8 @@ type fakeGroup struct {
 type fakeLog struct {
 	leader    int32
 	start, hw int64
+	// end is the log end offset (LATEST); below hw means hw.
+	end int64
 	// staleMeta Metadata answers still name the previous leader
 	// (leader%3+1), which answers NOT_LEADER_OR_FOLLOWER.
 	staleMeta int
@@ -505,11 +519,25 @@ func startGroups(t *testing.T, f *fakeGroups) *harness {
 	admin := newFakeAdmin(nil)
 	admin.brokers = []*twinlogv1.BrokerRecord{{BrokerId: 4, Host: "b4", Port: 9092, Fenced: true}}
 	h := startFake(t, admin)
-	h.routes = map[string]*bufconn.Listener{}
 	for _, id := range slices.Sorted(maps.Keys(f.brokers)) {
 		host, port, _ := net.SplitHostPort(f.brokers[id])
 		p, _ := strconv.Atoi(port)
 		admin.brokers = append(admin.brokers, &twinlogv1.BrokerRecord{BrokerId: id, Host: host, Port: int32(p)})
+	}
+	h.serveBrokers(t, f)
+	return h
+}
+
+// serveBrokers runs f's brokers, each on its own listener routed at its
+// address.
+func (h *harness) serveBrokers(t *testing.T, f *fakeGroups) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.routes == nil {
+		h.routes = map[string]*bufconn.Listener{}
+	}
+	for _, id := range slices.Sorted(maps.Keys(f.brokers)) {
 		srv := grpc.NewServer()
 		b := &fakeGroupBroker{f: f, id: id}
 		twinlogv1.RegisterGroupServiceServer(srv, b)
@@ -519,7 +547,6 @@ func startGroups(t *testing.T, f *fakeGroups) *harness {
 		go func() { _ = srv.Serve(lis) }()
 		t.Cleanup(srv.Stop)
 	}
-	return h
 }
 
 // fakeGroupBroker is broker id of a fakeGroups.
@@ -713,7 +740,7 @@ func (b *fakeGroupBroker) Metadata(_ context.Context, req *twinlogv1.MetadataReq
 }
 
 // ListOffsets answers from the partition's leader: EARLIEST the log
-// start, HIGH_WATERMARK the high watermark, TIMESTAMP the first offset whose
+// start, HIGH_WATERMARK the high watermark, LATEST the log end, TIMESTAMP the first offset whose
 // record is at least that new (-1 if none is below the high watermark).
 func (b *fakeGroupBroker) ListOffsets(_ context.Context, req *twinlogv1.ListOffsetsRequest) (*twinlogv1.ListOffsetsResponse, error) {
 	f := b.f
@@ -737,6 +764,8 @@ func (b *fakeGroupBroker) ListOffsets(_ context.Context, req *twinlogv1.ListOffs
 				pr.Offset = l.start
 			case p.GetSpec() == twinlogv1.OffsetSpec_OFFSET_SPEC_HIGH_WATERMARK:
 				pr.Offset = l.hw
+			case p.GetSpec() == twinlogv1.OffsetSpec_OFFSET_SPEC_LATEST:
+				pr.Offset = max(l.end, l.hw)
 			case p.GetSpec() == twinlogv1.OffsetSpec_OFFSET_SPEC_TIMESTAMP:
 				o := max(l.start, (p.GetTimestamp()-fakeTimeBase+999)/1000)
 				if o >= l.hw {

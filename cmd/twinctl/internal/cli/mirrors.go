@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,11 +22,75 @@ func stateName(s twinlogv1.MirrorState) string {
 }
 
 func (a *app) mirrorsCommand() *cobra.Command {
-	return group("mirrors", "Manage cross-cluster mirrors on the destination controller (SPEC §6)",
+	subs := []*cobra.Command{
 		a.mirrorsCreate(), a.mirrorsDescribe(), a.mirrorsDelete(),
 		a.mirrorsAction("pause", "Pause mirroring (MIRRORING → PAUSED; topics stay read-only)"),
 		a.mirrorsAction("resume", "Resume paused topics from their LEO"),
-		a.mirrorsStop(), a.mirrorsStart())
+		a.mirrorsStop(), a.mirrorsStart(),
+	}
+	for _, c := range subs {
+		run := c.RunE
+		c.RunE = func(cmd *cobra.Command, args []string) error { return a.unknownMirrorHint(run(cmd, args)) }
+	}
+	return group("mirrors", "Manage cross-cluster mirrors on the destination controller (SPEC §6)", subs...)
+}
+
+// unknownMirrorHint gives every UNKNOWN_MIRROR in err the likely reason: a
+// mirror is defined on its destination cluster's controller, and an
+// operator who points --bootstrap at the source cluster finds none there.
+func (a *app) unknownMirrorHint(err error) error {
+	hint := fmt.Sprintf("mirrors live on their destination cluster's controller: if %s is the source cluster's, point --bootstrap at the destination's; `twinctl mirrors describe` lists the mirrors here", a.bootstrap)
+	walkProtocolErrors(err, func(pe *ProtocolError) {
+		if pe.Code == twinlogv1.ErrorCode_ERROR_CODE_UNKNOWN_MIRROR {
+			pe.Hint = hint
+		}
+	})
+	return err
+}
+
+// sourceCheckTimeout bounds each --source probe: an address twinctl cannot
+// reach is no reason to wait (the destination controller may reach it).
+const sourceCheckTimeout = 2 * time.Second
+
+// checkSource refuses a --source list of controllers only: a mirror reads
+// from the source cluster's brokers (FetchService), and with no broker in
+// the list every topic would stay refused. It is best effort: the list
+// passes as soon as one address answers as a broker, or if one cannot be
+// reached from here (the destination controller may well reach it).
+func (a *app) checkSource(ctx context.Context, source []string) error {
+	var controllers []string
+	for _, addr := range source {
+		cc, err := a.conn(addr)
+		if err != nil {
+			return err
+		}
+		rctx, cancel := context.WithTimeout(ctx, min(a.timeout, sourceCheckTimeout))
+		_, err = twinlogv1.NewFetchServiceClient(cc).ListOffsets(rctx, &twinlogv1.ListOffsetsRequest{})
+		cancel()
+		if status.Code(err) != codes.Unimplemented {
+			return nil
+		}
+		controllers = append(controllers, addr)
+	}
+	if len(controllers) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("--source %s: not a broker (it does not serve FetchService; a controller?): a mirror reads from the source cluster's brokers, so pass their addresses", strings.Join(controllers, ","))
+	if cc, err := a.conn(controllers[0]); err == nil {
+		rctx, cancel := context.WithTimeout(ctx, min(a.timeout, sourceCheckTimeout))
+		resp, lerr := twinlogv1.NewAdminServiceClient(cc).ListBrokers(rctx, &twinlogv1.ListBrokersRequest{})
+		cancel()
+		var bs []string
+		if lerr == nil {
+			for _, b := range resp.GetBrokers() {
+				bs = append(bs, net.JoinHostPort(b.GetHost(), strconv.Itoa(int(b.GetPort()))))
+			}
+		}
+		if len(bs) > 0 {
+			msg += ", e.g. --source " + strings.Join(bs, ",") + " (the brokers " + controllers[0] + " lists)"
+		}
+	}
+	return usagef("%s", msg)
 }
 
 func splitList(s []string) []string {
@@ -48,6 +113,7 @@ func splitList(s []string) []string {
 // for as a whole).
 func (a *app) renderMirrorTopicResults(mirror string, requested []string, rs []*twinlogv1.MirrorTopicResult, okWord string) error {
 	type row struct {
+		Mirror  string `json:"mirror"`
 		Topic   string `json:"topic"`
 		Error   string `json:"error,omitempty"`
 		Message string `json:"error_message,omitempty"`
@@ -55,13 +121,13 @@ func (a *app) renderMirrorTopicResults(mirror string, requested []string, rs []*
 	rows := make([]row, 0, len(rs))
 	var errs []error
 	for _, r := range rs {
-		rows = append(rows, row{r.GetTopic(), errString(r.GetError()), r.GetErrorMessage()})
+		rows = append(rows, row{mirror, r.GetTopic(), errString(r.GetError()), r.GetErrorMessage()})
 		errs = append(errs, mirrorErr(r.GetError(), mirror, r.GetTopic(), r.GetErrorMessage()))
 	}
 	errs = append(errs, missingMirrorResults(mirror, requested, answeredTopics(rs)))
 	p := a.printer()
 	if p.json {
-		if err := p.emitJSON(map[string]any{"mirror": mirror, "topics": rows}); err != nil {
+		if err := emitJSONLines(p, rows); err != nil {
 			return err
 		}
 		return errors.Join(errs...)
@@ -184,6 +250,9 @@ func (a *app) mirrorsCreate() *cobra.Command {
 			src := splitList(source)
 			if len(src) == 0 {
 				return usagef("--source is required: the source cluster's broker addresses")
+			}
+			if err := a.checkSource(cmd.Context(), src); err != nil {
+				return err
 			}
 			client, err := a.mirrorClient()
 			if err != nil {
@@ -353,6 +422,9 @@ epoch and then follow (SPEC §6.6).`,
 		Example: "  twinctl --bootstrap 127.0.0.1:9090 mirrors start b-to-a orders --source 127.0.0.1:9101",
 		Args:    minArgs(1, "a mirror name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkSource(cmd.Context(), splitList(source)); err != nil {
+				return err
+			}
 			client, err := a.mirrorClient()
 			if err != nil {
 				return err
@@ -461,7 +533,7 @@ func mirrorViews(ms []*twinlogv1.MirrorDescription) []mirrorView {
 
 func renderMirrors(p *printer, ms []mirrorView, now time.Time) error {
 	if p.json {
-		return p.emitJSON(ms)
+		return emitJSONLines(p, ms) // one mirror per line
 	}
 	for i, m := range ms {
 		if i > 0 {

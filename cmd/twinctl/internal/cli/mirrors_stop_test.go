@@ -230,13 +230,10 @@ func TestMirrorsStopBadTimeout(t *testing.T) {
 	}
 }
 
-// TestMirrorsStopJSON: --json prints one document {mirror, topics[]} after
-// the wait, and the same shape with --no-wait.
+// TestMirrorsStopJSON: --json prints one line {mirror, topic} per topic
+// after the wait, and the same lines with --no-wait.
 func TestMirrorsStopJSON(t *testing.T) {
-	want := map[string]any{
-		"mirror": "m",
-		"topics": []any{map[string]any{"topic": "orders"}, map[string]any{"topic": "payments"}},
-	}
+	want := []any{map[string]any{"mirror": "m", "topic": "orders"}, map[string]any{"mirror": "m", "topic": "payments"}}
 	tests := []struct {
 		name      string
 		args      []string
@@ -252,9 +249,13 @@ func TestMirrorsStopJSON(t *testing.T) {
 			if r.code != ExitOK {
 				t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 			}
-			var got any
-			if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
-				t.Fatalf("stdout is not one JSON document: %v\n%s", err, r.stdout)
+			var got []any
+			for _, l := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
+				var v any
+				if err := json.Unmarshal([]byte(l), &v); err != nil {
+					t.Fatalf("stdout line is not one JSON object: %v\n%s", err, r.stdout)
+				}
+				got = append(got, v)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("JSON (-want +got):\n%s", diff)

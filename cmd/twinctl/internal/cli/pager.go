@@ -199,7 +199,7 @@ func (m *merger) add(t *twinlogv1.DescribeTopicPartitionsTopicResult) {
 	if !ok {
 		m.index[t.GetName()] = len(m.topics)
 		cp := &twinlogv1.DescribeTopicPartitionsTopicResult{
-			Error: t.GetError(), Name: t.GetName(), TopicId: t.GetTopicId(), IsInternal: t.GetIsInternal(),
+			Error: t.GetError(), Name: t.GetName(), TopicId: t.GetTopicId(), IsInternal: t.GetIsInternal(), MirrorName: t.GetMirrorName(),
 			Partitions: slices.Clone(t.GetPartitions()),
 		}
 		m.topics = append(m.topics, cp)

@@ -33,13 +33,9 @@ func (a *app) newTopicMeta(topic string) *topicMeta { return &topicMeta{a: a, to
 
 // refresh asks the bootstrap server for the topic's leaders.
 func (m *topicMeta) refresh(ctx context.Context) error {
-	c, err := m.a.conn(m.a.bootstrap)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := m.a.rpcCtx(ctx)
 	defer cancel()
-	resp, err := twinlogv1.NewFetchServiceClient(c).Metadata(ctx, &twinlogv1.MetadataRequest{Topics: []string{m.topic}})
+	resp, err := twinlogv1.NewFetchServiceClient(m.a.bootstrapConn()).Metadata(ctx, &twinlogv1.MetadataRequest{Topics: []string{m.topic}})
 	if err != nil {
 		return rpcError(err, m.a.bootstrap, "metadata")
 	}
@@ -153,13 +149,9 @@ type producer struct {
 // not serve it leaves the producer not idempotent, with a note.
 func (pr *producer) initIdempotence(ctx context.Context, required bool) error {
 	a := pr.a
-	c, err := a.conn(a.bootstrap)
-	if err != nil {
-		return err
-	}
 	rctx, cancel := a.rpcCtx(ctx)
 	defer cancel()
-	resp, err := twinlogv1.NewProduceServiceClient(c).InitProducerId(rctx, &twinlogv1.InitProducerIdRequest{})
+	resp, err := twinlogv1.NewProduceServiceClient(a.bootstrapConn()).InitProducerId(rctx, &twinlogv1.InitProducerIdRequest{})
 	if status.Code(err) == codes.Unimplemented && !required {
 		fmt.Fprintf(a.opts.Stderr, "note: %s does not serve InitProducerId; producing without idempotence (a retry may duplicate a batch)\n", a.bootstrap)
 		return nil
@@ -332,7 +324,8 @@ func (a *app) produceCommand() *cobra.Command {
 		Use:   "produce --topic T [--value V | < lines]",
 		Short: "Produce records: --value, or one record per stdin line",
 		Long: `Each stdin line becomes one record (with --parse-key, "key<sep>value").
-The leader is found with the Metadata RPC on --bootstrap (a broker);
+The leader is found with the Metadata RPC on --bootstrap (a broker, or
+one that a controller given there lists);
 NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
 NOT_ENOUGH_REPLICAS and KAFKA_STORAGE_ERROR (the leader's copy is offline)
 are retried after a Metadata refresh (SPEC §1.4).

@@ -57,7 +57,7 @@ func TestReassign(t *testing.T) {
 			name:      "json",
 			args:      []string{"--json", "reassign", "orders:0=1,2,3"},
 			wantParts: []*part{{Topic: "orders", Partition: 0, Replicas: []int32{1, 2, 3}}},
-			wantOut:   "[\n  {\n    \"topic\": \"orders\",\n    \"partition\": 0\n  }\n]\n",
+			wantOut:   "{\"topic\":\"orders\",\"partition\":0}\n",
 		},
 		{
 			name:      "one partition fails",

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,9 +11,12 @@ import (
 	"golang.org/x/term"
 )
 
-// printer writes either an aligned table or one JSON document. JSON views
-// are plain structs with snake_case tags so the output is byte-stable (unlike
-// protojson, which randomizes whitespace) and can be golden-tested.
+// printer writes either an aligned table or JSON Lines: with --json every
+// command prints one compact JSON object per line (a row of its table, a
+// result, a record), so the output streams and pipes into jq or a log
+// shipper line by line. JSON views are plain structs with snake_case tags so
+// the output is byte-stable (unlike protojson, which randomizes whitespace)
+// and can be golden-tested.
 type printer struct {
 	w    io.Writer
 	json bool
@@ -23,10 +25,18 @@ type printer struct {
 	partitionColumn bool
 }
 
-func (p *printer) emitJSON(v any) error {
-	enc := json.NewEncoder(p.w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+// emitJSON writes v, an object, as one line.
+func (p *printer) emitJSON(v any) error { return jsonLine{w: p.w}.write(v) }
+
+// emitJSONLines writes each element of rows as one line.
+func emitJSONLines[T any](p *printer, rows []T) error {
+	enc := jsonLine{w: p.w}
+	for _, r := range rows {
+		if err := enc.write(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // table renders rows under headers; empty cells are shown as "-".

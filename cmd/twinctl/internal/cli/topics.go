@@ -27,13 +27,26 @@ type partitionView struct {
 	Offline      []int32 `json:"offline_replicas"`
 }
 
-// topicView is the JSON shape of one topic.
+// topicView is the JSON shape of one topic (a line of `topics describe
+// --json`).
 type topicView struct {
-	Name       string          `json:"name"`
-	TopicID    string          `json:"topic_id"`
-	Internal   bool            `json:"internal"`
+	Name     string `json:"name"`
+	TopicID  string `json:"topic_id"`
+	Internal bool   `json:"internal"`
+	// Mirror is the mirror the topic belongs to (read-only while it runs);
+	// null when none.
+	Mirror     *string         `json:"mirror"`
 	Error      string          `json:"error,omitempty"`
 	Partitions []partitionView `json:"partitions"`
+}
+
+// mirrorColumn is a topic's MIRROR cell: the mirror's name, "" (shown
+// "-") when none.
+func (t topicView) mirrorColumn() string {
+	if t.Mirror == nil {
+		return ""
+	}
+	return *t.Mirror
 }
 
 func errString(c twinlogv1.ErrorCode) string {
@@ -47,6 +60,9 @@ func topicViews(ts []*twinlogv1.DescribeTopicPartitionsTopicResult) []topicView 
 	out := make([]topicView, 0, len(ts))
 	for _, t := range ts {
 		tv := topicView{Name: t.GetName(), TopicID: t.GetTopicId(), Internal: t.GetIsInternal(), Error: errString(t.GetError()), Partitions: []partitionView{}}
+		if m := t.GetMirrorName(); m != "" {
+			tv.Mirror = &m
+		}
 		for _, p := range t.GetPartitions() {
 			tv.Partitions = append(tv.Partitions, partitionView{
 				Topic: t.GetName(), Partition: p.GetPartitionIndex(), Error: errString(p.GetError()),
@@ -64,42 +80,107 @@ func topicViews(ts []*twinlogv1.DescribeTopicPartitionsTopicResult) []topicView 
 func renderTopicList(p *printer, ts []topicView) error {
 	if p.json {
 		type row struct {
-			Name       string `json:"name"`
-			TopicID    string `json:"topic_id"`
-			Partitions int    `json:"partitions"`
-			Internal   bool   `json:"internal"`
+			Name       string  `json:"name"`
+			TopicID    string  `json:"topic_id"`
+			Partitions int     `json:"partitions"`
+			Internal   bool    `json:"internal"`
+			Mirror     *string `json:"mirror"`
 		}
 		rows := make([]row, 0, len(ts))
 		for _, t := range ts {
-			rows = append(rows, row{t.Name, t.TopicID, len(t.Partitions), t.Internal})
+			rows = append(rows, row{t.Name, t.TopicID, len(t.Partitions), t.Internal, t.Mirror})
 		}
-		return p.emitJSON(rows)
+		return emitJSONLines(p, rows)
 	}
 	rows := make([][]string, 0, len(ts))
 	for _, t := range ts {
-		rows = append(rows, []string{t.Name, t.TopicID, strconv.Itoa(len(t.Partitions)), yesNo(t.Internal)})
+		rows = append(rows, []string{t.Name, t.TopicID, strconv.Itoa(len(t.Partitions)), yesNo(t.Internal), t.mirrorColumn()})
 	}
-	return p.table([]string{"TOPIC", "TOPIC-ID", "PARTITIONS", "INTERNAL"}, rows)
+	return p.table([]string{"TOPIC", "TOPIC-ID", "PARTITIONS", "INTERNAL", "MIRROR"}, rows)
 }
 
-// renderPartitions prints one line per partition, topic errors included.
-func renderPartitions(p *printer, ts []topicView) error {
+// renderTopics prints `topics describe`: one line per partition under a
+// MIRROR column (the topic's mirror, "-" when none), topic errors
+// included; with --json one topic per line, its partitions inside.
+func renderTopics(p *printer, ts []topicView) error {
 	if p.json {
-		return p.emitJSON(ts)
+		return emitJSONLines(p, ts)
 	}
 	var rows [][]string
 	for _, t := range ts {
 		if t.Error != "" {
-			rows = append(rows, []string{t.Name, "", "", "", "", "", "", "", "", t.Error})
+			rows = append(rows, []string{t.Name, "", "", "", "", "", "", "", "", "", t.Error})
 		}
 		for _, pv := range t.Partitions {
 			rows = append(rows, []string{
-				t.Name, strconv.Itoa(int(pv.Partition)), leaderString(pv.Leader), strconv.Itoa(int(pv.LeaderEpoch)),
+				t.Name, t.mirrorColumn(), strconv.Itoa(int(pv.Partition)), leaderString(pv.Leader), strconv.Itoa(int(pv.LeaderEpoch)),
 				joinInts(pv.Replicas), joinInts(pv.ISR), joinInts(pv.ELR), joinInts(pv.LastKnownELR), joinInts(pv.Offline), pv.Error,
 			})
 		}
 	}
-	return p.table([]string{"TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "ELR", "LAST-KNOWN-ELR", "OFFLINE", "ERROR"}, rows)
+	return p.table([]string{"TOPIC", "MIRROR", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "ELR", "LAST-KNOWN-ELR", "OFFLINE", "ERROR"}, rows)
+}
+
+// partitionLine is one line of `partitions describe --json`: the
+// partition and its leader's log offsets, null where unknown (no leader,
+// the leader unreachable or not answering as leader).
+type partitionLine struct {
+	partitionView
+	LogStartOffset *int64 `json:"log_start_offset"`
+	HighWatermark  *int64 `json:"high_watermark"`
+	LogEndOffset   *int64 `json:"log_end_offset"`
+}
+
+// topicErrorLine is a `partitions describe --json` line for a topic that
+// failed as a whole (unknown, not authorized).
+type topicErrorLine struct {
+	Topic string `json:"topic"`
+	Error string `json:"error"`
+}
+
+func offsetCell(o *int64) string {
+	if o == nil {
+		return ""
+	}
+	return strconv.FormatInt(*o, 10)
+}
+
+// renderPartitions prints `partitions describe`: one line per partition
+// with its log start offset, high watermark and log end offset (LS, HW,
+// LEO: "-" when unknown), topic errors included.
+func renderPartitions(p *printer, ts []topicView, offs map[topicPart]logOffsets) error {
+	if p.json {
+		enc := jsonLine{w: p.w}
+		for _, t := range ts {
+			if t.Error != "" {
+				if err := enc.write(topicErrorLine{t.Name, t.Error}); err != nil {
+					return err
+				}
+			}
+			for _, pv := range t.Partitions {
+				o := offs[topicPart{t.Name, pv.Partition}]
+				if err := enc.write(partitionLine{pv, o.start, o.hw, o.end}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	var rows [][]string
+	for _, t := range ts {
+		if t.Error != "" {
+			rows = append(rows, []string{t.Name, "", "", "", "", "", "", "", "", "", "", "", t.Error})
+		}
+		for _, pv := range t.Partitions {
+			o := offs[topicPart{t.Name, pv.Partition}]
+			rows = append(rows, []string{
+				t.Name, strconv.Itoa(int(pv.Partition)), leaderString(pv.Leader), strconv.Itoa(int(pv.LeaderEpoch)),
+				joinInts(pv.Replicas), joinInts(pv.ISR), joinInts(pv.ELR), joinInts(pv.LastKnownELR), joinInts(pv.Offline),
+				offsetCell(o.start), offsetCell(o.hw), offsetCell(o.end), pv.Error,
+			})
+		}
+	}
+	return p.table([]string{"TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "ELR", "LAST-KNOWN-ELR", "OFFLINE", "LS", "HW", "LEO", "ERROR"}, rows)
 }
 
 // describe runs the pager with deadlines and, on a terminal, a progress bar
@@ -245,7 +326,7 @@ func (a *app) renderTopicResults(rs []*twinlogv1.TopicResult, verb string) error
 	}
 	p := a.printer()
 	if p.json {
-		if err := p.emitJSON(rows); err != nil {
+		if err := emitJSONLines(p, rows); err != nil {
 			return err
 		}
 	} else {
@@ -275,13 +356,7 @@ func (a *app) topicsList() *cobra.Command {
 			}
 			views := topicViews(ts)
 			if !internal {
-				kept := views[:0]
-				for _, v := range views {
-					if !v.Internal {
-						kept = append(kept, v)
-					}
-				}
-				views = kept
+				views = withoutInternal(views)
 			}
 			return renderTopicList(a.printer(), views)
 		},
@@ -291,26 +366,56 @@ func (a *app) topicsList() *cobra.Command {
 }
 
 func (a *app) topicsDescribe() *cobra.Command {
-	return &cobra.Command{
-		Use:   "describe TOPIC...",
-		Short: "Show partitions, leaders, ISR and ELR of topics",
-		Args:  minArgs(1, "at least one topic name (all topics: `twinctl partitions describe`)"),
+	var (
+		internal bool
+		limit    int32
+	)
+	c := &cobra.Command{
+		Use:   "describe [TOPIC...]",
+		Short: "Show partitions, leaders, ISR, ELR and the mirror of topics (all topics when none given)",
+		Long: `Describes the named topics, or every topic when none is given (internal
+topics only with --internal), following DescribeTopicPartitions pages. MIRROR
+names the mirror a topic belongs to: its partitions take records only from
+the mirror until it is stopped. Log offsets per partition: twinctl partitions describe.`,
+		Example: `  twinctl topics describe
+  twinctl topics describe orders payments --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 0 {
+				return usagef("--page-limit must be ≥ 0, got %d", limit)
+			}
 			sels := make([]TopicSelector, len(args))
 			for i, t := range args {
 				sels[i] = TopicSelector{Topic: t}
 			}
-			ts, err := a.describe(cmd.Context(), sels, 0)
+			ts, err := a.describe(cmd.Context(), sels, limit)
 			if err != nil {
 				return err
 			}
 			views := topicViews(ts)
-			if err := renderPartitions(a.printer(), views); err != nil {
+			if len(args) == 0 && !internal {
+				views = withoutInternal(views)
+			}
+			if err := renderTopics(a.printer(), views); err != nil {
 				return err
 			}
 			return topicErrors(views)
 		},
 	}
+	c.Flags().BoolVar(&internal, "internal", false, "with no topic named, include internal topics such as __mirror_state")
+	c.Flags().Int32Var(&limit, "page-limit", 0, "partitions per response page (0: server's max.request.partition.size.limit)")
+	return c
+}
+
+// withoutInternal drops the internal topics (__mirror_state,
+// __consumer_offsets) from a listing of every topic.
+func withoutInternal(views []topicView) []topicView {
+	kept := views[:0]
+	for _, v := range views {
+		if !v.Internal {
+			kept = append(kept, v)
+		}
+	}
+	return kept
 }
 
 func (a *app) topicsDelete() *cobra.Command {
@@ -338,7 +443,12 @@ func (a *app) partitionsCommand() *cobra.Command {
 	var limit int32
 	describe := &cobra.Command{
 		Use:   "describe [TOPIC[:P,P...]...]",
-		Short: "Describe partitions (all topics when none given), following DescribeTopicPartitions pages",
+		Short: "Describe partitions and their log offsets (all topics when none given), following DescribeTopicPartitions pages",
+		Long: `Describes partitions (all topics when none given), following
+DescribeTopicPartitions pages, with each leader's log start offset (LS),
+high watermark (HW: consumers read below it) and log end offset (LEO), asked
+of the leaders (ListOffsets). "-" (null with --json) where the leader is
+unknown, unreachable or no longer leads the partition.`,
 		Example: `  twinctl partitions describe
   twinctl partitions describe orders:0,3 payments --page-limit 500`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -354,7 +464,8 @@ func (a *app) partitionsCommand() *cobra.Command {
 				return err
 			}
 			views := topicViews(ts)
-			if err := renderPartitions(a.printer(), views); err != nil {
+			offs := a.logOffsets(cmd.Context(), views)
+			if err := renderPartitions(a.printer(), views, offs); err != nil {
 				return err
 			}
 			return topicErrors(views)
