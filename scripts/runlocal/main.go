@@ -355,6 +355,7 @@ const (
 	brokerA = "127.0.0.1:9091"
 	brokerB = "127.0.0.1:9101"
 	srcA    = "127.0.0.1:9091,127.0.0.1:9092,127.0.0.1:9093"
+	srcB    = "127.0.0.1:9101,127.0.0.1:9102,127.0.0.1:9103"
 	kafkaA  = "127.0.0.1:9291"
 	kafkaB  = "127.0.0.1:9301"
 )
@@ -519,15 +520,19 @@ Kafka clients (any broker's Kafka listener bootstraps):
   %[8]s -b %[6]s -C -t demo -p 0 -o beginning -e # consume A's demo-0
   %[8]s -b %[7]s -L                              # B's brokers, topics, leaders
 
-fail over to B (A is gone or being drained):
-  %[1]s --bootstrap %[4]s mirrors stop a-to-b demo --wait-for-catch-up   # demo becomes writable on B
+planned failover to B (A reachable; stop producers on A first):
+  %[1]s --bootstrap %[4]s mirrors stop a-to-b demo --wait-for-catch-up   # waits until B holds all A acked; demo writable on B
   %[1]s --bootstrap %[5]s produce --topic demo --value on-b
+unplanned failover (A gone: a waited stop would wait for it):
+  %[1]s --bootstrap %[4]s mirrors stop a-to-b demo                       # records A acked but B lacks stay on A only
 
-fail back (A follows B, truncated to the last mirrored leader epoch), then over again:
-  %[1]s --bootstrap %[2]s mirrors create b-to-a --source 127.0.0.1:9101,127.0.0.1:9102,127.0.0.1:9103 demo
-  %[1]s --bootstrap %[2]s mirrors stop b-to-a demo --wait-for-catch-up   # A writable again
-  %[1]s --bootstrap %[4]s mirrors start a-to-b demo                      # B follows A again
-`, t, ctlA, brokerA, ctlB, brokerB, kafkaA, kafkaB, kcat)
+fail back (A follows B, truncated to the last mirrored leader epoch):
+  %[1]s --bootstrap %[2]s mirrors create b-to-a --source %[9]s demo
+      # the next failbacks: mirrors start b-to-a demo (b-to-a exists)
+  %[1]s --bootstrap %[2]s mirrors describe b-to-a                        # until LAG 0; then stop producers on B
+  %[1]s --bootstrap %[2]s mirrors stop b-to-a demo --wait-for-catch-up   # A writable again (B must be reachable)
+  %[1]s --bootstrap %[4]s mirrors start a-to-b demo                      # B follows A again; clients back to A
+`, t, ctlA, brokerA, ctlB, brokerB, kafkaA, kafkaB, kcat, srcB)
 	fmt.Println("\nsee docs/operations.md for the runbook")
 }
 
