@@ -44,30 +44,44 @@ const (
 	disasterOffsetSyncTimeout = 3 * time.Second
 )
 
-// offsetSyncLoop syncs every mirror's offsets each interval until ctx ends.
+// offsetSyncLoop syncs each mirror's offsets once per interval until ctx
+// ends: a mirror is first synced within offsetSyncPoll of its creation (or
+// of the controller's start), not an interval later, so a new mirror's
+// groups and its metrics do not wait for the interval.
 func (c *Controller) offsetSyncLoop(ctx context.Context) {
+	last := map[string]time.Time{} // when each mirror's latest sync started
 	for {
 		c.mu.RLock()
 		interval := time.Duration(metadata.ConfigInt(c.state.ClusterConfig(metadata.KeyMirrorOffsetSyncIntervalMs),
 			defaultOffsetSyncInterval.Milliseconds())) * time.Millisecond
+		mirrors := c.state.MirrorNames()
 		c.mu.RUnlock()
-		t := time.NewTimer(interval)
+		for name := range last {
+			if !slices.Contains(mirrors, name) {
+				delete(last, name)
+			}
+		}
+		for _, m := range mirrors {
+			if at, ok := last[m]; ok && time.Since(at) < interval {
+				continue
+			}
+			last[m] = time.Now()
+			rctx, cancel := context.WithTimeout(ctx, max(interval, c.cfg.RecoveryRPCTimeout))
+			c.syncOffsets(rctx, m)
+			cancel()
+		}
+		t := time.NewTimer(min(interval, offsetSyncPoll))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		c.mu.RLock()
-		mirrors := c.state.MirrorNames()
-		c.mu.RUnlock()
-		for _, m := range mirrors {
-			rctx, cancel := context.WithTimeout(ctx, max(interval, c.cfg.RecoveryRPCTimeout))
-			c.syncOffsets(rctx, m)
-			cancel()
-		}
 	}
 }
+
+// offsetSyncPoll is how often offsetSyncLoop looks for mirrors due.
+const offsetSyncPoll = time.Second
 
 // syncFacts is what a sync needs of this cluster's image.
 type syncFacts struct {

@@ -114,8 +114,9 @@ func (c *Controller) ObserveOffsetSync(mirror string, st controller.OffsetSyncSt
 	c.syncGroups.WithLabelValues(mirror).Set(float64(st.Groups))
 	c.syncCommitted.WithLabelValues(mirror).Add(float64(st.OffsetsCommitted))
 	c.syncClamped.WithLabelValues(mirror).Add(float64(st.OffsetsClamped))
+	failures := c.syncFailures.WithLabelValues(mirror) // 0 from the first sync on
 	if st.Failed {
-		c.syncFailures.WithLabelValues(mirror).Inc()
+		failures.Inc()
 	} else {
 		c.syncSuccessAt.WithLabelValues(mirror).Set(at)
 	}

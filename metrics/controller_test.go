@@ -96,6 +96,11 @@ func TestOffsetSyncMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.ObserveOffsetSync("m", controller.OffsetSyncStats{At: time.UnixMilli(10_000), Groups: 3, OffsetsCommitted: 5, OffsetsClamped: 1})
+	// The failure counter exists from the first sync on (alerts and
+	// dashboards find a 0 series, not none).
+	if g, ok := gathered(t, reg)["twinlog_mirror_offset_sync_failures_total,mirror=m"]; !ok || g != 0 {
+		t.Fatalf("failures after a successful sync: %v (present %v), want 0", g, ok)
+	}
 	c.ObserveOffsetSync("m", controller.OffsetSyncStats{At: time.UnixMilli(20_000), Groups: 2, OffsetsCommitted: 2, Failed: true})
 	got := gathered(t, reg)
 	for k, v := range map[string]float64{

@@ -222,6 +222,15 @@ log "both clusters ready ($WORK/runlocal.out)"
 # NODE GRPC KAFKA METRICS LOG, e.g. cluster-a/broker-1 127.0.0.1:9091 127.0.0.1:9291 http://127.0.0.1:9191/metrics ...
 NODES=$(awk '$4 ~ /^http:\/\/.*\/metrics$/ { print $1, $3, $4 }' "$WORK/runlocal.out")
 
+# B's controller exports the mirror's offset-sync series once its first
+# sync ran (within a second of the mirror's creation): wait for it (bounded)
+# so that the scrape below holds them.
+ctl_b=$(awk '$1 == "cluster-b/controller" { print $3 }' <<<"$NODES")
+for _ in $(seq 1 60); do
+  curl -sf --max-time 2 "$ctl_b" | grep -q '^twinlog_mirror_offset_sync_timestamp_seconds' && break
+  sleep 0.5
+done
+
 # One ApiVersions v0 request per cluster's first broker: size 10, key 18,
 # version 0, correlation id 1, null client id, over TLS with make run's
 # operator certificate (openssl s_client; the listener requires a client
