@@ -293,7 +293,8 @@ func (b *Broker) OffsetForLeaderEpoch(ctx context.Context, req *pb.OffsetForLead
 	return resp, nil
 }
 
-// GetReplicaLogInfo answers an unclean recovery round (SPEC §3.5).
+// GetReplicaLogInfo answers an unclean recovery round (SPEC §3.5) and a
+// failback's preview (the log start, HW and epoch cache too).
 func (b *Broker) GetReplicaLogInfo(ctx context.Context, req *pb.GetReplicaLogInfoRequest) (*pb.GetReplicaLogInfoResponse, error) {
 	resp := &pb.GetReplicaLogInfoResponse{BrokerEpoch: b.brokerEpoch()}
 	for _, t := range req.GetTopics() {
@@ -318,10 +319,16 @@ func (b *Broker) GetReplicaLogInfo(ctx context.Context, req *pb.GetReplicaLogInf
 			if err := p.usableLocked(); err != nil {
 				out.Error = storageCode(err)
 			} else {
-				if es := p.r.EpochEntries(); len(es) > 0 {
+				es := p.r.EpochEntries()
+				if len(es) > 0 {
 					out.LastWrittenLeaderEpoch = int32(es[len(es)-1].Epoch)
 				}
+				for _, e := range es {
+					out.Epochs = append(out.Epochs, &pb.EpochStartOffset{Epoch: int32(e.Epoch), StartOffset: int64(e.StartOffset)})
+				}
 				out.LogEndOffset = int64(p.r.LogEndOffset())
+				out.LogStartOffset = int64(p.r.LogStartOffset())
+				out.HighWatermark = int64(p.r.HighWatermark())
 			}
 			p.mu.Unlock()
 		}

@@ -71,7 +71,7 @@ var layers = map[string][]string{
 	"controller/metastore/storetest": {"api/proto/twinlog/v1", "controller/metastore"},
 	"controller/boltstore":           {"api/proto/twinlog/v1", "controller/metastore"},
 	"controller/memstore":            {"api/proto/twinlog/v1", "controller/metastore"},
-	"controller":                     {"", "api/proto/twinlog/v1", "controller/boltstore", "controller/metastate", "controller/metastore", "errcode", "internal/configdef", "internal/rpcopt", "metadata", "mirror/offsetsync", "security/acl", "security/authz", "security/scram", "security/transport"},
+	"controller":                     {"", "api/proto/twinlog/v1", "controller/boltstore", "controller/metastate", "controller/metastore", "errcode", "internal/configdef", "internal/rpcopt", "metadata", "mirror/offsetsync", "mirror/plan", "mirror/source", "security/acl", "security/authz", "security/scram", "security/transport", "storage/epoch"},
 	"broker":                         {"", "api/proto/twinlog/v1", "broker/alter", "broker/assign", "broker/codec", "broker/coord", "broker/follow", "broker/kafka", "broker/metaloop", "broker/ready", "broker/replica", "broker/serve", "broker/session", "broker/wire", "errcode", "group", "metadata", "mirror/plan", "mirror/runner", "mirror/source", "mirror/state", "storage", "storage/epoch", "internal/configdef", "internal/rpcopt", "security/acl", "security/authz", "security/scram", "security/transport"},
 	"metrics":                        {"api/proto/twinlog/v1", "broker", "broker/kafka", "controller", "security/authz", "security/transport"},
 	"broker/brokertest":              {"", "api/proto/twinlog/v1", "broker", "controller", "group", "internal/rpcopt", "metadata", "security/authz", "security/transport", "storage"},

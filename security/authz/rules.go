@@ -201,6 +201,10 @@ var Rules = map[string]Rule{
 	pb.MirrorService_ResumeMirrorTopics_FullMethodName: {Needs: typed(func(r *pb.ResumeMirrorTopicsRequest) []Need {
 		return []Need{{acl.Alter, acl.Mirror, r.GetMirror()}}
 	})},
+	// A preview changes nothing; it tells what a start would truncate.
+	pb.MirrorService_PreviewMirrorTruncation_FullMethodName: {Needs: typed(func(r *pb.PreviewMirrorTruncationRequest) []Need {
+		return []Need{{acl.Describe, acl.Mirror, r.GetMirror()}}
+	})},
 	pb.MirrorService_DescribeMirrors_FullMethodName: {Needs: typed(func(r *pb.DescribeMirrorsRequest) []Need {
 		return each(acl.Describe, acl.Mirror, slices.Clone(r.GetNames()))
 	}), Filtered: true},

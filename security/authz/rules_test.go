@@ -130,6 +130,7 @@ func rpcCases() []rpcCase {
 			[]acl.Binding{allow(acl.Mirror, "m", acl.Create), allow(acl.Topic, "t", acl.Create)}},
 		{pb.MirrorService_DeleteMirror_FullMethodName, &pb.DeleteMirrorRequest{Name: "m"}, []acl.Binding{allow(acl.Mirror, "m", acl.Delete)}},
 		{pb.MirrorService_StartMirrorTopics_FullMethodName, &pb.StartMirrorTopicsRequest{Mirror: "m"}, []acl.Binding{allow(acl.Mirror, "m", acl.Alter)}},
+		{pb.MirrorService_PreviewMirrorTruncation_FullMethodName, &pb.PreviewMirrorTruncationRequest{Mirror: "m"}, []acl.Binding{allow(acl.Mirror, "m", acl.Describe)}},
 		{pb.MirrorService_StopMirrorTopics_FullMethodName, &pb.StopMirrorTopicsRequest{Mirror: "m"}, []acl.Binding{allow(acl.Mirror, "m", acl.Alter)}},
 		{pb.MirrorService_PauseMirrorTopics_FullMethodName, &pb.PauseMirrorTopicsRequest{Mirror: "m"}, []acl.Binding{allow(acl.Mirror, "m", acl.Alter)}},
 		{pb.MirrorService_ResumeMirrorTopics_FullMethodName, &pb.ResumeMirrorTopicsRequest{Mirror: "m"}, []acl.Binding{allow(acl.Mirror, "m", acl.Alter)}},

@@ -2123,8 +2123,13 @@ type ReplicaLogInfo struct {
 	Error                  ErrorCode              `protobuf:"varint,2,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
 	LastWrittenLeaderEpoch int32                  `protobuf:"varint,3,opt,name=last_written_leader_epoch,json=lastWrittenLeaderEpoch,proto3" json:"last_written_leader_epoch,omitempty"`
 	LogEndOffset           int64                  `protobuf:"varint,4,opt,name=log_end_offset,json=logEndOffset,proto3" json:"log_end_offset,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// The replica's log start offset, high watermark and epoch cache, for
+	// a failback's preview (PreviewMirrorTruncation).
+	LogStartOffset int64               `protobuf:"varint,5,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
+	HighWatermark  int64               `protobuf:"varint,6,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
+	Epochs         []*EpochStartOffset `protobuf:"bytes,7,rep,name=epochs,proto3" json:"epochs,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ReplicaLogInfo) Reset() {
@@ -2183,6 +2188,27 @@ func (x *ReplicaLogInfo) GetLogEndOffset() int64 {
 		return x.LogEndOffset
 	}
 	return 0
+}
+
+func (x *ReplicaLogInfo) GetLogStartOffset() int64 {
+	if x != nil {
+		return x.LogStartOffset
+	}
+	return 0
+}
+
+func (x *ReplicaLogInfo) GetHighWatermark() int64 {
+	if x != nil {
+		return x.HighWatermark
+	}
+	return 0
+}
+
+func (x *ReplicaLogInfo) GetEpochs() []*EpochStartOffset {
+	if x != nil {
+		return x.Epochs
+	}
+	return nil
 }
 
 type InitProducerIdRequest struct {
@@ -2480,12 +2506,15 @@ const file_twinlog_v1_broker_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12:\n" +
 	"\n" +
 	"partitions\x18\x02 \x03(\v2\x1a.twinlog.v1.ReplicaLogInfoR\n" +
-	"partitions\"\xbc\x01\n" +
+	"partitions\"\xc3\x02\n" +
 	"\x0eReplicaLogInfo\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12+\n" +
 	"\x05error\x18\x02 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x129\n" +
 	"\x19last_written_leader_epoch\x18\x03 \x01(\x05R\x16lastWrittenLeaderEpoch\x12$\n" +
-	"\x0elog_end_offset\x18\x04 \x01(\x03R\flogEndOffset\"M\n" +
+	"\x0elog_end_offset\x18\x04 \x01(\x03R\flogEndOffset\x12(\n" +
+	"\x10log_start_offset\x18\x05 \x01(\x03R\x0elogStartOffset\x12%\n" +
+	"\x0ehigh_watermark\x18\x06 \x01(\x03R\rhighWatermark\x124\n" +
+	"\x06epochs\x18\a \x03(\v2\x1c.twinlog.v1.EpochStartOffsetR\x06epochs\"M\n" +
 	"\x15InitProducerIdRequest\x124\n" +
 	"\x16transaction_timeout_ms\x18\x01 \x01(\x05R\x14transactionTimeoutMs\"\xb2\x01\n" +
 	"\x16InitProducerIdResponse\x12+\n" +
@@ -2570,6 +2599,7 @@ var file_twinlog_v1_broker_proto_goTypes = []any{
 	(ErrorCode)(0),                                // 34: twinlog.v1.ErrorCode
 	(*EpochEndOffset)(nil),                        // 35: twinlog.v1.EpochEndOffset
 	(MirrorState)(0),                              // 36: twinlog.v1.MirrorState
+	(*EpochStartOffset)(nil),                      // 37: twinlog.v1.EpochStartOffset
 }
 var file_twinlog_v1_broker_proto_depIdxs = []int32{
 	3,  // 0: twinlog.v1.ProduceRequest.partitions:type_name -> twinlog.v1.ProducePartitionData
@@ -2601,28 +2631,29 @@ var file_twinlog_v1_broker_proto_depIdxs = []int32{
 	30, // 26: twinlog.v1.GetReplicaLogInfoResponse.topics:type_name -> twinlog.v1.GetReplicaLogInfoTopicResponse
 	31, // 27: twinlog.v1.GetReplicaLogInfoTopicResponse.partitions:type_name -> twinlog.v1.ReplicaLogInfo
 	34, // 28: twinlog.v1.ReplicaLogInfo.error:type_name -> twinlog.v1.ErrorCode
-	34, // 29: twinlog.v1.InitProducerIdResponse.error:type_name -> twinlog.v1.ErrorCode
-	2,  // 30: twinlog.v1.ProduceService.Produce:input_type -> twinlog.v1.ProduceRequest
-	32, // 31: twinlog.v1.ProduceService.InitProducerId:input_type -> twinlog.v1.InitProducerIdRequest
-	6,  // 32: twinlog.v1.FetchService.Fetch:input_type -> twinlog.v1.FetchRequest
-	10, // 33: twinlog.v1.FetchService.ListOffsets:input_type -> twinlog.v1.ListOffsetsRequest
-	16, // 34: twinlog.v1.FetchService.OffsetForLeaderEpoch:input_type -> twinlog.v1.OffsetForLeaderEpochRequest
-	20, // 35: twinlog.v1.FetchService.Metadata:input_type -> twinlog.v1.MetadataRequest
-	27, // 36: twinlog.v1.ReplicationService.GetReplicaLogInfo:input_type -> twinlog.v1.GetReplicaLogInfoRequest
-	25, // 37: twinlog.v1.ReplicationService.AppendInternal:input_type -> twinlog.v1.AppendInternalRequest
-	4,  // 38: twinlog.v1.ProduceService.Produce:output_type -> twinlog.v1.ProduceResponse
-	33, // 39: twinlog.v1.ProduceService.InitProducerId:output_type -> twinlog.v1.InitProducerIdResponse
-	8,  // 40: twinlog.v1.FetchService.Fetch:output_type -> twinlog.v1.FetchResponse
-	13, // 41: twinlog.v1.FetchService.ListOffsets:output_type -> twinlog.v1.ListOffsetsResponse
-	18, // 42: twinlog.v1.FetchService.OffsetForLeaderEpoch:output_type -> twinlog.v1.OffsetForLeaderEpochResponse
-	21, // 43: twinlog.v1.FetchService.Metadata:output_type -> twinlog.v1.MetadataResponse
-	29, // 44: twinlog.v1.ReplicationService.GetReplicaLogInfo:output_type -> twinlog.v1.GetReplicaLogInfoResponse
-	26, // 45: twinlog.v1.ReplicationService.AppendInternal:output_type -> twinlog.v1.AppendInternalResponse
-	38, // [38:46] is the sub-list for method output_type
-	30, // [30:38] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	37, // 29: twinlog.v1.ReplicaLogInfo.epochs:type_name -> twinlog.v1.EpochStartOffset
+	34, // 30: twinlog.v1.InitProducerIdResponse.error:type_name -> twinlog.v1.ErrorCode
+	2,  // 31: twinlog.v1.ProduceService.Produce:input_type -> twinlog.v1.ProduceRequest
+	32, // 32: twinlog.v1.ProduceService.InitProducerId:input_type -> twinlog.v1.InitProducerIdRequest
+	6,  // 33: twinlog.v1.FetchService.Fetch:input_type -> twinlog.v1.FetchRequest
+	10, // 34: twinlog.v1.FetchService.ListOffsets:input_type -> twinlog.v1.ListOffsetsRequest
+	16, // 35: twinlog.v1.FetchService.OffsetForLeaderEpoch:input_type -> twinlog.v1.OffsetForLeaderEpochRequest
+	20, // 36: twinlog.v1.FetchService.Metadata:input_type -> twinlog.v1.MetadataRequest
+	27, // 37: twinlog.v1.ReplicationService.GetReplicaLogInfo:input_type -> twinlog.v1.GetReplicaLogInfoRequest
+	25, // 38: twinlog.v1.ReplicationService.AppendInternal:input_type -> twinlog.v1.AppendInternalRequest
+	4,  // 39: twinlog.v1.ProduceService.Produce:output_type -> twinlog.v1.ProduceResponse
+	33, // 40: twinlog.v1.ProduceService.InitProducerId:output_type -> twinlog.v1.InitProducerIdResponse
+	8,  // 41: twinlog.v1.FetchService.Fetch:output_type -> twinlog.v1.FetchResponse
+	13, // 42: twinlog.v1.FetchService.ListOffsets:output_type -> twinlog.v1.ListOffsetsResponse
+	18, // 43: twinlog.v1.FetchService.OffsetForLeaderEpoch:output_type -> twinlog.v1.OffsetForLeaderEpochResponse
+	21, // 44: twinlog.v1.FetchService.Metadata:output_type -> twinlog.v1.MetadataResponse
+	29, // 45: twinlog.v1.ReplicationService.GetReplicaLogInfo:output_type -> twinlog.v1.GetReplicaLogInfoResponse
+	26, // 46: twinlog.v1.ReplicationService.AppendInternal:output_type -> twinlog.v1.AppendInternalResponse
+	39, // [39:47] is the sub-list for method output_type
+	31, // [31:39] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_broker_proto_init() }

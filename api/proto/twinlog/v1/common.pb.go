@@ -472,6 +472,60 @@ func (x *EpochEndOffset) GetEndOffset() int64 {
 	return 0
 }
 
+// EpochStartOffset is one leader-epoch-checkpoint entry: the epoch and the
+// first offset written in it (SPEC §2.4).
+type EpochStartOffset struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         int32                  `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	StartOffset   int64                  `protobuf:"varint,2,opt,name=start_offset,json=startOffset,proto3" json:"start_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EpochStartOffset) Reset() {
+	*x = EpochStartOffset{}
+	mi := &file_twinlog_v1_common_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EpochStartOffset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EpochStartOffset) ProtoMessage() {}
+
+func (x *EpochStartOffset) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_common_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EpochStartOffset.ProtoReflect.Descriptor instead.
+func (*EpochStartOffset) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_common_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *EpochStartOffset) GetEpoch() int32 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *EpochStartOffset) GetStartOffset() int64 {
+	if x != nil {
+		return x.StartOffset
+	}
+	return 0
+}
+
 // TruncationPoint is a leader truncation recorded by BumpLeaderEpoch (SPEC §6.2f).
 type TruncationPoint struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -483,7 +537,7 @@ type TruncationPoint struct {
 
 func (x *TruncationPoint) Reset() {
 	*x = TruncationPoint{}
-	mi := &file_twinlog_v1_common_proto_msgTypes[1]
+	mi := &file_twinlog_v1_common_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -495,7 +549,7 @@ func (x *TruncationPoint) String() string {
 func (*TruncationPoint) ProtoMessage() {}
 
 func (x *TruncationPoint) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_common_proto_msgTypes[1]
+	mi := &file_twinlog_v1_common_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -508,7 +562,7 @@ func (x *TruncationPoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TruncationPoint.ProtoReflect.Descriptor instead.
 func (*TruncationPoint) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_common_proto_rawDescGZIP(), []int{1}
+	return file_twinlog_v1_common_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *TruncationPoint) GetLeaderEpoch() int32 {
@@ -536,7 +590,7 @@ type Cursor struct {
 
 func (x *Cursor) Reset() {
 	*x = Cursor{}
-	mi := &file_twinlog_v1_common_proto_msgTypes[2]
+	mi := &file_twinlog_v1_common_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -548,7 +602,7 @@ func (x *Cursor) String() string {
 func (*Cursor) ProtoMessage() {}
 
 func (x *Cursor) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_common_proto_msgTypes[2]
+	mi := &file_twinlog_v1_common_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -561,7 +615,7 @@ func (x *Cursor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cursor.ProtoReflect.Descriptor instead.
 func (*Cursor) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_common_proto_rawDescGZIP(), []int{2}
+	return file_twinlog_v1_common_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Cursor) GetTopicName() string {
@@ -587,7 +641,10 @@ const file_twinlog_v1_common_proto_rawDesc = "" +
 	"\x0eEpochEndOffset\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x05R\x05epoch\x12\x1d\n" +
 	"\n" +
-	"end_offset\x18\x02 \x01(\x03R\tendOffset\"L\n" +
+	"end_offset\x18\x02 \x01(\x03R\tendOffset\"K\n" +
+	"\x10EpochStartOffset\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x05R\x05epoch\x12!\n" +
+	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\"L\n" +
 	"\x0fTruncationPoint\x12!\n" +
 	"\fleader_epoch\x18\x01 \x01(\x05R\vleaderEpoch\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\"P\n" +
@@ -689,14 +746,15 @@ func file_twinlog_v1_common_proto_rawDescGZIP() []byte {
 }
 
 var file_twinlog_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_twinlog_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_twinlog_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_twinlog_v1_common_proto_goTypes = []any{
 	(ErrorCode)(0),           // 0: twinlog.v1.ErrorCode
 	(LeaderRecoveryState)(0), // 1: twinlog.v1.LeaderRecoveryState
 	(MirrorState)(0),         // 2: twinlog.v1.MirrorState
 	(*EpochEndOffset)(nil),   // 3: twinlog.v1.EpochEndOffset
-	(*TruncationPoint)(nil),  // 4: twinlog.v1.TruncationPoint
-	(*Cursor)(nil),           // 5: twinlog.v1.Cursor
+	(*EpochStartOffset)(nil), // 4: twinlog.v1.EpochStartOffset
+	(*TruncationPoint)(nil),  // 5: twinlog.v1.TruncationPoint
+	(*Cursor)(nil),           // 6: twinlog.v1.Cursor
 }
 var file_twinlog_v1_common_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -717,7 +775,7 @@ func file_twinlog_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_twinlog_v1_common_proto_rawDesc), len(file_twinlog_v1_common_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

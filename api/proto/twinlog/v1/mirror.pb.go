@@ -1229,6 +1229,258 @@ func (x *ReplicaTaint) GetOffset() int64 {
 	return 0
 }
 
+type PreviewMirrorTruncationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// mirror is the mirror's name (its Mirror ACL; an existing mirror's
+	// source addresses and topics are the defaults).
+	Mirror string `protobuf:"bytes,1,opt,name=mirror,proto3" json:"mirror,omitempty"`
+	// source_bootstrap: the source's addresses (empty: the mirror's).
+	SourceBootstrap []string `protobuf:"bytes,2,rep,name=source_bootstrap,json=sourceBootstrap,proto3" json:"source_bootstrap,omitempty"`
+	// topics (empty: the mirror's).
+	Topics        []string `protobuf:"bytes,3,rep,name=topics,proto3" json:"topics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewMirrorTruncationRequest) Reset() {
+	*x = PreviewMirrorTruncationRequest{}
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewMirrorTruncationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewMirrorTruncationRequest) ProtoMessage() {}
+
+func (x *PreviewMirrorTruncationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewMirrorTruncationRequest.ProtoReflect.Descriptor instead.
+func (*PreviewMirrorTruncationRequest) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PreviewMirrorTruncationRequest) GetMirror() string {
+	if x != nil {
+		return x.Mirror
+	}
+	return ""
+}
+
+func (x *PreviewMirrorTruncationRequest) GetSourceBootstrap() []string {
+	if x != nil {
+		return x.SourceBootstrap
+	}
+	return nil
+}
+
+func (x *PreviewMirrorTruncationRequest) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+type PreviewMirrorTruncationResponse struct {
+	state         protoimpl.MessageState     `protogen:"open.v1"`
+	Partitions    []*MirrorTruncationPreview `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewMirrorTruncationResponse) Reset() {
+	*x = PreviewMirrorTruncationResponse{}
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewMirrorTruncationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewMirrorTruncationResponse) ProtoMessage() {}
+
+func (x *PreviewMirrorTruncationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewMirrorTruncationResponse.ProtoReflect.Descriptor instead.
+func (*PreviewMirrorTruncationResponse) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PreviewMirrorTruncationResponse) GetPartitions() []*MirrorTruncationPreview {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+// MirrorTruncationPreview is one partition's LMLE truncation as the source's
+// last mirrored leader epoch and this cluster's leader's log imply it now.
+// A divergence found later while fetching may cut further; records the
+// source has since copied elsewhere do not change it.
+type MirrorTruncationPreview struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// error: the partition could not be previewed (error_message says why):
+	// no such topic here (a create makes it: nothing is truncated), no leader,
+	// the source or the leader not answering.
+	Error        ErrorCode `protobuf:"varint,3,opt,name=error,proto3,enum=twinlog.v1.ErrorCode" json:"error,omitempty"`
+	ErrorMessage string    `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	Leader       int32     `protobuf:"varint,5,opt,name=leader,proto3" json:"leader,omitempty"`
+	// lmle is the source's answer (-1: none, the log is truncated fully).
+	Lmle           int32 `protobuf:"varint,6,opt,name=lmle,proto3" json:"lmle,omitempty"`
+	LogStartOffset int64 `protobuf:"varint,7,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
+	HighWatermark  int64 `protobuf:"varint,8,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
+	LogEndOffset   int64 `protobuf:"varint,9,opt,name=log_end_offset,json=logEndOffset,proto3" json:"log_end_offset,omitempty"`
+	// truncation_offset: the first offset removed (-1: nothing is).
+	TruncationOffset int64 `protobuf:"varint,10,opt,name=truncation_offset,json=truncationOffset,proto3" json:"truncation_offset,omitempty"`
+	// records_removed: log_end_offset - truncation_offset (0 if none);
+	// committed_records_removed: those below the high watermark (acked with
+	// acks=all on this cluster).
+	RecordsRemoved          int64 `protobuf:"varint,11,opt,name=records_removed,json=recordsRemoved,proto3" json:"records_removed,omitempty"`
+	CommittedRecordsRemoved int64 `protobuf:"varint,12,opt,name=committed_records_removed,json=committedRecordsRemoved,proto3" json:"committed_records_removed,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *MirrorTruncationPreview) Reset() {
+	*x = MirrorTruncationPreview{}
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MirrorTruncationPreview) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MirrorTruncationPreview) ProtoMessage() {}
+
+func (x *MirrorTruncationPreview) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MirrorTruncationPreview.ProtoReflect.Descriptor instead.
+func (*MirrorTruncationPreview) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *MirrorTruncationPreview) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *MirrorTruncationPreview) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *MirrorTruncationPreview) GetError() ErrorCode {
+	if x != nil {
+		return x.Error
+	}
+	return ErrorCode_ERROR_CODE_NONE
+}
+
+func (x *MirrorTruncationPreview) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *MirrorTruncationPreview) GetLeader() int32 {
+	if x != nil {
+		return x.Leader
+	}
+	return 0
+}
+
+func (x *MirrorTruncationPreview) GetLmle() int32 {
+	if x != nil {
+		return x.Lmle
+	}
+	return 0
+}
+
+func (x *MirrorTruncationPreview) GetLogStartOffset() int64 {
+	if x != nil {
+		return x.LogStartOffset
+	}
+	return 0
+}
+
+func (x *MirrorTruncationPreview) GetHighWatermark() int64 {
+	if x != nil {
+		return x.HighWatermark
+	}
+	return 0
+}
+
+func (x *MirrorTruncationPreview) GetLogEndOffset() int64 {
+	if x != nil {
+		return x.LogEndOffset
+	}
+	return 0
+}
+
+func (x *MirrorTruncationPreview) GetTruncationOffset() int64 {
+	if x != nil {
+		return x.TruncationOffset
+	}
+	return 0
+}
+
+func (x *MirrorTruncationPreview) GetRecordsRemoved() int64 {
+	if x != nil {
+		return x.RecordsRemoved
+	}
+	return 0
+}
+
+func (x *MirrorTruncationPreview) GetCommittedRecordsRemoved() int64 {
+	if x != nil {
+		return x.CommittedRecordsRemoved
+	}
+	return 0
+}
+
 type GetLastMirroredEpochsRequest struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	RequesterClusterId string                 `protobuf:"bytes,1,opt,name=requester_cluster_id,json=requesterClusterId,proto3" json:"requester_cluster_id,omitempty"`
@@ -1241,7 +1493,7 @@ type GetLastMirroredEpochsRequest struct {
 
 func (x *GetLastMirroredEpochsRequest) Reset() {
 	*x = GetLastMirroredEpochsRequest{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[19]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1505,7 @@ func (x *GetLastMirroredEpochsRequest) String() string {
 func (*GetLastMirroredEpochsRequest) ProtoMessage() {}
 
 func (x *GetLastMirroredEpochsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[19]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1518,7 @@ func (x *GetLastMirroredEpochsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLastMirroredEpochsRequest.ProtoReflect.Descriptor instead.
 func (*GetLastMirroredEpochsRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{19}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetLastMirroredEpochsRequest) GetRequesterClusterId() string {
@@ -1306,7 +1558,7 @@ type GetLastMirroredEpochsResponse struct {
 
 func (x *GetLastMirroredEpochsResponse) Reset() {
 	*x = GetLastMirroredEpochsResponse{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[20]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1570,7 @@ func (x *GetLastMirroredEpochsResponse) String() string {
 func (*GetLastMirroredEpochsResponse) ProtoMessage() {}
 
 func (x *GetLastMirroredEpochsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[20]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1583,7 @@ func (x *GetLastMirroredEpochsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLastMirroredEpochsResponse.ProtoReflect.Descriptor instead.
 func (*GetLastMirroredEpochsResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{20}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetLastMirroredEpochsResponse) GetPartitions() []*LastMirroredEpoch {
@@ -1352,7 +1604,7 @@ type LastMirroredEpoch struct {
 
 func (x *LastMirroredEpoch) Reset() {
 	*x = LastMirroredEpoch{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[21]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1364,7 +1616,7 @@ func (x *LastMirroredEpoch) String() string {
 func (*LastMirroredEpoch) ProtoMessage() {}
 
 func (x *LastMirroredEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[21]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1377,7 +1629,7 @@ func (x *LastMirroredEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastMirroredEpoch.ProtoReflect.Descriptor instead.
 func (*LastMirroredEpoch) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{21}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LastMirroredEpoch) GetPartition() int32 {
@@ -1416,7 +1668,7 @@ type MirrorLmleRecord struct {
 
 func (x *MirrorLmleRecord) Reset() {
 	*x = MirrorLmleRecord{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[22]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1428,7 +1680,7 @@ func (x *MirrorLmleRecord) String() string {
 func (*MirrorLmleRecord) ProtoMessage() {}
 
 func (x *MirrorLmleRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[22]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1441,7 +1693,7 @@ func (x *MirrorLmleRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MirrorLmleRecord.ProtoReflect.Descriptor instead.
 func (*MirrorLmleRecord) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{22}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *MirrorLmleRecord) GetStateEpoch() int32 {
@@ -1504,7 +1756,7 @@ type MirrorRunRecord struct {
 
 func (x *MirrorRunRecord) Reset() {
 	*x = MirrorRunRecord{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[23]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1768,7 @@ func (x *MirrorRunRecord) String() string {
 func (*MirrorRunRecord) ProtoMessage() {}
 
 func (x *MirrorRunRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[23]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1781,7 @@ func (x *MirrorRunRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MirrorRunRecord.ProtoReflect.Descriptor instead.
 func (*MirrorRunRecord) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{23}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *MirrorRunRecord) GetStateEpoch() int32 {
@@ -1692,7 +1944,29 @@ const file_twinlog_v1_mirror_proto_rawDesc = "" +
 	"\fReplicaTaint\x12\x18\n" +
 	"\areplica\x18\x01 \x01(\x05R\areplica\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x05R\x05epoch\x12\x16\n" +
-	"\x06offset\x18\x03 \x01(\x03R\x06offset\"\xa1\x01\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\"{\n" +
+	"\x1ePreviewMirrorTruncationRequest\x12\x16\n" +
+	"\x06mirror\x18\x01 \x01(\tR\x06mirror\x12)\n" +
+	"\x10source_bootstrap\x18\x02 \x03(\tR\x0fsourceBootstrap\x12\x16\n" +
+	"\x06topics\x18\x03 \x03(\tR\x06topics\"f\n" +
+	"\x1fPreviewMirrorTruncationResponse\x12C\n" +
+	"\n" +
+	"partitions\x18\x01 \x03(\v2#.twinlog.v1.MirrorTruncationPreviewR\n" +
+	"partitions\"\xd4\x03\n" +
+	"\x17MirrorTruncationPreview\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12+\n" +
+	"\x05error\x18\x03 \x01(\x0e2\x15.twinlog.v1.ErrorCodeR\x05error\x12#\n" +
+	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\x12\x16\n" +
+	"\x06leader\x18\x05 \x01(\x05R\x06leader\x12\x12\n" +
+	"\x04lmle\x18\x06 \x01(\x05R\x04lmle\x12(\n" +
+	"\x10log_start_offset\x18\a \x01(\x03R\x0elogStartOffset\x12%\n" +
+	"\x0ehigh_watermark\x18\b \x01(\x03R\rhighWatermark\x12$\n" +
+	"\x0elog_end_offset\x18\t \x01(\x03R\flogEndOffset\x12+\n" +
+	"\x11truncation_offset\x18\n" +
+	" \x01(\x03R\x10truncationOffset\x12'\n" +
+	"\x0frecords_removed\x18\v \x01(\x03R\x0erecordsRemoved\x12:\n" +
+	"\x19committed_records_removed\x18\f \x01(\x03R\x17committedRecordsRemoved\"\xa1\x01\n" +
 	"\x1cGetLastMirroredEpochsRequest\x120\n" +
 	"\x14requester_cluster_id\x18\x01 \x01(\tR\x12requesterClusterId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x19\n" +
@@ -1730,7 +2004,7 @@ const file_twinlog_v1_mirror_proto_rawDesc = "" +
 	"retryCount\x12\x1e\n" +
 	"\n" +
 	"generation\x18\t \x01(\x03R\n" +
-	"generation2\x99\x05\n" +
+	"generation2\x8d\x06\n" +
 	"\rMirrorService\x12Q\n" +
 	"\fCreateMirror\x12\x1f.twinlog.v1.CreateMirrorRequest\x1a .twinlog.v1.CreateMirrorResponse\x12Q\n" +
 	"\fDeleteMirror\x12\x1f.twinlog.v1.DeleteMirrorRequest\x1a .twinlog.v1.DeleteMirrorResponse\x12`\n" +
@@ -1738,7 +2012,8 @@ const file_twinlog_v1_mirror_proto_rawDesc = "" +
 	"\x10StopMirrorTopics\x12#.twinlog.v1.StopMirrorTopicsRequest\x1a$.twinlog.v1.StopMirrorTopicsResponse\x12`\n" +
 	"\x11PauseMirrorTopics\x12$.twinlog.v1.PauseMirrorTopicsRequest\x1a%.twinlog.v1.PauseMirrorTopicsResponse\x12c\n" +
 	"\x12ResumeMirrorTopics\x12%.twinlog.v1.ResumeMirrorTopicsRequest\x1a&.twinlog.v1.ResumeMirrorTopicsResponse\x12Z\n" +
-	"\x0fDescribeMirrors\x12\".twinlog.v1.DescribeMirrorsRequest\x1a#.twinlog.v1.DescribeMirrorsResponse2\x83\x01\n" +
+	"\x0fDescribeMirrors\x12\".twinlog.v1.DescribeMirrorsRequest\x1a#.twinlog.v1.DescribeMirrorsResponse\x12r\n" +
+	"\x17PreviewMirrorTruncation\x12*.twinlog.v1.PreviewMirrorTruncationRequest\x1a+.twinlog.v1.PreviewMirrorTruncationResponse2\x83\x01\n" +
 	"\x13MirrorSourceService\x12l\n" +
 	"\x15GetLastMirroredEpochs\x12(.twinlog.v1.GetLastMirroredEpochsRequest\x1a).twinlog.v1.GetLastMirroredEpochsResponseB;Z9github.com/twinlog/twinlog/api/proto/twinlog/v1;twinlogv1b\x06proto3"
 
@@ -1754,40 +2029,43 @@ func file_twinlog_v1_mirror_proto_rawDescGZIP() []byte {
 	return file_twinlog_v1_mirror_proto_rawDescData
 }
 
-var file_twinlog_v1_mirror_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_twinlog_v1_mirror_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_twinlog_v1_mirror_proto_goTypes = []any{
-	(*CreateMirrorRequest)(nil),           // 0: twinlog.v1.CreateMirrorRequest
-	(*CreateMirrorResponse)(nil),          // 1: twinlog.v1.CreateMirrorResponse
-	(*MirrorTopicResult)(nil),             // 2: twinlog.v1.MirrorTopicResult
-	(*DeleteMirrorRequest)(nil),           // 3: twinlog.v1.DeleteMirrorRequest
-	(*DeleteMirrorResponse)(nil),          // 4: twinlog.v1.DeleteMirrorResponse
-	(*StartMirrorTopicsRequest)(nil),      // 5: twinlog.v1.StartMirrorTopicsRequest
-	(*StartMirrorTopicsResponse)(nil),     // 6: twinlog.v1.StartMirrorTopicsResponse
-	(*StopMirrorTopicsRequest)(nil),       // 7: twinlog.v1.StopMirrorTopicsRequest
-	(*StopMirrorTopicsResponse)(nil),      // 8: twinlog.v1.StopMirrorTopicsResponse
-	(*PauseMirrorTopicsRequest)(nil),      // 9: twinlog.v1.PauseMirrorTopicsRequest
-	(*PauseMirrorTopicsResponse)(nil),     // 10: twinlog.v1.PauseMirrorTopicsResponse
-	(*ResumeMirrorTopicsRequest)(nil),     // 11: twinlog.v1.ResumeMirrorTopicsRequest
-	(*ResumeMirrorTopicsResponse)(nil),    // 12: twinlog.v1.ResumeMirrorTopicsResponse
-	(*DescribeMirrorsRequest)(nil),        // 13: twinlog.v1.DescribeMirrorsRequest
-	(*DescribeMirrorsResponse)(nil),       // 14: twinlog.v1.DescribeMirrorsResponse
-	(*MirrorDescription)(nil),             // 15: twinlog.v1.MirrorDescription
-	(*MirrorOffsetSyncStatus)(nil),        // 16: twinlog.v1.MirrorOffsetSyncStatus
-	(*MirrorPartitionStatus)(nil),         // 17: twinlog.v1.MirrorPartitionStatus
-	(*ReplicaTaint)(nil),                  // 18: twinlog.v1.ReplicaTaint
-	(*GetLastMirroredEpochsRequest)(nil),  // 19: twinlog.v1.GetLastMirroredEpochsRequest
-	(*GetLastMirroredEpochsResponse)(nil), // 20: twinlog.v1.GetLastMirroredEpochsResponse
-	(*LastMirroredEpoch)(nil),             // 21: twinlog.v1.LastMirroredEpoch
-	(*MirrorLmleRecord)(nil),              // 22: twinlog.v1.MirrorLmleRecord
-	(*MirrorRunRecord)(nil),               // 23: twinlog.v1.MirrorRunRecord
-	(ErrorCode)(0),                        // 24: twinlog.v1.ErrorCode
-	(MirrorState)(0),                      // 25: twinlog.v1.MirrorState
+	(*CreateMirrorRequest)(nil),             // 0: twinlog.v1.CreateMirrorRequest
+	(*CreateMirrorResponse)(nil),            // 1: twinlog.v1.CreateMirrorResponse
+	(*MirrorTopicResult)(nil),               // 2: twinlog.v1.MirrorTopicResult
+	(*DeleteMirrorRequest)(nil),             // 3: twinlog.v1.DeleteMirrorRequest
+	(*DeleteMirrorResponse)(nil),            // 4: twinlog.v1.DeleteMirrorResponse
+	(*StartMirrorTopicsRequest)(nil),        // 5: twinlog.v1.StartMirrorTopicsRequest
+	(*StartMirrorTopicsResponse)(nil),       // 6: twinlog.v1.StartMirrorTopicsResponse
+	(*StopMirrorTopicsRequest)(nil),         // 7: twinlog.v1.StopMirrorTopicsRequest
+	(*StopMirrorTopicsResponse)(nil),        // 8: twinlog.v1.StopMirrorTopicsResponse
+	(*PauseMirrorTopicsRequest)(nil),        // 9: twinlog.v1.PauseMirrorTopicsRequest
+	(*PauseMirrorTopicsResponse)(nil),       // 10: twinlog.v1.PauseMirrorTopicsResponse
+	(*ResumeMirrorTopicsRequest)(nil),       // 11: twinlog.v1.ResumeMirrorTopicsRequest
+	(*ResumeMirrorTopicsResponse)(nil),      // 12: twinlog.v1.ResumeMirrorTopicsResponse
+	(*DescribeMirrorsRequest)(nil),          // 13: twinlog.v1.DescribeMirrorsRequest
+	(*DescribeMirrorsResponse)(nil),         // 14: twinlog.v1.DescribeMirrorsResponse
+	(*MirrorDescription)(nil),               // 15: twinlog.v1.MirrorDescription
+	(*MirrorOffsetSyncStatus)(nil),          // 16: twinlog.v1.MirrorOffsetSyncStatus
+	(*MirrorPartitionStatus)(nil),           // 17: twinlog.v1.MirrorPartitionStatus
+	(*ReplicaTaint)(nil),                    // 18: twinlog.v1.ReplicaTaint
+	(*PreviewMirrorTruncationRequest)(nil),  // 19: twinlog.v1.PreviewMirrorTruncationRequest
+	(*PreviewMirrorTruncationResponse)(nil), // 20: twinlog.v1.PreviewMirrorTruncationResponse
+	(*MirrorTruncationPreview)(nil),         // 21: twinlog.v1.MirrorTruncationPreview
+	(*GetLastMirroredEpochsRequest)(nil),    // 22: twinlog.v1.GetLastMirroredEpochsRequest
+	(*GetLastMirroredEpochsResponse)(nil),   // 23: twinlog.v1.GetLastMirroredEpochsResponse
+	(*LastMirroredEpoch)(nil),               // 24: twinlog.v1.LastMirroredEpoch
+	(*MirrorLmleRecord)(nil),                // 25: twinlog.v1.MirrorLmleRecord
+	(*MirrorRunRecord)(nil),                 // 26: twinlog.v1.MirrorRunRecord
+	(ErrorCode)(0),                          // 27: twinlog.v1.ErrorCode
+	(MirrorState)(0),                        // 28: twinlog.v1.MirrorState
 }
 var file_twinlog_v1_mirror_proto_depIdxs = []int32{
-	24, // 0: twinlog.v1.CreateMirrorResponse.error:type_name -> twinlog.v1.ErrorCode
+	27, // 0: twinlog.v1.CreateMirrorResponse.error:type_name -> twinlog.v1.ErrorCode
 	2,  // 1: twinlog.v1.CreateMirrorResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
-	24, // 2: twinlog.v1.MirrorTopicResult.error:type_name -> twinlog.v1.ErrorCode
-	24, // 3: twinlog.v1.DeleteMirrorResponse.error:type_name -> twinlog.v1.ErrorCode
+	27, // 2: twinlog.v1.MirrorTopicResult.error:type_name -> twinlog.v1.ErrorCode
+	27, // 3: twinlog.v1.DeleteMirrorResponse.error:type_name -> twinlog.v1.ErrorCode
 	2,  // 4: twinlog.v1.StartMirrorTopicsResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
 	2,  // 5: twinlog.v1.StopMirrorTopicsResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
 	2,  // 6: twinlog.v1.PauseMirrorTopicsResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
@@ -1795,34 +2073,38 @@ var file_twinlog_v1_mirror_proto_depIdxs = []int32{
 	15, // 8: twinlog.v1.DescribeMirrorsResponse.mirrors:type_name -> twinlog.v1.MirrorDescription
 	17, // 9: twinlog.v1.MirrorDescription.partitions:type_name -> twinlog.v1.MirrorPartitionStatus
 	16, // 10: twinlog.v1.MirrorDescription.offset_sync:type_name -> twinlog.v1.MirrorOffsetSyncStatus
-	25, // 11: twinlog.v1.MirrorPartitionStatus.state:type_name -> twinlog.v1.MirrorState
-	25, // 12: twinlog.v1.MirrorPartitionStatus.desired_state:type_name -> twinlog.v1.MirrorState
+	28, // 11: twinlog.v1.MirrorPartitionStatus.state:type_name -> twinlog.v1.MirrorState
+	28, // 12: twinlog.v1.MirrorPartitionStatus.desired_state:type_name -> twinlog.v1.MirrorState
 	18, // 13: twinlog.v1.MirrorPartitionStatus.taints:type_name -> twinlog.v1.ReplicaTaint
-	21, // 14: twinlog.v1.GetLastMirroredEpochsResponse.partitions:type_name -> twinlog.v1.LastMirroredEpoch
-	24, // 15: twinlog.v1.LastMirroredEpoch.error:type_name -> twinlog.v1.ErrorCode
-	18, // 16: twinlog.v1.MirrorLmleRecord.taints:type_name -> twinlog.v1.ReplicaTaint
-	25, // 17: twinlog.v1.MirrorRunRecord.state:type_name -> twinlog.v1.MirrorState
-	0,  // 18: twinlog.v1.MirrorService.CreateMirror:input_type -> twinlog.v1.CreateMirrorRequest
-	3,  // 19: twinlog.v1.MirrorService.DeleteMirror:input_type -> twinlog.v1.DeleteMirrorRequest
-	5,  // 20: twinlog.v1.MirrorService.StartMirrorTopics:input_type -> twinlog.v1.StartMirrorTopicsRequest
-	7,  // 21: twinlog.v1.MirrorService.StopMirrorTopics:input_type -> twinlog.v1.StopMirrorTopicsRequest
-	9,  // 22: twinlog.v1.MirrorService.PauseMirrorTopics:input_type -> twinlog.v1.PauseMirrorTopicsRequest
-	11, // 23: twinlog.v1.MirrorService.ResumeMirrorTopics:input_type -> twinlog.v1.ResumeMirrorTopicsRequest
-	13, // 24: twinlog.v1.MirrorService.DescribeMirrors:input_type -> twinlog.v1.DescribeMirrorsRequest
-	19, // 25: twinlog.v1.MirrorSourceService.GetLastMirroredEpochs:input_type -> twinlog.v1.GetLastMirroredEpochsRequest
-	1,  // 26: twinlog.v1.MirrorService.CreateMirror:output_type -> twinlog.v1.CreateMirrorResponse
-	4,  // 27: twinlog.v1.MirrorService.DeleteMirror:output_type -> twinlog.v1.DeleteMirrorResponse
-	6,  // 28: twinlog.v1.MirrorService.StartMirrorTopics:output_type -> twinlog.v1.StartMirrorTopicsResponse
-	8,  // 29: twinlog.v1.MirrorService.StopMirrorTopics:output_type -> twinlog.v1.StopMirrorTopicsResponse
-	10, // 30: twinlog.v1.MirrorService.PauseMirrorTopics:output_type -> twinlog.v1.PauseMirrorTopicsResponse
-	12, // 31: twinlog.v1.MirrorService.ResumeMirrorTopics:output_type -> twinlog.v1.ResumeMirrorTopicsResponse
-	14, // 32: twinlog.v1.MirrorService.DescribeMirrors:output_type -> twinlog.v1.DescribeMirrorsResponse
-	20, // 33: twinlog.v1.MirrorSourceService.GetLastMirroredEpochs:output_type -> twinlog.v1.GetLastMirroredEpochsResponse
-	26, // [26:34] is the sub-list for method output_type
-	18, // [18:26] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	21, // 14: twinlog.v1.PreviewMirrorTruncationResponse.partitions:type_name -> twinlog.v1.MirrorTruncationPreview
+	27, // 15: twinlog.v1.MirrorTruncationPreview.error:type_name -> twinlog.v1.ErrorCode
+	24, // 16: twinlog.v1.GetLastMirroredEpochsResponse.partitions:type_name -> twinlog.v1.LastMirroredEpoch
+	27, // 17: twinlog.v1.LastMirroredEpoch.error:type_name -> twinlog.v1.ErrorCode
+	18, // 18: twinlog.v1.MirrorLmleRecord.taints:type_name -> twinlog.v1.ReplicaTaint
+	28, // 19: twinlog.v1.MirrorRunRecord.state:type_name -> twinlog.v1.MirrorState
+	0,  // 20: twinlog.v1.MirrorService.CreateMirror:input_type -> twinlog.v1.CreateMirrorRequest
+	3,  // 21: twinlog.v1.MirrorService.DeleteMirror:input_type -> twinlog.v1.DeleteMirrorRequest
+	5,  // 22: twinlog.v1.MirrorService.StartMirrorTopics:input_type -> twinlog.v1.StartMirrorTopicsRequest
+	7,  // 23: twinlog.v1.MirrorService.StopMirrorTopics:input_type -> twinlog.v1.StopMirrorTopicsRequest
+	9,  // 24: twinlog.v1.MirrorService.PauseMirrorTopics:input_type -> twinlog.v1.PauseMirrorTopicsRequest
+	11, // 25: twinlog.v1.MirrorService.ResumeMirrorTopics:input_type -> twinlog.v1.ResumeMirrorTopicsRequest
+	13, // 26: twinlog.v1.MirrorService.DescribeMirrors:input_type -> twinlog.v1.DescribeMirrorsRequest
+	19, // 27: twinlog.v1.MirrorService.PreviewMirrorTruncation:input_type -> twinlog.v1.PreviewMirrorTruncationRequest
+	22, // 28: twinlog.v1.MirrorSourceService.GetLastMirroredEpochs:input_type -> twinlog.v1.GetLastMirroredEpochsRequest
+	1,  // 29: twinlog.v1.MirrorService.CreateMirror:output_type -> twinlog.v1.CreateMirrorResponse
+	4,  // 30: twinlog.v1.MirrorService.DeleteMirror:output_type -> twinlog.v1.DeleteMirrorResponse
+	6,  // 31: twinlog.v1.MirrorService.StartMirrorTopics:output_type -> twinlog.v1.StartMirrorTopicsResponse
+	8,  // 32: twinlog.v1.MirrorService.StopMirrorTopics:output_type -> twinlog.v1.StopMirrorTopicsResponse
+	10, // 33: twinlog.v1.MirrorService.PauseMirrorTopics:output_type -> twinlog.v1.PauseMirrorTopicsResponse
+	12, // 34: twinlog.v1.MirrorService.ResumeMirrorTopics:output_type -> twinlog.v1.ResumeMirrorTopicsResponse
+	14, // 35: twinlog.v1.MirrorService.DescribeMirrors:output_type -> twinlog.v1.DescribeMirrorsResponse
+	20, // 36: twinlog.v1.MirrorService.PreviewMirrorTruncation:output_type -> twinlog.v1.PreviewMirrorTruncationResponse
+	23, // 37: twinlog.v1.MirrorSourceService.GetLastMirroredEpochs:output_type -> twinlog.v1.GetLastMirroredEpochsResponse
+	29, // [29:38] is the sub-list for method output_type
+	20, // [20:29] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_mirror_proto_init() }
@@ -1837,7 +2119,7 @@ func file_twinlog_v1_mirror_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_twinlog_v1_mirror_proto_rawDesc), len(file_twinlog_v1_mirror_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

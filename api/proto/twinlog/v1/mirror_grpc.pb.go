@@ -19,13 +19,14 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	MirrorService_CreateMirror_FullMethodName       = "/twinlog.v1.MirrorService/CreateMirror"
-	MirrorService_DeleteMirror_FullMethodName       = "/twinlog.v1.MirrorService/DeleteMirror"
-	MirrorService_StartMirrorTopics_FullMethodName  = "/twinlog.v1.MirrorService/StartMirrorTopics"
-	MirrorService_StopMirrorTopics_FullMethodName   = "/twinlog.v1.MirrorService/StopMirrorTopics"
-	MirrorService_PauseMirrorTopics_FullMethodName  = "/twinlog.v1.MirrorService/PauseMirrorTopics"
-	MirrorService_ResumeMirrorTopics_FullMethodName = "/twinlog.v1.MirrorService/ResumeMirrorTopics"
-	MirrorService_DescribeMirrors_FullMethodName    = "/twinlog.v1.MirrorService/DescribeMirrors"
+	MirrorService_CreateMirror_FullMethodName            = "/twinlog.v1.MirrorService/CreateMirror"
+	MirrorService_DeleteMirror_FullMethodName            = "/twinlog.v1.MirrorService/DeleteMirror"
+	MirrorService_StartMirrorTopics_FullMethodName       = "/twinlog.v1.MirrorService/StartMirrorTopics"
+	MirrorService_StopMirrorTopics_FullMethodName        = "/twinlog.v1.MirrorService/StopMirrorTopics"
+	MirrorService_PauseMirrorTopics_FullMethodName       = "/twinlog.v1.MirrorService/PauseMirrorTopics"
+	MirrorService_ResumeMirrorTopics_FullMethodName      = "/twinlog.v1.MirrorService/ResumeMirrorTopics"
+	MirrorService_DescribeMirrors_FullMethodName         = "/twinlog.v1.MirrorService/DescribeMirrors"
+	MirrorService_PreviewMirrorTruncation_FullMethodName = "/twinlog.v1.MirrorService/PreviewMirrorTruncation"
 )
 
 // MirrorServiceClient is the client API for MirrorService service.
@@ -41,6 +42,10 @@ type MirrorServiceClient interface {
 	PauseMirrorTopics(ctx context.Context, in *PauseMirrorTopicsRequest, opts ...grpc.CallOption) (*PauseMirrorTopicsResponse, error)
 	ResumeMirrorTopics(ctx context.Context, in *ResumeMirrorTopicsRequest, opts ...grpc.CallOption) (*ResumeMirrorTopicsResponse, error)
 	DescribeMirrors(ctx context.Context, in *DescribeMirrorsRequest, opts ...grpc.CallOption) (*DescribeMirrorsResponse, error)
+	// PreviewMirrorTruncation says, changing nothing, what starting the
+	// mirror's topics from the source would truncate here (SPEC §6.6 step 2):
+	// `mirrors create|start --dry-run`, and the figures create and start print.
+	PreviewMirrorTruncation(ctx context.Context, in *PreviewMirrorTruncationRequest, opts ...grpc.CallOption) (*PreviewMirrorTruncationResponse, error)
 }
 
 type mirrorServiceClient struct {
@@ -121,6 +126,16 @@ func (c *mirrorServiceClient) DescribeMirrors(ctx context.Context, in *DescribeM
 	return out, nil
 }
 
+func (c *mirrorServiceClient) PreviewMirrorTruncation(ctx context.Context, in *PreviewMirrorTruncationRequest, opts ...grpc.CallOption) (*PreviewMirrorTruncationResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PreviewMirrorTruncationResponse)
+	err := c.cc.Invoke(ctx, MirrorService_PreviewMirrorTruncation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MirrorServiceServer is the server API for MirrorService service.
 // All implementations must embed UnimplementedMirrorServiceServer
 // for forward compatibility.
@@ -134,6 +149,10 @@ type MirrorServiceServer interface {
 	PauseMirrorTopics(context.Context, *PauseMirrorTopicsRequest) (*PauseMirrorTopicsResponse, error)
 	ResumeMirrorTopics(context.Context, *ResumeMirrorTopicsRequest) (*ResumeMirrorTopicsResponse, error)
 	DescribeMirrors(context.Context, *DescribeMirrorsRequest) (*DescribeMirrorsResponse, error)
+	// PreviewMirrorTruncation says, changing nothing, what starting the
+	// mirror's topics from the source would truncate here (SPEC §6.6 step 2):
+	// `mirrors create|start --dry-run`, and the figures create and start print.
+	PreviewMirrorTruncation(context.Context, *PreviewMirrorTruncationRequest) (*PreviewMirrorTruncationResponse, error)
 	mustEmbedUnimplementedMirrorServiceServer()
 }
 
@@ -164,6 +183,9 @@ func (UnimplementedMirrorServiceServer) ResumeMirrorTopics(context.Context, *Res
 }
 func (UnimplementedMirrorServiceServer) DescribeMirrors(context.Context, *DescribeMirrorsRequest) (*DescribeMirrorsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DescribeMirrors not implemented")
+}
+func (UnimplementedMirrorServiceServer) PreviewMirrorTruncation(context.Context, *PreviewMirrorTruncationRequest) (*PreviewMirrorTruncationResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PreviewMirrorTruncation not implemented")
 }
 func (UnimplementedMirrorServiceServer) mustEmbedUnimplementedMirrorServiceServer() {}
 func (UnimplementedMirrorServiceServer) testEmbeddedByValue()                       {}
@@ -312,6 +334,24 @@ func _MirrorService_DescribeMirrors_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MirrorService_PreviewMirrorTruncation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PreviewMirrorTruncationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MirrorServiceServer).PreviewMirrorTruncation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MirrorService_PreviewMirrorTruncation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MirrorServiceServer).PreviewMirrorTruncation(ctx, req.(*PreviewMirrorTruncationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MirrorService_ServiceDesc is the grpc.ServiceDesc for MirrorService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -346,6 +386,10 @@ var MirrorService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DescribeMirrors",
 			Handler:    _MirrorService_DescribeMirrors_Handler,
+		},
+		{
+			MethodName: "PreviewMirrorTruncation",
+			Handler:    _MirrorService_PreviewMirrorTruncation_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -42,29 +42,7 @@ func TestOperatorHabitsAgainstClusters(t *testing.T) {
 	a.MustProduce(ctx, "orders", 1, -1, []byte("f"), []byte("g"), []byte("h"))
 	b.CreateMirror("a-to-b", a, "orders")
 
-	codec := CodecFuncs{
-		EncodeFunc: func(rs []Record, _ Producer) ([]byte, error) {
-			recs := make([]storage.Record, len(rs))
-			for i, r := range rs {
-				recs[i] = storage.Record{Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
-			}
-			return storage.EncodeBatch(recs, storage.BatchOptions{})
-		},
-		DecodeFunc: func([]byte) ([]Batch, error) { return nil, nil },
-	}
-	run := func(bootstrap string, args ...string) (string, string, int) {
-		t.Helper()
-		var out, errb bytes.Buffer
-		opts := Options{
-			Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), HomeDir: t.TempDir(), Codec: codec,
-			DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-				return a.Net.DialConn(ctx, "twinctl", addr)
-			})},
-			StderrIsTerminal: func() bool { return false },
-		}
-		code := Execute(ctx, append([]string{"--bootstrap", bootstrap, "--timeout", "20s"}, args...), opts)
-		return out.String(), errb.String(), code
-	}
+	run := clusterCLI(ctx, t, a)
 	mustRun := func(bootstrap string, args ...string) string {
 		t.Helper()
 		stdout, stderr, code := run(bootstrap, args...)
@@ -143,4 +121,33 @@ func TestOperatorHabitsAgainstClusters(t *testing.T) {
 		"topics", "create", "tight", "--partitions", "1", "--replication-factor", "2", "--config", "min.insync.replicas=3")
 	mustFail(ctlA, []string{"min.insync.replicas 4 is above the replication factor 3"}, "configs", "set", "--topic", "orders", "min.insync.replicas=4")
 	mustRun(ctlA, "configs", "set", "--topic", "orders", "min.insync.replicas=3")
+}
+
+// clusterCLI returns a twinctl runner for in-process clusters on c's
+// network (the clusters of brokertest.TwoClusters share one): stdout,
+// stderr and the exit code of one command against bootstrap.
+func clusterCLI(ctx context.Context, t *testing.T, c *brokertest.Cluster) func(bootstrap string, args ...string) (string, string, int) {
+	codec := CodecFuncs{
+		EncodeFunc: func(rs []Record, _ Producer) ([]byte, error) {
+			recs := make([]storage.Record, len(rs))
+			for i, r := range rs {
+				recs[i] = storage.Record{Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
+			}
+			return storage.EncodeBatch(recs, storage.BatchOptions{})
+		},
+		DecodeFunc: func([]byte) ([]Batch, error) { return nil, nil },
+	}
+	return func(bootstrap string, args ...string) (string, string, int) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		opts := Options{
+			Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), HomeDir: t.TempDir(), Codec: codec,
+			DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+				return c.Net.DialConn(ctx, "twinctl", addr)
+			})},
+			StderrIsTerminal: func() bool { return false },
+		}
+		code := Execute(ctx, append([]string{"--bootstrap", bootstrap, "--timeout", "20s"}, args...), opts)
+		return out.String(), errb.String(), code
+	}
 }

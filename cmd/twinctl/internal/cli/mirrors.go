@@ -241,6 +241,7 @@ func mirrorErr(c twinlogv1.ErrorCode, mirror, topic, msg string) error {
 
 func (a *app) mirrorsCreate() *cobra.Command {
 	var source []string
+	var dryRun bool
 	c := &cobra.Command{
 		Use:     "create NAME --source HOST:PORT[,...] TOPIC...",
 		Short:   "Create a mirror pulling TOPICs from the source cluster",
@@ -260,6 +261,14 @@ func (a *app) mirrorsCreate() *cobra.Command {
 			}
 			ctx, cancel := a.rpcCtx(cmd.Context())
 			defer cancel()
+			if dryRun {
+				vs, err := previewTruncation(ctx, client, args[0], src, args[1:])
+				if err != nil {
+					return rpcError(err, a.bootstrap, "preview mirror truncation")
+				}
+				return a.renderTruncationPreview(vs)
+			}
+			a.noteTruncation(ctx, client, args[0], src, args[1:])
 			resp, err := client.CreateMirror(ctx, &twinlogv1.CreateMirrorRequest{Name: args[0], SourceBootstrap: src, Topics: args[1:]})
 			if err != nil {
 				return rpcError(err, a.bootstrap, "create mirror")
@@ -277,6 +286,7 @@ func (a *app) mirrorsCreate() *cobra.Command {
 		},
 	}
 	c.Flags().StringSliceVar(&source, "source", nil, "source cluster bootstrap addresses (comma-separated or repeated)")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "show per partition what the start would truncate here (a failback's LMLE cut) and create nothing")
 	return c
 }
 
@@ -412,13 +422,16 @@ Stop works from FAILED too, for disaster recovery when the source is gone.`,
 
 func (a *app) mirrorsStart() *cobra.Command {
 	var source []string
+	var dryRun bool
 	c := &cobra.Command{
 		Use:   "start NAME [TOPIC...] [--source HOST:PORT,...]",
 		Short: "Start (or restart) mirroring; --source re-points it, e.g. to fail back",
 		Long: `Start mirroring from new, STOPPED or FAILED. To fail back after a failover,
 run start on the old source cluster's controller with --source set to the
 cluster that took over: the topics are truncated to the last mirrored leader
-epoch and then follow (SPEC §6.6).`,
+epoch and then follow (SPEC §6.6). Before it starts, it prints per partition
+the records that truncation removes (those this cluster wrote after its last
+failover); --dry-run prints the whole preview and starts nothing.`,
 		Example: "  twinctl --bootstrap 127.0.0.1:9090 mirrors start b-to-a orders --source 127.0.0.1:9101",
 		Args:    minArgs(1, "a mirror name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -435,6 +448,14 @@ epoch and then follow (SPEC §6.6).`,
 			if err != nil {
 				return err
 			}
+			if dryRun {
+				vs, err := previewTruncation(ctx, client, args[0], splitList(source), topics)
+				if err != nil {
+					return rpcError(err, a.bootstrap, "preview mirror truncation")
+				}
+				return a.renderTruncationPreview(vs)
+			}
+			a.noteTruncation(ctx, client, args[0], splitList(source), topics)
 			resp, err := client.StartMirrorTopics(ctx, &twinlogv1.StartMirrorTopicsRequest{Mirror: args[0], Topics: topics, SourceBootstrap: splitList(source)})
 			if err != nil {
 				return rpcError(err, a.bootstrap, "start mirror")
@@ -443,6 +464,7 @@ epoch and then follow (SPEC §6.6).`,
 		},
 	}
 	c.Flags().StringSliceVar(&source, "source", nil, "new source bootstrap addresses (reverse direction / fail back)")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "show per partition what the start would truncate here (the LMLE cut) and start nothing")
 	return c
 }
 
