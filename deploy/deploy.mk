@@ -64,3 +64,21 @@ compose-acls:
 
 compose-down:
 	$(COMPOSE_CMD) --profile monitoring down -v
+
+# helm-check: issue 18's Helm chart (deploy/helm/twinlog), checked without a
+# Kubernetes cluster by deploy/helm/chartcheck, a module of its own (Helm
+# v4's SDK and k8s.io/api stay out of the main go.mod): `helm lint --strict`
+# with the helm CLI pinned as a tool in that go.mod, then its tests (lint and
+# render every testdata/values-*.yaml with Helm's SDK, decode every object
+# strictly into its k8s.io/api type, cross-check probes, selectors, service
+# names, the daemons' configs through internal/config, and TLS mounts; the
+# 3-controller values must fail on the schema). Modules are downloaded first
+# (a no-op once cached); the checks then run with GOPROXY=off, so a warm
+# machine needs no network.
+HELM_CHECK_DIR := $(DEPLOY_DIR)/helm/chartcheck
+HELM_GO        := GOFLAGS='-mod=readonly -buildvcs=false' $(GO)
+.PHONY: helm-check
+helm-check:
+	cd $(HELM_CHECK_DIR) && $(HELM_GO) mod download
+	cd $(HELM_CHECK_DIR) && GOPROXY=off $(HELM_GO) tool helm lint --strict ../twinlog
+	cd $(HELM_CHECK_DIR) && GOPROXY=off $(HELM_GO) test -count=1 ./...
