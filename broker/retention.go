@@ -47,11 +47,19 @@ func (b *Broker) retentionOf(topic string) (storage.Retention, bool) {
 	}
 	r := storage.Retention{Bytes: b.cfg.LogRetentionBytes, Age: b.cfg.LogRetention}
 	configs := b.image.Topic(topic).GetConfigs()
+	// Kafka's 0 keeps nothing (every closed segment goes); storage's zero
+	// is no bound, so 0 becomes the smallest bound.
 	if v, ok := configs[metadata.KeyRetentionMs]; ok {
 		r.Age = time.Duration(metadata.ConfigInt(v, -1)) * time.Millisecond
+		if r.Age == 0 {
+			r.Age = time.Millisecond
+		}
 	}
 	if v, ok := configs[metadata.KeyRetentionBytes]; ok {
 		r.Bytes = metadata.ConfigInt(v, -1)
+		if r.Bytes == 0 {
+			r.Bytes = 1
+		}
 	}
 	return r, r.Age > 0 || r.Bytes > 0
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // TestRetention: retention.bytes trims the leader's and the followers'
-// logs, each below its own HW, and a topic without it keeps everything
+// logs, each below its own HW, retention.ms=0 keeps only the active
+// segment, and a topic without either keeps everything
 // (the brokers' log.retention.* are unbounded here). A consumer below the
 // new log start gets OFFSET_OUT_OF_RANGE with it; a follower that was down
 // while the leader's log start passed its log end restarts its log at the
@@ -30,6 +31,7 @@ func TestRetention(t *testing.T) {
 	const limit = 6000
 	c.CreateTopic(trimmed, 1, 3, map[string]string{"retention.bytes": fmt.Sprint(limit)})
 	c.CreateTopic(kept, 1, 3, nil)
+	c.CreateTopic("nothing-kept", 1, 3, map[string]string{"retention.ms": "0"})
 	tpT, tpK := twinlog.TopicPartition{Topic: trimmed}, twinlog.TopicPartition{Topic: kept}
 
 	produce := func(topic string, batches int) {
@@ -72,6 +74,18 @@ func TestRetention(t *testing.T) {
 			return status(id, tpT).LogStartOffset > 5 && size(id) <= limit+2048
 		})
 	}
+	// retention.ms=0 (Kafka's "keep nothing"): every closed segment goes.
+	produce("nothing-kept", 20)
+	zl, _ := c.Leader("nothing-kept", 0)
+	c.WaitFor("retention.ms=0 deleted every closed segment", func() bool {
+		st := status(zl, twinlog.TopicPartition{Topic: "nothing-kept"})
+		bs, err := c.Broker(zl).LocalBatches(twinlog.TopicPartition{Topic: "nothing-kept"})
+		var n int
+		for _, b := range bs {
+			n += b.Size()
+		}
+		return err == nil && st.LogStartOffset > 0 && n <= 2048
+	})
 	start := status(leader, tpT).LogStartOffset
 	for _, id := range c.IDs() {
 		if id != follower {
