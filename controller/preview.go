@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -53,7 +54,7 @@ func (s mirrorServer) PreviewMirrorTruncation(ctx context.Context, req *twinlogv
 	case len(topics) > maxPreviewTopics:
 		return nil, status.Errorf(codes.InvalidArgument, "%d topics: at most %d per preview", len(topics), maxPreviewTopics)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.RecoveryRPCTimeout)
+	ctx, cancel := context.WithTimeout(ctx, previewTimeout)
 	defer cancel()
 	src, sources := c.resolveSource(ctx, bootstrap, topics)
 
@@ -121,8 +122,11 @@ func (s mirrorServer) PreviewMirrorTruncation(ctx context.Context, req *twinlogv
 	defer conns.Close()
 	sc := source.New(conns.Get, bootstrap, c.cfg.RecoveryRPCTimeout)
 	var wg sync.WaitGroup
+	sem := make(chan struct{}, previewConcurrency)
 	for _, p := range parts {
+		sem <- struct{}{}
 		wg.Go(func() {
+			defer func() { <-sem }()
 			tp := twinlog.TopicPartition{Topic: p.out.Topic, Partition: p.out.Partition}
 			lmle, code, err := sc.LastMirroredEpoch(ctx, clusterID, p.sourceID, tp)
 			switch {
@@ -152,8 +156,15 @@ func (s mirrorServer) PreviewMirrorTruncation(ctx context.Context, req *twinlogv
 	return resp, nil
 }
 
-// maxPreviewTopics bounds one preview (each partition costs two RPCs).
-const maxPreviewTopics = 1000
+// A preview's bounds: topics per request, partitions asked at once (each
+// costs a Metadata and GetLastMirroredEpochs at the source, GetReplicaLogInfo
+// here and an OffsetForLeaderEpoch at the source), and its whole time (each
+// RPC also has RecoveryRPCTimeout).
+const (
+	maxPreviewTopics   = 1000
+	previewConcurrency = 16
+	previewTimeout     = 30 * time.Second
+)
 
 // sourceEndFunc answers the source leader's end of epoch e (its
 // OffsetForLeaderEpoch): the answer a mirror fetch with lastFetchedEpoch e
