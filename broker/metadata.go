@@ -136,6 +136,12 @@ func (b *Broker) reconcile() {
 	b.metaMu.Lock()
 	plan, ok := assign.Reconcile(b.image, b.cfg.ID, b.brokerEpoch(), hosted)
 	registered, brokers := b.image.BrokerEpochs()
+	segmentBytes := map[string]int64{} // topics' segment.bytes (0: unset)
+	for _, w := range plan.Host {
+		if v, set := b.image.Topic(w.TP.Topic).GetConfigs()[metadata.KeySegmentBytes]; set {
+			segmentBytes[w.TP.Topic] = metadata.ConfigInt(v, 0)
+		}
+	}
 	b.metaMu.Unlock()
 	if !ok {
 		return
@@ -169,6 +175,7 @@ func (b *Broker) reconcile() {
 				continue
 			}
 		}
+		p.log.SetSegmentMaxBytes(segmentBytes[tp.Topic]) // 0: log.segment.bytes
 		st := w.State(registered, brokers)
 		p.mu.Lock()
 		if p.usableLocked() == nil {

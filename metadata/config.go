@@ -42,8 +42,11 @@ const (
 	KeyCleanupPolicy = "cleanup.policy"
 	// Retention (cleanup.policy=delete; broker/retention.go): per topic,
 	// Kafka's names; unset, each broker's log.retention.ms/bytes apply.
-	KeyRetentionMs                   = "retention.ms"
-	KeyRetentionBytes                = "retention.bytes"
+	KeyRetentionMs    = "retention.ms"
+	KeyRetentionBytes = "retention.bytes"
+	// KeySegmentBytes is a topic's segment size (unset: each broker's
+	// log.segment.bytes).
+	KeySegmentBytes                  = "segment.bytes"
 	KeyMinCleanableDirtyRatio        = "min.cleanable.dirty.ratio"
 	KeyDeleteRetentionMs             = "delete.retention.ms"
 	KeyMinCompactionLagMs            = "min.compaction.lag.ms"
@@ -165,8 +168,10 @@ var configDefs = map[string]ConfigDef{
 	// (Kafka shows the broker's value as the default). Copied to a mirror
 	// topic, as Cluster Linking syncs them: a DR copy keeps what the
 	// source keeps unless changed there.
-	KeyRetentionMs:                   {Scopes: ScopeTopic, Default: "604800000", Mirrored: true},
-	KeyRetentionBytes:                {Scopes: ScopeTopic, Default: "-1", Mirrored: true},
+	KeyRetentionMs:    {Scopes: ScopeTopic, Default: "604800000", Mirrored: true},
+	KeyRetentionBytes: {Scopes: ScopeTopic, Default: "-1", Mirrored: true},
+	// Each cluster's storage layout: not copied.
+	KeySegmentBytes:                  {Scopes: ScopeTopic, Default: "1073741824"},
 	KeyDeleteRetentionMs:             {Scopes: ScopeTopic | ScopeCluster, Default: "86400000"},
 	KeyMinCompactionLagMs:            {Scopes: ScopeTopic | ScopeCluster, Default: "0"},
 	KeyMaxCompactionLagMs:            {Scopes: ScopeTopic | ScopeCluster, Default: "9223372036854775807"},

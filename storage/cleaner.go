@@ -216,7 +216,7 @@ func (c *Cleaner) round(ctx context.Context, l *Log, p *cleanPlan, cc Compaction
 		infos[i] = r.info
 	}
 	rule := retainRule{Map: c.m, End: end, DeletableBelow: p.hist.deletableBelow(p.nowMs, cc.DeleteRetention.Milliseconds())}
-	for _, g := range groupSegments(infos, end, l.opts.SegmentMaxBytes) {
+	for _, g := range groupSegments(infos, end, l.segmentMax.Load()) {
 		st.Groups++
 		if err := c.cleanGroup(ctx, l, p, p.segs[g[0]:g[1]], rule, st); err != nil {
 			return err

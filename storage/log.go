@@ -79,8 +79,12 @@ type Log struct {
 	// (truncation, retention, Close, Delete); written under mu, read by a
 	// round without it, which stops when it moved. cleanHist (the cleaner
 	// checkpoint) and the last round's result are guarded by mu.
-	cleanMu        sync.Mutex
-	segGen         atomic.Uint64
+	cleanMu sync.Mutex
+	segGen  atomic.Uint64
+	// segmentMax is the size the active segment rolls at: opts'
+	// SegmentMaxBytes until SetSegmentMaxBytes (a topic's segment.bytes).
+	// Atomic: appends read it under mu, a cleaning round without.
+	segmentMax     atomic.Int64
 	cleanHist      cleanHistory
 	tombstoneFrom  twinlog.Offset // first tombstone the last round kept below its end; NoOffset: none (or unknown)
 	lastClean      time.Time
@@ -96,6 +100,7 @@ func Open(fsys FS, dir string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
 	l := &Log{fs: fsys, dir: dir, opts: opts, tombstoneFrom: twinlog.NoOffset,
 		log: opts.Logger.With("component", "storage", "dir", dir)}
+	l.segmentMax.Store(opts.SegmentMaxBytes)
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir %s: %w", dir, err)
 	}
@@ -406,7 +411,7 @@ func (l *Log) needsRoll(s *segment, b BatchView, nowMilli int64) bool {
 	if s.size == 0 {
 		return false
 	}
-	if s.size+int64(len(b)) > l.opts.SegmentMaxBytes {
+	if s.size+int64(len(b)) > l.segmentMax.Load() {
 		return true
 	}
 	return l.opts.SegmentMaxAge > 0 && nowMilli-s.rollBaseMilli >= l.opts.SegmentMaxAge.Milliseconds()
@@ -649,7 +654,7 @@ func (l *Log) needsRollAfter(s *segment, size int64, b BatchView, nowMilli int64
 	if !s.canHold(b.LastOffset()) {
 		return true
 	}
-	if size+int64(len(b)) > l.opts.SegmentMaxBytes {
+	if size+int64(len(b)) > l.segmentMax.Load() {
 		return true
 	}
 	return l.opts.SegmentMaxAge > 0 && s.size > 0 && nowMilli-s.rollBaseMilli >= l.opts.SegmentMaxAge.Milliseconds()
@@ -1092,6 +1097,18 @@ func (l *Log) Roll() error {
 	return l.roll(l.leo())
 }
 
+// SetSegmentMaxBytes sets the size the active segment rolls at from the
+// next append on (a topic's segment.bytes, which may change at run time);
+// n <= 0 goes back to Options.SegmentMaxBytes, and more than 2 GiB (index
+// positions are uint32) is clamped. Segments already written keep their
+// size; a cleaning round groups segments up to the new size.
+func (l *Log) SetSegmentMaxBytes(n int64) {
+	if n <= 0 {
+		n = l.opts.SegmentMaxBytes
+	}
+	l.segmentMax.Store(min(n, 1<<31))
+}
+
 // MaybeRoll rolls the active segment if it is non-empty and has reached
 // SegmentMaxBytes or SegmentMaxAge (appends check this themselves; a
 // periodic caller uses MaybeRoll for idle partitions).
@@ -1106,7 +1123,7 @@ func (l *Log) MaybeRoll() (bool, error) {
 		return false, nil
 	}
 	age := l.opts.SegmentMaxAge > 0 && l.opts.Clock().UnixMilli()-s.rollBaseMilli >= l.opts.SegmentMaxAge.Milliseconds()
-	if s.size < l.opts.SegmentMaxBytes && !age {
+	if s.size < l.segmentMax.Load() && !age {
 		return false, nil
 	}
 	return true, l.roll(l.leo())

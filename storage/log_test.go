@@ -848,3 +848,27 @@ func TestSyncEpochs(t *testing.T) {
 		t.Fatalf("unreachable view: %t, %v", ok, err)
 	}
 }
+
+// SetSegmentMaxBytes changes where the active segment rolls from the next
+// append on (a topic's segment.bytes), and 0 goes back to Options'.
+func TestSetSegmentMaxBytes(t *testing.T) {
+	c := newClock()
+	o := testOpts(t, c) // 4096-byte segments
+	l := openLog(t, NewMemFS(), o)
+	defer l.Close()
+	appendN(t, l, 4, 1, 200, 1, 0) // ~1 KiB: one segment
+	if n := l.NumSegments(); n != 1 {
+		t.Fatalf("%d segments, want 1", n)
+	}
+	l.SetSegmentMaxBytes(1024)
+	appendN(t, l, 12, 1, 200, 1, 0)
+	if n := l.NumSegments(); n < 3 {
+		t.Fatalf("%d segments after ~3 KiB more with 1 KiB segments, want at least 3", n)
+	}
+	l.SetSegmentMaxBytes(0)
+	before := l.NumSegments()
+	appendN(t, l, 12, 1, 200, 1, 0)
+	if n := l.NumSegments(); n > before+1 {
+		t.Fatalf("%d segments after ~3 KiB more with Options' 4 KiB, had %d: want at most one more", n, before)
+	}
+}

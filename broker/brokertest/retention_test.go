@@ -193,3 +193,21 @@ func TestMirrorOfTrimmedSource(t *testing.T) {
 		t.Fatalf("destination log starts at %d, source at %d", st.LogStartOffset, srcStart)
 	}
 }
+
+// TestTopicSegmentBytes: a topic's segment.bytes rolls its segments on
+// brokers whose log.segment.bytes is the 1 GiB default, seen through
+// retention.bytes, which deletes whole segments only.
+func TestTopicSegmentBytes(t *testing.T) {
+	c := NewCluster(t, Options{Configure: func(cfg *broker.Config) { cfg.LogRetentionCheckInterval = 20 * time.Millisecond }})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c.CreateTopic("small-segments", 1, 3, map[string]string{"segment.bytes": "2048", "retention.bytes": "4000"})
+	for i := range 40 {
+		produceKeyed(ctx, t, c, "small-segments", []keyed{{value: fmt.Appendf(nil, "%d-%s", i, strings.Repeat("x", 300))}})
+	}
+	leader, _ := c.Leader("small-segments", 0)
+	c.WaitFor("the leader deleted 2 KiB segments", func() bool {
+		st, _ := c.Broker(leader).PartitionStatus(twinlog.TopicPartition{Topic: "small-segments"})
+		return st.LogStartOffset > 0
+	})
+}

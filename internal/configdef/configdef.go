@@ -132,6 +132,9 @@ var defs = map[string]Def{
 	// 0 keeps nothing once committed.
 	"retention.ms":    {Kind: Int, Min: -1, Max: MaxMillis},
 	"retention.bytes": {Kind: Int, Min: -1, Max: math.MaxInt64},
+	// A topic's segment size: log.segment.bytes' floor, and index
+	// positions are 32-bit (Kafka's Integer.MAX).
+	"segment.bytes": {Kind: Int, Min: 1024, Max: math.MaxInt32, Why: "smaller segments make a file per batch"},
 	// Broker: how often retention looks at every log.
 	"log.retention.check.interval.ms": {Kind: Millis, Min: 1000, Max: MaxMillis, Why: "each check walks every hosted log"},
 	KeyMinCompactionLagMs:             {Kind: Millis, Min: 0, Max: MaxMillis},
