@@ -153,7 +153,11 @@ func rpcError(err error, addr, what string) error {
 			return fmt.Errorf("%s: %s requires a client certificate (%s): pass --tls-cert and --tls-key (or TWINLOG_TLS_CERT, TWINLOG_TLS_KEY)", what, addr, msg)
 		case strings.Contains(msg, "tls:") || strings.Contains(msg, "x509:") || strings.Contains(msg, "tlsfiles:"):
 			return fmt.Errorf("%s: TLS with %s failed (%s): check --tls-ca, --tls-cert and --tls-key", what, addr, msg)
-		case strings.Contains(msg, "server preface: EOF"):
+		case strings.Contains(msg, "server preface: EOF"), strings.Contains(msg, "connection reset by peer"),
+			strings.Contains(msg, "closed pipe"):
+			// A TLS server drops a plaintext client's HTTP/2 preface: the
+			// client sees EOF, a reset or (on an in-memory pipe) a closed
+			// pipe, depending on who moves first.
 			return fmt.Errorf("%s: %s closed the connection (%s): if it runs TLS, pass --tls-ca, --tls-cert and --tls-key", what, addr, msg)
 		}
 		return fmt.Errorf("%s: cannot reach %s (%s): is the server running? set --bootstrap or TWINLOG_BOOTSTRAP", what, addr, msg)
