@@ -19,6 +19,12 @@
 #      prefix, an unknown API key, a frame cut short): each closes only its own
 #      connection (counted by reason in twinlog_kafka_connections_closed_total)
 #      while a connection opened before them still gets ApiVersions answered.
+#   5. Hostile admin requests on A's controller (issue 17's ACL and SCRAM
+#      APIs, the failback preview): a 2000-byte ACL principal beside a valid
+#      binding, a SCRAM credential of 2^31-1 iterations, a preview of 1001
+#      topics and one of an unknown mirror without a source. Each bad part
+#      is refused with its reason, the valid binding alone is stored, no
+#      credential is, and the controller still serves.
 #
 # Exits 0 when every check passed, 1 otherwise. Needs bin/ (make bins),
 # curl and jq. Data and logs in ./run (HOSTILE_KEEP=1 leaves the clusters
@@ -33,7 +39,7 @@ BRK_A=127.0.0.1:9091
 BRK_B=127.0.0.1:9101
 METRICS_B=(127.0.0.1:9201 127.0.0.1:9202 127.0.0.1:9203)
 GRPCURL=(go tool -modfile=tools/go.mod grpcurl -plaintext -max-time 10
-  -import-path api/proto -proto twinlog/v1/controller.proto)
+  -import-path api/proto -proto twinlog/v1/controller.proto -proto twinlog/v1/admin.proto -proto twinlog/v1/mirror.proto)
 START=$(date +%s)
 FAILED=()
 PASSED=0
@@ -273,6 +279,52 @@ if $T --bootstrap $BRK_A produce --topic demo --value after-garbage >/dev/null 2
   pass "4: broker 1 of A still serves after the garbage"
 else
   fail "4: produce to A after the garbage failed"
+fi
+
+# ---- 5. hostile ACL, SCRAM and preview requests on A's controller ---------
+long=$(head -c 2000 /dev/zero | tr '\0' x)
+resp=$("${GRPCURL[@]}" -d "{\"creations\": [
+    {\"resource_type\": \"ACL_RESOURCE_TYPE_TOPIC\", \"resource_name\": \"demo\", \"pattern_type\": \"ACL_PATTERN_TYPE_LITERAL\",
+     \"principal\": \"User:$long\", \"host\": \"*\", \"operation\": \"ACL_OPERATION_READ\", \"permission\": \"ACL_PERMISSION_ALLOW\"},
+    {\"resource_type\": \"ACL_RESOURCE_TYPE_TOPIC\", \"resource_name\": \"demo\", \"pattern_type\": \"ACL_PATTERN_TYPE_LITERAL\",
+     \"principal\": \"User:hostile-ok\", \"host\": \"*\", \"operation\": \"ACL_OPERATION_READ\", \"permission\": \"ACL_PERMISSION_ALLOW\"}]}" \
+  $CTL_A twinlog.v1.AdminService/CreateAcls 2>&1)
+first=$(jq -r '.results[0].error // "ERROR_CODE_NONE"' <<<"$resp" 2>/dev/null)
+second=$(jq -r '.results[1].error // "ERROR_CODE_NONE"' <<<"$resp" 2>/dev/null)
+stored=$("${GRPCURL[@]}" -d '{"filter": {"resource_type": "ACL_RESOURCE_TYPE_ANY", "pattern_type": "ACL_PATTERN_TYPE_ANY",
+    "operation": "ACL_OPERATION_ANY", "permission": "ACL_PERMISSION_ANY"}}' $CTL_A twinlog.v1.AdminService/DescribeAcls 2>&1 |
+  jq -r '[.acls[]? | .principal | select(startswith("User:hostile-ok") or (length > 1000))] | length' 2>/dev/null)
+if [ "$first" = ERROR_CODE_INVALID_REQUEST ] && [ "$second" = ERROR_CODE_NONE ] && [ "$stored" = 1 ]; then
+  pass "5: a 2000-byte ACL principal refused ($(jq -r '.results[0].errorMessage' <<<"$resp" | cut -c1-80)), the valid binding beside it stored alone"
+else
+  fail "5: CreateAcls with a 2000-byte principal: results $first/$second, $stored stored ($resp)"
+fi
+resp=$("${GRPCURL[@]}" -d '{"upsertions": [{"name": "hostile", "mechanism": "SCRAM_MECHANISM_SCRAM_SHA_256",
+    "iterations": 2147483647, "salt": "c2FsdA==", "salted_password": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}]}' \
+  $CTL_A twinlog.v1.AdminService/AlterUserScramCredentials 2>&1)
+code=$(jq -r '.results[0].error // "ERROR_CODE_NONE"' <<<"$resp" 2>/dev/null)
+users=$("${GRPCURL[@]}" -d '{}' $CTL_A twinlog.v1.AdminService/DescribeUserScramCredentials 2>&1 |
+  jq -r '[.results[]? | select(.user == "hostile")] | length' 2>/dev/null)
+if [ "$code" = ERROR_CODE_UNACCEPTABLE_CREDENTIAL ] && [ "$users" = 0 ]; then
+  pass "5: a SCRAM credential of 2^31-1 iterations refused ($code), no credential stored"
+else
+  fail "5: AlterUserScramCredentials with 2^31-1 iterations: $code, $users stored ($resp)"
+fi
+topics=$(seq 1 1001 | jq -R . | jq -sc .)
+many=$("${GRPCURL[@]}" -d "{\"mirror\": \"m\", \"source_bootstrap\": [\"$BRK_B\"], \"topics\": $topics}" \
+  $CTL_A twinlog.v1.MirrorService/PreviewMirrorTruncation 2>&1)
+nosrc=$("${GRPCURL[@]}" -d '{"mirror": "no-such-mirror", "topics": ["demo"]}' \
+  $CTL_A twinlog.v1.MirrorService/PreviewMirrorTruncation 2>&1)
+if grep -q "InvalidArgument" <<<"$many" && grep -q "at most 1000" <<<"$many" &&
+  grep -q "InvalidArgument" <<<"$nosrc" && grep -q "give the source's addresses" <<<"$nosrc"; then
+  pass "5: a preview of 1001 topics and one of an unknown mirror without a source refused with InvalidArgument and the reason"
+else
+  fail "5: PreviewMirrorTruncation: 1001 topics -> $(head -c 200 <<<"$many"); unknown mirror -> $(head -c 200 <<<"$nosrc")"
+fi
+if $T --bootstrap $CTL_A topics list >/dev/null 2>&1; then
+  pass "5: A's controller still serves"
+else
+  fail "5: A's controller stopped answering after the hostile admin requests"
 fi
 
 log "$PASSED passed, ${#FAILED[@]} failed"
