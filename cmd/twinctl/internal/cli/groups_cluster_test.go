@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"google.golang.org/grpc"
 
 	"github.com/twinlog/twinlog/broker"
 	"github.com/twinlog/twinlog/broker/brokertest"
@@ -39,18 +36,10 @@ func TestGroupsAgainstCluster(t *testing.T) {
 	c.MustProduce(ctx, "orders", 0, -1, []byte("a"), []byte("b"), []byte("c"), []byte("d"), []byte("e"))
 	c.MustProduce(ctx, "orders", 1, -1, []byte("f"), []byte("g"), []byte("h"))
 
+	cli := clusterCLI(ctx, t, c)
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
-		var out, errb bytes.Buffer
-		opts := Options{
-			Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), HomeDir: t.TempDir(),
-			DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-				return c.Net.DialConn(ctx, "twinctl", addr)
-			})},
-			StderrIsTerminal: func() bool { return false },
-		}
-		code := Execute(ctx, append([]string{"--bootstrap", c.ControllerAddr(), "--timeout", "20s"}, args...), opts)
-		return out.String(), errb.String(), code
+		return cli(c.ControllerAddr(), args...)
 	}
 	mustRun := func(args ...string) string {
 		t.Helper()
