@@ -3,6 +3,7 @@ package replica
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twinlog/twinlog"
@@ -167,7 +168,7 @@ func (m *propModel) step() {
 	e, rt := m.e, m.rt
 	ids := e.ids()
 	pick := func(label string) twinlog.BrokerID { return rapid.SampledFrom(ids).Draw(rt, label) }
-	switch rapid.IntRange(0, 15).Draw(rt, "action") {
+	switch rapid.IntRange(0, 16).Draw(rt, "action") {
 	case 0, 1: // produce to whoever believes it leads (zombies included)
 		id := pick("producer")
 		if n := e.nodes[id]; n.up && n.r.Role() == RoleLeader {
@@ -292,6 +293,27 @@ func (m *propModel) step() {
 		}
 	case 15: // an old version is redelivered (must be ignored)
 		m.deliver(pick("stale"), rapid.IntRange(0, len(m.hist)-1).Draw(rt, "stale-v"))
+	case 16: // retention deletes a node's log prefix below its HW (broker/retention.go)
+		id := pick("retention")
+		n := e.nodes[id]
+		if !n.up || n.r.HighWatermark() <= n.log.start {
+			return
+		}
+		o := twinlog.Offset(rapid.IntRange(int(n.log.start)+1, int(n.r.HighWatermark())).Draw(rt, "retain-from"))
+		// Storage deletes whole segments, and a batch never straddles
+		// two: the cut is at a proposal's first record.
+		batch := func(o twinlog.Offset) string { p, _, _ := strings.Cut(n.log.at(o).id, "."); return p }
+		for o > n.log.start && o < n.log.leo() && batch(o-1) == batch(o) {
+			o--
+		}
+		if o == n.log.start {
+			return
+		}
+		n.log.recs = n.log.recs[o-n.log.start:]
+		n.log.start = o
+		e.printf("retention on %d: log start %d\n", id, o)
+		n.r.AdvanceLogStart(o)
+		e.processReady(n)
 	}
 }
 
@@ -451,6 +473,9 @@ func check(rt *rapid.T, e *env, acked map[twinlog.Offset]string) {
 		}
 		if id == e.ctl.leader && n.up && n.r.Role() == RoleLeader {
 			for o, want := range acked {
+				if o < n.log.start {
+					continue // deleted by retention
+				}
 				if o >= n.log.leo() || n.log.at(o).id != want {
 					rt.Fatalf("leader %d lacks acked record at %d (%s); log %v", id, o, want, n.log)
 				}

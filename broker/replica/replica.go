@@ -229,6 +229,13 @@ func (r *Replica) AdvanceLogStart(o twinlog.Offset) {
 	if r.cache.TruncateFromStart(o) {
 		r.rd.EpochsChanged = true
 	}
+	// The cache's entry for LE now starts at o at the earliest: so does
+	// LESO (SPEC §8.10 "(LE, LESO)"). Both uses stay as they were: the HW
+	// is at least o, and a follower whose LEO is below o restarts its log
+	// at the log start anyway.
+	if r.leso != twinlog.NoOffset && r.leso < o {
+		r.leso = o
+	}
 }
 
 func (r *Replica) event(t EventType, format string, args ...any) {
