@@ -268,7 +268,9 @@ func (a *app) mirrorsCreate() *cobra.Command {
 				}
 				return a.renderTruncationPreview(vs)
 			}
-			a.noteTruncation(ctx, client, args[0], src, args[1:])
+			a.noteTruncation(cmd.Context(), client, args[0], src, args[1:])
+			ctx, cancel = a.rpcCtx(cmd.Context()) // the create's own deadline, whatever the preview took
+			defer cancel()
 			resp, err := client.CreateMirror(ctx, &twinlogv1.CreateMirrorRequest{Name: args[0], SourceBootstrap: src, Topics: args[1:]})
 			if err != nil {
 				return rpcError(err, a.bootstrap, "create mirror")
@@ -455,7 +457,9 @@ failover); --dry-run prints the whole preview and starts nothing.`,
 				}
 				return a.renderTruncationPreview(vs)
 			}
-			a.noteTruncation(ctx, client, args[0], splitList(source), topics)
+			a.noteTruncation(cmd.Context(), client, args[0], splitList(source), topics)
+			ctx, cancel = a.rpcCtx(cmd.Context()) // the start's own deadline, whatever the preview took
+			defer cancel()
 			resp, err := client.StartMirrorTopics(ctx, &twinlogv1.StartMirrorTopicsRequest{Mirror: args[0], Topics: topics, SourceBootstrap: splitList(source)})
 			if err != nil {
 				return rpcError(err, a.bootstrap, "start mirror")

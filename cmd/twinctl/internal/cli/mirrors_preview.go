@@ -111,9 +111,12 @@ func (a *app) renderTruncationPreview(vs []truncationView) error {
 
 // noteTruncation prints, before a create or start runs, one line per
 // partition the start will truncate (nothing when none will). It is best
-// effort: a preview that fails (no Describe on the mirror, the source not
-// answering) is said on stderr and the command goes on.
-func (a *app) noteTruncation(ctx context.Context, client twinlogv1.MirrorServiceClient, mirror string, source, topics []string) {
+// effort, with its own --timeout: a preview that fails (no Describe on the
+// mirror, the source not answering) is said on stderr and the command goes
+// on with a deadline of its own.
+func (a *app) noteTruncation(parent context.Context, client twinlogv1.MirrorServiceClient, mirror string, source, topics []string) {
+	ctx, cancel := a.rpcCtx(parent)
+	defer cancel()
 	vs, err := previewTruncation(ctx, client, mirror, source, topics)
 	if err != nil {
 		fmt.Fprintf(a.opts.Stderr, "twinctl: could not preview the truncation (%v); `mirrors describe %s` shows what the start did\n", rpcError(err, a.bootstrap, "preview"), mirror)
