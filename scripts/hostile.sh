@@ -25,6 +25,12 @@
 #      topics and one of an unknown mirror without a source. Each bad part
 #      is refused with its reason, the valid binding alone is stored, no
 #      credential is, and the controller still serves.
+#   6. Hostile group and internal-topic requests (issue 16's GroupService and
+#      EnsureInternalTopic): an administrator's offset commit with a 10 KiB
+#      metadata string beside a normal one (OFFSET_METADATA_TOO_LARGE for it
+#      alone, the other committed), and a forged EnsureInternalTopic for a
+#      topic that is not __consumer_offsets, with a broker's real epoch
+#      (refused, nothing created).
 #
 # Exits 0 when every check passed, 1 otherwise. Needs bin/ (make bins),
 # curl and jq. Data and logs in ./run (HOSTILE_KEEP=1 leaves the clusters
@@ -39,7 +45,8 @@ BRK_A=127.0.0.1:9091
 BRK_B=127.0.0.1:9101
 METRICS_B=(127.0.0.1:9201 127.0.0.1:9202 127.0.0.1:9203)
 GRPCURL=(go tool -modfile=tools/go.mod grpcurl -plaintext -max-time 10
-  -import-path api/proto -proto twinlog/v1/controller.proto -proto twinlog/v1/admin.proto -proto twinlog/v1/mirror.proto)
+  -import-path api/proto -proto twinlog/v1/controller.proto -proto twinlog/v1/admin.proto -proto twinlog/v1/mirror.proto
+  -proto twinlog/v1/groups.proto)
 START=$(date +%s)
 FAILED=()
 PASSED=0
@@ -325,6 +332,38 @@ if $T --bootstrap $CTL_A topics list >/dev/null 2>&1; then
   pass "5: A's controller still serves"
 else
   fail "5: A's controller stopped answering after the hostile admin requests"
+fi
+
+# ---- 6. hostile group commits and internal-topic requests ------------------
+coord=$("${GRPCURL[@]}" -d '{"group_id": "hostile-g"}' $BRK_A twinlog.v1.GroupService/FindCoordinator 2>&1)
+for _ in $(seq 1 20); do # the first FindCoordinator creates __consumer_offsets
+  [ "$(jq -r '.error // "ERROR_CODE_NONE"' <<<"$coord" 2>/dev/null)" = ERROR_CODE_NONE ] && [ -n "$(jq -r '.host // empty' <<<"$coord" 2>/dev/null)" ] && break
+  sleep 0.5
+  coord=$("${GRPCURL[@]}" -d '{"group_id": "hostile-g"}' $BRK_A twinlog.v1.GroupService/FindCoordinator 2>&1)
+done
+caddr="$(jq -r .host <<<"$coord" 2>/dev/null):$(jq -r .port <<<"$coord" 2>/dev/null)"
+big=$(head -c 10240 /dev/zero | tr '\0' m)
+resp=$("${GRPCURL[@]}" -d "{\"group_id\": \"hostile-g\", \"offsets\": [
+    {\"topic\": \"demo\", \"partition\": 0, \"offset\": 1, \"leader_epoch\": -1, \"metadata\": \"$big\"},
+    {\"topic\": \"demo\", \"partition\": 1, \"offset\": 1, \"leader_epoch\": -1}]}" \
+  "$caddr" twinlog.v1.GroupService/CommitOffsets 2>&1)
+c0=$(jq -r '.results[0].error // "ERROR_CODE_NONE"' <<<"$resp" 2>/dev/null)
+c1=$(jq -r '.results[1].error // "ERROR_CODE_NONE"' <<<"$resp" 2>/dev/null)
+fetched=$("${GRPCURL[@]}" -d '{"group_id": "hostile-g"}' "$caddr" twinlog.v1.GroupService/FetchOffsets 2>&1 |
+  jq -c '[.offsets[]? | select(.offset != null and (.offset | tonumber) >= 0) | [.partition // 0, (.offset | tonumber)]] | sort' 2>/dev/null)
+if [ "$c0" = ERROR_CODE_OFFSET_METADATA_TOO_LARGE ] && [ "$c1" = ERROR_CODE_NONE ] && [ "$fetched" = '[[1,1]]' ]; then
+  pass "6: a commit with 10 KiB of metadata refused (OFFSET_METADATA_TOO_LARGE) for that partition alone; the other committed"
+else
+  fail "6: CommitOffsets at $caddr: $c0/$c1, fetched $fetched ($(head -c 300 <<<"$resp"))"
+fi
+b1=$($T --bootstrap $CTL_A --json brokers list | jq -r 'select(.id == 1) | .broker_epoch')
+resp=$("${GRPCURL[@]}" -d "{\"broker_id\": 1, \"broker_epoch\": $b1, \"topic\": \"evil\"}" \
+  $CTL_A twinlog.v1.ControllerService/EnsureInternalTopic 2>&1)
+code=$(jq -r '.error // "ERROR_CODE_NONE"' <<<"$resp" 2>/dev/null)
+if [ "$code" != ERROR_CODE_NONE ] && ! $T --bootstrap $CTL_A topics list 2>/dev/null | grep -qw evil; then
+  pass "6: a forged EnsureInternalTopic for topic evil refused ($code), nothing created"
+else
+  fail "6: EnsureInternalTopic evil: $resp; topics: $($T --bootstrap $CTL_A topics list 2>&1 | tr '\n' ' ')"
 fi
 
 log "$PASSED passed, ${#FAILED[@]} failed"
