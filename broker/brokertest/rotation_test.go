@@ -237,14 +237,7 @@ type rotNode struct {
 // names them (securePKI.transport's, with a logger that keeps the reload
 // records out of the test's output unless it fails), kept for rotation.
 func (r *rotation) transport(node string) *transport.Transport {
-	cn := strings.TrimPrefix(node, "a-")
-	switch {
-	case cn == "client":
-		cn = "admin"
-	case cn != "controller":
-		cn = "broker-" + cn
-	}
-	n := &rotNode{name: node, cn: cn}
+	n := &rotNode{name: node, cn: nodeCN(node)}
 	r.issue(n, r.p.ca)
 	tr, err := transport.New(transport.Config{
 		Files:      tlsfiles.Files{CertFile: filepath.Join(r.p.dir, node+".crt"), KeyFile: filepath.Join(r.p.dir, node+".key"), CAFile: r.p.caFil},

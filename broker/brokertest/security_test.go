@@ -86,20 +86,7 @@ func (p *securePKI) transport(node, cn string) *transport.Transport {
 // does not connect, and one broker's certificate cannot act as another.
 func TestSecureCluster(t *testing.T) {
 	p := newSecurePKI(t)
-	supers := []string{"User:controller", "User:broker-1", "User:broker-2", "User:broker-3", "User:admin"}
-	c := NewCluster(t, Options{Brokers: 3,
-		Transport: func(node string) *transport.Transport {
-			cn := strings.TrimPrefix(node, "a-")
-			switch {
-			case cn == "client":
-				cn = "admin"
-			case cn != "controller":
-				cn = "broker-" + cn
-			}
-			return p.transport(node, cn)
-		},
-		Authz: authz.Config{Enabled: true, ACL: acl.Config{SuperUsers: supers}, BrokerPrincipalTemplate: "User:broker-{id}"},
-	})
+	c := secureCluster(t, p)
 	c.CreateTopic("orders", 1, 3, nil)
 	c.CreateTopic("secret", 1, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -219,21 +206,30 @@ func noCertCreds(t *testing.T, caFile string) credentials.TransportCredentials {
 // secureCluster starts a cluster with mutual TLS and the authorizer: the
 // controller, brokers ("broker-N", bound by the template) and the test
 // client ("admin") are super users.
-func secureCluster(t *testing.T, p *securePKI) *Cluster {
+func secureCluster(t *testing.T, p *securePKI) *Cluster { return NewCluster(t, secureOptions(p)) }
+
+// secureOptions are secureCluster's: each node's certificate named by
+// nodeCN, and the authorizer with the daemons and admin as super users.
+func secureOptions(p *securePKI) Options {
 	supers := []string{"User:controller", "User:broker-1", "User:broker-2", "User:broker-3", "User:admin"}
-	return NewCluster(t, Options{Brokers: 3,
-		Transport: func(node string) *transport.Transport {
-			cn := strings.TrimPrefix(node, "a-")
-			switch {
-			case cn == "client":
-				cn = "admin"
-			case cn != "controller":
-				cn = "broker-" + cn
-			}
-			return p.transport(node, cn)
-		},
-		Authz: authz.Config{Enabled: true, ACL: acl.Config{SuperUsers: supers}, BrokerPrincipalTemplate: "User:broker-{id}"},
-	})
+	return Options{Brokers: 3,
+		Transport: func(node string) *transport.Transport { return p.transport(node, nodeCN(node)) },
+		Authz:     authz.Config{Enabled: true, ACL: acl.Config{SuperUsers: supers}, BrokerPrincipalTemplate: "User:broker-{id}"},
+	}
+}
+
+// nodeCN is the common name (and so the User) of a node's certificate in
+// the secure tests: "controller", "broker-N", and "admin" for the test
+// client.
+func nodeCN(node string) string {
+	cn := strings.TrimPrefix(node, "a-")
+	switch {
+	case cn == "client":
+		return "admin"
+	case cn != "controller":
+		return "broker-" + cn
+	}
+	return cn
 }
 
 // kafkaTLSDialer dials the cluster's Kafka listeners with TLS as cn (a
@@ -342,21 +338,9 @@ func TestSecureKafka(t *testing.T) {
 // its user's ACLs; a wrong password and no SASL at all get nothing.
 func TestSecureKafkaSASL(t *testing.T) {
 	p := newSecurePKI(t)
-	supers := []string{"User:controller", "User:broker-1", "User:broker-2", "User:broker-3", "User:admin"}
-	c := NewCluster(t, Options{Brokers: 3,
-		Transport: func(node string) *transport.Transport {
-			cn := strings.TrimPrefix(node, "a-")
-			switch {
-			case cn == "client":
-				cn = "admin"
-			case cn != "controller":
-				cn = "broker-" + cn
-			}
-			return p.transport(node, cn)
-		},
-		Configure: func(cfg *broker.Config) { cfg.SASLMechanisms = []string{"SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"} },
-		Authz:     authz.Config{Enabled: true, ACL: acl.Config{SuperUsers: supers}, BrokerPrincipalTemplate: "User:broker-{id}"},
-	})
+	opts := secureOptions(p)
+	opts.Configure = func(cfg *broker.Config) { cfg.SASLMechanisms = []string{"SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"} }
+	c := NewCluster(t, opts)
 	c.CreateTopic("orders", 1, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -125,8 +125,19 @@ func TestOperatorHabitsAgainstClusters(t *testing.T) {
 
 // clusterCLI returns a twinctl runner for in-process clusters on c's
 // network (the clusters of brokertest.TwoClusters share one): stdout,
-// stderr and the exit code of one command against bootstrap.
+// stderr and the exit code of one command against bootstrap, with
+// --timeout 20s and no stdin.
 func clusterCLI(ctx context.Context, t *testing.T, c *brokertest.Cluster) func(bootstrap string, args ...string) (string, string, int) {
+	run := clusterCLIWith(ctx, t, c, "20s")
+	return func(bootstrap string, args ...string) (string, string, int) {
+		t.Helper()
+		return run("", bootstrap, args...)
+	}
+}
+
+// clusterCLIWith is clusterCLI with twinctl's --timeout and each
+// command's stdin.
+func clusterCLIWith(ctx context.Context, t *testing.T, c *brokertest.Cluster, timeout string) func(stdin, bootstrap string, args ...string) (string, string, int) {
 	codec := CodecFuncs{
 		EncodeFunc: func(rs []Record, _ Producer) ([]byte, error) {
 			recs := make([]storage.Record, len(rs))
@@ -137,17 +148,17 @@ func clusterCLI(ctx context.Context, t *testing.T, c *brokertest.Cluster) func(b
 		},
 		DecodeFunc: func([]byte) ([]Batch, error) { return nil, nil },
 	}
-	return func(bootstrap string, args ...string) (string, string, int) {
+	return func(stdin, bootstrap string, args ...string) (string, string, int) {
 		t.Helper()
 		var out, errb bytes.Buffer
 		opts := Options{
-			Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), HomeDir: t.TempDir(), Codec: codec,
+			Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(stdin), HomeDir: t.TempDir(), Codec: codec,
 			DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 				return c.Net.DialConn(ctx, "twinctl", addr)
 			})},
 			StderrIsTerminal: func() bool { return false },
 		}
-		code := Execute(ctx, append([]string{"--bootstrap", bootstrap, "--timeout", "20s"}, args...), opts)
+		code := Execute(ctx, append([]string{"--bootstrap", bootstrap, "--timeout", timeout}, args...), opts)
 		return out.String(), errb.String(), code
 	}
 }

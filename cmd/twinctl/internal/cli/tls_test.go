@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -69,56 +67,13 @@ func TestTLSAgainstCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	dir := t.TempDir()
-	ca, err := pki.NewCA("test CA", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(dir, "ca.crt")
-	if err := ca.WriteFiles(caFile, filepath.Join(dir, "ca.key")); err != nil {
-		t.Fatal(err)
-	}
-	issue := func(name, cn string) (string, string) {
-		cert, key, err := ca.Issue(pki.LeafOptions{CommonName: cn, DNSNames: []string{name}, Server: true, Client: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf, kf, err := pki.WriteLeaf(dir, name, cert, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cf, kf
-	}
-	c := brokertest.NewCluster(t, brokertest.Options{
-		Transport: func(node string) *transport.Transport {
-			cn := "broker-" + strings.TrimPrefix(node, "a-")
-			if node == "a-controller" || node == "a-client" {
-				cn = strings.TrimPrefix(node, "a-")
-			}
-			cf, kf := issue(node, cn)
-			tr, err := transport.New(transport.Config{Files: tlsfiles.Files{CertFile: cf, KeyFile: kf, CAFile: caFile},
-				ClientAuth: tls.RequireAndVerifyClientCert, PrincipalRules: `RULE:^CN=([^,]+)$/$1/`})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return tr
-		},
-		Authz: authz.Config{Enabled: true, BrokerPrincipalTemplate: "User:broker-{id}",
-			ACL: acl.Config{SuperUsers: []string{"User:controller", "User:client", "User:broker-1", "User:broker-2", "User:broker-3", "User:admin"}}},
-	})
+	c, caFile, issue := secureCLICluster(t, tls.RequireAndVerifyClientCert)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
+	cli := clusterCLIWith(ctx, t, c, "5s")
 	run := func(args ...string) (string, string, int) {
-		var out, errb bytes.Buffer
-		opts := Options{
-			Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), HomeDir: t.TempDir(),
-			DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-				return c.Net.DialConn(ctx, "twinctl", addr)
-			})},
-			StderrIsTerminal: func() bool { return false },
-		}
-		code := Execute(ctx, append([]string{"--bootstrap", c.ControllerAddr(), "--timeout", "5s"}, args...), opts)
-		return out.String(), errb.String(), code
+		t.Helper()
+		return cli("", c.ControllerAddr(), args...)
 	}
 	adminCert, adminKey := issue("admin", "admin")
 	admin := []string{"--tls-ca", caFile, "--tls-cert", adminCert, "--tls-key", adminKey}
@@ -154,56 +109,14 @@ func TestPasswordAgainstCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	dir := t.TempDir()
-	ca, err := pki.NewCA("test CA", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(dir, "ca.crt")
-	if err := ca.WriteFiles(caFile, filepath.Join(dir, "ca.key")); err != nil {
-		t.Fatal(err)
-	}
-	issue := func(name, cn string) (string, string) {
-		cert, key, err := ca.Issue(pki.LeafOptions{CommonName: cn, DNSNames: []string{name}, Server: true, Client: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf, kf, err := pki.WriteLeaf(dir, name, cert, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cf, kf
-	}
-	c := brokertest.NewCluster(t, brokertest.Options{
-		Transport: func(node string) *transport.Transport {
-			cn := "broker-" + strings.TrimPrefix(node, "a-")
-			if node == "a-controller" || node == "a-client" {
-				cn = strings.TrimPrefix(node, "a-")
-			}
-			cf, kf := issue(node, cn)
-			tr, err := transport.New(transport.Config{Files: tlsfiles.Files{CertFile: cf, KeyFile: kf, CAFile: caFile},
-				ClientAuth: tls.VerifyClientCertIfGiven, PrincipalRules: `RULE:^CN=([^,]+)$/$1/`})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return tr
-		},
-		Authz: authz.Config{Enabled: true, BrokerPrincipalTemplate: "User:broker-{id}",
-			ACL: acl.Config{SuperUsers: []string{"User:controller", "User:client", "User:broker-1", "User:broker-2", "User:broker-3", "User:admin"}}},
-	})
+	c, caFile, issue := secureCLICluster(t, tls.VerifyClientCertIfGiven)
+	dir := filepath.Dir(caFile)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
+	cli := clusterCLIWith(ctx, t, c, "5s")
 	run := func(stdin string, args ...string) (string, string, int) {
-		var out, errb bytes.Buffer
-		opts := Options{
-			Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(stdin), HomeDir: t.TempDir(),
-			DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-				return c.Net.DialConn(ctx, "twinctl", addr)
-			})},
-			StderrIsTerminal: func() bool { return false },
-		}
-		code := Execute(ctx, append([]string{"--bootstrap", c.ControllerAddr(), "--timeout", "5s"}, args...), opts)
-		return out.String(), errb.String(), code
+		t.Helper()
+		return cli(stdin, c.ControllerAddr(), args...)
 	}
 	adminCert, adminKey := issue("admin", "admin")
 	admin := []string{"--tls-ca", caFile, "--tls-cert", adminCert, "--tls-key", adminKey}
@@ -247,4 +160,52 @@ func TestPasswordAgainstCluster(t *testing.T) {
 			t.Errorf("%v: exit %d, %s", tc.args, code, errb)
 		}
 	}
+}
+
+// secureCLICluster starts an in-process cluster whose every node runs
+// mutual TLS (clientAuth on its listeners) with a test CA's certificates
+// (CN=controller, client, broker-N; a certificate's CN is its User) and the
+// authorizer (those daemons and User:admin super users). It returns the
+// cluster, the CA file, and issue, which writes a certificate and key for
+// name with common name cn and returns their files.
+func secureCLICluster(t *testing.T, clientAuth tls.ClientAuthType) (*brokertest.Cluster, string, func(name, cn string) (string, string)) {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := pki.NewCA("test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := ca.WriteFiles(caFile, filepath.Join(dir, "ca.key")); err != nil {
+		t.Fatal(err)
+	}
+	issue := func(name, cn string) (string, string) {
+		cert, key, err := ca.Issue(pki.LeafOptions{CommonName: cn, DNSNames: []string{name}, Server: true, Client: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, kf, err := pki.WriteLeaf(dir, name, cert, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cf, kf
+	}
+	c := brokertest.NewCluster(t, brokertest.Options{
+		Transport: func(node string) *transport.Transport {
+			cn := "broker-" + strings.TrimPrefix(node, "a-")
+			if node == "a-controller" || node == "a-client" {
+				cn = strings.TrimPrefix(node, "a-")
+			}
+			cf, kf := issue(node, cn)
+			tr, err := transport.New(transport.Config{Files: tlsfiles.Files{CertFile: cf, KeyFile: kf, CAFile: caFile},
+				ClientAuth: clientAuth, PrincipalRules: `RULE:^CN=([^,]+)$/$1/`})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr
+		},
+		Authz: authz.Config{Enabled: true, BrokerPrincipalTemplate: "User:broker-{id}",
+			ACL: acl.Config{SuperUsers: []string{"User:controller", "User:client", "User:broker-1", "User:broker-2", "User:broker-3", "User:admin"}}},
+	})
+	return c, caFile, issue
 }

@@ -1,14 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
 
 	"github.com/twinlog/twinlog/broker/brokertest"
 )
@@ -24,17 +20,10 @@ func TestUsersAgainstCluster(t *testing.T) {
 	c := brokertest.NewCluster(t, brokertest.Options{Brokers: 1})
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
+	cli := clusterCLIWith(ctx, t, c, "10s")
 	run := func(stdin string, args ...string) (string, string, int) {
-		var out, errb bytes.Buffer
-		opts := Options{
-			Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(stdin), HomeDir: t.TempDir(),
-			DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-				return c.Net.DialConn(ctx, "twinctl", addr)
-			})},
-			StderrIsTerminal: func() bool { return false },
-		}
-		code := Execute(ctx, append([]string{"--bootstrap", c.ControllerAddr(), "--timeout", "10s"}, args...), opts)
-		return out.String(), errb.String(), code
+		t.Helper()
+		return cli(stdin, c.ControllerAddr(), args...)
 	}
 	must := func(stdin string, args ...string) string {
 		t.Helper()
