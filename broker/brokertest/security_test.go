@@ -247,20 +247,7 @@ func (p *securePKI) kafkaTLSDialer(c *Cluster, cn string) func(ctx context.Conte
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	plain := c.KafkaDialer()
-	return func(ctx context.Context, network, host string) (net.Conn, error) {
-		conn, err := plain(ctx, network, host)
-		if err != nil {
-			return nil, err
-		}
-		name, _, _ := net.SplitHostPort(host)
-		tc := tls.Client(conn, src.ClientConfig(name))
-		if err := tc.HandshakeContext(ctx); err != nil {
-			conn.Close()
-			return nil, err
-		}
-		return tc, nil
-	}
+	return src.TLSDialer(c.KafkaDialer())
 }
 
 // TestSecureKafka: the Kafka listener over mutual TLS with the authorizer:
@@ -370,20 +357,7 @@ func TestSecureKafkaSASL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain := c.KafkaDialer()
-	dialTLS := func(ctx context.Context, network, host string) (net.Conn, error) {
-		conn, err := plain(ctx, network, host)
-		if err != nil {
-			return nil, err
-		}
-		name, _, _ := net.SplitHostPort(host)
-		tc := tls.Client(conn, src.ClientConfig(name))
-		if err := tc.HandshakeContext(ctx); err != nil {
-			conn.Close()
-			return nil, err
-		}
-		return tc, nil
-	}
+	dialTLS := src.TLSDialer(c.KafkaDialer())
 	client := func(opts ...kgo.Opt) *kgo.Client {
 		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.KafkaAddrs()...), kgo.Dialer(dialTLS),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequestRetries(1), kgo.RetryTimeout(5 * time.Second)}, opts...)...)

@@ -107,21 +107,8 @@ func kafkaOpts(o options) []kgo.Opt {
 	if o.client == nil {
 		return nil
 	}
-	src := o.client.Source()
 	var d net.Dialer
-	return []kgo.Opt{kgo.Dialer(func(ctx context.Context, network, host string) (net.Conn, error) {
-		conn, err := d.DialContext(ctx, network, host)
-		if err != nil {
-			return nil, err
-		}
-		name, _, _ := net.SplitHostPort(host)
-		tc := tls.Client(conn, src.ClientConfig(name))
-		if err := tc.HandshakeContext(ctx); err != nil {
-			conn.Close()
-			return nil, err
-		}
-		return tc, nil
-	})}
+	return []kgo.Opt{kgo.Dialer(o.client.Source().TLSDialer(d.DialContext))}
 }
 
 // compareTLS runs the benchmark o.compareTLS times in plaintext and as
