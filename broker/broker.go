@@ -49,14 +49,13 @@ type Broker struct {
 	dial Dialer
 	// tls is the listeners' and dialler's TLS (nil: plaintext); authz
 	// authorizes both listeners' requests, its ACLs following the image
-	// (aclOffset: the image's ACLOffset it was built from; under metaMu).
-	tls       *transport.Transport
-	authz     *authz.Checker
-	aclOffset int64
-	now       func() time.Time
-	log       *slog.Logger
-	obs       Observer
-	lis       net.Listener
+	// (Checker.Follow, under metaMu).
+	tls   *transport.Transport
+	authz *authz.Checker
+	now   func() time.Time
+	log   *slog.Logger
+	obs   Observer
+	lis   net.Listener
 	// klis and kafka are the Kafka protocol listener and its server (nil
 	// without one).
 	klis  net.Listener
@@ -147,7 +146,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 		image: metadata.New(""), parts: map[twinlog.TopicPartition]*partition{},
 		fetchers: map[twinlog.BrokerID]*fetcher{}, changed: make(chan struct{}),
 		registeredc: make(chan struct{}), regFatal: make(chan error, 1), grantedc: make(chan struct{}),
-		tls: deps.Transport, aclOffset: -1,
+		tls: deps.Transport,
 	}
 	b.runCtx, b.stopRun = context.WithCancel(context.Background())
 	if b.fs == nil {
@@ -163,6 +162,7 @@ func New(cfg Config, deps Deps) (*Broker, error) {
 	acfg := cfg.Authz
 	acfg.Logger = b.log.With("component", "authorizer")
 	acfg.Users = b.scramCredential
+	acfg.AwaitACLs = true // from the metadata it loads (broker/metadata.go)
 	b.authz = authz.NewChecker(acfg)
 	if b.obs == nil {
 		b.obs = nopObserver{}
@@ -608,7 +608,7 @@ func (b *Broker) closeDirs(clean bool) {
 }
 
 // conn returns a cached client connection to addr.
-func (b *Broker) conn(addr string) (*grpc.ClientConn, error) { return b.conns.Get(addr) }
+func (b *Broker) conn(addr string) (rpcopt.Conn, error) { return b.conns.Get(addr) }
 
 func (b *Broker) closeConns() { b.conns.Close() }
 

@@ -2,12 +2,14 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/broker/serve"
+	"github.com/twinlog/twinlog/mirror/plan"
 )
 
 // Fetch serves FOLLOWER, CONSUMER and MIRROR fetches (SPEC §4.3): the
@@ -150,10 +152,12 @@ func (b *Broker) fetchTargets(req *pb.FetchRequest, parts []*partition, alloc fu
 		switch {
 		case p == nil:
 			ts[i].Error, ts[i].LeaderID = b.notHosted(twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()})
-		case mirrorFetchTopicCheck(req, fp, p) != pb.ErrorCode_ERROR_CODE_NONE:
-			ts[i].Error = mirrorFetchTopicCheck(req, fp, p)
 		default:
-			ts[i].P = servePartition{p: p, alloc: alloc}
+			// A requester whose mirror topic has another id than this
+			// partition (re-created since its Metadata) is refused.
+			if ts[i].Error = plan.MirrorFetchTopicID(req.GetFetcherType(), fp.GetTopicId(), p.topicID); ts[i].Error == pb.ErrorCode_ERROR_CODE_NONE {
+				ts[i].P = servePartition{p: p, alloc: alloc}
+			}
 		}
 	}
 	return ts
@@ -197,100 +201,33 @@ func (s servePartition) Read(from twinlog.Offset, maxBytes int, upTo twinlog.Off
 	return rr.Batches, pb.ErrorCode_ERROR_CODE_NONE
 }
 
-// epochCheck applies SPEC §4.3 step 2 to a non-fetch request (ListOffsets,
-// OffsetForLeaderEpoch): −1 is unchecked. p.mu is held.
-func epochCheck(r *replica.Replica, cur int32) pb.ErrorCode {
-	switch {
-	case r.Role() != replica.RoleLeader:
-		return pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
-	case cur == -1:
-		return pb.ErrorCode_ERROR_CODE_NONE
-	case twinlog.Epoch(cur) < r.LeaderEpoch():
-		return pb.ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH
-	case twinlog.Epoch(cur) > r.LeaderEpoch():
-		return pb.ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH
+func (s servePartition) OffsetForTimestamp(ts int64) (twinlog.Offset, pb.ErrorCode) {
+	o, err := s.p.log.OffsetForTimestamp(ts)
+	if err != nil {
+		return o, storageCode(err)
 	}
-	return pb.ErrorCode_ERROR_CODE_NONE
+	return o, pb.ErrorCode_ERROR_CODE_NONE
+}
+
+// offsetsTarget is a ListOffsets or OffsetForLeaderEpoch partition as this
+// broker holds it (serve.ListOffsets, serve.OffsetForLeaderEpoch).
+func (b *Broker) offsetsTarget(tp twinlog.TopicPartition) serve.Target {
+	p := b.partition(tp)
+	if p == nil {
+		code, leader := b.notHosted(tp)
+		return serve.Target{Error: code, LeaderID: leader}
+	}
+	return serve.Target{P: servePartition{p: p}}
 }
 
 // ListOffsets answers from leaders (SPEC §4.7).
 func (b *Broker) ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error) {
-	resp := &pb.ListOffsetsResponse{}
-	for _, t := range req.GetTopics() {
-		tr := &pb.ListOffsetsTopicResponse{Name: t.GetName()}
-		resp.Topics = append(resp.Topics, tr)
-		for _, lp := range t.GetPartitions() {
-			out := &pb.ListOffsetsPartitionResponse{Index: lp.GetIndex(), Offset: -1, LeaderEpoch: -1, Timestamp: -1}
-			tr.Partitions = append(tr.Partitions, out)
-			tp := twinlog.TopicPartition{Topic: t.GetName(), Partition: lp.GetIndex()}
-			p := b.partition(tp)
-			if p == nil {
-				out.Error, _ = b.notHosted(tp)
-				continue
-			}
-			p.mu.Lock()
-			if err := p.usableLocked(); err != nil {
-				out.Error = storageCode(err)
-				p.mu.Unlock()
-				continue
-			}
-			out.Error = epochCheck(p.r, lp.GetCurrentLeaderEpoch())
-			out.LeaderEpoch = int32(p.r.LeaderEpoch())
-			hw, leo, ls := p.r.HighWatermark(), p.r.LogEndOffset(), p.r.LogStartOffset()
-			p.mu.Unlock()
-			if out.Error != pb.ErrorCode_ERROR_CODE_NONE {
-				continue
-			}
-			switch lp.GetSpec() {
-			case pb.OffsetSpec_OFFSET_SPEC_EARLIEST:
-				out.Offset = int64(ls)
-			case pb.OffsetSpec_OFFSET_SPEC_LATEST:
-				out.Offset = int64(leo)
-			case pb.OffsetSpec_OFFSET_SPEC_HIGH_WATERMARK:
-				out.Offset = int64(hw)
-			case pb.OffsetSpec_OFFSET_SPEC_TIMESTAMP:
-				o, err := p.log.OffsetForTimestamp(lp.GetTimestamp())
-				if err != nil {
-					out.Error = storageCode(err)
-					continue
-				}
-				if o >= hw {
-					o = twinlog.NoOffset
-				}
-				out.Offset, out.Timestamp = int64(o), lp.GetTimestamp()
-			default:
-				out.Error = pb.ErrorCode_ERROR_CODE_INVALID_REQUEST
-			}
-		}
-	}
-	return resp, nil
+	return serve.ListOffsets(req, b.offsetsTarget), nil
 }
 
 // OffsetForLeaderEpoch answers the leader's endOffsetFor (SPEC §4.4).
 func (b *Broker) OffsetForLeaderEpoch(ctx context.Context, req *pb.OffsetForLeaderEpochRequest) (*pb.OffsetForLeaderEpochResponse, error) {
-	resp := &pb.OffsetForLeaderEpochResponse{}
-	for _, q := range req.GetPartitions() {
-		out := &pb.OffsetForLeaderEpochPartitionResponse{Topic: q.GetTopic(), Partition: q.GetPartition(), LeaderEpoch: -1, EndOffset: -1}
-		resp.Partitions = append(resp.Partitions, out)
-		tp := twinlog.TopicPartition{Topic: q.GetTopic(), Partition: q.GetPartition()}
-		p := b.partition(tp)
-		if p == nil {
-			out.Error, _ = b.notHosted(tp)
-			continue
-		}
-		p.mu.Lock()
-		if err := p.usableLocked(); err != nil {
-			out.Error = storageCode(err)
-		} else if out.Error = epochCheck(p.r, q.GetCurrentLeaderEpoch()); out.Error == pb.ErrorCode_ERROR_CODE_NONE {
-			eo := p.r.EndOffsetFor(twinlog.Epoch(q.GetLeaderEpoch()))
-			if req.GetConsumer() {
-				eo = p.r.ConsumerEndOffsetFor(twinlog.Epoch(q.GetLeaderEpoch()))
-			}
-			out.LeaderEpoch, out.EndOffset = int32(eo.Epoch), int64(eo.EndOffset)
-		}
-		p.mu.Unlock()
-	}
-	return resp, nil
+	return serve.OffsetForLeaderEpoch(req, b.offsetsTarget), nil
 }
 
 // GetReplicaLogInfo answers an unclean recovery round (SPEC §3.5) and a
@@ -338,50 +275,15 @@ func (b *Broker) GetReplicaLogInfo(ctx context.Context, req *pb.GetReplicaLogInf
 
 // Metadata answers from this broker's metadata image (SPEC §4.6), with the
 // cluster's producer id space (a mirror's controller checks it,
-// metastate.ProducerIDSpaceRefusal).
+// metastate.ProducerIDSpaceRefusal); ErrNotRunning until the image holds
+// the cluster's metadata.
 func (b *Broker) Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.MetadataResponse, error) {
 	b.metaMu.Lock()
 	defer b.metaMu.Unlock()
-	img := b.image
-	resp := &pb.MetadataResponse{ClusterId: b.clusterIDLocked(), MetadataOffset: img.Offset(), ProducerIdSpace: b.producerIDSpaceLocked()}
-	for _, br := range img.Brokers() {
-		if !br.GetFenced() {
-			resp.Brokers = append(resp.Brokers, &pb.MetadataBroker{Id: br.GetBrokerId(), Host: br.GetHost(), Port: br.GetPort(),
-				KafkaHost: br.GetKafkaHost(), KafkaPort: br.GetKafkaPort()})
-		}
+	resp, err := b.image.Metadata(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotRunning, err)
 	}
-	if req.GetNoTopics() {
-		return resp, nil
-	}
-	names := req.GetTopics()
-	if len(names) == 0 {
-		names = img.TopicNames()
-	}
-	for _, name := range names {
-		t := img.Topic(name)
-		mt := &pb.MetadataTopic{Name: name}
-		resp.Topics = append(resp.Topics, mt)
-		if t == nil {
-			mt.Error = pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
-			continue
-		}
-		mt.TopicId, mt.IsInternal, mt.MirrorName = t.GetTopicId(), t.GetInternal(), t.GetMirrorName()
-		mt.MirrorState = img.MirrorTopicState(name)
-		for i := int32(0); i < t.GetPartitionCount(); i++ {
-			pr := img.Partition(name, i)
-			if pr == nil {
-				mt.Partitions = append(mt.Partitions, &pb.MetadataPartition{Index: i, Error: pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, LeaderId: -1})
-				continue
-			}
-			leader := pr.GetLeader()
-			if leader >= 0 && !img.Alive(leader) {
-				leader = -1
-			}
-			mt.Partitions = append(mt.Partitions, &pb.MetadataPartition{
-				Index: i, LeaderId: leader, LeaderEpoch: pr.GetLeaderEpoch(),
-				Replicas: append([]int32(nil), pr.GetReplicas()...), Isr: append([]int32(nil), pr.GetIsr()...),
-			})
-		}
-	}
+	resp.ClusterId, resp.ProducerIdSpace = b.clusterIDLocked(), b.producerIDSpaceLocked()
 	return resp, nil
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"github.com/twinlog/twinlog/errcode"
 	"github.com/twinlog/twinlog/group"
 	"github.com/twinlog/twinlog/metadata"
-	"github.com/twinlog/twinlog/storage"
 )
 
 // The group coordinators' side of the broker (broker/coord.Env): the
@@ -60,11 +60,7 @@ func (e groupsEnv) Partitions() (int32, bool) {
 	b := e.b
 	b.metaMu.Lock()
 	defer b.metaMu.Unlock()
-	t := b.image.Topic(metadata.ConsumerOffsetsTopic)
-	if t == nil {
-		return 0, false
-	}
-	return t.GetPartitionCount(), true
+	return coord.PartitionsIn(b.image)
 }
 
 func offsetsTP(p int32) twinlog.TopicPartition {
@@ -99,39 +95,14 @@ func (e groupsEnv) Read(sp, epoch int32, from int64) ([]group.Record, int64, boo
 	leads := leaderLocked(p, epoch)
 	hw, leo := p.r.HighWatermark(), p.r.LogEndOffset()
 	p.mu.Unlock()
-	switch {
-	case !leads:
+	if !leads {
 		return nil, 0, false, fmt.Errorf("%s: not its leader in epoch %d", tp, epoch)
-	case hw < leo:
-		return nil, 0, false, coord.ErrNotReady
 	}
-	from = max(from, int64(p.log.LogStartOffset()))
-	if from >= int64(hw) {
-		return nil, from, true, nil
+	recs, next, end, err := coord.ReadLog(p.log, from, hw, leo, groupsReadBytes)
+	if err != nil && !errors.Is(err, coord.ErrNotReady) {
+		err = fmt.Errorf("%s: %w", tp, err)
 	}
-	rr, err := p.log.Read(twinlog.Offset(from), groupsReadBytes, hw)
-	if err != nil {
-		return nil, 0, false, err
-	}
-	var out []group.Record
-	next := from
-	for bv, err := range storage.Batches(rr.Batches) {
-		if err != nil {
-			return nil, 0, false, err
-		}
-		rs, err := bv.Records()
-		if err != nil {
-			return nil, 0, false, fmt.Errorf("%s at %d: %w", tp, bv.BaseOffset(), err)
-		}
-		for _, r := range rs {
-			out = append(out, group.Record{Key: r.Key, Value: r.Value})
-		}
-		next = int64(bv.NextOffset())
-	}
-	if next == from { // nothing below the HW from here (a read always returns a whole batch)
-		return out, int64(hw), true, nil
-	}
-	return out, next, next >= int64(hw), nil
+	return recs, next, end, err
 }
 
 func (e groupsEnv) Append(sp, epoch int32, recs []group.Record, done func(group.ErrorCode)) group.ErrorCode {
@@ -148,12 +119,7 @@ func (e groupsEnv) Append(sp, epoch int32, recs []group.Record, done func(group.
 	if !leads {
 		return refuse(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER)
 	}
-	now := b.nowMs()
-	rs := make([]storage.Record, len(recs))
-	for i, r := range recs {
-		rs[i] = storage.Record{Timestamp: now, Key: r.Key, Value: r.Value}
-	}
-	batch, err := storage.EncodeBatch(rs, storage.BatchOptions{})
+	batch, err := coord.EncodeAppend(b.nowMs(), recs)
 	if err != nil {
 		return refuse(pb.ErrorCode_ERROR_CODE_INVALID_RECORD)
 	}
@@ -185,15 +151,7 @@ func (e groupsEnv) Coordinator(sp int32) (kafka.Coordinator, bool) {
 	b := e.b
 	b.metaMu.Lock()
 	defer b.metaMu.Unlock()
-	pr := b.image.Partition(metadata.ConsumerOffsetsTopic, sp)
-	if pr == nil || pr.GetLeader() < 0 {
-		return kafka.Coordinator{}, false
-	}
-	reg := b.image.Broker(pr.GetLeader())
-	if reg == nil || reg.GetKafkaPort() == 0 {
-		return kafka.Coordinator{}, false
-	}
-	return kafka.Coordinator{NodeID: pr.GetLeader(), Host: reg.GetKafkaHost(), Port: reg.GetKafkaPort()}, true
+	return coord.CoordinatorIn(b.image, sp)
 }
 
 func (e groupsEnv) CreateTopic(ctx context.Context) error {

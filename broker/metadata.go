@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -56,7 +55,6 @@ func (h metadataHost) Reload() {
 	b := h.b
 	b.metaMu.Lock()
 	b.image = metadata.New("")
-	b.aclOffset = -1
 	b.metaMu.Unlock()
 }
 
@@ -105,11 +103,9 @@ func (b *Broker) applyMetadata(resp *pb.FetchMetadataResponse) error {
 	if err := metadata.ApplyTo(b.image, resp); err != nil {
 		return err
 	}
-	if off := b.image.ACLOffset(); off != b.aclOffset {
-		b.aclOffset = off
-		b.authz.Update(b.image.Authorizer(b.authz.ACLConfig()))
-	}
-	if e := b.brokerEpoch(); e > 0 && b.image.Broker(int32(b.cfg.ID)).GetBrokerEpoch() == e {
+	caughtUp := b.image.Registered(int32(b.cfg.ID), b.brokerEpoch())
+	b.authz.Follow(b.image, caughtUp)
+	if caughtUp {
 		b.caughtUpOnce.Do(func() { close(b.caughtUp) })
 	}
 	return nil
@@ -189,56 +185,23 @@ func (b *Broker) reconcile() {
 	b.syncMirrorRunners()
 }
 
-// openPartition opens (or creates) the log of tp and its replica. A dir
-// holding another topic id is deleted first (SPEC §2.1).
+// openPartition opens (or creates) the log of tp and its replica
+// (assign.OpenLog). A dir holding another topic id is deleted first (SPEC
+// §2.1).
 func (b *Broker) openPartition(tp twinlog.TopicPartition, topicID string) (*partition, error) {
 	if err := b.offlineErr(tp); err != nil {
 		return nil, err // not an empty log in another dir either
 	}
-	var dir *storage.LogDir
-	var l *storage.Log
-	for _, d := range b.dirs {
-		if got, ok := d.Get(tp); ok {
-			dir, l = d, got
-			break
-		}
+	o, err := assign.OpenLog(b.dirs, tp, topicID)
+	if err != nil {
+		return nil, err
 	}
-	aligned := storage.NoAlignedEpoch
-	if l != nil {
-		md, ok, err := l.ReadPartitionMetadata()
-		if err != nil {
-			// An unreadable partition.metadata says nothing about whose
-			// records these are: keep them (SPEC §2.1 deletes a dir only
-			// for another topic id) and leave the partition unopened.
-			return nil, fmt.Errorf("read partition.metadata of %s-%d: %w", tp.Topic, tp.Partition, err)
-		}
-		if !ok || md.TopicID != topicID {
-			b.log.Info("partition dir holds another topic id; deleting", "topic", tp.Topic, "partition", tp.Partition,
-				"found", md.TopicID, "want", topicID)
-			if err := dir.Delete(tp); err != nil {
-				return nil, err
-			}
-			l = nil
-		} else {
-			aligned = md.AlignedEpoch
-		}
+	if o.Replaced {
+		b.log.Info("partition dir held another topic id; deleted it", "topic", tp.Topic, "partition", tp.Partition,
+			"found", o.FoundTopicID, "want", topicID)
 	}
-	if l == nil {
-		dir = b.dirs[0]
-		for _, d := range b.dirs[1:] {
-			if len(d.Logs()) < len(dir.Logs()) {
-				dir = d
-			}
-		}
-		var err error
-		if l, err = dir.GetOrCreate(tp); err != nil {
-			return nil, err
-		}
-		if err := l.WritePartitionMetadata(storage.PartitionMetadata{TopicID: topicID, AlignedEpoch: storage.NoAlignedEpoch}); err != nil {
-			return nil, err
-		}
-	}
-	p, err := newPartition(b, tp, topicID, dir, l, aligned)
+	l := o.Log
+	p, err := newPartition(b, tp, topicID, o.Dir, l, o.AlignedEpoch)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,6 @@ type mirrorRunner struct {
 
 	// Runner goroutine only.
 	src       *source.Client
-	bootstrap []string
 	writeLead uint64
 	writeStop context.CancelFunc
 	writeCtx  context.Context
@@ -287,14 +286,9 @@ func (e mirrorEnv) Observe() runner.Observation {
 	view := runner.ViewOf(b.image, r.tp.Topic)
 	b.metaMu.Unlock()
 	if r.src == nil {
-		r.src = source.New(source.Dialer(b.conn), view.Bootstrap, b.cfg.RPCTimeout)
-	} else if !slices.Equal(view.Bootstrap, r.bootstrap) {
-		r.src.SetBootstrap(view.Bootstrap)
+		r.src = source.New(source.GRPC(b.conn), view.Bootstrap, b.cfg.RPCTimeout)
 	}
-	r.bootstrap = slices.Clone(view.Bootstrap)
-	if view.Desired.SourceClusterID == "" {
-		view.Desired.SourceClusterID = r.src.ClusterID()
-	}
+	view.Desired.SourceClusterID = r.src.Track(view.Bootstrap, view.Desired.SourceClusterID)
 	return runner.Observation{View: view, Record: rec}
 }
 
@@ -338,15 +332,13 @@ func (e mirrorEnv) WriteState(w runner.StateWrite, done func(error)) {
 
 func (e mirrorEnv) QueryLMLE(done func(twinlog.Epoch, pb.ErrorCode)) {
 	r := e.r
-	src := r.src
-	go func() {
-		lmle, code, err := src.LastMirroredEpoch(r.ctx, r.b.clusterID(), r.topicID, r.tp)
+	r.src.LastMirroredEpoch(r.ctx, r.b.clusterID(), r.topicID, r.tp, func(lmle twinlog.Epoch, code pb.ErrorCode, err error) {
 		if err != nil {
 			r.log.Debug("get last mirrored epochs", "err", err)
 			lmle, code = twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT
 		}
 		done(lmle, code)
-	}()
+	})
 }
 
 // Bump asks the controller for a new leader epoch.
@@ -373,38 +365,29 @@ func (e mirrorEnv) Bump(a plan.BumpLeaderEpoch, done func(twinlog.Epoch, pb.Erro
 }
 
 // SourceLeader answers from the source client's metadata cache at once
-// when it may, else after a Metadata RPC on its own goroutine.
+// when it may, else after a Metadata RPC.
 func (e mirrorEnv) SourceLeader(refresh bool, done func(runner.SourceLeader, pb.ErrorCode, error)) {
 	r := e.r
-	src := r.src
-	lookup := func() {
-		pl, code, err := src.Leader(r.ctx, r.tp, refresh)
+	r.src.Leader(r.ctx, r.tp, refresh, func(pl source.PartitionLeader, code pb.ErrorCode, err error) {
 		done(runner.SourceLeader{TopicID: pl.TopicID, Leader: pl.Leader, LeaderEpoch: pl.LeaderEpoch, Addr: pl.Addr}, code, err)
-	}
-	if !refresh && src.Topic(r.tp.Topic) != nil {
-		lookup()
-		return
-	}
-	go lookup()
+	})
 }
 
 // Fetch sends one Fetch{MIRROR}, which long-polls at the source.
 func (e mirrorEnv) Fetch(step runner.SendFetch, done func(*runner.Answer, error)) {
 	r, b := e.r, e.r.b
-	src := r.src
 	req := source.FetchRequest{
 		RequesterClusterID: b.clusterID(), TopicPartition: r.tp, TopicID: r.topicID,
 		FetchOffset: step.Request.FetchOffset, CurrentLeaderEpoch: step.Request.CurrentLeaderEpoch, LastFetchedEpoch: step.Request.LastFetchedEpoch,
 		MaxWait: b.cfg.ReplicaFetchMaxWait, MaxBytes: int32(b.cfg.ReplicaFetchMaxBytes),
 	}
-	go func() {
-		resp, err := src.Fetch(r.ctx, step.Leader.Addr, req)
+	r.src.Fetch(r.ctx, step.Leader.Addr, req, func(resp *pb.FetchPartitionResponse, err error) {
 		if err != nil {
 			done(nil, err)
 			return
 		}
 		done(runner.AnswerOf(resp), nil)
-	}()
+	})
 }
 
 // mirrorPartition is the partition as its runner uses it

@@ -268,8 +268,11 @@ func (b *Broker) writeMirrorState(ctx context.Context, topic string, key []byte,
 // state.Store.Answer).
 func (b *Broker) GetLastMirroredEpochs(ctx context.Context, req *pb.GetLastMirroredEpochsRequest) (*pb.GetLastMirroredEpochsResponse, error) {
 	b.metaMu.Lock()
-	view, mirror := state.SourceViewOf(b.image, req.GetTopic())
+	view, mirror, err := state.SourceViewOf(b.image, req.GetTopic(), req.GetMinMetadataOffset())
 	b.metaMu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotRunning, err)
+	}
 	c := make(chan *pb.GetLastMirroredEpochsResponse, 1)
 	b.mstate.Answer(req, view, mirror, func(resp *pb.GetLastMirroredEpochsResponse) { c <- resp })
 	select {
@@ -278,19 +281,6 @@ func (b *Broker) GetLastMirroredEpochs(ctx context.Context, req *pb.GetLastMirro
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-}
-
-// mirrorFetchTopicCheck is the source side's topic-id check of a
-// Fetch{MIRROR} partition (plan.MirrorFetchTopicID): a requester whose
-// mirror topic has another id than this broker's partition (the topic was
-// deleted and re-created since the requester's Metadata) gets
-// INCONSISTENT_TOPIC_ID instead of an OFFSET_OUT_OF_RANGE or DivergingEpoch
-// computed from another topic's log. Other fetches are not checked.
-func mirrorFetchTopicCheck(req *pb.FetchRequest, fp *pb.FetchPartition, p *partition) pb.ErrorCode {
-	if req.GetFetcherType() != pb.FetcherType_FETCHER_TYPE_MIRROR {
-		return pb.ErrorCode_ERROR_CODE_NONE
-	}
-	return plan.MirrorFetchTopicID(fp.GetTopicId(), p.topicID)
 }
 
 type mirrorSourceServer struct {

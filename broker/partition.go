@@ -8,6 +8,7 @@ import (
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/assign"
 	"github.com/twinlog/twinlog/broker/ready"
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/storage"
@@ -57,13 +58,7 @@ func newPartition(b *Broker, tp twinlog.TopicPartition, topicID string, dir *sto
 		Partition:           tp,
 		ReplicaLagTimeMaxMs: b.cfg.ReplicaLagTimeMax.Milliseconds(),
 		FetchSeqStart:       fetchSeqStart(),
-	}, replica.LogState{
-		LogStartOffset: l.LogStartOffset(),
-		LogEndOffset:   l.LogEndOffset(),
-		HighWatermark:  l.HighWatermark(),
-		Epochs:         l.Epochs().Entries(),
-		AlignedEpoch:   aligned,
-	})
+	}, assign.LogState(l, aligned))
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,14 @@ import (
 // refused (INVALID_TOPIC, Kafka's answer to a produce to an internal
 // topic): only brokers write them, through AppendInternal.
 func (b *Broker) Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
-	return b.produce(ctx, req, false)
+	return b.startProduce(req, false)(ctx)
+}
+
+// StartProduce is Produce's start form (kafka.Backend): req's batches are
+// validated and appended (or refused) when it returns, and wait waits for
+// the answer; ctx's end ends the wait, not the produce.
+func (b *Broker) StartProduce(req *pb.ProduceRequest) (wait func(ctx context.Context) (*pb.ProduceResponse, error)) {
+	return b.startProduce(req, false)
 }
 
 // AppendInternal is a broker's own acks=all append to an internal topic
@@ -38,8 +45,8 @@ func (b *Broker) AppendInternal(ctx context.Context, req *pb.AppendInternalReque
 			Topic: pd.GetTopic(), Partition: pd.GetPartition(), BaseOffset: -1, LeaderId: -1, Error: code, ErrorMessage: msg,
 		}}, nil
 	}
-	resp, err := b.produce(ctx, &pb.ProduceRequest{Acks: int32(replica.AcksAll), TimeoutMs: req.GetTimeoutMs(),
-		Partitions: []*pb.ProducePartitionData{pd}}, true)
+	resp, err := b.startProduce(&pb.ProduceRequest{Acks: int32(replica.AcksAll), TimeoutMs: req.GetTimeoutMs(),
+		Partitions: []*pb.ProducePartitionData{pd}}, true)(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -58,12 +65,17 @@ func (b *Broker) internalTopic(topic string) bool {
 	return b.image.Topic(topic).GetInternal()
 }
 
-// produce is Produce; internal says whether the request is a broker's own
-// (AppendInternal), which must name internal topics only, where a client's
-// must name none.
-func (b *Broker) produce(ctx context.Context, req *pb.ProduceRequest, internal bool) (*pb.ProduceResponse, error) {
+// startProduce is StartProduce; internal says whether the request is a
+// broker's own (AppendInternal), which must name internal topics only,
+// where a client's must name none.
+func (b *Broker) startProduce(req *pb.ProduceRequest, internal bool) func(context.Context) (*pb.ProduceResponse, error) {
 	start := time.Now()
-	defer func() { b.obs.ObserveRequest("produce", time.Since(start)) }()
+	answer := func(resp *pb.ProduceResponse, err error) func(context.Context) (*pb.ProduceResponse, error) {
+		return func(context.Context) (*pb.ProduceResponse, error) {
+			b.obs.ObserveRequest("produce", time.Since(start))
+			return resp, err
+		}
+	}
 	acks := replica.Acks(req.GetAcks())
 	if acks != replica.AcksNone && acks != replica.AcksLeader && acks != replica.AcksAll {
 		resp := &pb.ProduceResponse{}
@@ -73,10 +85,10 @@ func (b *Broker) produce(ctx context.Context, req *pb.ProduceRequest, internal b
 				BaseOffset: -1, LeaderId: -1,
 			})
 		}
-		return resp, nil
+		return answer(resp, nil)
 	}
 	if len(req.GetPartitions()) == 0 {
-		return nil, invalidf("produce without partitions")
+		return answer(nil, invalidf("produce without partitions"))
 	}
 	timeout := time.Duration(req.GetTimeoutMs()) * time.Millisecond
 	if timeout <= 0 {
@@ -106,30 +118,33 @@ func (b *Broker) produce(ctx context.Context, req *pb.ProduceRequest, internal b
 		}
 	}
 	if len(waits) == 0 {
+		return answer(resp, nil)
+	}
+	return func(ctx context.Context) (*pb.ProduceResponse, error) {
+		defer func() { b.obs.ObserveRequest("produce", time.Since(start)) }()
+		// The machine times acks=all out at timeoutMs on its ticks; this
+		// bound only guards against a partition that stops ticking.
+		guard := time.NewTimer(time.Until(start.Add(timeout + 2*b.cfg.TickInterval + time.Second)))
+		defer guard.Stop()
+		for _, w := range waits {
+			out := resp.Partitions[w.i]
+			select {
+			case res := <-w.ch:
+				out.Error = res.Error
+				if res.Error == pb.ErrorCode_ERROR_CODE_NONE {
+					out.BaseOffset = int64(res.BaseOffset)
+				}
+				if res.Error == pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER {
+					out.LeaderId, _ = b.leaderHint(w.p.tp)
+				}
+			case <-guard.C:
+				out.Error = pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 		return resp, nil
 	}
-	// The machine times acks=all out at timeoutMs on its ticks; this bound
-	// only guards against a partition that stops ticking.
-	guard := time.NewTimer(timeout + 2*b.cfg.TickInterval + time.Second)
-	defer guard.Stop()
-	for _, w := range waits {
-		out := resp.Partitions[w.i]
-		select {
-		case res := <-w.ch:
-			out.Error = res.Error
-			if res.Error == pb.ErrorCode_ERROR_CODE_NONE {
-				out.BaseOffset = int64(res.BaseOffset)
-			}
-			if res.Error == pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER {
-				out.LeaderId, _ = b.leaderHint(w.p.tp)
-			}
-		case <-guard.C:
-			out.Error = pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	return resp, nil
 }
 
 // producePartition validates and proposes one partition's batches; it

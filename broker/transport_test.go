@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/internal/rpcopt"
+	"github.com/twinlog/twinlog/metadata"
 )
 
 // probeDesc is a service registered on the broker's own gRPC server: Boom
@@ -85,10 +87,18 @@ func TestBrokerServerOptions(t *testing.T) {
 	if status.Code(err) != codes.Internal {
 		t.Fatalf("panicking handler: %v, want codes.Internal", err)
 	}
-	// Still serving, through the broker's own codec and handlers.
-	resp, err := pb.NewFetchServiceClient(conn).Metadata(t.Context(), &pb.MetadataRequest{})
-	if err != nil || resp == nil {
-		t.Fatalf("broker after a handler panic: %v", err)
+	// Still serving, through the broker's own codec and handlers (this
+	// broker has no controller, so its Metadata handler answers that it
+	// has no metadata yet).
+	_, err = pb.NewFetchServiceClient(conn).Metadata(t.Context(), &pb.MetadataRequest{})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), metadata.ErrNotLoaded.Error()) {
+		t.Fatalf("broker after a handler panic: %v, want its Metadata handler's %q", err, metadata.ErrNotLoaded)
+	}
+	// Nor does it answer a mirror's LMLE query from the empty image (it
+	// would say the topic is gone, failing the asking run).
+	_, err = pb.NewMirrorSourceServiceClient(conn).GetLastMirroredEpochs(t.Context(), &pb.GetLastMirroredEpochsRequest{Topic: "t", TopicId: "T", Partitions: []int32{0}})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), metadata.ErrNotLoaded.Error()) {
+		t.Fatalf("GetLastMirroredEpochs of a broker without metadata: %v, want %q", err, metadata.ErrNotLoaded)
 	}
 
 	left := &durationpb.Duration{}

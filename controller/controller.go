@@ -169,8 +169,8 @@ func (c Config) validate(needDataDir bool) error {
 }
 
 // Dialer opens a client connection to a broker's listener address
-// ("host:port"). Tests inject bufconn.
-type Dialer func(addr string) (*grpc.ClientConn, error)
+// ("host:port"). Tests inject bufconn, the simulator its network.
+type Dialer func(addr string) (rpcopt.Conn, error)
 
 // Deps are the controller's injected collaborators.
 type Deps struct {
@@ -178,6 +178,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Sleep waits d, or until ctx ends (false): the wait between a mirror
+	// offset sync's attempts. nil: a timer; the simulator's is its clock.
+	Sleep func(ctx context.Context, d time.Duration) bool
 	// Dial reaches brokers for unclean recovery; nil dials plain gRPC.
 	Dial Dialer
 	// Listener overrides Config.ListenAddr (tests pass a bufconn listener).
@@ -218,6 +221,7 @@ type Controller struct {
 	cfg   Config
 	log   *slog.Logger
 	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) bool
 	dial  Dialer
 	obs   Observer
 	store Store
@@ -236,8 +240,11 @@ type Controller struct {
 	failed      error         // sticky: store or apply failure
 	stats       statsTracker
 	mirrorStats map[int32][]*twinlogv1.MirrorPartitionStatus // by reporting broker
-	// offsetSync is each mirror's last offset sync (offsetsync.go).
+	// offsetSync is each mirror's last offset sync (offsetsync.go);
+	// truncFixed the truncation points each mirror's fixTruncated pass
+	// covered.
 	offsetSync  map[string]*twinlogv1.MirrorOffsetSyncStatus
+	truncFixed  map[string]string
 	mirrorNames map[string]bool         // mirrors in the image
 	offline     map[int32]offlineReport // by reporting broker (server.go Heartbeat)
 	roundRetry  roundBackoff            // recovery round retry backoff (rounds.go)
@@ -268,12 +275,14 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 		cfg:         cfg,
 		log:         deps.Logger,
 		now:         deps.Now,
+		sleep:       deps.Sleep,
 		dial:        deps.Dial,
 		obs:         deps.Observer,
 		lis:         deps.Listener,
 		notify:      make(chan struct{}),
 		mirrorStats: map[int32][]*twinlogv1.MirrorPartitionStatus{},
 		offsetSync:  map[string]*twinlogv1.MirrorOffsetSyncStatus{},
+		truncFixed:  map[string]string{},
 		mirrorNames: map[string]bool{},
 		rounds:      map[uint64]context.CancelFunc{},
 		roundRetry:  roundBackoff{initial: cfg.RecoveryRetryBackoff, max: cfg.RecoveryRetryMaxBackoff},
@@ -296,11 +305,14 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	if c.now == nil {
 		c.now = time.Now
 	}
+	if c.sleep == nil {
+		c.sleep = sleep
+	}
 	if c.dial == nil {
-		c.dial = func(addr string) (*grpc.ClientConn, error) {
+		c.dial = rpcopt.Dialer(func(addr string) (*grpc.ClientConn, error) {
 			// passthrough: resolve at every attempt (see broker's defaultDial).
 			return grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(deps.Transport.ClientCredentials()), rpcopt.ClientKeepalive())
-		}
+		})
 	}
 	if c.obs == nil {
 		c.obs = nopObserver{}
@@ -505,12 +517,15 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- c.grpc.Serve(lis) }()
-	// The offset sync loop is not one of c.wg's round goroutines (tests
-	// wait for those to finish): Run waits for it on its own.
+	// The offset and ACL sync loops are not c.wg's round goroutines
+	// (tests wait for those to finish): Run waits for them on its own.
 	syncDone := make(chan struct{})
 	go func() {
 		defer close(syncDone)
-		c.offsetSyncLoop(runCtx)
+		var wg sync.WaitGroup
+		wg.Go(func() { c.offsetSyncLoop(runCtx) })
+		wg.Go(func() { c.aclSyncLoop(runCtx) })
+		wg.Wait()
 	}()
 	c.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	c.log.Info("controller serving", "addr", lis.Addr().String())

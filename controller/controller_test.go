@@ -743,3 +743,54 @@ func TestNewCreatesDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRefusedStopSyncsNothing: a StopMirrorTopics the state refuses for
+// every topic (an unknown mirror, a topic not in the mirror) is answered
+// before the offset sync that precedes a stop (issue 16), so it asks the
+// source nothing and commits nothing here; an accepted stop still syncs.
+func TestRefusedStopSyncsNothing(t *testing.T) {
+	nw := newNet()
+	h := startController(t, t.TempDir(), newClock(), nw)
+	h.upBrokers(3)
+	h.createTopic("m", 1, 3, nil)
+	h.c.mu.RLock()
+	mid := h.c.state.Topic("m").GetTopicId()
+	h.c.mu.RUnlock()
+	src := &fakeSource{topics: []*twinlogv1.MetadataTopic{srcTopic("m", mid, 1)}, configs: map[string][]*twinlogv1.ConfigEntry{"m": nil}}
+	startFakeSource(t, nw, "a:9091", src)
+	cm, err := h.mirror.CreateMirror(t.Context(), &twinlogv1.CreateMirrorRequest{Name: "mx", SourceBootstrap: []string{"a:9091"}, Topics: []string{"m"}})
+	if err != nil || cm.GetError() != ecNone {
+		t.Fatalf("CreateMirror = %v, %v", cm, err)
+	}
+	// The periodic sync runs once soon after the mirror's creation, then
+	// every 30 s: wait for that first one.
+	synced := func() bool {
+		r, err := h.mirror.DescribeMirrors(t.Context(), &twinlogv1.DescribeMirrorsRequest{Names: []string{"mx"}})
+		return err == nil && r.GetMirrors()[0].GetOffsetSync().GetSyncedAtMs() > 0
+	}
+	for deadline := time.Now().Add(10 * time.Second); !synced(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no offset sync within 10 s of the mirror's creation")
+		}
+	}
+	before := src.metadataCalls.Load()
+	for _, req := range []*twinlogv1.StopMirrorTopicsRequest{
+		{Mirror: "mx", Topics: []string{"not-mirrored"}},
+		{Mirror: "mx", Topics: []string{"not-mirrored"}, WaitForCatchUp: true, TimeoutMs: 60_000},
+	} {
+		r, err := h.mirror.StopMirrorTopics(t.Context(), req)
+		if err != nil || len(r.GetTopics()) != 1 || r.GetTopics()[0].GetError() == ecNone {
+			t.Fatalf("Stop of a topic not in the mirror = %v, %v; want its refusal", r, err)
+		}
+	}
+	if n := src.metadataCalls.Load(); n != before {
+		t.Fatalf("refused stops asked the source %d times (an offset sync ran)", n-before)
+	}
+	r, err := h.mirror.StopMirrorTopics(t.Context(), &twinlogv1.StopMirrorTopicsRequest{Mirror: "mx", Topics: []string{"m"}})
+	if err != nil || r.GetTopics()[0].GetError() != ecNone {
+		t.Fatalf("Stop = %v, %v", r, err)
+	}
+	if src.metadataCalls.Load() == before {
+		t.Fatal("an accepted stop ran no offset sync")
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	twinlogv1 "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/internal/rpcopt"
 )
 
 // fakeClock is the injected clock: tests move it and call Tick.
@@ -106,7 +107,7 @@ func startWith(t *testing.T, dir string, store Store, clock *fakeClock, nw *netw
 	c, err := New(cfg, Deps{
 		Logger:   slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo})),
 		Now:      clock.Now,
-		Dial:     nw.dial,
+		Dial:     rpcopt.Dialer(nw.dial),
 		Listener: nw.listen(h.addr),
 		Store:    store,
 	})

@@ -26,6 +26,8 @@ type fakeSource struct {
 	// from the source's cluster id, as a real broker's; -1: none, as a
 	// broker older than the field).
 	space int32
+	// metadataCalls counts Metadata requests.
+	metadataCalls atomic.Int64
 }
 
 func startFakeSource(t *testing.T, nw *netw, addr string, fs *fakeSource) {
@@ -38,6 +40,7 @@ func startFakeSource(t *testing.T, nw *netw, addr string, fs *fakeSource) {
 }
 
 func (fs *fakeSource) Metadata(ctx context.Context, req *twinlogv1.MetadataRequest) (*twinlogv1.MetadataResponse, error) {
+	fs.metadataCalls.Add(1)
 	space := fs.space
 	switch space {
 	case 0:

@@ -27,6 +27,13 @@ type OffsetSyncObserver interface {
 	ObserveOffsetSync(mirror string, st OffsetSyncStats)
 }
 
+// ACLSyncObserver is an optional Observer extension for the mirrors' ACL
+// sync (aclsync.go); metrics.Controller implements it. Called after each
+// sync, from the sync's goroutine.
+type ACLSyncObserver interface {
+	ObserveACLSync(ACLSyncResult)
+}
+
 // OffsetSyncStats is one offset sync of a mirror.
 type OffsetSyncStats struct {
 	At                        time.Time

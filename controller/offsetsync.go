@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/status"
@@ -67,7 +69,7 @@ func (c *Controller) offsetSyncLoop(ctx context.Context) {
 			}
 			last[m] = time.Now()
 			rctx, cancel := context.WithTimeout(ctx, max(interval, c.cfg.RecoveryRPCTimeout))
-			c.syncOffsets(rctx, m)
+			c.SyncOffsets(rctx, m)
 			cancel()
 		}
 		t := time.NewTimer(min(interval, offsetSyncPoll))
@@ -97,7 +99,9 @@ type syncFacts struct {
 	// failback's truncation to the LMLE among them): only offsets of these
 	// partitions can point into truncated history.
 	truncations map[twinlog.TopicPartition][]*twinlogv1.TruncationPoint
-	err         string
+	// sleep is the controller's wait between a coordinator's attempts.
+	sleep func(ctx context.Context, d time.Duration) bool
+	err   string
 }
 
 // syncImageFacts reads the image for mirror's sync.
@@ -109,7 +113,7 @@ func (c *Controller) syncImageFacts(mirror string) syncFacts {
 		return syncFacts{err: "unknown mirror"}
 	}
 	f := syncFacts{bootstrap: m.GetSourceBootstrap(), sourceID: m.GetSourceClusterId(), mirrored: map[string]bool{},
-		leaders: map[string][]leaderQuery{}, truncations: map[twinlog.TopicPartition][]*twinlogv1.TruncationPoint{}}
+		leaders: map[string][]leaderQuery{}, truncations: map[twinlog.TopicPartition][]*twinlogv1.TruncationPoint{}, sleep: c.sleep}
 	var err error
 	if f.filter.Include, err = configdef.CompileRegexp(c.state.ClusterConfig(metadata.KeyMirrorOffsetSyncInclude)); err != nil {
 		return syncFacts{err: fmt.Sprintf("%s: %v", metadata.KeyMirrorOffsetSyncInclude, err)}
@@ -150,18 +154,25 @@ func (c *Controller) syncImageFacts(mirror string) syncFacts {
 	return f
 }
 
-// syncOffsets runs one offset sync of mirror and records its outcome.
-func (c *Controller) syncOffsets(ctx context.Context, mirror string) *twinlogv1.MirrorOffsetSyncStatus {
+// SyncOffsets runs one offset sync of mirror and records its outcome: the
+// periodic loop's, a stop's, and the simulator's (through Deps.Dial and
+// Deps.Sleep, on its network and clock).
+func (c *Controller) SyncOffsets(ctx context.Context, mirror string) *twinlogv1.MirrorOffsetSyncStatus {
 	conns := rpcopt.NewPool(c.dial)
 	defer conns.Close()
 	st := c.runOffsetSync(ctx, conns, mirror)
-	st.SyncedAtMs = time.Now().UnixMilli()
+	st.SyncedAtMs = c.now().UnixMilli()
 	c.mu.Lock()
 	// Kept for mirrors that exist only (a stop naming no mirror must not
 	// grow the map); a deleted mirror's entry goes with it.
 	for name := range c.offsetSync {
 		if c.state.Mirror(name) == nil {
 			delete(c.offsetSync, name)
+		}
+	}
+	for name := range c.truncFixed {
+		if c.state.Mirror(name) == nil {
+			delete(c.truncFixed, name)
 		}
 	}
 	exists := c.state.Mirror(mirror) != nil
@@ -199,7 +210,7 @@ func (c *Controller) runOffsetSync(ctx context.Context, conns *rpcopt.Pool, mirr
 		return st // nothing is mirrored any more
 	}
 	c.syncFromSource(ctx, conns, f, st, note)
-	c.fixTruncated(ctx, conns, f, st, note)
+	c.fixTruncated(ctx, conns, mirror, f, st, note)
 	return st
 }
 
@@ -225,8 +236,8 @@ func (c *Controller) syncFromSource(ctx context.Context, conns *rpcopt.Pool, f s
 	}
 	hws := map[twinlog.TopicPartition]int64{}
 	answers := map[string][]hwAnswer{}
-	for addr, qs := range f.leaders {
-		answers[addr] = askHW(ctx, conns, addr, qs)
+	for _, addr := range slices.Sorted(maps.Keys(f.leaders)) { // one order: the simulator replays it
+		answers[addr] = askHW(ctx, conns, addr, f.leaders[addr])
 	}
 	for addr, qs := range f.leaders {
 		for i, q := range qs {
@@ -242,7 +253,7 @@ func (c *Controller) syncFromSource(ctx context.Context, conns *rpcopt.Pool, f s
 		}
 		st.Groups++
 		g := offsetsync.Group{ID: id}
-		src, err := groupCall(ctx, conns, srcBrokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.FetchOffsetsResponse, error) {
+		src, err := groupCall(ctx, conns, f.sleep, srcBrokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.FetchOffsetsResponse, error) {
 			return gc.FetchOffsets(ctx, &twinlogv1.FetchOffsetsRequest{GroupId: id})
 		})
 		if err == nil && src.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE {
@@ -276,7 +287,7 @@ func (c *Controller) syncFromSource(ctx context.Context, conns *rpcopt.Pool, f s
 // mirrored topics.
 func destGroup(ctx context.Context, conns *rpcopt.Pool, f syncFacts, g *offsetsync.Group) error {
 	id := g.ID
-	desc, err := groupCall(ctx, conns, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.DescribeGroupsResponse, error) {
+	desc, err := groupCall(ctx, conns, f.sleep, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.DescribeGroupsResponse, error) {
 		return gc.DescribeGroups(ctx, &twinlogv1.DescribeGroupsRequest{GroupIds: []string{id}})
 	})
 	if err != nil {
@@ -291,7 +302,7 @@ func destGroup(ctx context.Context, conns *rpcopt.Pool, f syncFacts, g *offsetsy
 	default:
 		g.DestMembers = len(ds[0].GetMembers())
 	}
-	dst, err := groupCall(ctx, conns, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.FetchOffsetsResponse, error) {
+	dst, err := groupCall(ctx, conns, f.sleep, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.FetchOffsetsResponse, error) {
 		return gc.FetchOffsets(ctx, &twinlogv1.FetchOffsetsRequest{GroupId: id})
 	})
 	if err == nil && dst.GetError() != twinlogv1.ErrorCode_ERROR_CODE_NONE {
@@ -317,7 +328,7 @@ func commitPlan(ctx context.Context, conns *rpcopt.Pool, f syncFacts, id string,
 			st.OffsetsClamped++
 		}
 	}
-	resp, err := groupCall(ctx, conns, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.CommitOffsetsResponse, error) {
+	resp, err := groupCall(ctx, conns, f.sleep, f.brokers, id, func(gc twinlogv1.GroupServiceClient) (*twinlogv1.CommitOffsetsResponse, error) {
 		return gc.CommitOffsets(ctx, req)
 	})
 	if err != nil {
@@ -339,10 +350,29 @@ func commitPlan(ctx context.Context, conns *rpcopt.Pool, f syncFacts, id string,
 // fixTruncated moves this cluster's committed offsets out of truncated
 // history (offsetsync.Truncated, with the leaders' own consumer answer to
 // OffsetForLeaderEpoch): every group here, whether or not the source has
-// it, once a mirrored partition has a truncation point.
-func (c *Controller) fixTruncated(ctx context.Context, conns *rpcopt.Pool, f syncFacts, st *twinlogv1.MirrorOffsetSyncStatus, note func(string, ...any)) {
+// it, once a mirrored partition has a truncation point. One pass that
+// completes — no error, and no group whose members hold it in truncated
+// history — covers the truncation points it saw: the next sync passes
+// again only when they changed (a later failback). After it, offsets come
+// from consumers, which check their position against the leader
+// themselves (KIP-320), or from the source, clamped to the HW: none points
+// into the history the truncation removed.
+func (c *Controller) fixTruncated(ctx context.Context, conns *rpcopt.Pool, mirror string, f syncFacts, st *twinlogv1.MirrorOffsetSyncStatus, note func(string, ...any)) {
 	if len(f.truncations) == 0 {
 		return
+	}
+	seen := truncationsKey(f.truncations)
+	c.mu.RLock()
+	done := c.truncFixed[mirror] == seen
+	c.mu.RUnlock()
+	if done {
+		return
+	}
+	failed := false // the pass is not complete
+	record := note
+	note = func(format string, args ...any) {
+		failed = true
+		record(format, args...)
 	}
 	groups := listGroups(ctx, conns, f.brokers, "here", note)
 	for _, id := range groups {
@@ -355,8 +385,38 @@ func (c *Controller) fixTruncated(ctx context.Context, conns *rpcopt.Pool, f syn
 			note("group %s here: %v", id, err)
 			continue
 		}
-		commitPlan(ctx, conns, f, id, offsetsync.Truncated(g, f.epochEnds(ctx, conns, g)), st, note)
+		ends := f.epochEnds(ctx, conns, g)
+		if g.DestMembers > 0 {
+			// Left to its members; should they leave without committing
+			// past the truncation, a later pass moves the group.
+			idle := g
+			idle.DestMembers = 0
+			failed = failed || len(offsetsync.Truncated(idle, ends)) > 0
+			continue
+		}
+		commitPlan(ctx, conns, f, id, offsetsync.Truncated(g, ends), st, note)
 	}
+	if !failed {
+		c.mu.Lock()
+		c.truncFixed[mirror] = seen
+		c.mu.Unlock()
+	}
+}
+
+// truncationsKey names a set of truncation points (fixTruncated's pass
+// covers one).
+func truncationsKey(tps map[twinlog.TopicPartition][]*twinlogv1.TruncationPoint) string {
+	var b strings.Builder
+	for _, tp := range slices.SortedFunc(maps.Keys(tps), func(x, y twinlog.TopicPartition) int {
+		return cmp.Or(cmp.Compare(x.Topic, y.Topic), cmp.Compare(x.Partition, y.Partition))
+	}) {
+		fmt.Fprintf(&b, "%s-%d", tp.Topic, tp.Partition)
+		for _, p := range tps[tp] {
+			fmt.Fprintf(&b, " %d@%d", p.GetLeaderEpoch(), p.GetOffset())
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
 }
 
 // epochEnds asks the leaders of the truncated partitions g committed to
@@ -375,7 +435,8 @@ func (f syncFacts) epochEnds(ctx context.Context, conns *rpcopt.Pool, g offsetsy
 		}
 	}
 	out := map[twinlog.TopicPartition]offsetsync.EpochEnd{}
-	for addr, qs := range byAddr {
+	for _, addr := range slices.Sorted(maps.Keys(byAddr)) {
+		qs := byAddr[addr]
 		for i, a := range askEndAs(ctx, conns, addr, qs, true) {
 			if a.Err == "" {
 				out[twinlog.TopicPartition{Topic: qs[i].name, Partition: qs[i].index}] = offsetsync.EpochEnd{Epoch: a.Epoch, EndOffset: a.EndOffset}
@@ -469,20 +530,13 @@ func answerCode(r any) twinlogv1.ErrorCode {
 // FindCoordinator at the first of brokers that answers it. While the
 // coordinator is being created, loaded or moved (a retriable answer to
 // FindCoordinator or to the call: a cluster's first FindCoordinator
-// creates __consumer_offsets) it asks again every coordinatorRetry until
-// ctx ends; then the last answer is returned.
-func groupCall[R any](ctx context.Context, conns *rpcopt.Pool, brokers []string, id string, call func(twinlogv1.GroupServiceClient) (R, error)) (R, error) {
+// creates __consumer_offsets) it asks again every coordinatorRetry (sleep)
+// until ctx ends; then the last answer is returned.
+func groupCall[R any](ctx context.Context, conns *rpcopt.Pool, sleep func(context.Context, time.Duration) bool, brokers []string, id string, call func(twinlogv1.GroupServiceClient) (R, error)) (R, error) {
 	for {
 		r, retry, err := groupCallOnce(ctx, conns, brokers, id, call)
-		if !retry {
+		if !retry || !sleep(ctx, coordinatorRetry) {
 			return r, err
-		}
-		t := time.NewTimer(coordinatorRetry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return r, err
-		case <-t.C:
 		}
 	}
 }
@@ -513,3 +567,16 @@ func groupCallOnce[R any](ctx context.Context, conns *rpcopt.Pool, brokers []str
 // coordinatorRetry is how often groupCall asks again for a coordinator
 // being created or loaded.
 const coordinatorRetry = 100 * time.Millisecond
+
+// sleep waits d or until ctx ends; it reports whether ctx is still live
+// (Deps.Sleep's default).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

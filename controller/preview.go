@@ -120,7 +120,7 @@ func (s mirrorServer) PreviewMirrorTruncation(ctx context.Context, req *twinlogv
 
 	conns := rpcopt.NewPool(c.dial)
 	defer conns.Close()
-	sc := source.New(conns.Get, bootstrap, c.cfg.RecoveryRPCTimeout)
+	sc := source.New(source.GRPC(conns.Get), bootstrap, c.cfg.RecoveryRPCTimeout)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, previewConcurrency)
 	for _, p := range parts {
@@ -128,7 +128,7 @@ func (s mirrorServer) PreviewMirrorTruncation(ctx context.Context, req *twinlogv
 		wg.Go(func() {
 			defer func() { <-sem }()
 			tp := twinlog.TopicPartition{Topic: p.out.Topic, Partition: p.out.Partition}
-			lmle, code, err := sc.LastMirroredEpoch(ctx, clusterID, p.sourceID, tp)
+			lmle, code, err := sc.LastMirroredEpochWait(ctx, clusterID, p.sourceID, tp)
 			switch {
 			case err != nil:
 				fail(p.out, twinlogv1.ErrorCode_ERROR_CODE_BROKER_NOT_AVAILABLE, "source's last mirrored epoch: %v", err)
@@ -228,7 +228,7 @@ func previewTruncation(out *twinlogv1.MirrorTruncationPreview, lmle twinlog.Epoc
 
 // sourceEnd asks the source's leader of tp for its end of epoch e.
 func sourceEnd(ctx context.Context, sc *source.Client, conns *rpcopt.Pool, tp twinlog.TopicPartition, e twinlog.Epoch) (twinlog.Epoch, twinlog.Offset, error) {
-	l, code, err := sc.Leader(ctx, tp, false)
+	l, code, err := sc.LeaderWait(ctx, tp, false)
 	switch {
 	case err != nil:
 		return 0, 0, err

@@ -580,6 +580,20 @@ func (s mirrorServer) StartMirrorTopics(ctx context.Context, req *twinlogv1.Star
 // otherwise every topic gets REQUEST_TIMED_OUT, with the reason it was not
 // caught up, and nothing is written.
 func (s mirrorServer) StopMirrorTopics(ctx context.Context, req *twinlogv1.StopMirrorTopicsRequest) (*twinlogv1.StopMirrorTopicsResponse, error) {
+	// A stop the state would refuse for every topic (an unknown mirror,
+	// topics not in it, a transition it forbids) is refused before the
+	// catch-up wait and the offset sync: it must not wait, nor commit a
+	// group's offsets here, for nothing.
+	dry, err := read(s.c, func(st *metastate.State) []*twinlogv1.MirrorTopicResult {
+		_, res := st.SetMirrorTopicsDesiredState(req.GetMirror(), req.GetTopics(), metastate.MirrorStop, nil)
+		return res
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(dry, func(r *twinlogv1.MirrorTopicResult) bool { return r.GetError() == twinlogv1.ErrorCode_ERROR_CODE_NONE }) {
+		return &twinlogv1.StopMirrorTopicsResponse{Topics: dry}, nil
+	}
 	if req.GetWaitForCatchUp() {
 		// A wait with no timeout, or a longer one, waits rpcopt.MaxCatchUpWait.
 		wait := rpcopt.CapWait(time.Duration(req.GetTimeoutMs())*time.Millisecond, rpcopt.MaxCatchUpWait)
@@ -608,7 +622,7 @@ func (s mirrorServer) StopMirrorTopics(ctx context.Context, req *twinlogv1.StopM
 		syncTimeout = disasterOffsetSyncTimeout
 	}
 	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
-	st := s.c.syncOffsets(sctx, req.GetMirror())
+	st := s.c.SyncOffsets(sctx, req.GetMirror())
 	cancel()
 	s.c.log.Info("offset sync before stopping", "mirror", req.GetMirror(), "topics", req.GetTopics(),
 		"committed", st.GetOffsetsCommitted(), "err", st.GetError())

@@ -37,6 +37,9 @@ const (
 	KeyMirrorOffsetSyncIntervalMs = "mirror.offset.sync.interval.ms"
 	KeyMirrorOffsetSyncInclude    = "mirror.offset.sync.groups.include"
 	KeyMirrorOffsetSyncExclude    = "mirror.offset.sync.groups.exclude"
+	KeyMirrorACLSyncEnable        = "mirror.acl.sync.enable"
+	KeyMirrorACLSyncFilters       = "mirror.acl.sync.filters"
+	KeyMirrorACLSyncIntervalMs    = "mirror.acl.sync.interval.ms"
 	// Log compaction (storage/doc.go "Compaction"): topic configs with a
 	// cluster default, and the cleaner's broker settings.
 	KeyCleanupPolicy = "cleanup.policy"
@@ -154,6 +157,10 @@ var configDefs = map[string]ConfigDef{
 	KeyMirrorOffsetSyncIntervalMs: {Scopes: ScopeCluster, Default: "30000"},
 	KeyMirrorOffsetSyncInclude:    {Scopes: ScopeCluster, Default: ".*"},
 	KeyMirrorOffsetSyncExclude:    {Scopes: ScopeCluster, Default: ""},
+	// Cluster Linking's ACL sync: off, no filters, every 5 s (acl.sync.ms).
+	KeyMirrorACLSyncEnable:     {Scopes: ScopeCluster, Default: "false"},
+	KeyMirrorACLSyncFilters:    {Scopes: ScopeCluster, Default: ""},
+	KeyMirrorACLSyncIntervalMs: {Scopes: ScopeCluster, Default: "5000"},
 	// No default: unset means derived from the cluster id
 	// (ProducerIDSpace), which DescribeConfigs shows.
 	KeyProducerIDSpace: {Scopes: ScopeCluster, Static: true},

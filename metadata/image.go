@@ -94,6 +94,13 @@ func (img *Image) Offset() int64 { return img.offset }
 // Broker returns the registration of id, nil if unknown. Do not modify it.
 func (img *Image) Broker(id int32) *twinlogv1.BrokerRecord { return img.brokers[id] }
 
+// Registered reports whether the image holds broker id's registration in
+// epoch (> 0): a broker whose image does has caught up with what the
+// cluster knew when it registered.
+func (img *Image) Registered(id int32, epoch int64) bool {
+	return epoch > 0 && img.Broker(id).GetBrokerEpoch() == epoch
+}
+
 // Brokers returns all registrations sorted by id. Do not modify them.
 func (img *Image) Brokers() []*twinlogv1.BrokerRecord {
 	out := make([]*twinlogv1.BrokerRecord, 0, len(img.brokers))

@@ -30,11 +30,17 @@ type Controller struct {
 	syncCommitted *prometheus.CounterVec
 	syncClamped   *prometheus.CounterVec
 	syncFailures  *prometheus.CounterVec
+
+	aclSyncAt       prometheus.Gauge
+	aclSyncCreated  prometheus.Counter
+	aclSyncRemoved  prometheus.Counter
+	aclSyncFailures prometheus.Counter
 }
 
 var (
 	_ controller.Observer           = (*Controller)(nil)
 	_ controller.OffsetSyncObserver = (*Controller)(nil)
+	_ controller.ACLSyncObserver    = (*Controller)(nil)
 )
 
 // NewController registers the controller collectors on reg.
@@ -97,9 +103,22 @@ func NewController(reg prometheus.Registerer) (*Controller, error) {
 	c.syncFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "twinlog_mirror_offset_sync_failures_total", Help: "Offset syncs that did not reach every group (source or coordinator unreachable; mirrors describe shows the error).",
 	}, m)
+	c.aclSyncAt = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "twinlog_mirror_acl_sync_timestamp_seconds", Help: "When the last ACL sync from the mirrors' sources ended (Unix seconds; mirror.acl.sync.enable).",
+	})
+	c.aclSyncCreated = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "twinlog_mirror_acl_sync_created_total", Help: "ACL bindings the ACL sync created here (a source has them).",
+	})
+	c.aclSyncRemoved = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "twinlog_mirror_acl_sync_removed_total", Help: "ACL bindings the ACL sync removed here (the filters select them, no source has them).",
+	})
+	c.aclSyncFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "twinlog_mirror_acl_sync_failures_total", Help: "ACL syncs that did not read every source or could not write here (the controller logs why); removals wait for a complete one.",
+	})
 	for _, col := range []prometheus.Collector{c.electable, c.isrSize, c.elrSize, c.clusterElectable,
 		c.underMinISR, c.offline, c.fenced, c.elections, c.unclean, c.offset, c.commit,
-		c.syncAt, c.syncSuccessAt, c.syncGroups, c.syncCommitted, c.syncClamped, c.syncFailures} {
+		c.syncAt, c.syncSuccessAt, c.syncGroups, c.syncCommitted, c.syncClamped, c.syncFailures,
+		c.aclSyncAt, c.aclSyncCreated, c.aclSyncRemoved, c.aclSyncFailures} {
 		if err := reg.Register(col); err != nil {
 			return nil, err
 		}
@@ -119,6 +138,16 @@ func (c *Controller) ObserveOffsetSync(mirror string, st controller.OffsetSyncSt
 		failures.Inc()
 	} else {
 		c.syncSuccessAt.WithLabelValues(mirror).Set(at)
+	}
+}
+
+// ObserveACLSync implements controller.ACLSyncObserver.
+func (c *Controller) ObserveACLSync(r controller.ACLSyncResult) {
+	c.aclSyncAt.Set(float64(r.At.UnixMilli()) / 1000)
+	c.aclSyncCreated.Add(float64(r.Created))
+	c.aclSyncRemoved.Add(float64(r.Removed))
+	if r.Err != "" {
+		c.aclSyncFailures.Inc()
 	}
 }
 

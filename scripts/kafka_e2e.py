@@ -199,10 +199,19 @@ def admin(bootstrap, topic):
         fail("produce to the new topic: acknowledged on partitions %s" % acked)
     print("ok   produced to all 3 partitions")
     a.delete_topics([topic], operation_timeout=10)[topic].result(timeout=15)
-    md = a.list_topics(timeout=10)
-    if topic in md.topics and md.topics[topic].error is None:
-        fail("%s still listed after delete_topics" % topic)
-    print("ok   delete_topics removed %s" % topic)
+    # As with Kafka, DeleteTopics answers once the controller has deleted the
+    # topic; each broker drops it when it applies that metadata change, so a
+    # Metadata request sent at once to another broker may still list it
+    # (Kafka's AdminClient documents the same). Ask until none does.
+    deleted, deadline = time.time(), time.time() + 10
+    while True:
+        md = a.list_topics(timeout=10)
+        if topic not in md.topics or md.topics[topic].error is not None:
+            break
+        if time.time() > deadline:
+            fail("%s still listed 10 s after delete_topics" % topic)
+        time.sleep(0.05)
+    print("ok   delete_topics removed %s (unlisted %d ms after the answer)" % (topic, (time.time() - deleted) * 1000))
 
 
 def idempotent_produce(bootstrap, topic, values):

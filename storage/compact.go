@@ -240,40 +240,42 @@ func filterBatch(dst []byte, b BatchView, keep func(*Record) bool, retainEmpty b
 	if err != nil {
 		return dst, res, err
 	}
-	var kept []byte
+	// The kept records go straight after a copy of b's header in dst (no
+	// buffer of their own: the cleaner filters every batch of a log).
+	start := len(dst)
+	dst = append(dst, b[:BatchHeaderSize]...)
+	bodyStart := len(dst)
 	maxTs := int64(math.MinInt64)
 	err = b.eachRecord(recs, func(r *Record, _ int64, raw []byte) error {
 		res.Records++
 		if keep(r) {
 			res.Kept++
-			kept = append(kept, raw...)
+			dst = append(dst, raw...)
 			maxTs = max(maxTs, r.Timestamp)
 		}
 		return nil
 	}, false)
 	if err != nil {
-		return dst, res, err
+		return dst[:start], res, err
 	}
 	switch {
 	case res.Kept == res.Records:
-		return append(dst, b...), res, nil
+		return append(dst[:start], b...), res, nil
 	case res.Kept == 0 && !retainEmpty:
 		res.Drop = true
-		return dst, res, nil
+		return dst[:start], res, nil
 	case res.Kept == 0:
 		res.Rewritten = true
-		return appendEmptyBatch(dst, b), res, nil
+		return appendEmptyBatch(dst[:start], b), res, nil
 	}
 	res.Rewritten = true
-	body := kept
 	if c := b.Codec(); c != CodecNone {
-		if body, err = compress(c, kept); err != nil {
-			return dst, res, fmt.Errorf("compress %s: %w", c, err)
+		body, err := compress(c, dst[bodyStart:])
+		if err != nil {
+			return dst[:start], res, fmt.Errorf("compress %s: %w", c, err)
 		}
+		dst = append(dst[:bodyStart], body...)
 	}
-	start := len(dst)
-	dst = append(dst, b[:BatchHeaderSize]...)
-	dst = append(dst, body...)
 	out := dst[start:]
 	be.PutUint32(out[offBatchLength:], uint32(len(out)-logOverhead))
 	be.PutUint64(out[offMaxTimestamp:], uint64(maxTs))

@@ -28,8 +28,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker"
@@ -73,6 +71,8 @@ type Options struct {
 	Configure func(*broker.Config)
 	// Observer for every broker (nil: none).
 	Observer func(id twinlog.BrokerID) broker.Observer
+	// ControllerObserver for the controller (nil: none).
+	ControllerObserver controller.Observer
 	// Transport gives each node (by node name: "a-controller", "a-1", the
 	// test client "a-client") its TLS; nil, or nil for a node: plaintext.
 	Transport func(node string) *transport.Transport
@@ -190,9 +190,10 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 		// INCONSISTENT_TOPIC_ID).
 		Rand:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(len(opts.Cluster))<<8|uint64(opts.Cluster[0]))),
 		Logger:    c.log,
-		Dial:      controller.Dialer(c.Net.Dial(c.nodeName(ControllerNode))),
+		Dial:      rpcopt.Dialer(c.Net.Dial(c.nodeName(ControllerNode))),
 		Listener:  c.Net.Listen(c.ctlAddr),
 		Transport: c.transport(c.nodeName(ControllerNode)),
+		Observer:  opts.ControllerObserver,
 	})
 	if err != nil {
 		t.Fatalf("controller.New: %v", err)
@@ -579,7 +580,7 @@ func (c *Cluster) runningCount() int {
 }
 
 // conn returns a client connection from the test client node to addr.
-func (c *Cluster) conn(addr string) *grpc.ClientConn {
+func (c *Cluster) conn(addr string) rpcopt.Conn {
 	cc, err := c.conns.Get(addr)
 	if err != nil {
 		c.T.Fatalf("dial %s: %v", addr, err)

@@ -439,8 +439,19 @@ func groupOffsets(ctx context.Context, t *testing.T, c *Cluster, grp string) map
 	return m
 }
 
+// firstOffsetSync waits for the sync a mirror's controller runs as soon as
+// it sees the mirror (the interval counts from there).
+func firstOffsetSync(ctx context.Context, t *testing.T, c *Cluster, mirror string) {
+	t.Helper()
+	pollFor(t, "the first offset sync of "+mirror, func() bool {
+		d, err := c.MirrorAdmin().DescribeMirrors(ctx, &pb.DescribeMirrorsRequest{Names: []string{mirror}})
+		return err == nil && len(d.GetMirrors()) == 1 && d.GetMirrors()[0].GetOffsetSync().GetSyncedAtMs() != 0
+	})
+}
+
 // TestKafkaGroupResumesAfterFailover: a franz-go group consumes part of a
-// mirrored topic on A and commits; the periodic sync is off (1 h), so only
+// mirrored topic on A and commits; the periodic sync is off (1 h) and its
+// first run, when the mirror appeared, is over before any commit, so only
 // the stop's own last sync can carry the offsets: before the planned
 // failover B has none, after `mirrors stop --wait-for-catch-up` B's group
 // has exactly A's committed offsets, and a member of the same group on B
@@ -449,6 +460,7 @@ func TestKafkaGroupResumesAfterFailover(t *testing.T) {
 	a, b := groupMirrorClusters(t, time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	firstOffsetSync(ctx, t, b, "m")
 	const n = 600
 	kafkaProduceN(ctx, t, a, "g", n)
 	seen := map[string]bool{}
@@ -569,7 +581,10 @@ func TestMirrorOffsetSyncPeriodic(t *testing.T) {
 // asks A's leader, as a KIP-320 consumer would, where the commit's epoch
 // ends now (5) and moves the group there: a member then reads B's two
 // records at 5 and 6 instead of skipping them. A group committed below the
-// truncation point is left as it was.
+// truncation point is left as it was. A group ("held") that committed 8
+// too but still has a member when the sync passes is left to that member;
+// once it leaves without committing, a later sync moves the group as well
+// (a pass that left such a group does not count as done).
 func TestGroupOffsetsAfterFailbackTruncation(t *testing.T) {
 	nw := NewNetwork()
 	opts := func(name string) Options {
@@ -594,6 +609,22 @@ func TestGroupOffsetsAfterFailbackTruncation(t *testing.T) {
 	if got := groupOffsets(ctx, t, a, "app"); got[0] != 8 {
 		t.Fatalf("app committed %v on A, want 8", got)
 	}
+	consumeAndCommit(ctx, t, a, "held", 8, map[string]bool{}, nil)
+	// A member of held joins and stays (it commits nothing).
+	holder := kafkaClient(t, a, kgo.ConsumerGroup("held"), kgo.ConsumeTopics("g"), kgo.DisableAutoCommit())
+	pctx, stopPolling := context.WithCancel(ctx)
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for pctx.Err() == nil {
+			holder.PollFetches(pctx)
+		}
+	}()
+	adm := kadm.NewClient(kafkaClient(t, a))
+	pollFor(t, "held has a member on A", func() bool {
+		ds, err := adm.DescribeGroups(ctx, "held")
+		return err == nil && len(ds["held"].Members) == 1
+	})
 
 	mustStop(b, "m", "g")
 	writes(ctx, b, "g", "b5", "b6")
@@ -604,6 +635,13 @@ func TestGroupOffsetsAfterFailbackTruncation(t *testing.T) {
 	if got := groupOffsets(ctx, t, a, "early"); got[0] != 3 {
 		t.Fatalf("early (committed at 3, below the truncation point) is at %v on A", got)
 	}
+	if got := groupOffsets(ctx, t, a, "held"); got[0] != 8 {
+		t.Fatalf("held (with a member) is at %v on A, want 8: left to its member", got)
+	}
+	stopPolling()
+	<-polled
+	holder.Close() // leaves the group without committing
+	pollFor(t, "held moved to the truncation point once its member left", func() bool { return groupOffsets(ctx, t, a, "held")[0] == 5 })
 	seen := map[string]bool{}
 	consumeAndCommit(ctx, t, a, "app", 2, seen, map[int32]int64{0: 5})
 	if !seen["b5"] || !seen["b6"] {

@@ -57,12 +57,23 @@ func TestMirrorStopCatchUpOnFreshFacts(t *testing.T) {
 			p.GetSourceHighWatermark() == before && p.GetLogEndOffset() == before
 	})
 
-	res := b.StopMirror("m", true, 1500*time.Millisecond, "t")
-	if len(res) != 1 || res[0].GetError() != pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT {
-		t.Fatalf("stop with waitForCatchUp while B lacks %d acked records: %v", after, res)
+	// A timed-out stop changes nothing, so it may be asked again: a stop
+	// whose only round was cut at its deadline (a loaded machine) names
+	// the call that was cut, not the HWs; a later one completes a round.
+	want := fmt.Sprintf("destination HW %d < source HW %d", before, before+after)
+	var said []string
+	for len(said) < 5 {
+		res := b.StopMirror("m", true, 1500*time.Millisecond, "t")
+		if len(res) != 1 || res[0].GetError() != pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT {
+			t.Fatalf("stop with waitForCatchUp while B lacks %d acked records: %v", after, res)
+		}
+		said = append(said, res[0].GetErrorMessage())
+		if strings.Contains(said[len(said)-1], want) {
+			break
+		}
 	}
-	if want := fmt.Sprintf("destination HW %d < source HW %d", before, before+after); !strings.Contains(res[0].GetErrorMessage(), want) {
-		t.Fatalf("timed-out stop says %q, want it to name %q", res[0].GetErrorMessage(), want)
+	if !strings.Contains(said[len(said)-1], want) {
+		t.Fatalf("timed-out stops say %q, want one to name %q", said, want)
 	}
 	if st := b.MirrorState("t", 0); st.GetState() != pb.MirrorState_MIRROR_STATE_MIRRORING ||
 		st.GetDesiredState() != pb.MirrorState_MIRROR_STATE_MIRRORING {

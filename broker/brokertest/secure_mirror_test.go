@@ -16,7 +16,8 @@ import (
 // and the authorizer, their certificates from one CA: each node's principal
 // is its node name (User:a-1, User:b-controller), the test clients are
 // User:admin; each cluster's own daemons and admin are its super users.
-func secureTwoClusters(t *testing.T) (a, b *Cluster) {
+// configure, if given, adjusts each cluster's Options.
+func secureTwoClusters(t *testing.T, configure ...func(name string, o *Options)) (a, b *Cluster) {
 	p := newSecurePKI(t)
 	nw := NewNetwork()
 	start := func(name string) *Cluster {
@@ -24,7 +25,7 @@ func secureTwoClusters(t *testing.T) (a, b *Cluster) {
 		for id := 1; id <= 3; id++ {
 			supers = append(supers, "User:"+name+"-"+string(rune('0'+id)))
 		}
-		return NewCluster(t, Options{Cluster: name, Network: nw,
+		o := Options{Cluster: name, Network: nw,
 			Transport: func(node string) *transport.Transport {
 				cn := node
 				if strings.HasSuffix(node, "-client") {
@@ -33,7 +34,11 @@ func secureTwoClusters(t *testing.T) (a, b *Cluster) {
 				return p.transport(node, cn)
 			},
 			Authz: authz.Config{Enabled: true, ACL: acl.Config{SuperUsers: supers}, BrokerPrincipalTemplate: "User:" + name + "-{id}"},
-		})
+		}
+		for _, f := range configure {
+			f(name, &o)
+		}
+		return NewCluster(t, o)
 	}
 	return start("a"), start("b")
 }

@@ -70,66 +70,97 @@ func answer[T group.ResponseBody](body group.ResponseBody, err error, notCoordin
 	return t, nil
 }
 
+// The requests whose answer may wait (for a rebalance, for an append to
+// be durable) have two forms: Start… calls done with the answer, for a
+// host that cannot block (the simulator), and the blocking form of
+// kafka.Groups waits for it. done is called once unless cancel is called
+// first, possibly before Start… returns, and with a shard's lock held:
+// it must not call the Host. A nil answer with a nil error is a
+// superseded request (no answer is sent); an error is a bug.
+
+// startCall runs one coordinator call on groupID's shard and hands done
+// the typed answer (nc's when this broker does not coordinate the group,
+// or the shard unloaded without answering).
+func startCall[T group.ResponseBody](h *Host, groupID string, fn func(c *group.Coordinator, nowMs int64, ref group.Ref), nc func() T, done func(T, error)) (cancel func()) {
+	s := h.shardFor(groupID)
+	if s == nil {
+		done(nc(), nil)
+		return func() {}
+	}
+	return s.start(func(now int64, ref group.Ref) { fn(s.c, now, ref) }, func(body group.ResponseBody) {
+		b, err := bodyOf(body)
+		done(answer(b, err, nc))
+	})
+}
+
+// wait is the blocking form of a Start… call.
+func wait[T any](ctx context.Context, start func(done func(T, error)) (cancel func())) (T, error) {
+	return kafka.Begin(ctx, start)()
+}
+
 // JoinGroup implements kafka.Groups.
 func (h *Host) JoinGroup(ctx context.Context, req group.JoinGroupRequest) (*group.JoinGroupResponse, error) {
+	return wait(ctx, func(done func(*group.JoinGroupResponse, error)) func() { return h.StartJoinGroup(req, done) })
+}
+
+// StartJoinGroup is JoinGroup's callback form.
+func (h *Host) StartJoinGroup(req group.JoinGroupRequest, done func(*group.JoinGroupResponse, error)) (cancel func()) {
 	nc := func() *group.JoinGroupResponse {
 		return &group.JoinGroupResponse{ErrorCode: group.NotCoordinator, GenerationID: -1, MemberID: req.MemberID}
 	}
-	s := h.shardFor(req.GroupID)
-	if s == nil {
-		return nc(), nil
-	}
-	body, err := s.call(ctx, func(now int64, ref group.Ref) { s.c.JoinGroup(now, ref, req) })
-	resp, err := answer(body, err, nc)
-	if resp != nil && resp.ErrorCode == group.None && resp.MemberID == resp.Leader {
-		h.cfg.Observer.Rebalanced()
-	}
-	return resp, err
+	return startCall(h, req.GroupID, func(c *group.Coordinator, now int64, ref group.Ref) { c.JoinGroup(now, ref, req) }, nc,
+		func(resp *group.JoinGroupResponse, err error) {
+			if resp != nil && resp.ErrorCode == group.None && resp.MemberID == resp.Leader {
+				h.cfg.Observer.Rebalanced()
+			}
+			done(resp, err)
+		})
 }
 
 // SyncGroup implements kafka.Groups.
 func (h *Host) SyncGroup(ctx context.Context, req group.SyncGroupRequest) (*group.SyncGroupResponse, error) {
+	return wait(ctx, func(done func(*group.SyncGroupResponse, error)) func() { return h.StartSyncGroup(req, done) })
+}
+
+// StartSyncGroup is SyncGroup's callback form.
+func (h *Host) StartSyncGroup(req group.SyncGroupRequest, done func(*group.SyncGroupResponse, error)) (cancel func()) {
 	nc := func() *group.SyncGroupResponse { return &group.SyncGroupResponse{ErrorCode: group.NotCoordinator} }
-	s := h.shardFor(req.GroupID)
-	if s == nil {
-		return nc(), nil
-	}
-	body, err := s.call(ctx, func(now int64, ref group.Ref) { s.c.SyncGroup(now, ref, req) })
-	return answer(body, err, nc)
+	return startCall(h, req.GroupID, func(c *group.Coordinator, now int64, ref group.Ref) { c.SyncGroup(now, ref, req) }, nc, done)
 }
 
 // Heartbeat implements kafka.Groups.
 func (h *Host) Heartbeat(ctx context.Context, req group.HeartbeatRequest) (*group.HeartbeatResponse, error) {
+	return wait(ctx, func(done func(*group.HeartbeatResponse, error)) func() { return h.StartHeartbeat(req, done) })
+}
+
+// StartHeartbeat is Heartbeat's callback form.
+func (h *Host) StartHeartbeat(req group.HeartbeatRequest, done func(*group.HeartbeatResponse, error)) (cancel func()) {
 	nc := func() *group.HeartbeatResponse { return &group.HeartbeatResponse{ErrorCode: group.NotCoordinator} }
-	s := h.shardFor(req.GroupID)
-	if s == nil {
-		return nc(), nil
-	}
-	body, err := s.call(ctx, func(now int64, ref group.Ref) { s.c.Heartbeat(now, ref, req) })
-	return answer(body, err, nc)
+	return startCall(h, req.GroupID, func(c *group.Coordinator, now int64, ref group.Ref) { c.Heartbeat(now, ref, req) }, nc, done)
 }
 
 // LeaveGroup implements kafka.Groups.
 func (h *Host) LeaveGroup(ctx context.Context, req group.LeaveGroupRequest) (*group.LeaveGroupResponse, error) {
+	return wait(ctx, func(done func(*group.LeaveGroupResponse, error)) func() { return h.StartLeaveGroup(req, done) })
+}
+
+// StartLeaveGroup is LeaveGroup's callback form.
+func (h *Host) StartLeaveGroup(req group.LeaveGroupRequest, done func(*group.LeaveGroupResponse, error)) (cancel func()) {
 	nc := func() *group.LeaveGroupResponse { return &group.LeaveGroupResponse{ErrorCode: group.NotCoordinator} }
-	s := h.shardFor(req.GroupID)
-	if s == nil {
-		return nc(), nil
-	}
-	body, err := s.call(ctx, func(now int64, ref group.Ref) { s.c.LeaveGroup(now, ref, req) })
-	return answer(body, err, nc)
+	return startCall(h, req.GroupID, func(c *group.Coordinator, now int64, ref group.Ref) { c.LeaveGroup(now, ref, req) }, nc, done)
 }
 
 // OffsetCommit implements kafka.Groups. A partition that does not exist
 // is refused UNKNOWN_TOPIC_OR_PARTITION and the others are committed, as
 // Kafka's request handler does before the coordinator sees the request.
 func (h *Host) OffsetCommit(ctx context.Context, req group.OffsetCommitRequest) (*group.OffsetCommitResponse, error) {
+	return wait(ctx, func(done func(*group.OffsetCommitResponse, error)) func() { return h.StartOffsetCommit(req, done) })
+}
+
+// StartOffsetCommit is OffsetCommit's callback form.
+func (h *Host) StartOffsetCommit(req group.OffsetCommitRequest, done func(*group.OffsetCommitResponse, error)) (cancel func()) {
 	failed := func(code group.ErrorCode) *group.OffsetCommitResponse {
 		return commitAnswer(req, func(string, int32) group.ErrorCode { return code })
-	}
-	s := h.shardFor(req.GroupID)
-	if s == nil {
-		return failed(group.NotCoordinator), nil
 	}
 	known := req
 	known.Topics = nil
@@ -147,28 +178,33 @@ func (h *Host) OffsetCommit(ctx context.Context, req group.OffsetCommitRequest) 
 			known.Topics = append(known.Topics, kt)
 		}
 	}
-	codes := map[topicPartition]group.ErrorCode{}
-	if len(known.Topics) > 0 || unknown == 0 {
-		body, err := s.call(ctx, func(now int64, ref group.Ref) { s.c.OffsetCommit(now, ref, known) })
-		resp, err := answer(body, err, func() *group.OffsetCommitResponse { return failed(group.NotCoordinator) })
-		if resp != nil {
-			h.cfg.Observer.Committed(committedPartitions(resp))
-		}
-		if err != nil || resp == nil || unknown == 0 {
-			return resp, err
-		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				codes[topicPartition{Topic: t.Name, Partition: p.Partition}] = p.ErrorCode
-			}
-		}
+	if len(known.Topics) == 0 && unknown > 0 && h.shardFor(req.GroupID) != nil {
+		done(failed(group.UnknownTopicOrPartition), nil)
+		return func() {}
 	}
-	return commitAnswer(req, func(topic string, p int32) group.ErrorCode {
-		if c, ok := codes[topicPartition{Topic: topic, Partition: p}]; ok {
-			return c
-		}
-		return group.UnknownTopicOrPartition
-	}), nil
+	nc := func() *group.OffsetCommitResponse { return failed(group.NotCoordinator) }
+	return startCall(h, req.GroupID, func(c *group.Coordinator, now int64, ref group.Ref) { c.OffsetCommit(now, ref, known) }, nc,
+		func(resp *group.OffsetCommitResponse, err error) {
+			if resp != nil {
+				h.cfg.Observer.Committed(committedPartitions(resp))
+			}
+			if err != nil || resp == nil || unknown == 0 {
+				done(resp, err)
+				return
+			}
+			codes := map[topicPartition]group.ErrorCode{}
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					codes[topicPartition{Topic: t.Name, Partition: p.Partition}] = p.ErrorCode
+				}
+			}
+			done(commitAnswer(req, func(topic string, p int32) group.ErrorCode {
+				if c, ok := codes[topicPartition{Topic: topic, Partition: p}]; ok {
+					return c
+				}
+				return group.UnknownTopicOrPartition
+			}), nil)
+		})
 }
 
 // committedPartitions counts the partitions a commit wrote.
@@ -290,10 +326,7 @@ func (h *Host) OffsetDelete(ctx context.Context, req group.OffsetDeleteRequest) 
 	nc := func() *group.OffsetDeleteResponse {
 		return &group.OffsetDeleteResponse{ErrorCode: group.NotCoordinator}
 	}
-	s := h.shardFor(req.GroupID)
-	if s == nil {
-		return nc(), nil
-	}
-	body, err := s.call(ctx, func(now int64, ref group.Ref) { s.c.OffsetDelete(now, ref, req) })
-	return answer(body, err, nc)
+	return wait(ctx, func(done func(*group.OffsetDeleteResponse, error)) func() {
+		return startCall(h, req.GroupID, func(c *group.Coordinator, now int64, ref group.Ref) { c.OffsetDelete(now, ref, req) }, nc, done)
+	})
 }

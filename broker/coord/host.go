@@ -68,6 +68,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Observer receives rebalances and commits (nil: none).
 	Observer Observer
+	// Rand is each new coordinator's random source (member ids); nil: a
+	// fresh generator seeded at random. A simulator passes a seeded one.
+	Rand func() group.Rand
 }
 
 // Host hosts the coordinators of the partitions this broker leads. It
@@ -98,6 +101,9 @@ func New(cfg Config, env Env) (*Host, error) {
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = func() group.Rand { return rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())) }
 	}
 	return &Host{cfg: cfg, env: env, log: cfg.Logger, shards: map[int32]*shard{}}, nil
 }
@@ -175,11 +181,11 @@ func (h *Host) Reconcile() {
 }
 
 func (h *Host) newShard(p, epoch int32) *shard {
-	c, err := group.New(h.cfg.Group, group.Deps{Rand: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))})
+	c, err := group.New(h.cfg.Group, group.Deps{Rand: h.cfg.Rand()})
 	if err != nil {
 		panic(err) // the config was validated by New
 	}
-	return &shard{h: h, p: p, epoch: epoch, c: c, waiters: map[group.Ref]chan group.ResponseBody{}, tickAt: group.NoTick}
+	return &shard{h: h, p: p, epoch: epoch, c: c, waiters: map[group.Ref]func(group.ResponseBody){}, tickAt: group.NoTick}
 }
 
 // shardFor is the shard of a group's partition, nil when this broker does

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -593,6 +594,50 @@ func TestUnknownOutcomeBehindDurableOnes(t *testing.T) {
 		}
 		if code, _ := fetchOffsets(t, h, "g"); code != group.NotCoordinator {
 			t.Fatalf("offset fetch after the unload: %v, want NOT_COORDINATOR", code)
+		}
+	})
+}
+
+// TestStartFormsAnswerByCallback: a Start… call returns at once and its
+// answer comes through done when the append is durable, on the goroutine
+// that settles it (no goroutine of the host waits); a cancelled one is
+// never answered; a group this host does not coordinate is answered
+// NOT_COORDINATOR before Start… returns.
+func TestStartFormsAnswerByCallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newFakeEnv(t, 1)
+		e.do(func() { e.logs[0].hold = true })
+		h := newHost(t, e, group.Config{})
+		loaded(h)
+		var got []string
+		answered := func(what string) func(*group.OffsetCommitResponse, error) {
+			return func(r *group.OffsetCommitResponse, err error) {
+				if err != nil {
+					t.Errorf("%s: %v", what, err)
+					return
+				}
+				got = append(got, what+":"+strings.Join(commitCodes(t, result[*group.OffsetCommitResponse]{v: r}), ","))
+			}
+		}
+		h.StartOffsetCommit(simpleCommit("g", tpo{"t", 0, 1}), answered("first"))
+		cancel := h.StartOffsetCommit(simpleCommit("g", tpo{"t", 0, 2}), answered("cancelled"))
+		a1, a2 := e.append(0, 0), e.append(0, 1)
+		if len(got) != 0 {
+			t.Fatalf("answered before the appends were durable: %v", got)
+		}
+		cancel()
+		e.complete(a1, group.None)
+		e.complete(a2, group.None)
+		if want := []string{"first:t/0=NONE"}; !slices.Equal(got, want) {
+			t.Fatalf("answers %v, want %v", got, want)
+		}
+		wantOffsets(t, h, "g", "t/0=2") // the cancelled commit was still made
+
+		got = nil
+		h.Close()
+		h.StartOffsetCommit(simpleCommit("g", tpo{"t", 0, 3}), answered("closed"))
+		if want := []string{"closed:t/0=NOT_COORDINATOR"}; !slices.Equal(got, want) {
+			t.Fatalf("answers of a closed host %v, want %v", got, want)
 		}
 	})
 }

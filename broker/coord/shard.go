@@ -3,6 +3,8 @@ package coord
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,8 +27,9 @@ type shard struct {
 	c       *group.Coordinator
 	dead    bool // unloaded: the host replaces it
 	nextRef group.Ref
-	// waiters are the requests waiting for their answer, by Ref.
-	waiters map[group.Ref]chan group.ResponseBody
+	// waiters are the requests waiting for their answer, by Ref: each
+	// is called once, with mu held.
+	waiters map[group.Ref]func(group.ResponseBody)
 	// tickAt is the armed timer's deadline (group.NoTick: none).
 	tickAt    int64
 	stopTimer func()
@@ -55,33 +58,53 @@ func (s *shard) isDead() bool {
 	return s.dead
 }
 
-// call runs fn (one coordinator call with a fresh Ref) and waits for the
-// answer to that Ref. A nil body with a nil error: the request was
-// superseded (no answer is sent).
-func (s *shard) call(ctx context.Context, fn func(nowMs int64, ref group.Ref)) (group.ResponseBody, error) {
-	ch := make(chan group.ResponseBody, 1)
+// start runs fn (one coordinator call with a fresh Ref); reply gets the
+// answer to that Ref once, with the shard's lock held (it must not call
+// into the shard), possibly before start returns: the coordinator's
+// body, a *group.Superseded (no answer is sent), or nil when the shard
+// unloaded without answering. cancel forgets the request: reply is not
+// called after it returns.
+func (s *shard) start(fn func(nowMs int64, ref group.Ref), reply func(group.ResponseBody)) (cancel func()) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		reply(nil)
+		return func() {}
+	}
 	s.nextRef++
 	ref := s.nextRef
-	s.waiters[ref] = ch
+	s.waiters[ref] = reply
 	fn(s.h.env.NowMs(), ref)
 	s.drainLocked()
-	s.mu.Unlock()
-	select {
-	case body := <-ch:
-		if body == nil {
-			return nil, errUnloaded
-		}
-		if _, ok := body.(*group.Superseded); ok {
-			return nil, nil
-		}
-		return body, nil
-	case <-ctx.Done():
+	return func() {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		delete(s.waiters, ref)
-		s.mu.Unlock()
-		return nil, ctx.Err()
 	}
+}
+
+// call is start's blocking form: it waits for the answer or ctx. A nil
+// body with a nil error: the request was superseded (no answer is sent).
+func (s *shard) call(ctx context.Context, fn func(nowMs int64, ref group.Ref)) (group.ResponseBody, error) {
+	body, err := wait(ctx, func(done func(group.ResponseBody, error)) func() {
+		return s.start(fn, func(body group.ResponseBody) { done(body, nil) })
+	})
+	if err != nil {
+		return nil, err
+	}
+	return bodyOf(body)
+}
+
+// bodyOf reads a waiter's answer: errUnloaded for none, nil for a
+// superseded request.
+func bodyOf(body group.ResponseBody) (group.ResponseBody, error) {
+	if body == nil {
+		return nil, errUnloaded
+	}
+	if _, ok := body.(*group.Superseded); ok {
+		return nil, nil
+	}
+	return body, nil
 }
 
 // read runs fn, a coordinator read answered directly.
@@ -101,9 +124,9 @@ func (s *shard) drainLocked() {
 			s.appendLocked(a)
 		}
 		for _, r := range rd.Responses {
-			if ch, ok := s.waiters[r.Ref]; ok {
+			if reply, ok := s.waiters[r.Ref]; ok {
 				delete(s.waiters, r.Ref)
-				ch <- r.Body
+				reply(r.Body)
 			}
 		}
 		s.armLocked(rd.TickAtMs)
@@ -210,11 +233,13 @@ func (s *shard) unloadLocked() {
 		s.loadTimer = nil
 	}
 	// Requests still waiting were never answered by the coordinator (it
-	// answers what it parked or held at Unload): a nil body, which call
-	// turns into errUnloaded.
-	for ref, ch := range s.waiters {
+	// answers what it parked or held at Unload): a nil body, which
+	// bodyOf turns into errUnloaded; in Ref order (a simulated host's
+	// answers are messages, sent in a reproducible order).
+	for _, ref := range slices.Sorted(maps.Keys(s.waiters)) {
+		reply := s.waiters[ref]
 		delete(s.waiters, ref)
-		ch <- nil
+		reply(nil)
 	}
 }
 

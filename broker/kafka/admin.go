@@ -60,9 +60,20 @@ func (s *Server) createTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	acc := s.access(ctx)
 	preq := &pb.CreateTopicsRequest{ValidateOnly: req.ValidateOnly}
-	brokers := 0
-	if md, err := s.backend.Metadata(ctx, &pb.MetadataRequest{NoTopics: true}); err == nil {
-		brokers = len(md.GetBrokers())
+	// brokers: the cluster's, asked once a topic wants the default
+	// replication factor (-1: not yet). A broker without its metadata
+	// cannot say how many there are; it does not guess 1 (the connection
+	// closes, as for its Metadata, and the client asks another broker).
+	brokers := -1
+	defaultRF := func() (int32, error) {
+		if brokers < 0 {
+			md, err := s.backend.Metadata(ctx, &pb.MetadataRequest{NoTopics: true})
+			if err != nil {
+				return 0, err
+			}
+			brokers = len(md.GetBrokers())
+		}
+		return defaultReplicationFactor(brokers), nil
 	}
 	// creatable[i] is the request's topic i as asked of the controller,
 	// nil for a topic the principal may not create.
@@ -77,7 +88,11 @@ func (s *Server) createTopics(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 				ct.NumPartitions = 1
 			}
 			if ct.ReplicationFactor == -1 {
-				ct.ReplicationFactor = defaultReplicationFactor(brokers)
+				rf, err := defaultRF()
+				if err != nil {
+					return nil, err
+				}
+				ct.ReplicationFactor = rf
 			}
 		}
 		for _, a := range t.ReplicaAssignment {

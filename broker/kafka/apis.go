@@ -42,8 +42,13 @@ type api struct {
 	// below min: versions in between are refused UNSUPPORTED_VERSION.
 	advertisedMin *int16
 	handle        func(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
-	fail          func(req kmsg.Request, code int16) kmsg.Response
-	timeout       func(req kmsg.Request) time.Duration
+	// start, instead of handle, applies a request when called and returns
+	// the wait for its answer (pipeline.go): Produce and OffsetCommit,
+	// whose waits (replication, the coordinator's append) may overlap the
+	// connection's next requests. The wait must end by ctx's end.
+	start   func(ctx context.Context, req kmsg.Request) (wait func() kmsg.Response)
+	fail    func(req kmsg.Request, code int16) kmsg.Response
+	timeout func(req kmsg.Request) time.Duration
 }
 
 // Versions is every API the server answers, with its version range, as
@@ -72,7 +77,7 @@ func (s *Server) table() map[int16]api {
 		// librdkafka before 2.10 enables gzip, snappy (and lz4) only for a
 		// broker whose range includes Produce v2; v0-v2 themselves (the
 		// old message formats) are refused.
-		0:  {min: 3, max: 9, advertisedMin: new(int16(0)), handle: s.produce, fail: failProduce, timeout: produceTimeout},
+		0:  {min: 3, max: 9, advertisedMin: new(int16(0)), start: s.startProduce, fail: failProduce, timeout: produceTimeout},
 		1:  {min: 4, max: 12, handle: s.fetch, fail: failFetch, timeout: fetchTimeout},
 		2:  {min: 1, max: 6, handle: s.listOffsets, fail: failListOffsets, timeout: fixed},
 		23: {min: 0, max: 4, handle: s.offsetForLeaderEpoch, fail: failOffsetForLeaderEpoch, timeout: fixed},
@@ -127,7 +132,7 @@ func (s *Server) addGroupAPIs(t map[int16]api, fixed func(kmsg.Request) time.Dur
 	// coordinator does not take, and v0/v1 are gone from Kafka 4.0
 	// (KIP-896); v9 is GROUP_ID_NOT_FOUND for an unknown group (the
 	// coordinator takes the version); v10 names topics by id.
-	t[8] = api{min: 2, max: 9, handle: s.offsetCommit, fail: failOffsetCommit, timeout: fixed}
+	t[8] = api{min: 2, max: 9, start: s.startOffsetCommit, fail: failOffsetCommit, timeout: fixed}
 	// OffsetFetch: v0 read ZooKeeper; v10 names topics by id.
 	t[9] = api{min: 1, max: 9, handle: s.offsetFetch, fail: failOffsetFetch, timeout: fixed}
 	// JoinGroup, SyncGroup, Heartbeat, LeaveGroup: every version (kmsg's
@@ -137,10 +142,10 @@ func (s *Server) addGroupAPIs(t map[int16]api, fixed func(kmsg.Request) time.Dur
 		timeout: func(kmsg.Request) time.Duration { return syncGroupTimeout }}
 	t[12] = api{min: 0, max: 4, handle: s.heartbeat, fail: failHeartbeat, timeout: fixed}
 	t[13] = api{min: 0, max: 5, handle: s.leaveGroup, fail: failLeaveGroup, timeout: fixed}
-	// DescribeGroups: v6 answers GROUP_ID_NOT_FOUND for a group the
-	// coordinator describes as Dead (KIP-1043), which Groups cannot tell
-	// by version.
-	t[15] = api{min: 0, max: 5, handle: s.describeGroups, fail: failDescribeGroups, timeout: fixed}
+	// DescribeGroups: v6 answers GROUP_ID_NOT_FOUND, with a message, for a
+	// group the coordinator describes as Dead (KIP-1043); older versions
+	// the Dead state alone.
+	t[15] = api{min: 0, max: 6, handle: s.describeGroups, fail: failDescribeGroups, timeout: fixed}
 	// ListGroups: v4 filters by state, v5 by type.
 	t[16] = api{min: 0, max: 5, handle: s.listGroups, fail: failListGroups, timeout: fixed}
 	// DeleteGroups: v2 is the last of Kafka's message specs; kmsg's v3

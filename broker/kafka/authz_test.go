@@ -158,13 +158,13 @@ func idString(n byte) string {
 // idBytes is topic id n as Kafka sends it.
 func idBytes(n byte) [16]byte { return [16]byte{15: n} }
 
-func (b *recBackend) Produce(_ context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+func (b *recBackend) StartProduce(req *pb.ProduceRequest) func(context.Context) (*pb.ProduceResponse, error) {
 	b.record(req)
 	resp := &pb.ProduceResponse{}
 	for _, p := range req.GetPartitions() {
 		resp.Partitions = append(resp.Partitions, &pb.ProducePartitionResponse{Topic: p.GetTopic(), Partition: p.GetPartition(), BaseOffset: 7})
 	}
-	return resp, nil
+	return func(context.Context) (*pb.ProduceResponse, error) { return resp, nil }
 }
 
 func (b *recBackend) Fetch(_ context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error) {
@@ -1561,5 +1561,33 @@ func TestACLsWithFranzGo(t *testing.T) {
 	}
 	if calls := e.adm.take(); len(calls) != 3 {
 		t.Errorf("the admin got %d calls, want create, describe, delete", len(calls))
+	}
+}
+
+// unloadedBackend is a broker that has not loaded its metadata yet.
+type unloadedBackend struct{ fakeBackend }
+
+func (*unloadedBackend) Metadata(context.Context, *pb.MetadataRequest) (*pb.MetadataResponse, error) {
+	return nil, metadata.ErrNotLoaded
+}
+
+// TestCreateTopicsDefaultRFNeedsMetadata: a topic asking for the default
+// replication factor is not created with a guess of one replica by a
+// broker that cannot count the cluster's brokers (its metadata not loaded
+// yet): the request fails (the connection closes) and nothing reaches the
+// controller; an explicit replication factor needs no count.
+func TestCreateTopicsDefaultRFNeedsMetadata(t *testing.T) {
+	adm := &fakeAdmin{}
+	s := NewServer(Config{BrokerID: 1, Logger: slog.New(slog.DiscardHandler)}, &unloadedBackend{}, adm)
+	req := createTopicsReq(7, "t")
+	req.Topics[0].ReplicationFactor = -1
+	if _, err := s.createTopics(t.Context(), req); !errors.Is(err, metadata.ErrNotLoaded) {
+		t.Fatalf("CreateTopics with the default replication factor: err %v, want %v", err, metadata.ErrNotLoaded)
+	}
+	if n := len(adm.take()); n != 0 {
+		t.Fatalf("%d requests reached the controller", n)
+	}
+	if _, err := s.createTopics(t.Context(), createTopicsReq(7, "t")); err != nil {
+		t.Fatalf("CreateTopics with replication factor 1: %v", err)
 	}
 }

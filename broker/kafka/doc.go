@@ -15,10 +15,14 @@
 // # Connections
 //
 // Each connection reads one size-prefixed frame at a time, at most
-// Config.MaxRequestBytes (socket.request.max.bytes), handles it and writes
-// its response before reading the next, so responses go out in request
-// order as Kafka's own brokers send them (a broker mutes a connection
-// while one of its requests is in flight). A malformed frame, an unknown
+// Config.MaxRequestBytes (socket.request.max.bytes), and handles its
+// requests one after another, in order, as Kafka's brokers do; responses
+// go out in request order. Produce and OffsetCommit are pipelined
+// (pipeline.go): the next request is read once one of them is applied (its
+// batches in the leader's log, its commit in the coordinator's state), not
+// once it is replicated, up to maxPipelined answers outstanding; any
+// other request runs after every earlier answer is written, so it sees
+// what they did. A malformed frame, an unknown
 // API key or a version the package cannot decode closes that connection
 // only; a supported API at a version outside the advertised range is
 // answered UNSUPPORTED_VERSION. acks=0 produce requests get no response,
@@ -105,7 +109,7 @@
 // v0-v5 (batched keys from v4), JoinGroup v0-v9, SyncGroup v0-v5,
 // Heartbeat v0-v4, LeaveGroup v0-v5 (a v0-v2 member is a batch of one),
 // OffsetCommit v2-v9, OffsetFetch v1-v9 (batched groups from v8, one
-// Groups call each), DescribeGroups v0-v5, ListGroups v0-v5, DeleteGroups
+// Groups call each), DescribeGroups v0-v6, ListGroups v0-v5, DeleteGroups
 // v0-v2 and OffsetDelete v0: from the versions librdkafka's
 // balanced-consumer check asks for to the last before topic ids or
 // semantics the coordinator does not have (apis.go says which, API by
@@ -116,5 +120,6 @@
 // connection's next response is the next request's.
 //
 // Concurrency: a Server is safe for concurrent use; each connection has
-// its own goroutine, and the Backend is called concurrently.
+// its own goroutine (and one writing its pipelined answers), and the
+// Backend is called concurrently.
 package kafka

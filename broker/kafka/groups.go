@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -321,18 +322,19 @@ func failLeaveGroup(kreq kmsg.Request, code int16) kmsg.Response {
 	return resp
 }
 
-// offsetCommit answers OffsetCommit (key 8) from v2: the retention time
-// of v2–4 (−1 from v5, the broker's retention), the leader epoch from v6
-// (−1 before), the instance id from v7. The version goes to the
+// startOffsetCommit answers OffsetCommit (key 8) from v2, pipelined (the
+// commit is in the coordinator's state when it returns; pipeline.go): the
+// retention time of v2–4 (−1 from v5, the broker's retention), the leader
+// epoch from v6 (−1 before), the instance id from v7. The version goes to the
 // coordinator: from v9 a commit to a group that does not exist is
 // GROUP_ID_NOT_FOUND. Topics and partitions pass as they are named; those
 // of topics the principal may not Read are answered after the others, and
 // a commit of no topic it may Read is not asked at all (as Kafka).
-func (s *Server) offsetCommit(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+func (s *Server) startOffsetCommit(ctx context.Context, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	groupCode, denied := s.access(ctx).offsetCommit(req)
 	if groupCode != 0 {
-		return failOffsetCommit(req, groupCode), nil
+		return answered(failOffsetCommit(req, groupCode))
 	}
 	greq := group.OffsetCommitRequest{
 		Version:         req.GetVersion(),
@@ -370,30 +372,35 @@ func (s *Server) offsetCommit(ctx context.Context, kreq kmsg.Request) (kmsg.Resp
 		return resp
 	}
 	if len(denied) > 0 && len(greq.Topics) == 0 {
-		return failOffsetCommit(req, topicAuthorizationFailed), nil
+		return answered(failOffsetCommit(req, topicAuthorizationFailed))
 	}
-	gresp, err := s.cfg.Groups.OffsetCommit(ctx, greq)
-	switch {
-	case err != nil:
-		resp := failOffsetCommit(req, s.errorCode(err)).(*kmsg.OffsetCommitResponse)
-		resp.Topics = slices.DeleteFunc(resp.Topics, func(rt kmsg.OffsetCommitResponseTopic) bool { return denied[rt.Topic] })
-		return deniedTopics(resp), nil
-	case gresp == nil:
-		return nil, nil
-	}
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	resp.SetVersion(req.GetVersion())
-	for _, t := range gresp.Topics {
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Name
-		for _, p := range t.Partitions {
-			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, int16(p.ErrorCode)
-			rt.Partitions = append(rt.Partitions, rp)
+	wait := Begin(ctx, func(done func(*group.OffsetCommitResponse, error)) func() {
+		return s.cfg.Groups.StartOffsetCommit(greq, done)
+	})
+	return func() kmsg.Response {
+		gresp, err := wait()
+		switch {
+		case err != nil:
+			resp := failOffsetCommit(req, s.errorCode(err)).(*kmsg.OffsetCommitResponse)
+			resp.Topics = slices.DeleteFunc(resp.Topics, func(rt kmsg.OffsetCommitResponseTopic) bool { return denied[rt.Topic] })
+			return deniedTopics(resp)
+		case gresp == nil:
+			return nil
 		}
-		resp.Topics = append(resp.Topics, rt)
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp.SetVersion(req.GetVersion())
+		for _, t := range gresp.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Name
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, int16(p.ErrorCode)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return deniedTopics(resp)
 	}
-	return deniedTopics(resp), nil
 }
 
 func failOffsetCommit(kreq kmsg.Request, code int16) kmsg.Response {
@@ -704,6 +711,12 @@ func (s *Server) describeGroups(ctx context.Context, kreq kmsg.Request) (kmsg.Re
 		rg.ErrorCode, rg.Group, rg.State = int16(g.ErrorCode), g.GroupID, g.GroupState
 		rg.ProtocolType, rg.Protocol = g.ProtocolType, g.ProtocolData
 		rg.AuthorizedOperations = authorizedOperationsOmitted
+		if req.GetVersion() >= 6 && g.ErrorCode == group.None && g.GroupState == group.Dead.String() {
+			// KIP-1043: a group that does not exist (or is being deleted)
+			// is an error from v6, no longer a Dead group without members.
+			rg.ErrorCode = int16(group.GroupIDNotFound)
+			rg.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("group %q not found", g.GroupID))
+		}
 		for _, m := range g.Members {
 			rm := kmsg.NewDescribeGroupsResponseGroupMember()
 			rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = m.MemberID, m.GroupInstanceID, m.ClientID, m.ClientHost

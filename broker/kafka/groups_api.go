@@ -30,7 +30,10 @@ type Groups interface {
 	SyncGroup(ctx context.Context, req group.SyncGroupRequest) (*group.SyncGroupResponse, error)
 	Heartbeat(ctx context.Context, req group.HeartbeatRequest) (*group.HeartbeatResponse, error)
 	LeaveGroup(ctx context.Context, req group.LeaveGroupRequest) (*group.LeaveGroupResponse, error)
-	OffsetCommit(ctx context.Context, req group.OffsetCommitRequest) (*group.OffsetCommitResponse, error)
+	// StartOffsetCommit hands a commit to its coordinator before it
+	// returns (a connection's commits reach it in order) and calls done
+	// once with the answer, unless cancel is called first.
+	StartOffsetCommit(req group.OffsetCommitRequest, done func(*group.OffsetCommitResponse, error)) (cancel func())
 	// OffsetFetch answers one group; a v8+ request's groups are asked one
 	// call each.
 	OffsetFetch(ctx context.Context, req group.OffsetFetchRequest) (*group.OffsetFetchResponse, error)
@@ -52,4 +55,27 @@ type Coordinator struct {
 	Port      int32
 	ErrorCode group.ErrorCode
 	Message   string
+}
+
+// Begin starts a request of callback form (start calls done once with its
+// outcome, unless the cancel it returns is called first) and returns the
+// wait for the outcome: ctx ending first cancels the request and answers
+// ctx's error. Calling the wait is what waits; starting does not.
+func Begin[T any](ctx context.Context, start func(done func(T, error)) (cancel func())) (wait func() (T, error)) {
+	type result struct {
+		t   T
+		err error
+	}
+	ch := make(chan result, 1)
+	cancel := start(func(t T, err error) { ch <- result{t, err} })
+	return func() (T, error) {
+		select {
+		case r := <-ch:
+			return r.t, r.err
+		case <-ctx.Done():
+			cancel()
+			var zero T
+			return zero, ctx.Err()
+		}
+	}
 }

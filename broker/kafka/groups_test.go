@@ -141,15 +141,17 @@ func (f *fakeGroups) LeaveGroup(ctx context.Context, req group.LeaveGroupRequest
 	return &resp, nil
 }
 
-func (f *fakeGroups) OffsetCommit(ctx context.Context, req group.OffsetCommitRequest) (*group.OffsetCommitResponse, error) {
+func (f *fakeGroups) StartOffsetCommit(req group.OffsetCommitRequest, done func(*group.OffsetCommitResponse, error)) func() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.record(ctx, req)
+	f.record(context.Background(), req)
 	if f.err != nil {
-		return nil, f.err
+		done(nil, f.err)
+	} else {
+		resp := f.commit
+		done(&resp, nil)
 	}
-	resp := f.commit
-	return &resp, nil
+	return func() {}
 }
 
 func (f *fakeGroups) OffsetFetch(ctx context.Context, req group.OffsetFetchRequest) (*group.OffsetFetchResponse, error) {
@@ -275,7 +277,7 @@ func one[T any](t *testing.T, fg *fakeGroups) T {
 // groupAPIs is every group API key with its served versions.
 var groupAPIs = map[int16][2]int16{
 	10: {0, 5}, 8: {2, 9}, 9: {1, 9}, 11: {0, 9}, 14: {0, 5}, 12: {0, 4},
-	13: {0, 5}, 15: {0, 5}, 16: {0, 5}, 42: {0, 2}, 47: {0, 0},
+	13: {0, 5}, 15: {0, 6}, 16: {0, 5}, 42: {0, 2}, 47: {0, 0},
 }
 
 // groupRequest is a request of the group API key at version v with every
@@ -1148,10 +1150,42 @@ func FuzzGroupFrames(f *testing.F) {
 		if err != nil {
 			return
 		}
-		resp, err := s.handle(h, body)
-		if err == nil && resp != nil {
+		finish, err := s.handle(t.Context(), h, body)
+		if err != nil {
+			return
+		}
+		if resp := finish(); resp != nil {
 			_ = appendResponse(nil, h, resp)
 		}
 		fg.take() // keep the fake's record small
 	})
+}
+
+// TestDescribeGroupsNotFound: a group the coordinator describes as Dead
+// (it does not exist) is GROUP_ID_NOT_FOUND with a message from v6
+// (KIP-1043), and a Dead group without an error before.
+func TestDescribeGroupsNotFound(t *testing.T) {
+	c, fg := dialGroups(t)
+	fg.set(func(f *fakeGroups) {
+		f.described = []group.DescribedGroup{{GroupID: "g1", GroupState: "Dead", Members: []group.DescribedMember{}},
+			{GroupID: "g2", GroupState: "Empty", ProtocolType: "consumer"}}
+	})
+	for _, v := range []int16{5, 6} {
+		resp := c.roundTrip(groupRequest(15, v)).(*kmsg.DescribeGroupsResponse)
+		one[describeCall](t, fg)
+		if len(resp.Groups) != 2 {
+			t.Fatalf("v%d: %+v", v, resp.Groups)
+		}
+		g1, g2 := resp.Groups[0], resp.Groups[1]
+		wantCode := int16(0)
+		if v >= 6 {
+			wantCode = int16(group.GroupIDNotFound)
+		}
+		if g1.ErrorCode != wantCode || g1.State != "Dead" || (v >= 6) != (g1.ErrorMessage != nil) {
+			t.Errorf("v%d: unknown group answered code %d state %q message %v, want code %d", v, g1.ErrorCode, g1.State, g1.ErrorMessage, wantCode)
+		}
+		if g2.ErrorCode != 0 || g2.State != "Empty" || g2.ErrorMessage != nil {
+			t.Errorf("v%d: existing group answered %+v", v, g2)
+		}
+	}
 }

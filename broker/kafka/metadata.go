@@ -55,7 +55,7 @@ func (s *Server) metadata(ctx context.Context, kreq kmsg.Request) (kmsg.Response
 	noTopics := !all && (len(req.Topics) == 0 || (!byID && len(names) == 0))
 	presp, err := s.backend.Metadata(ctx, &pb.MetadataRequest{Topics: names, NoTopics: noTopics})
 	if err != nil {
-		return nil, err // the broker's own metadata cannot fail but by a bug: close
+		return nil, err // not loaded yet (metadata.ErrNotLoaded): close; the client asks another broker
 	}
 	cluster := presp.GetClusterId()
 	resp.ClusterID = &cluster

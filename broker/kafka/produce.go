@@ -16,15 +16,16 @@ func produceTimeout(kreq kmsg.Request) time.Duration {
 	return time.Duration(ms)*time.Millisecond + requestTimeout
 }
 
-// produce answers Produce (key 0) through the broker's Produce (SPEC
+// startProduce answers Produce (key 0) through the broker's Produce (SPEC
 // §4.1): the record bytes of each partition are passed as they came, the
-// broker validates them as Kafka's RecordBatch v2. Transactional produce
-// is refused (transactions are out of scope). With acks=0 the client
-// expects no answer and gets none.
-func (s *Server) produce(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
+// broker validates them as Kafka's RecordBatch v2 and appends them before
+// startProduce returns; the wait is for the acks (pipeline.go).
+// Transactional produce is refused (transactions are out of scope). With
+// acks=0 the client expects no answer and gets none.
+func (s *Server) startProduce(ctx context.Context, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.ProduceRequest)
 	if req.TransactionID != nil {
-		return failProduce(req, invalidTxnState), nil
+		return answered(failProduce(req, invalidTxnState))
 	}
 	denied := s.access(ctx).produce(req)
 	preq := &pb.ProduceRequest{Acks: int32(req.Acks), TimeoutMs: req.TimeoutMillis}
@@ -36,17 +37,36 @@ func (s *Server) produce(ctx context.Context, kreq kmsg.Request) (kmsg.Response,
 			preq.Partitions = append(preq.Partitions, &pb.ProducePartitionData{Topic: t.Topic, Partition: p.Partition, Records: p.Records})
 		}
 	}
-	var presp *pb.ProduceResponse
-	code := int16(0)
+	var wait func(context.Context) (*pb.ProduceResponse, error)
 	if len(preq.Partitions) > 0 {
-		var err error
-		if presp, err = s.backend.Produce(ctx, preq); err != nil {
-			code = s.errorCode(err)
+		wait = s.backend.StartProduce(preq)
+	}
+	// The records are appended or refused: the answer needs only the
+	// request's shape, not its bytes.
+	for i := range req.Topics {
+		for j := range req.Topics[i].Partitions {
+			req.Topics[i].Partitions[j].Records = nil
 		}
 	}
-	if req.Acks == 0 {
-		return nil, nil // a denied topic's records are dropped silently, as Kafka does
+	return func() kmsg.Response {
+		var presp *pb.ProduceResponse
+		code := int16(0)
+		if wait != nil {
+			var err error
+			if presp, err = wait(ctx); err != nil {
+				code = s.errorCode(err)
+			}
+		}
+		if req.Acks == 0 {
+			return nil // a denied topic's records are dropped silently, as Kafka does
+		}
+		return produceAnswer(req, denied, code, presp)
 	}
+}
+
+// produceAnswer is Produce's answer in the request's shape: the broker's
+// answer per partition, code for all when the broker gave none.
+func produceAnswer(req *kmsg.ProduceRequest, denied map[string]bool, code int16, presp *pb.ProduceResponse) kmsg.Response {
 	byTP := make(map[tp]*pb.ProducePartitionResponse, len(presp.GetPartitions()))
 	for _, pr := range presp.GetPartitions() {
 		byTP[tp{pr.GetTopic(), pr.GetPartition()}] = pr
@@ -75,7 +95,7 @@ func (s *Server) produce(ctx context.Context, kreq kmsg.Request) (kmsg.Response,
 			}
 		}
 	}
-	return resp, nil
+	return resp
 }
 
 // tp is a topic partition as a map key.

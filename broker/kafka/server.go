@@ -20,9 +20,13 @@ import (
 )
 
 // Backend is the broker behind the listener: the methods its gRPC services
-// call, with the same requests and answers.
+// call, with the same requests and answers (Produce in its start form).
 type Backend interface {
-	Produce(ctx context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error)
+	// StartProduce validates and appends req's batches before it returns
+	// (a connection's produce requests are appended in order) and returns
+	// the wait for the answer (acks=all: until replicated, refused or
+	// timed out; ctx's end ends the wait, not the produce).
+	StartProduce(req *pb.ProduceRequest) (wait func(ctx context.Context) (*pb.ProduceResponse, error))
 	Fetch(ctx context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error)
 	ListOffsets(ctx context.Context, req *pb.ListOffsetsRequest) (*pb.ListOffsetsResponse, error)
 	OffsetForLeaderEpoch(ctx context.Context, req *pb.OffsetForLeaderEpochRequest) (*pb.OffsetForLeaderEpochResponse, error)
@@ -240,9 +244,12 @@ func requestHeader(ctx context.Context) header {
 	return h
 }
 
-// serveConn reads, handles and answers one frame at a time until the peer
+// serveConn reads, handles and answers frames in order until the peer
 // closes, sends something it cannot parse, idles too long or the server
-// closes.
+// closes. Requests start one at a time, in order, as Kafka processes a
+// connection's requests; Produce and OffsetCommit are pipelined
+// (pipeline.go): the next request starts once one of them is applied, not
+// once it is replicated, and the answers still go out in order.
 func (s *Server) serveConn(c net.Conn) {
 	start := time.Now()
 	log := s.cfg.Logger.With("remote", c.RemoteAddr().String())
@@ -277,6 +284,14 @@ func (s *Server) serveConn(c net.Conn) {
 			sc.principal = p.principal
 		}
 	}
+	// The connection's requests end with it: an answer nobody will read
+	// is neither waited for nor written.
+	ctx, cancel := context.WithCancel(s.ctx)
+	pipe := newPipeline(s, c, log)
+	defer func() {
+		cancel()
+		pipe.close()
+	}()
 	r := bufio.NewReaderSize(c, 64<<10)
 	var out []byte
 	for {
@@ -321,12 +336,21 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		h.clientHost, h.peer, h.sasl = clientHost, p, sc
-		resp, err := s.handle(h, body)
+		pipelined := s.apis[h.key].start != nil
+		if !pipelined && !pipe.drain() {
+			return // an earlier answer could not be written
+		}
+		finish, err := s.handle(ctx, h, body)
 		if err != nil {
 			s.cfg.Observer.ObserveKafkaClosed("malformed")
 			log.Info("kafka: connection closed", "reason", err, "api", kmsg.NameForKey(h.key), "version", h.version, "client", h.clientID)
 			return
 		}
+		if pipelined {
+			pipe.push(pendingAnswer{h: h, begin: begin, finish: finish})
+			continue
+		}
+		resp := finish()
 		s.cfg.Observer.ObserveKafkaRequest(kmsg.NameForKey(h.key), time.Since(begin))
 		if sc != nil && sc.principal != "" && p.principal != sc.principal {
 			p.principal = sc.principal // authenticated: later requests are its
@@ -487,11 +511,14 @@ func appendResponse(dst []byte, h header, resp kmsg.Response) []byte {
 
 // handle decodes the body at the header's version and runs the API's
 // handler, or answers UNSUPPORTED_VERSION for a version outside the
-// advertised range. A nil response with a nil error sends nothing.
-func (s *Server) handle(h header, body []byte) (kmsg.Response, error) {
+// advertised range; ctx is the connection's. The answer is finish's: an
+// API with a start form (api.start: Produce, OffsetCommit) has been applied
+// when handle returns, and finish waits for its outcome; any other API is
+// done. A nil answer sends nothing.
+func (s *Server) handle(ctx context.Context, h header, body []byte) (finish func() kmsg.Response, err error) {
 	a := s.apis[h.key]
 	if h.key == apiVersionsKey && (h.version < a.min || h.version > a.max) {
-		return s.unsupportedAPIVersions(), nil
+		return answered(s.unsupportedAPIVersions()), nil
 	}
 	req := kmsg.RequestForKey(h.key)
 	req.SetVersion(h.version)
@@ -500,11 +527,24 @@ func (s *Server) handle(h header, body []byte) (kmsg.Response, error) {
 	}
 	if h.version < a.min || h.version > a.max {
 		if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
-			return nil, nil // acks=0 expects no answer, even a refusal
+			return answered(nil), nil // acks=0 expects no answer, even a refusal
 		}
-		return a.fail(req, unsupportedVersion), nil
+		return answered(a.fail(req, unsupportedVersion)), nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(s.ctx, headerKey{}, h), a.timeout(req))
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, headerKey{}, h), a.timeout(req))
+	if a.start != nil {
+		wait := a.start(ctx, req)
+		return func() kmsg.Response {
+			defer cancel()
+			return wait()
+		}, nil
+	}
 	defer cancel()
-	return a.handle(ctx, req)
+	resp, err := a.handle(ctx, req)
+	return answered(resp), err
+}
+
+// answered is the finish of an answer already made.
+func answered(resp kmsg.Response) func() kmsg.Response {
+	return func() kmsg.Response { return resp }
 }

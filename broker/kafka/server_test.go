@@ -36,13 +36,13 @@ func (f *fakeBackend) InitProducerId(context.Context, *pb.InitProducerIdRequest)
 	return &pb.InitProducerIdResponse{ProducerId: 1000 + f.pids.Add(1) - 1}, nil
 }
 
-func (f *fakeBackend) Produce(_ context.Context, req *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+func (f *fakeBackend) StartProduce(req *pb.ProduceRequest) func(context.Context) (*pb.ProduceResponse, error) {
 	f.produces.Add(1)
 	resp := &pb.ProduceResponse{}
 	for _, p := range req.GetPartitions() {
 		resp.Partitions = append(resp.Partitions, &pb.ProducePartitionResponse{Topic: p.GetTopic(), Partition: p.GetPartition()})
 	}
-	return resp, nil
+	return func(context.Context) (*pb.ProduceResponse, error) { return resp, nil }
 }
 
 func (f *fakeBackend) Fetch(_ context.Context, req *pb.FetchRequest) (*pb.FetchResponse, error) {
@@ -396,8 +396,11 @@ func FuzzFrame(f *testing.F) {
 				return
 			}
 			h.sasl = sc
-			resp, err := s.handle(h, body)
-			if err == nil && resp != nil {
+			finish, err := s.handle(t.Context(), h, body)
+			if err != nil {
+				return
+			}
+			if resp := finish(); resp != nil {
 				_ = appendResponse(nil, h, resp)
 			}
 			if sc.closeReason != "" {
@@ -419,17 +422,19 @@ func conversation(frames ...[]byte) []byte {
 	return out
 }
 
-// blockingBackend's Produce waits for its request's context (a produce
+// blockingBackend's produce waits for its request's context (a produce
 // waiting for acks that will not come: the broker is stopping).
 type blockingBackend struct {
 	fakeBackend
 	entered chan struct{}
 }
 
-func (b *blockingBackend) Produce(ctx context.Context, _ *pb.ProduceRequest) (*pb.ProduceResponse, error) {
+func (b *blockingBackend) StartProduce(*pb.ProduceRequest) func(context.Context) (*pb.ProduceResponse, error) {
 	close(b.entered)
-	<-ctx.Done()
-	return nil, ctx.Err()
+	return func(ctx context.Context) (*pb.ProduceResponse, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 }
 
 // TestCloseEndsRequestsInFlight: Close ends the contexts of the requests

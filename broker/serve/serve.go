@@ -7,7 +7,8 @@
 // The broker's handler evaluates a request once per long-poll wake-up;
 // the simulator's leaders answer every fetch (follower, consumer, mirror)
 // with it. ValidateProduce and Propose (produce.go) check a producer's
-// batches and put them to the replica.
+// batches and put them to the replica. ListOffsets and
+// OffsetForLeaderEpoch (offsets.go) answer the leaders' offsets.
 package serve
 
 import (
@@ -34,6 +35,10 @@ type Partition interface {
 	// least one batch if any qualifies (storage.Log.Read), or the code
 	// the fetch of the partition is answered with.
 	Read(from twinlog.Offset, maxBytes int, upTo twinlog.Offset) ([]byte, pb.ErrorCode)
+	// OffsetForTimestamp is the first offset whose timestamp is at least
+	// ts (storage.Log.OffsetForTimestamp), or the code ListOffsets is
+	// answered with; it runs without the lock, as Read.
+	OffsetForTimestamp(ts int64) (twinlog.Offset, pb.ErrorCode)
 }
 
 // Target is one partition of a request as the host found it: P, or the

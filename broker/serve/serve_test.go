@@ -32,6 +32,10 @@ func (p *part) Unusable() pb.ErrorCode    { return p.unusable }
 func (p *part) ProcessReady()             { *p.events = append(*p.events, p.name+" ready") }
 
 // Read returns whole batches up to maxBytes, at least one.
+func (p *part) OffsetForTimestamp(int64) (twinlog.Offset, pb.ErrorCode) {
+	return twinlog.NoOffset, pb.ErrorCode_ERROR_CODE_NONE
+}
+
 func (p *part) Read(from twinlog.Offset, maxBytes int, upTo twinlog.Offset) ([]byte, pb.ErrorCode) {
 	*p.events = append(*p.events, p.name+" read")
 	n := max(1, maxBytes/batchBytes)

@@ -21,6 +21,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/twinlog/twinlog/security/acl"
 )
 
 // Kind is how a key's value is written.
@@ -43,6 +45,9 @@ const (
 	// Regexp is a Go regular expression (RE2 syntax), matched against a
 	// whole name: the empty value matches nothing.
 	Regexp
+	// ACLFilters is a set of ACL filters in Cluster Linking's acl.filters
+	// JSON (acl.ParseFilterSet): the empty value selects nothing.
+	ACLFilters
 )
 
 // MaxMillis is the largest count of milliseconds a time.Duration holds
@@ -113,6 +118,11 @@ var defs = map[string]Def{
 	"mirror.offset.sync.interval.ms":    {Kind: Millis, Min: 100, Max: MaxMillis, Why: "each sync lists every source group and asks its coordinator"},
 	"mirror.offset.sync.groups.include": {Kind: Regexp},
 	"mirror.offset.sync.groups.exclude": {Kind: Regexp},
+	// A mirror's ACL sync (issue 17; Cluster Linking's acl.sync.enable,
+	// acl.filters and acl.sync.ms).
+	"mirror.acl.sync.enable":      {Kind: Bool},
+	"mirror.acl.sync.filters":     {Kind: ACLFilters},
+	"mirror.acl.sync.interval.ms": {Kind: Millis, Min: 100, Max: MaxMillis, Why: "each sync reads every source's ACLs"},
 	// __consumer_offsets, created on first use with these; Kafka's bounds.
 	"offsets.topic.replication.factor": {Kind: Int, Min: 1, Max: 32767},
 	"offsets.topic.num.partitions":     {Kind: Int, Min: 1, Max: 1000},
@@ -200,6 +210,9 @@ func (d Def) Check(v string) error {
 		return fmt.Errorf("allowed values are %s", strings.Join(d.Values, ", "))
 	case Regexp:
 		_, err := CompileRegexp(v)
+		return err
+	case ACLFilters:
+		_, err := acl.ParseFilterSet(v)
 		return err
 	case Float:
 		f, err := ParseFloat(v)

@@ -455,6 +455,22 @@ func (h *History) TruncatedSince(tp string, seq uint64) bool {
 	return p != nil && slices.ContainsFunc(p.truncSeqs, func(t uint64) bool { return t > seq })
 }
 
+// LossyBrokersSince is the number of distinct brokers with a lossy
+// unclean shutdown of tp recorded after history position seq.
+func (h *History) LossyBrokersSince(tp string, seq uint64) int {
+	p := h.parts[tp]
+	if p == nil {
+		return 0
+	}
+	var brokers []int32
+	for _, l := range p.lossy {
+		if l.seq > seq && !slices.Contains(brokers, l.broker) {
+			brokers = append(brokers, l.broker)
+		}
+	}
+	return len(brokers)
+}
+
 // Exempted reports whether tp is under the §6.8 exemption (Exempt).
 func (h *History) Exempted(tp string) bool {
 	p := h.parts[tp]

@@ -37,7 +37,7 @@ func TestPool(t *testing.T) {
 		t.Fatalf("failed address dialled %d times, want 2", dials["bad:1"])
 	}
 	p.Close()
-	if s := a1.GetState(); s != connectivity.Shutdown {
+	if s := a1.(*grpc.ClientConn).GetState(); s != connectivity.Shutdown {
 		t.Fatalf("connection state %v after Close, want Shutdown", s)
 	}
 	a3, err := p.Get("127.0.0.1:1")

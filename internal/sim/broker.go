@@ -20,7 +20,9 @@ import (
 	"github.com/twinlog/twinlog/broker/wire"
 	"github.com/twinlog/twinlog/controller/metastate"
 	"github.com/twinlog/twinlog/metadata"
+	"github.com/twinlog/twinlog/mirror/plan"
 	"github.com/twinlog/twinlog/mirror/state"
+	"github.com/twinlog/twinlog/security/authz"
 	"github.com/twinlog/twinlog/storage"
 )
 
@@ -56,6 +58,13 @@ type simBroker struct {
 	fetchers map[twinlog.BrokerID]*follow.Fetcher
 	// mstate: what this incarnation read of __mirror_state (statehost.go).
 	mstate *state.Store
+	// groups: this incarnation's group coordinators (groups.go), nil
+	// without Config.Groups.
+	groups *simGroups
+	// authz is this incarnation's authorizer (authz.go); caughtUp: its
+	// image has held its registration once.
+	authz    *authz.Checker
+	caughtUp bool
 	// lostLEO holds each partition's LEO at the last crash, to detect
 	// lossy shutdowns when the log is reopened.
 	lostLEO map[string]int64
@@ -122,6 +131,7 @@ func (b *simBroker) start() {
 	b.registered = false
 	b.epoch = 0
 	b.image = metadata.New("")
+	b.authz, b.caughtUp = s.brokerAuthz(), false
 	b.meta = metaloop.New(simMeta{b}, simMeta{b}, metaloop.Config{BrokerID: b.id, Idle: time.Duration(s.cfg.MetadataPollMs) * time.Millisecond,
 		Backoff: 100 * time.Millisecond, MaxSnapshotItems: metadata.MaxSnapshotItems})
 	b.parts = map[twinlog.TopicPartition]*simPart{}
@@ -134,6 +144,7 @@ func (b *simBroker) start() {
 	host := simSession{b, b.inc}
 	b.keeper = session.NewKeeper(host, host, session.Config{HeartbeatInterval: time.Duration(s.cfg.HeartbeatMs) * time.Millisecond, PreviousEpoch: b.prevEpoch})
 	b.keeper.Start()
+	b.startGroups()
 }
 
 // simSession is a broker incarnation's session.Keeper host and Env: the
@@ -166,21 +177,25 @@ func askController[Resp any](b *simBroker, reqKind, respKind string, timeoutMs i
 func (e simSession) Register(req *pb.RegisterBrokerRequest, done func(*pb.RegisterBrokerResponse, error)) {
 	b := e.b
 	askController(b, "register", "register-resp", b.s.cfg.RPCTimeoutMs, func(c *controller) *pb.RegisterBrokerResponse {
-		return rpc(c, fmt.Sprintf("register %d", b.id), false, brokerCaller(int32(b.id), pb.ControllerService_RegisterBroker_FullMethodName), c.svc.RegisterBroker, req)
+		return rpc(c, fmt.Sprintf("register %d", b.id), false, brokerCaller(b.s, int32(b.id), pb.ControllerService_RegisterBroker_FullMethodName), c.svc.RegisterBroker, req)
 	}, done)
 }
 
 func (e simSession) Heartbeat(req *pb.BrokerHeartbeatRequest, done func(*pb.BrokerHeartbeatResponse, error)) {
 	b := e.b
 	askController(b, "heartbeat", "heartbeat-resp", b.s.cfg.RPCTimeoutMs, func(c *controller) *pb.BrokerHeartbeatResponse {
-		return rpc(c, fmt.Sprintf("heartbeat %d", b.id), false, brokerCaller(int32(b.id), pb.ControllerService_BrokerHeartbeat_FullMethodName), c.svc.BrokerHeartbeat, req)
+		return rpc(c, fmt.Sprintf("heartbeat %d", b.id), false, brokerCaller(b.s, int32(b.id), pb.ControllerService_BrokerHeartbeat_FullMethodName), c.svc.BrokerHeartbeat, req)
 	}, done)
 }
 
 func (e simSession) RegisterRequest() *pb.RegisterBrokerRequest {
 	b := e.b
-	return &pb.RegisterBrokerRequest{BrokerId: b.id, IncarnationId: fmt.Sprintf("%d.%d", b.id, e.inc),
-		Host: "sim", Port: 9092 + b.id, LogDirs: []string{logDir}, ClusterId: b.s.clusterID}
+	req := &pb.RegisterBrokerRequest{BrokerId: b.id, IncarnationId: fmt.Sprintf("%d.%d", b.id, e.inc),
+		Host: b.s.clusterID, Port: 9092 + b.id, LogDirs: []string{logDir}, ClusterId: b.s.clusterID}
+	if b.s.cfg.Groups > 0 { // a Kafka listener: FindCoordinator answers only brokers with one
+		req.KafkaHost, req.KafkaPort = b.s.clusterID, 19092+b.id
+	}
+	return req
 }
 
 func (e simSession) HeartbeatRequest() *pb.BrokerHeartbeatRequest {
@@ -222,6 +237,7 @@ func (b *simBroker) stopLoops() {
 // start sees only what was synced (MemFS.CrashClone).
 func (b *simBroker) crash() {
 	s := b.s
+	b.stopGroups(false)
 	for _, p := range b.sortedParts() {
 		p.failPending()
 	}
@@ -243,6 +259,7 @@ func (b *simBroker) crash() {
 // file (SPEC §2.5).
 func (b *simBroker) stopClean() {
 	s := b.s
+	b.stopGroups(true)
 	for _, p := range b.sortedParts() {
 		p.failPending()
 	}
@@ -337,7 +354,13 @@ func (m simMeta) Position() (int64, int64) { return m.b.image.Offset(), m.b.epoc
 func (m simMeta) Reload() { m.b.image = metadata.New("") }
 
 func (m simMeta) Apply(resp *pb.FetchMetadataResponse) error {
-	return metadata.ApplyTo(m.b.image, resp)
+	if err := metadata.ApplyTo(m.b.image, resp); err != nil {
+		return err
+	}
+	caughtUp := m.b.image.Registered(m.b.id, m.b.epoch)
+	m.b.caughtUp = m.b.caughtUp || caughtUp
+	m.b.authz.Follow(m.b.image, caughtUp)
+	return nil
 }
 
 // Applied reconciles when the image changed, and kicks a heartbeat, as
@@ -346,6 +369,9 @@ func (m simMeta) Applied(resp *pb.FetchMetadataResponse, before int64) {
 	b := m.b
 	if b.image.Offset() != before || resp.GetSnapshot() != nil {
 		b.reconcile()
+	}
+	if b.groups != nil {
+		b.groups.host.Reconcile()
 	}
 	b.keeper.Kick()
 }
@@ -430,30 +456,24 @@ func (b *simBroker) removePart(p *simPart) {
 
 func (b *simBroker) openPart(tp twinlog.TopicPartition, topicID string) *simPart {
 	s := b.s
-	l, existed := b.dir.Get(tp)
-	aligned := storage.NoAlignedEpoch
-	if existed {
-		md, ok, err := l.ReadPartitionMetadata()
-		if err != nil || !ok || md.TopicID != topicID {
-			s.fail("storage partition metadata", "broker %d %v: partition.metadata %v ok=%t err=%v (want topic id %s)", b.id, tp, md, ok, err, topicID)
-			return nil
-		}
-		aligned = md.AlignedEpoch
-	} else {
-		var err error
-		if l, err = b.dir.GetOrCreate(tp); err != nil {
-			s.fail("storage create", "%v", err)
-			return nil
-		}
-		if err := l.WritePartitionMetadata(storage.PartitionMetadata{TopicID: topicID, AlignedEpoch: storage.NoAlignedEpoch}); err != nil {
-			s.fail("storage create", "%v", err)
-			return nil
-		}
+	o, err := assign.OpenLog([]*storage.LogDir{b.dir}, tp, topicID) // the broker's openPartition
+	if _, bad := errors.AsType[*assign.MetadataError](err); bad {
+		// Nothing in the simulated storage damages partition.metadata.
+		s.fail("storage partition metadata", "broker %d %v: %v (want topic id %s)", b.id, tp, err, topicID)
+		return nil
 	}
+	if err != nil {
+		s.fail("storage create", "%v", err)
+		return nil
+	}
+	if o.Replaced {
+		s.report.Checks["partition dir of another topic id replaced"]++
+		s.tracef("broker %d %v: dir held topic id %q, not %s; deleted", b.id, tp, o.FoundTopicID, topicID)
+	}
+	l := o.Log
 	// FetchSeqStart: broker/fetcher.go's fetchSeqStart, the clock in ns.
 	r, err := replica.New(replica.Config{ID: twinlog.BrokerID(b.id), Partition: tp, ReplicaLagTimeMaxMs: s.cfg.ReplicaLagMs, FetchSeqStart: s.now * 1_000_000},
-		replica.LogState{LogStartOffset: l.LogStartOffset(), LogEndOffset: l.LogEndOffset(), HighWatermark: l.HighWatermark(),
-			Epochs: l.Epochs().Entries(), AlignedEpoch: aligned})
+		assign.LogState(l, o.AlignedEpoch))
 	if err != nil {
 		s.fail("replica new", "%v", err)
 		return nil
@@ -610,7 +630,7 @@ func (a simAlter) After(d time.Duration, f func()) { a.p.b.s.after(d.Millisecond
 func (a simAlter) Call(ap replica.AlterPartitionProposal, answer func(bool, *pb.AlterPartitionResponse)) {
 	p, b, s := a.p, a.p.b, a.p.b.s
 	askController(b, "alter-partition", "alter-partition-resp", s.cfg.RPCTimeoutMs, func(c *controller) *pb.AlterPartitionResponse {
-		resp := rpc(c, fmt.Sprintf("alter-partition %d", b.id), false, brokerCaller(int32(b.id), pb.ControllerService_AlterPartition_FullMethodName), c.svc.AlterPartition, ap.Request)
+		resp := rpc(c, fmt.Sprintf("alter-partition %d", b.id), false, brokerCaller(b.s, int32(b.id), pb.ControllerService_AlterPartition_FullMethodName), c.svc.AlterPartition, ap.Request)
 		s.tracef("ctl alter-partition from %d seq %d: %v", b.id, ap.Seq, shortCode(resp.GetError()))
 		return resp
 	}, func(resp *pb.AlterPartitionResponse, err error) {
@@ -749,7 +769,12 @@ func (e simFetchEnv) Send(req *pb.FetchRequest, done func(*pb.FetchResponse, err
 	}
 	leader := s.brokers[e.leader-1]
 	maxBytes := 1 + s.rng.IntN(1200)
+	principal := s.brokerPrincipal(b.id)
 	s.net.send(b.node(), leader.node(), "fetch", func() {
+		if err := leader.admit(principal, pb.FetchService_Fetch_FullMethodName, req); err != nil {
+			s.net.send(leader.node(), b.node(), "fetch-resp", func() { reply(func() { done(nil, err) }) })
+			return
+		}
 		resp := leader.serveFetch(req, maxBytes)
 		s.net.send(leader.node(), b.node(), "fetch-resp", func() { reply(func() { done(resp, nil) }) })
 	})
@@ -788,10 +813,12 @@ func (b *simBroker) serveFetch(req *pb.FetchRequest, maxBytes int) *pb.FetchResp
 	targets := make([]serve.Target, len(req.GetPartitions()))
 	parts := make([]*simPart, len(targets))
 	for i, fp := range req.GetPartitions() {
-		targets[i] = serve.Target{Error: pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, LeaderID: -1}
-		p := b.parts[twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()}]
-		if b.up && b.registered && p != nil {
-			targets[i], parts[i] = serve.Target{P: servedPart{p}}, p
+		targets[i] = b.target(twinlog.TopicPartition{Topic: fp.GetTopic(), Partition: fp.GetPartition()})
+		if sp, ok := targets[i].P.(servedPart); ok {
+			parts[i] = sp.p
+			if code := plan.MirrorFetchTopicID(req.GetFetcherType(), fp.GetTopicId(), sp.p.topicID); code != pb.ErrorCode_ERROR_CODE_NONE {
+				targets[i] = serve.Target{Error: code} // broker.fetchTargets
+			}
 		}
 	}
 	resp, _, _ := serve.Once(req, targets, maxBytes, s.now, func(i int, d replica.FetchDecision) {
@@ -834,6 +861,16 @@ func (servedPart) Unlock()                      {}
 func (sp servedPart) Replica() *replica.Replica { return sp.p.r }
 func (servedPart) Unusable() pb.ErrorCode       { return pb.ErrorCode_ERROR_CODE_NONE }
 func (sp servedPart) ProcessReady()             { sp.p.processReady() }
+
+func (sp servedPart) OffsetForTimestamp(ts int64) (twinlog.Offset, pb.ErrorCode) {
+	p := sp.p
+	o, err := p.log.OffsetForTimestamp(ts)
+	if err != nil {
+		p.b.s.fail("storage read", "broker %d %s: offset for timestamp %d: %v", p.b.id, p.key, ts, err)
+		return o, pb.ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR
+	}
+	return o, pb.ErrorCode_ERROR_CODE_NONE
+}
 
 func (sp servedPart) Read(from twinlog.Offset, maxBytes int, upTo twinlog.Offset) ([]byte, pb.ErrorCode) {
 	p := sp.p

@@ -202,16 +202,19 @@ func (pr *producer) result(tp twinlog.TopicPartition, acks replica.Acks, values 
 	}
 }
 
-// handleProduce is the leader's produce path (SPEC §4.1).
-func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, buf []byte, values []string, timeoutMs int64, reply func(pb.ErrorCode, int64, int32)) {
+// handleProduce is the leader's produce path (SPEC §4.1). It reports
+// whether the batch was proposed: then reply gets the outcome from the
+// replica's Ready (possibly before handleProduce returns); otherwise it
+// was refused (reply has the code) or not handled (no answer at all).
+func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, buf []byte, values []string, timeoutMs int64, reply func(pb.ErrorCode, int64, int32)) bool {
 	s := b.s
 	if !b.up || !b.registered {
-		return
+		return false
 	}
 	p := b.parts[tp]
 	if p == nil {
 		reply(pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, -1, -1)
-		return
+		return false
 	}
 	p.nextID++
 	id := p.nextID
@@ -222,7 +225,7 @@ func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, 
 		serve.ProduceLimits{MaxBatchBytes: storage.DefaultMaxBatchBytes, TimestampAfterMax: time.Hour})
 	if code != pb.ErrorCode_ERROR_CODE_NONE || n != len(values) {
 		s.fail("produce", "broker %d %s: the producer's batch of %d records: %s (%d offsets)", b.id, p.key, len(values), shortCode(code), n)
-		return
+		return false
 	}
 	leo := p.r.LogEndOffset()
 	var out pb.ProducePartitionResponse
@@ -233,12 +236,13 @@ func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, 
 	if out.GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 		reply(out.GetError(), -1, -1)
 		p.processReady()
-		return
+		return false
 	}
 	req := &produceReq{batches: batches, values: values, le: int32(d.LeaderEpoch), reply: reply}
 	p.proposals[id] = req
 	p.results[id] = req
 	p.processReady()
+	return true
 }
 
 // consumer reads one partition from its leader below the HW.

@@ -32,17 +32,7 @@ func runTwoSeed(t *testing.T, seed uint64) *Report {
 // fail over, fail back, truncate for LMLE and copy records.
 func TestTwoClusterSeeds(t *testing.T) {
 	start := time.Now()
-	list := []uint64{*flagSeed}
-	if *flagSeed == 0 {
-		n := *flagTwoSeeds
-		if testing.Short() {
-			n = 8
-		}
-		list = make([]uint64, n)
-		for i := range list {
-			list[i] = *flagFirst + uint64(i)
-		}
-	}
+	list := seedList(*flagTwoSeeds, 8)
 	reps := make([]*Report, len(list))
 	t.Run("seed", func(t *testing.T) {
 		for i, seed := range list {

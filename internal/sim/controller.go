@@ -12,9 +12,8 @@ import (
 	ctlshell "github.com/twinlog/twinlog/controller"
 	"github.com/twinlog/twinlog/controller/memstore"
 	"github.com/twinlog/twinlog/controller/metastate"
+	"github.com/twinlog/twinlog/internal/rpcopt"
 	"github.com/twinlog/twinlog/metadata"
-	"github.com/twinlog/twinlog/security/acl"
-	"github.com/twinlog/twinlog/security/authz"
 	"github.com/twinlog/twinlog/security/transport"
 )
 
@@ -43,6 +42,8 @@ type controller struct {
 	// CheckTransition (a BumpLeaderEpoch may raise the LE by more than one).
 	what   string
 	bumped bool
+	// sync is the offset sync in progress (offsetsync.go), nil if none.
+	sync *syncRun
 }
 
 func newController(s *Sim) *controller {
@@ -69,8 +70,7 @@ func (c *controller) start(store *memstore.Store) {
 		MaxFetchBytes: 300,
 		// Every call goes through the authorizer (rpc): brokers act only as
 		// themselves (the template), the operator is a super user.
-		Authz: authz.Config{Enabled: true, BrokerPrincipalTemplate: "User:broker-{id}",
-			ACL: acl.Config{SuperUsers: simSuperUsers(s.report.Brokers)}},
+		Authz: s.authzConfig(),
 	}, ctlshell.Deps{
 		// The state machine's clock is the simulator's: ms since the start.
 		Now:       func() time.Time { return time.UnixMilli(s.now) },
@@ -78,6 +78,9 @@ func (c *controller) start(store *memstore.Store) {
 		Store:     store,
 		Rounds:    c,
 		Committed: c.committed,
+		// The offset sync's calls and waits (offsetsync.go).
+		Dial:  func(addr string) (rpcopt.Conn, error) { return simConn{addr}, nil },
+		Sleep: syncSleep,
 	})
 	if err != nil {
 		s.fail("controller start", "%v", err)
@@ -172,18 +175,34 @@ func rpc[Req, Resp any](c *controller, what string, bumped bool, as caller, call
 // and the RPC's full method name.
 type caller struct{ principal, method string }
 
-func brokerCaller(id int32, method string) caller {
-	return caller{fmt.Sprintf("User:broker-%d", id), method}
+func brokerCaller(s *Sim, id int32, method string) caller {
+	return caller{s.brokerPrincipal(id), method}
 }
+
+// brokerPrincipal is broker id's principal: named by its cluster, as a
+// certificate's subject would be, so that one cluster's brokers are
+// strangers to the other (whose operator grants them what mirroring
+// needs, world.grantMirroring).
+func (s *Sim) brokerPrincipal(id int32) string {
+	return fmt.Sprintf("User:%s-broker-%d", s.clusterID, id)
+}
+
+// brokerTemplate is authz's BrokerPrincipalTemplate for the cluster.
+func (s *Sim) brokerTemplate() string { return "User:" + s.clusterID + "-broker-{id}" }
+
+// controllerPrincipal is the cluster's controller's principal (recovery
+// rounds).
+func (s *Sim) controllerPrincipal() string { return "User:" + s.clusterID + "-controller" }
 
 // operatorCaller is the simulated operator, a super user.
 func operatorCaller(method string) caller { return caller{"User:operator", method} }
 
-// simSuperUsers are the operator and the brokers 1..n.
-func simSuperUsers(n int) []string {
-	out := []string{"User:operator"}
-	for id := 1; id <= n; id++ {
-		out = append(out, fmt.Sprintf("User:broker-%d", id))
+// superUsers are the operator, the controller and the brokers of the
+// cluster.
+func (s *Sim) superUsers() []string {
+	out := []string{"User:operator", s.controllerPrincipal()}
+	for id := 1; id <= s.report.Brokers; id++ {
+		out = append(out, s.brokerPrincipal(int32(id)))
 	}
 	return out
 }
@@ -233,7 +252,11 @@ func (c *controller) AskReplicaLogs(ctx context.Context, r metastate.Round, targ
 		}
 		asked++
 		b := s.brokers[t.Broker-1]
+		req := &pb.GetReplicaLogInfoRequest{Topics: []*pb.GetReplicaLogInfoTopic{{Topic: r.Topic, TopicId: r.TopicID, Partitions: []int32{r.Partition}}}}
 		s.net.send(controllerNode, nodeID(t.Broker), "get-replica-log-info", func() {
+			if b.admit(s.controllerPrincipal(), pb.ReplicationService_GetReplicaLogInfo_FullMethodName, req) != nil {
+				return // the round counts no answer from it
+			}
 			ans := b.replicaLogInfo(r.Topic, r.TopicID, r.Partition)
 			s.net.send(nodeID(t.Broker), controllerNode, "replica-log-info", func() {
 				if finished {
@@ -254,6 +277,10 @@ func (c *controller) AskReplicaLogs(ctx context.Context, r metastate.Round, targ
 // connections break.
 func (c *controller) restart() {
 	s := c.s
+	if c.sync != nil {
+		c.sync.abandon()
+		c.sync = nil
+	}
 	c.shell.Close()
 	c.store = c.store.CrashClone()
 	c.inc++
@@ -281,7 +308,7 @@ func (c *controller) compact() {
 // fetchMetadata is a broker's FetchMetadata, without a long-poll wait
 // (brokers poll on their own timer here).
 func (c *controller) fetchMetadata(req *pb.FetchMetadataRequest) *pb.FetchMetadataResponse {
-	return rpc(c, "fetch-metadata", false, brokerCaller(req.GetBrokerId(), pb.ControllerService_FetchMetadata_FullMethodName), c.svc.FetchMetadata, req)
+	return rpc(c, "fetch-metadata", false, brokerCaller(c.s, req.GetBrokerId(), pb.ControllerService_FetchMetadata_FullMethodName), c.svc.FetchMetadata, req)
 }
 
 func shortRecovery(r pb.LeaderRecoveryState) string {

@@ -39,6 +39,20 @@
 // they are hosted in (the partition map, a produce's wait, the tick, flush
 // and checkpoint timers) is this package's.
 //
+// # Authorization
+//
+// Every RPC between nodes goes through the receiving node's shipped
+// authorizer (authz.go): the controller's interceptor for brokers' and the
+// operator's calls (controller.go's rpc), each broker's for follower
+// fetches, __mirror_state reads and writes, recovery rounds and, across
+// clusters, a mirror's fetches, LMLE queries and source Metadata. Each
+// node has its cluster's principal (User:a-broker-1, User:a-controller);
+// a cluster's own nodes are its super users, and each operator grants the
+// other cluster's brokers Read on its Mirror and on topic t
+// (grantMirroring). A broker's bindings follow its image and it answers
+// UNAVAILABLE until it has caught up; denials and those answers are
+// counted in Checks. Not simulated: Metadata's per-topic filtering.
+//
 // # Faults (per step, Config probabilities)
 //
 // Message drop, delay (which also reorders), link cut between two nodes
@@ -114,6 +128,42 @@
 // divergence and out-of-range truncations and mirrored records;
 // Report.Peer is cluster B. Replay with go test ./internal/sim -run
 // TestTwoClusterSeeds -sim.seed=N (-sim.twofaultms sets the fault phase).
+//
+// # Consumer groups
+//
+// Config{Groups: n} (TestGroupSeeds) adds n consumer groups of topic t
+// (groups.go): every broker incarnation hosts the shipped coordinators
+// (broker/coord.Host over simGroupsEnv, one group.Coordinator per
+// __consumer_offsets partition it leads, loaded from the log, appending
+// with acks=all through the partition), __consumer_offsets is created by
+// the host's FindCoordinator path, and 2–3 members per group find the
+// coordinator, join, sync, fetch their offsets, heartbeat and commit over
+// the lossy network, restarting or leaving now and then. Checked: no
+// committed offset (an OffsetFetch answer, an acknowledged commit, the
+// final OffsetFetch after healing) is below one acknowledged before,
+// unless a truncation or lossy shutdowns of the coordinator's partition
+// since explain it, or a deposed coordinator answered from memory
+// (counted). Off by default, so the other tests' seeds keep their runs.
+// Not simulated: the compaction of __consumer_offsets.
+//
+// With two clusters (TestTwoClusterGroupSeeds, offsetsync.go) the same
+// groups exist on both and their members use the writable cluster: the
+// source while mirrored, none while a planned failover drains, the
+// destination once it took over (they start afresh there and fetch the
+// synced offsets). The destination's controller runs the shipped
+// controller.SyncOffsets as a coroutine every second and before each
+// failover's stop; its calls cross the simulated networks to the brokers'
+// shipped handlers (broker/groupsvc, broker/serve's ListOffsets and
+// OffsetForLeaderEpoch) through their authorizers. Checked: a sync commits
+// no offset above what the source's members sent nor above the
+// destination's answered HW, its reads of the source are never below the
+// source's acknowledged commits, and when a sync ends each group whose
+// commit the destination acknowledged holds there what the source
+// answered, clamped to the HW. A sync's acknowledged
+// commit is the group's new offset on that cluster (a reset). Not
+// simulated: the catch-up wait of StopMirrorTopics (the world's own). Replay
+// with go test ./internal/sim -run TestTwoClusterGroupSeeds -sim.seed=N (a
+// sweep: -sim.twogroupseeds=N -sim.first=F).
 //
 // Operator actions of ops.go, on their own random stream (Config knobs,
 // negative disables): PauseProb pauses the destination's mirror topic

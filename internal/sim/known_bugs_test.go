@@ -222,8 +222,14 @@ func twoClusterKnownBug(seed uint64) Config {
 // by internal/sim/testdata/reverts/<test>.diff): the seeds above no
 // longer reach the window; 8480021, 8480053 and 8480065 fail §8.19 (a new
 // leader loads the taint of a replica in the ISR).
+//
+// Re-checked when the simulator began running the shipped
+// mirror/source.Client (session 18, on 7c3e096, the fix disabled by
+// internal/sim/testdata/reverts/<test>.diff): seeds 11000005,
+// 11000066 and 11000069 fail §8.19 (a new leader loads a taint of an ISR
+// member).
 func TestKnownBugTaintsNotLoadedBeforeFollowerFetch(t *testing.T) {
-	for _, seed := range []uint64{584, 116, 87, 25, 8480021, 8480053, 8480065} {
+	for _, seed := range []uint64{584, 116, 87, 25, 8480021, 8480053, 8480065, 11000005, 11000066, 11000069} {
 		if rep, err := Run(twoClusterKnownBug(seed)); err != nil {
 			t.Fatalf("seed %d: %v\n%v", seed, err, rep)
 		}
@@ -259,6 +265,12 @@ func TestKnownBugTaintsNotLoadedBeforeFollowerFetch(t *testing.T) {
 // by internal/sim/testdata/reverts/<test>.diff): 8500397 fails §8.10
 // (broker 2 t-0: replica cache [], storage [5:0]); the seeds above no
 // longer do.
+//
+// Re-checked when the simulator began running the shipped
+// mirror/source.Client (session 18, on 7c3e096, the fix disabled by
+// internal/sim/testdata/reverts/<test>.diff): no seed of 1,500
+// (11100000-11101499) reaches it; broker/replica
+// TestTruncateAsLeaderAtLEOEmitsTruncate fails with it.
 func TestKnownBugLeaderTruncateAtLEOKeepsCheckpoint(t *testing.T) {
 	for _, seed := range []uint64{535, 799, 2216, 8500397} {
 		if rep, err := Run(twoClusterKnownBug(seed)); err != nil {
@@ -343,8 +355,19 @@ func TestKnownBugTruncateMidBatch(t *testing.T) {
 // by internal/sim/testdata/reverts/<test>.diff): 8540174 panics as the
 // original did ("truncation epoch 2 above LE 0"), 8540179 and 8540185
 // fail "plan acts on a stale leadership" (B's t-0, broker 2 in LE 3).
+//
+// Re-checked when the simulator began running the shipped
+// mirror/source.Client (session 18, on 7c3e096, the fix disabled by
+// internal/sim/testdata/reverts/<test>.diff): seeds 10900637 and
+// 10901252 panic ("plan: truncation epoch 8 above LE 6", "17 above 13").
+//
+// Re-seeded when the simulator's nodes began to authorize each other
+// (session 19: each operator's grants to the other cluster change every
+// two-cluster run; on 547081e with the fix disabled): 11820025, 11820066
+// and 11821364 fail "plan acts on a stale leadership" (18 of seeds
+// 11820000–11821499).
 func TestKnownBugPlanStaleLeaderPanic(t *testing.T) {
-	for _, seed := range []uint64{104, 296, 17, 84, 25, 803, 8540174, 8540179, 8540185} {
+	for _, seed := range []uint64{104, 296, 17, 84, 25, 803, 8540174, 8540179, 8540185, 10900637, 10901252, 11820025, 11820066, 11821364} {
 		if rep, err := Run(twoClusterKnownBug(seed)); err != nil {
 			t.Fatalf("seed %d: %v\n%v", seed, err, rep)
 		}
@@ -392,8 +415,12 @@ func TestKnownBugPlanStaleLeaderPanic(t *testing.T) {
 // Re-checked for issue 14's close-out (on b653dad, with each fix disabled
 // by internal/sim/testdata/reverts/<test>.diff): with both halves disabled
 // 8560006, 8560038 and 8560110 fail "§6.4 leader taints ⊆ loaded record".
+//
+// Re-seeded when the simulator's nodes began to authorize each other
+// (session 19, on 547081e with both halves disabled): 11830215, 11830218
+// and 11830244 fail that check (83 of seeds 11830000–11831499).
 func TestKnownBugStaleTaintOnNewLeader(t *testing.T) {
-	for _, seed := range []uint64{312, 101, 558, 80, 28, 8560006, 8560038, 8560110} {
+	for _, seed := range []uint64{312, 101, 558, 80, 28, 8560006, 8560038, 8560110, 11830215, 11830218, 11830244} {
 		if rep, err := Run(twoClusterKnownBug(seed)); err != nil {
 			t.Fatalf("seed %d: %v\n%v", seed, err, rep)
 		}
@@ -423,8 +450,19 @@ func TestKnownBugStaleTaintOnNewLeader(t *testing.T) {
 // Re-checked for issue 14's close-out (on b653dad, with each fix disabled
 // by internal/sim/testdata/reverts/<test>.diff): 8580911 counts the known
 // bug (broker 1 t-1 retries with LE 3, the machine knows LE 4).
+//
+// Re-checked when the simulator began running the shipped
+// mirror/source.Client (session 18, on 7c3e096, the fix disabled by
+// internal/sim/testdata/reverts/<test>.diff): seeds 10800021 and
+// 10800398 count the known bug (broker 3 t-1 retries with LE 1, the
+// machine knows LE 2; broker 4 t-2 with LE 5, it knows 6).
+//
+// Re-seeded when the simulator's nodes began to authorize each other
+// (session 19, on 547081e with the fix disabled): 11810583 and 11811061
+// count the known bug (broker 3 t-2 retries with LE 1, the machine knows
+// LE 5; broker 4 t-0 with LE 3, it knows 4), 2 of seeds 11810000–11811499.
 func TestKnownBugPlanBumpRetryStaleLE(t *testing.T) {
-	for _, seed := range []uint64{297, 210, 66, 423, 8580911} {
+	for _, seed := range []uint64{297, 210, 66, 423, 8580911, 10800021, 10800398, 11810583, 11811061} {
 		if rep, err := Run(twoClusterKnownBug(seed)); err != nil {
 			t.Fatalf("seed %d: %v\n%v", seed, err, rep)
 		}
@@ -457,6 +495,12 @@ func TestKnownBugPlanBumpRetryStaleLE(t *testing.T) {
 // Re-checked for issue 14's close-out (on b653dad, with each fix disabled
 // by internal/sim/testdata/reverts/<test>.diff): 8600009, 8600040 and
 // 8600044 fail "§6.2f truncation point not executed".
+//
+// Re-checked when the simulator began running the shipped
+// mirror/source.Client (session 18, on 7c3e096, the fix disabled by
+// internal/sim/testdata/reverts/<test>.diff): seeds 11300011,
+// 11300036 and 11300038 fail the §6.2f check (BecameLeader in an LE with
+// a truncation point left it undone).
 func TestKnownBugTruncationPointOrphaned(t *testing.T) {
 	// Since the mirror runner moved into mirror/runner seed 1149 no longer
 	// reaches the window; with the owed truncation disabled (isOwed false
@@ -464,7 +508,7 @@ func TestKnownBugTruncationPointOrphaned(t *testing.T) {
 	// the broker's loops are shared with the simulator (issue 14) seeds 30
 	// and 59 do (checked on e86953c: B's t-2 broker 3 in LE 8, A's t-2
 	// broker 3 in LE 9).
-	for _, seed := range []uint64{1149, 1, 30, 59, 8600009, 8600040, 8600044} {
+	for _, seed := range []uint64{1149, 1, 30, 59, 8600009, 8600040, 8600044, 11300011, 11300036, 11300038} {
 		if rep, err := Run(twoClusterKnownBug(seed)); err != nil {
 			t.Fatalf("seed %d: %v\n%v", seed, err, rep)
 		}
@@ -616,8 +660,14 @@ func TestKnownBugExemptionLeaderlessLE(t *testing.T) {
 // 8760157 count the known bug (and 8760012, 8760063, 8760091 fail
 // "liveness: mirror not caught up", the dropped Resume's face); 37, 59
 // and 31 no longer do. mirror/plan's pause tests fail with it too.
+//
+// Re-checked when the simulator began running the shipped
+// mirror/source.Client (session 18, on 7c3e096, the fix disabled by
+// internal/sim/testdata/reverts/<test>.diff): seed 11400096
+// counts the known bug (and 11400062, 11400065, 11400093 fail "liveness:
+// mirror not caught up").
 func TestKnownBugPauseResumeDropped(t *testing.T) {
-	for _, seed := range []uint64{37, 59, 8760039, 8760154, 8760157} {
+	for _, seed := range []uint64{37, 59, 8760039, 8760154, 8760157, 11400096} {
 		noKnownBug(t, Config{Seed: seed, Clusters: 2, FaultMs: 8000, HealMs: 20_000, ReassignProb: -1}, "mirror-pause-resume-dropped")
 	}
 	noKnownBug(t, Config{Seed: 31, Clusters: 2, FaultMs: 8000, HealMs: 20_000}, "mirror-pause-resume-dropped")
@@ -755,10 +805,15 @@ func noKnownBug(t *testing.T, cfg Config, name string) {
 // by internal/sim/testdata/reverts/<test>.diff): with both halves disabled
 // 8801258 (broker 5 t-0, LE 14) and 8820367 (broker 4 t-0, LE 3) fail
 // §8.19; the seeds above no longer do.
+//
+// Re-checked when the simulator began running the shipped
+// mirror/source.Client (session 18, on 7c3e096, the fix disabled by
+// internal/sim/testdata/reverts/<test>.diff): seeds 11200153,
+// 11200170 and 11200571 fail §8.19.
 func TestKnownBugTaintRacesISRExpansion(t *testing.T) {
 	// 134 is kept in TestKnownBugStaleLogReassignedBack: with the stale
 	// fetch fence its schedule reaches that bug (now fixed) first.
-	for _, seed := range []uint64{75, 268, 441, 590, 275, 8801258, 8820367} {
+	for _, seed := range []uint64{75, 268, 441, 590, 275, 8801258, 8820367, 11200153, 11200170, 11200571} {
 		rep, err := Run(Config{Seed: seed, Clusters: 2, FaultMs: 20_000, HealMs: 20_000})
 		if err != nil {
 			t.Errorf("seed %d: %v\n%v", seed, err, rep)

@@ -173,6 +173,12 @@ type world struct {
 	rep             *MirrorReport
 	step            int
 	ops             *worldOps // ops.go: pause/resume, §8.18
+	// groupsOn is the cluster the groups' members use (offsetsync.go);
+	// pending a failover waiting for its last offset sync; nextSync the
+	// destination's next periodic sync.
+	groupsOn *Sim
+	pending  *pendingFailover
+	nextSync int64
 }
 
 type copyRec struct {
@@ -218,6 +224,17 @@ func runTwo(cfg Config) (rep *Report, err error) {
 			w.a.fail("panic", "%v\n%s", r, debug.Stack())
 		}
 		for _, s := range []*Sim{w.a, w.b} {
+			if s.ctl == nil {
+				continue
+			}
+			if run := s.ctl.sync; run != nil {
+				// A sync still suspended: its coroutine ends with the run.
+				s.ctl.sync = nil
+				run.abandoned = nil
+				run.abandon()
+			}
+		}
+		for _, s := range []*Sim{w.a, w.b} {
 			s.report.Steps, s.report.SimMs, s.report.TraceHash = s.step, s.now, w.a.traceHash
 			s.report.History = s.hist.Summary()
 		}
@@ -252,6 +269,10 @@ func (w *world) run() {
 		}
 	}
 	a.setupTopic(nil)
+	// Each operator grants the other cluster's brokers what mirroring
+	// from it needs (b mirrors a now; a mirrors b after a failback).
+	w.grantMirroring(a, b)
+	w.grantMirroring(b, a)
 	topicID := a.ctl.image.Topic("t").GetTopicId()
 	aSource := metastate.SourceCluster{ID: "a", ProducerIDSpace: a.ctl.image.ProducerIDSpace()}
 	b.setupTopic(func(rf int) {
@@ -269,6 +290,12 @@ func (w *world) run() {
 			return d
 		})
 	})
+	if w.cfg.Groups > 0 {
+		// The same groups on both: their members consume from the
+		// writable cluster (offsetsync.go).
+		a.setupGroups()
+		b.setupGroups()
+	}
 	a.startClients()
 	b.startClients()
 	w.faultsOn = true
@@ -307,6 +334,7 @@ func (w *world) tick() {
 	}
 	w.operator()
 	w.stepOps()
+	w.stepGroups()
 	if !w.failed() {
 		w.checkStep()
 	}
@@ -670,6 +698,9 @@ func (w *world) operator() {
 	now := w.now()
 	switch w.phase {
 	case phaseMirroring:
+		if w.pending != nil {
+			return // a disaster failover waits for its last offset sync
+		}
 		if w.faultsOn && now-w.since > 800 && w.rng.Float64() < 0.003 {
 			if w.rng.IntN(2) == 0 {
 				w.phase, w.since, w.drainEnd = phaseDraining, now, now+2500
@@ -677,11 +708,11 @@ func (w *world) operator() {
 				w.a.tracef("mirror: planned failover of %s: draining %s", w.dst.clusterID, w.src.clusterID)
 				return
 			}
-			w.failover(false)
+			w.beginFailover(false)
 		}
 	case phaseDraining:
-		if w.caughtUp() || now >= w.drainEnd {
-			w.failover(w.caughtUp())
+		if w.pending == nil && (w.caughtUp() || now >= w.drainEnd) {
+			w.beginFailover(w.caughtUp())
 		}
 	case phaseFailedOver:
 		if w.faultsOn && now-w.since > 600 && w.rng.Float64() < 0.004 {
@@ -815,6 +846,7 @@ func (w *world) heal() {
 	w.cutUntil = 0
 	a.healStart()
 	b.healStart()
+	w.pending = nil // a failover waiting for its last sync is called off
 	if w.phase == phaseDraining {
 		w.phase = phaseMirroring
 	}

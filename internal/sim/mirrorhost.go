@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/mirror/plan"
 	"github.com/twinlog/twinlog/mirror/runner"
+	"github.com/twinlog/twinlog/mirror/source"
 	"github.com/twinlog/twinlog/mirror/state"
 	"github.com/twinlog/twinlog/storage"
 )
@@ -57,10 +59,11 @@ func (w *world) syncRunners() {
 
 // mirrorRunner hosts one partition's runner.Runner.
 type mirrorRunner struct {
-	w  *world
-	s  *Sim
-	p  *simPart
-	rn *runner.Runner
+	w   *world
+	s   *Sim
+	p   *simPart
+	rn  *runner.Runner
+	src *source.Client
 
 	// owedLE: BecameLeader was stepped in this LE, which carries a
 	// truncation point (a bump whose answer was lost); the machine must
@@ -69,8 +72,8 @@ type mirrorRunner struct {
 	// served: what the source served for the answers the runner may yet
 	// append (the §8.15 checks of AppendMirrored), the latest
 	// maxServed of them (answers of ended sessions are never appended).
-	served     map[*runner.Answer]servedBy
-	servedFIFO []*runner.Answer
+	served     map[any]servedBy // by *pb.FetchPartitionResponse, then *runner.Answer
+	servedFIFO []any
 }
 
 type servedBy struct {
@@ -80,11 +83,12 @@ type servedBy struct {
 }
 
 func (w *world) newRunner(s *Sim, p *simPart) *mirrorRunner {
-	r := &mirrorRunner{w: w, s: s, p: p, owedLE: twinlog.NoEpoch, served: map[*runner.Answer]servedBy{}}
+	r := &mirrorRunner{w: w, s: s, p: p, owedLE: twinlog.NoEpoch, served: map[any]servedBy{}}
 	r.rn = runner.New(runner.Config{
 		Self: twinlog.BrokerID(p.b.id), TopicPartition: p.tp, TopicID: p.topicID, Tick: 50 * time.Millisecond,
 		Pace: r.pace, Stop: func() bool { return s.failed },
 	}, simEnv{r}, simMirrorPart{r}, simObserver{r})
+	r.src = source.New(simSource{r}, nil, time.Duration(s.cfg.RPCTimeoutMs)*time.Millisecond)
 	return r
 }
 
@@ -153,7 +157,9 @@ func (e simEnv) After(d time.Duration, f func()) {
 
 func (e simEnv) Observe() runner.Observation {
 	b, tp := e.r.p.b, e.r.p.tp
-	return runner.Observation{View: runner.ViewOf(b.image, tp.Topic), Record: b.image.Partition(tp.Topic, tp.Partition)}
+	view := runner.ViewOf(b.image, tp.Topic)
+	view.Desired.SourceClusterID = e.r.src.Track(view.Bootstrap, view.Desired.SourceClusterID)
+	return runner.Observation{View: view, Record: b.image.Partition(tp.Topic, tp.Partition)}
 }
 
 func (e simEnv) MachineConfig() plan.Config {
@@ -181,40 +187,18 @@ func (e simEnv) WriteState(ws runner.StateWrite, done func(error)) {
 	p.b.writeState(batch, sp, done)
 }
 
-// QueryLMLE asks the other cluster's GetLastMirroredEpochs of the leader
-// of its __mirror_state partition in a source broker's metadata (any
-// broker when it has none), as mirror/source.Client does; that broker
-// answers with its state.Store (broker.GetLastMirroredEpochs).
+// QueryLMLE asks the other cluster for the partition's LMLE with the
+// runner's mirror/source.Client (mirrorEnv.QueryLMLE), over simSource.
 func (e simEnv) QueryLMLE(done func(twinlog.Epoch, pb.ErrorCode)) {
 	r := e.r
-	s, w, p := r.s, r.w, r.p
-	src := w.other(s)
-	w.rep.LMLEQueries++
-	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT) })
-	sb := src.pickBrokerW(w)
-	if t := src.ctl.image.Topic(state.Topic); t != nil {
-		if leader, _ := src.leaderFor(twinlog.TopicPartition{Topic: state.Topic, Partition: state.PartitionFor(p.tp.Topic, t.GetPartitionCount())}); leader >= 1 {
-			sb = src.brokers[leader-1]
+	s, p := r.s, r.p
+	r.w.rep.LMLEQueries++
+	r.src.LastMirroredEpoch(context.Background(), s.clusterID, p.topicID, p.tp, func(lmle twinlog.Epoch, code pb.ErrorCode, err error) {
+		if err != nil {
+			lmle, code = twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_REQUEST_TIMED_OUT
 		}
-	}
-	if sb == nil {
-		return
-	}
-	req := &pb.GetLastMirroredEpochsRequest{RequesterClusterId: s.clusterID, Topic: p.tp.Topic, TopicId: p.topicID, Partitions: []int32{p.tp.Partition}}
-	w.xsend(src, sb.node(), "get-last-mirrored-epochs", func() {
-		if !sb.up || !sb.registered {
-			return
-		}
-		view, mirror := state.SourceViewOf(sb.image, req.GetTopic())
-		sb.mstate.Answer(req, view, mirror, func(resp *pb.GetLastMirroredEpochsResponse) {
-			lmle, code := twinlog.Epoch(resp.GetPartitions()[0].GetLmle()), resp.GetPartitions()[0].GetError()
-			w.xsend(s, p.b.node(), "last-mirrored-epochs", func() {
-				reply(func() {
-					s.tracef("mirror %s broker %d: lmle from %s broker %d: %d %s", p.key, p.b.id, src.clusterID, sb.id, lmle, shortCode(code))
-					done(lmle, code)
-				})
-			})
-		})
+		s.tracef("mirror %s broker %d: lmle from %s: %d %s (%v)", p.key, p.b.id, r.w.other(s).clusterID, lmle, shortCode(code), err)
+		done(lmle, code)
 	})
 }
 
@@ -239,7 +223,7 @@ func (e simEnv) Bump(a plan.BumpLeaderEpoch, done func(twinlog.Epoch, pb.ErrorCo
 	s.tracef("mirror %s broker %d: bump LE %d min %d truncation %d", p.key, b.id, a.LeaderEpoch, a.MinLeaderEpoch, a.TruncationOffset)
 	s.net.send(b.node(), controllerNode, "bump-leader-epoch", func() {
 		c := s.ctl
-		resp := rpc(c, fmt.Sprintf("bump %d", b.id), true, brokerCaller(int32(b.id), pb.ControllerService_BumpLeaderEpoch_FullMethodName), c.svc.BumpLeaderEpoch, req)
+		resp := rpc(c, fmt.Sprintf("bump %d", b.id), true, brokerCaller(b.s, int32(b.id), pb.ControllerService_BumpLeaderEpoch_FullMethodName), c.svc.BumpLeaderEpoch, req)
 		if resp.GetError() == pb.ErrorCode_ERROR_CODE_NONE && req.GetTruncationOffset() >= 0 {
 			w.recordTruncationPoint(s, p.key, resp.GetLeaderEpoch(), req.GetTruncationOffset())
 		}
@@ -249,42 +233,128 @@ func (e simEnv) Bump(a plan.BumpLeaderEpoch, done func(twinlog.Epoch, pb.ErrorCo
 	})
 }
 
-// SourceLeader is answered by a random source broker's image
-// (Sim.leaderFor: possibly stale).
-func (e simEnv) SourceLeader(_ bool, done func(runner.SourceLeader, pb.ErrorCode, error)) {
+// SourceLeader resolves the source leader with the runner's
+// mirror/source.Client (mirrorEnv.SourceLeader).
+func (e simEnv) SourceLeader(refresh bool, done func(runner.SourceLeader, pb.ErrorCode, error)) {
 	r := e.r
-	leader, sle := r.w.other(r.s).leaderFor(r.p.tp)
-	if leader < 1 {
-		done(runner.SourceLeader{}, pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, nil)
-		return
-	}
-	done(runner.SourceLeader{TopicID: r.p.topicID, Leader: leader, LeaderEpoch: twinlog.Epoch(sle)}, pb.ErrorCode_ERROR_CODE_NONE, nil)
+	r.src.Leader(context.Background(), r.p.tp, refresh, func(pl source.PartitionLeader, code pb.ErrorCode, err error) {
+		done(runner.SourceLeader{TopicID: pl.TopicID, Leader: pl.Leader, LeaderEpoch: pl.LeaderEpoch, Addr: pl.Addr}, code, err)
+	})
 }
 
-// Fetch sends the session's Fetch{MIRROR} to the source leader over the
-// cross-cluster network; what the source served is kept for the §8.15
-// checks of AppendMirrored.
+// Fetch sends the session's Fetch{MIRROR} with the runner's
+// mirror/source.Client (mirrorEnv.Fetch); what the source served is kept
+// for the §8.15 checks of AppendMirrored.
 func (e simEnv) Fetch(step runner.SendFetch, done func(*runner.Answer, error)) {
 	r := e.r
-	s, w, p := r.s, r.w, r.p
-	src := w.other(s)
-	req := &pb.FetchRequest{ReplicaId: -1, ReplicaBrokerEpoch: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_MIRROR,
-		Partitions: []*pb.FetchPartition{{Topic: p.tp.Topic, Partition: p.tp.Partition, FetchOffset: int64(step.Request.FetchOffset),
-			CurrentLeaderEpoch: int32(step.Request.CurrentLeaderEpoch), LastFetchedEpoch: int32(step.Request.LastFetchedEpoch)}}}
-	reply := s.once(s.cfg.FetchTimeoutMs, func() { done(nil, errNoAnswer) })
-	sb := src.brokers[step.Leader.Leader-1]
-	maxBytes := 1 + w.rng.IntN(2400)
-	w.xsend(src, sb.node(), "mirror-fetch", func() {
-		pr := sb.serveFetch(req, maxBytes).GetPartitions()[0]
-		served := w.checkServed(src, sb, p.tp, req, pr)
-		w.xsend(s, p.b.node(), "mirror-fetch-resp", func() {
-			reply(func() {
-				a := runner.AnswerOf(pr)
-				r.noteServed(a, servedBy{recs: served, hw: twinlog.Offset(pr.GetHighWatermark()), src: src})
-				done(a, nil)
-			})
-		})
+	s, p := r.s, r.p
+	req := source.FetchRequest{
+		RequesterClusterID: s.clusterID, TopicPartition: p.tp, TopicID: p.topicID,
+		FetchOffset: step.Request.FetchOffset, CurrentLeaderEpoch: step.Request.CurrentLeaderEpoch, LastFetchedEpoch: step.Request.LastFetchedEpoch,
+		MaxBytes: int32(1 + r.w.rng.IntN(2400)),
+	}
+	r.src.Fetch(context.Background(), step.Leader.Addr, req, func(pr *pb.FetchPartitionResponse, err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		a := runner.AnswerOf(pr)
+		r.answered(pr, a)
+		done(a, nil)
 	})
+}
+
+// simSource is a runner's source.Transport: the other cluster's brokers
+// over the cross-cluster network. An address names a broker as it
+// registered ("<cluster>:<9092+id>"), or the source cluster by its id (a
+// mirror's bootstrap in the simulator): any running broker of it, as a
+// load balancer would pick. A broker answers if it is running (registered
+// or not, as a broker's listener does); a request or answer lost, or a
+// broker down, is no answer by the deadline.
+type simSource struct{ r *mirrorRunner }
+
+// target is the broker addr names, nil if none.
+func (t simSource) target(addr string) *simBroker {
+	src := t.r.w.other(t.r.s)
+	if addr == src.clusterID {
+		return src.pickBrokerW(t.r.w)
+	}
+	if c, b := t.r.w.addressed(addr); c == src {
+		return b
+	}
+	return nil
+}
+
+// xcall carries one request (RPC method with req) to the broker at addr
+// and its answer back: that broker's authorizer admits it (as the
+// destination broker's principal) and answer runs there and hands its
+// answer, or its refusal, to reply; done gets it, or errNoAnswer once
+// timeout passes first.
+func xcall[Resp any](t simSource, addr string, timeout time.Duration, kind, method string, req any, answer func(src *Sim, sb *simBroker, reply func(Resp, error)), done func(Resp, error)) {
+	r := t.r
+	s, w := r.s, r.w
+	reply := s.once(timeout.Milliseconds(), func() {
+		var none Resp
+		done(none, errNoAnswer)
+	})
+	sb := t.target(addr)
+	if sb == nil {
+		return
+	}
+	src := w.other(s)
+	principal := s.brokerPrincipal(r.p.b.id)
+	w.xsend(src, sb.node(), kind, func() {
+		back := func(resp Resp, err error) {
+			w.xsend(s, r.p.b.node(), kind+"-resp", func() { reply(func() { done(resp, err) }) })
+		}
+		if err := sb.admit(principal, method, req); err != nil {
+			var none Resp
+			back(none, err)
+			return
+		}
+		answer(src, sb, back)
+	})
+}
+
+// Metadata is answered from the broker's image (broker.Metadata); a
+// broker that has not loaded it answers Unavailable.
+func (t simSource) Metadata(_ context.Context, addr string, timeout time.Duration, req *pb.MetadataRequest, done func(*pb.MetadataResponse, error)) {
+	xcall(t, addr, timeout, "source-metadata", pb.FetchService_Metadata_FullMethodName, req, func(src *Sim, sb *simBroker, reply func(*pb.MetadataResponse, error)) {
+		resp, err := sb.image.Metadata(req)
+		t.r.s.tracef("mirror %s broker %d: source %s broker %d answers metadata at offset %d: %v",
+			t.r.p.key, t.r.p.b.id, src.clusterID, sb.id, sb.image.Offset(), err)
+		if err == nil {
+			resp.ClusterId = src.clusterID
+		}
+		reply(resp, err)
+	}, done)
+}
+
+// Fetch is answered by the broker's fetch evaluation; the records served
+// are checked (§8.17, §8.15) and kept for AppendMirrored's checks.
+func (t simSource) Fetch(_ context.Context, addr string, timeout time.Duration, req *pb.FetchRequest, done func(*pb.FetchResponse, error)) {
+	r := t.r
+	xcall(t, addr, timeout, "mirror-fetch", pb.FetchService_Fetch_FullMethodName, req, func(src *Sim, sb *simBroker, reply func(*pb.FetchResponse, error)) {
+		resp := sb.serveFetch(req, int(req.GetMaxBytes()))
+		pr := resp.GetPartitions()[0]
+		served := r.w.checkServed(src, sb, r.p.tp, req, pr)
+		r.keepServed(pr, servedBy{recs: served, hw: twinlog.Offset(pr.GetHighWatermark()), src: src})
+		reply(resp, nil)
+	}, done)
+}
+
+// LastMirroredEpochs is answered by the broker's state.Store
+// (broker.GetLastMirroredEpochs); a broker whose metadata has not reached
+// the request's offset answers Unavailable.
+func (t simSource) LastMirroredEpochs(_ context.Context, addr string, timeout time.Duration, req *pb.GetLastMirroredEpochsRequest, done func(*pb.GetLastMirroredEpochsResponse, error)) {
+	xcall(t, addr, timeout, "get-last-mirrored-epochs", pb.MirrorSourceService_GetLastMirroredEpochs_FullMethodName, req, func(_ *Sim, sb *simBroker, reply func(*pb.GetLastMirroredEpochsResponse, error)) {
+		view, mirror, err := state.SourceViewOf(sb.image, req.GetTopic(), req.GetMinMetadataOffset())
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		sb.mstate.Answer(req, view, mirror, func(resp *pb.GetLastMirroredEpochsResponse) { reply(resp, nil) })
+	}, done)
 }
 
 // maxServed bounds the answers whose served records a runner keeps. An
@@ -293,13 +363,25 @@ func (e simEnv) Fetch(step runner.SendFetch, done func(*runner.Answer, error)) {
 // that turn (seed 4238020: keeping only the latest lost the current one).
 const maxServed = 16
 
-func (r *mirrorRunner) noteServed(a *runner.Answer, sv servedBy) {
+// keepServed keeps what the source served for answer pr (at the source,
+// as it answers); answered re-keys it by the runner's Answer made of pr.
+func (r *mirrorRunner) keepServed(pr *pb.FetchPartitionResponse, sv servedBy) {
 	if len(r.servedFIFO) == maxServed {
 		delete(r.served, r.servedFIFO[0])
 		r.servedFIFO = r.servedFIFO[1:]
 	}
+	r.served[pr] = sv
+	r.servedFIFO = append(r.servedFIFO, pr)
+}
+
+func (r *mirrorRunner) answered(pr *pb.FetchPartitionResponse, a *runner.Answer) {
+	sv, ok := r.served[pr]
+	if !ok {
+		return
+	}
+	delete(r.served, pr)
 	r.served[a] = sv
-	r.servedFIFO = append(r.servedFIFO, a)
+	r.servedFIFO[slices.Index(r.servedFIFO, any(pr))] = a
 }
 
 // simMirrorPart is the partition as the runner uses it (runner.Partition);

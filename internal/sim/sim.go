@@ -75,6 +75,12 @@ type Config struct {
 	// disables.
 	ReassignProb float64
 
+	// Groups is the number of consumer groups of topic t whose members
+	// commit through the brokers' shipped group coordinators (groups.go);
+	// 0, the default, runs none (and draws nothing for them from the
+	// seed, so a seed's run without groups stays what it was).
+	Groups int
+
 	// TraceLines is how many trace lines a failure shows (default 50).
 	TraceLines int
 	// Trace, if set, receives every trace line.
@@ -147,13 +153,16 @@ type Report struct {
 	// HW under an m older than the controller's (SPEC §3.8 race).
 	StaleMinISRAdvances int
 	RecoveryRounds      int
-	Truncations         int // replica log truncations (divergence, out of range)
-	LossyCrashes        int // crashes that lost unsynced records of a partition
-	AckedAll, AckedOne  int // records
-	ProduceErrors       int
-	Consumed            int
-	Checks              map[string]int // invariant checks executed, by kind
-	Healed              bool
+	// OffsetSyncs counts the mirror offset syncs this cluster's
+	// controller ran, OffsetSyncsComplete those without an error.
+	OffsetSyncs, OffsetSyncsComplete int
+	Truncations                      int // replica log truncations (divergence, out of range)
+	LossyCrashes                     int // crashes that lost unsynced records of a partition
+	AckedAll, AckedOne               int // records
+	ProduceErrors                    int
+	Consumed                         int
+	Checks                           map[string]int // invariant checks executed, by kind
+	Healed                           bool
 	// KnownBugs counts replicas stalled by known, reported bugs (by name).
 	KnownBugs map[string]int
 	TraceHash uint64
@@ -165,6 +174,8 @@ type Report struct {
 	// runs (nil otherwise).
 	Peer   *Report
 	Mirror *MirrorReport
+	// Groups is what the consumer groups did (Config.Groups).
+	Groups GroupReport
 }
 
 // FaultCount is the total of injected faults.
@@ -249,8 +260,12 @@ type Sim struct {
 	topicKeys []string // topics[i].String(), for the per-step checks
 	producers []*producer
 	consumers []*consumer
-	timers    []simTimer
-	timerSeq  uint64
+	groups    []*simGroup
+	// groupEvents numbers the groups' commit acknowledgements and the
+	// offset sync's resets (offsetsync.go).
+	groupEvents uint64
+	timers      []simTimer
+	timerSeq    uint64
 
 	faultsOn    bool
 	producing   bool
@@ -264,7 +279,12 @@ type Sim struct {
 	// min.insync.replicas raise moved the HW; a known bug).
 	lastMinISRChange int64
 	suspend87        map[string]int32
-	verified         map[[2]*simPart]verifiedPrefix
+	// behind87 holds, per partition, the ISR ∪ ELR members a stale-m HW
+	// advance passed: the flaw outlives its leader epoch (the next leader
+	// may come from the ISR while they stay in ELR below the HW), so §8.7
+	// skips them until they catch up or leave ISR ∪ ELR (seed 11701477).
+	behind87 map[string]map[int32]bool
+	verified map[[2]*simPart]verifiedPrefix
 
 	trace                      []string
 	traceHash                  uint64
@@ -315,7 +335,7 @@ func Run(cfg Config) (rep *Report, err error) {
 
 func newSim(cfg Config, clusterID string, stream uint64) *Sim {
 	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, stream)), hist: history.NewHistory(), clusterID: clusterID,
-		lastUnclean: map[string]int32{}, trueHW: map[string]int64{}, suspend87: map[string]int32{}, verified: map[[2]*simPart]verifiedPrefix{}}
+		lastUnclean: map[string]int32{}, trueHW: map[string]int64{}, suspend87: map[string]int32{}, behind87: map[string]map[int32]bool{}, verified: map[[2]*simPart]verifiedPrefix{}}
 	h := fnv.New64a()
 	s.traceHash = h.Sum64()
 	s.report = Report{Seed: cfg.Seed, Cluster: clusterID, Faults: map[string]int{}, Checks: map[string]int{}, KnownBugs: map[string]int{}}
@@ -333,6 +353,7 @@ func (s *Sim) run() {
 		}
 	}
 	s.setupTopic(nil)
+	s.setupGroups()
 	s.startClients()
 	end := s.now + s.cfg.FaultMs
 	for !s.failed && s.now < end {
@@ -375,6 +396,9 @@ func (s *Sim) setupStart() {
 			metadata.KeyMinInsyncReplicas:         strconv.Itoa(minISR),
 			metadata.KeyUncleanLeaderElection:     strconv.FormatBool(unclean),
 		})
+		if cfg.Groups > 0 {
+			cc[metadata.KeyOffsetsTopicNumPartitions] = strconv.Itoa(1 + s.rng.IntN(3))
+		}
 		return &pb.MetadataDelta{Offset: st.Offset() + 1, ClusterConfig: &pb.ClusterConfigRecord{Configs: cc}}
 	})
 	for i := 1; i <= n; i++ {
@@ -494,6 +518,10 @@ func (s *Sim) healFinish() {
 		s.hist.Final(key, final, pr.GetLeaderEpoch())
 		s.report.Checks["final-history"]++
 	}
+	s.finalGroupCheck()
+	if s.failed {
+		return
+	}
 	for _, v := range s.hist.Violations() {
 		s.fail(v.Invariant, "%s: %s", v.Partition, v.Detail)
 		break
@@ -607,6 +635,7 @@ func (s *Sim) tick() {
 				c.poll()
 			}
 		}
+		s.groupClients()
 	}
 	if s.faultsOn {
 		s.injectFaults()

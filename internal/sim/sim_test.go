@@ -19,13 +19,16 @@ var (
 )
 
 // seeds returns the seeds to run: one with -sim.seed, else a range.
-func seeds(t *testing.T) []uint64 {
+func seeds(t *testing.T) []uint64 { return seedList(*flagSeeds, 10) }
+
+// seedList is -sim.seed alone, else n seeds from -sim.first (at most short
+// with -short).
+func seedList(n, short int) []uint64 {
 	if *flagSeed != 0 {
 		return []uint64{*flagSeed}
 	}
-	n := *flagSeeds
 	if testing.Short() {
-		n = min(n, 10)
+		n = min(n, short)
 	}
 	out := make([]uint64, n)
 	for i := range out {
@@ -148,7 +151,8 @@ func TestDeterminism(t *testing.T) {
 
 // TestRegressionSeeds replays every seed that once failed: a line "N"
 // as a single-cluster run (runSeed), a line "two: N" as a two-cluster run
-// with the long fault phase of the known-bug replays (twoClusterRegression).
+// with the long fault phase of the known-bug replays (twoClusterRegression),
+// a line "groups: N" as a run with consumer groups (groupConfig).
 func TestRegressionSeeds(t *testing.T) {
 	f, err := os.Open("testdata/regression-seeds.txt")
 	if err != nil {
@@ -162,8 +166,8 @@ func TestRegressionSeeds(t *testing.T) {
 			continue
 		}
 		fields := strings.Fields(line)
-		two := fields[0] == "two:"
-		if two && len(fields) > 1 {
+		two, groups := fields[0] == "two:", fields[0] == "groups:"
+		if (two || groups) && len(fields) > 1 {
 			fields = fields[1:]
 		}
 		field := fields[0]
@@ -173,6 +177,10 @@ func TestRegressionSeeds(t *testing.T) {
 		}
 		if two {
 			t.Run("two-"+field, func(t *testing.T) { runTwoRegression(t, seed) })
+			continue
+		}
+		if groups {
+			t.Run("groups-"+field, func(t *testing.T) { runConfig(t, groupConfig(seed)) })
 			continue
 		}
 		t.Run(field, func(t *testing.T) { runSeed(t, seed) })

@@ -61,7 +61,12 @@ func (l simStateLog) Read(sp int32, from twinlog.Offset, done func([]storage.Rec
 	}
 	req := state.ReadRequest(sp, from, le)
 	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(nil, -1, errNoAnswer) })
+	principal := s.brokerPrincipal(b.id)
 	s.net.send(b.node(), lb.node(), "mirror-state-read", func() {
+		if err := lb.admit(principal, pb.FetchService_Fetch_FullMethodName, req); err != nil {
+			s.net.send(lb.node(), b.node(), "mirror-state-read-resp", func() { reply(func() { done(nil, -1, err) }) })
+			return
+		}
 		resp := lb.serveFetch(req, state.MaxReadBytes)
 		s.net.send(lb.node(), b.node(), "mirror-state-read-resp", func() {
 			reply(func() { done(state.ReadAnswer(sp, resp)) })
@@ -105,6 +110,11 @@ func (b *simBroker) writeState(batch []byte, sp int32, done func(error)) {
 					done(nil)
 				})
 			})
+		}
+		areq := &pb.AppendInternalRequest{BrokerId: id, BrokerEpoch: epoch, Partition: &pb.ProducePartitionData{Topic: tp.Topic, Partition: sp, Records: batch}}
+		if err := lb.admit(s.brokerPrincipal(id), pb.ReplicationService_AppendInternal_FullMethodName, areq); err != nil {
+			s.net.send(lb.node(), b.node(), "mirror-state-write-resp", func() { reply(func() { done(fmt.Errorf("%w: %v", state.ErrNotReady, err)) }) })
+			return
 		}
 		if code, _ := serve.InternalWriter(lb.image.Broker(id), id, epoch); code != pb.ErrorCode_ERROR_CODE_NONE {
 			answer(code)

@@ -387,19 +387,22 @@ func TestFetchedBatches(t *testing.T) {
 // TestMirrorFetchTopicID: the source refuses a Fetch{MIRROR} naming another
 // topic id (a topic re-created between the requester's Metadata and its
 // fetch) with INCONSISTENT_TOPIC_ID, which is fatal to the run; an empty id
-// is not checked.
+// is not checked, nor are other fetchers'.
 func TestMirrorFetchTopicID(t *testing.T) {
+	mirror, follower := twinlogv1.FetcherType_FETCHER_TYPE_MIRROR, twinlogv1.FetcherType_FETCHER_TYPE_FOLLOWER
 	for _, tc := range []struct {
+		fetcher          twinlogv1.FetcherType
 		requested, local string
 		want             twinlogv1.ErrorCode
 	}{
-		{"t1", "t1", twinlogv1.ErrorCode_ERROR_CODE_NONE},
-		{"", "t1", twinlogv1.ErrorCode_ERROR_CODE_NONE},
-		{"t1", "t2", twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID},
+		{mirror, "t1", "t1", twinlogv1.ErrorCode_ERROR_CODE_NONE},
+		{mirror, "", "t1", twinlogv1.ErrorCode_ERROR_CODE_NONE},
+		{mirror, "t1", "t2", twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID},
+		{follower, "t1", "t2", twinlogv1.ErrorCode_ERROR_CODE_NONE},
 	} {
-		got := plan.MirrorFetchTopicID(tc.requested, tc.local)
+		got := plan.MirrorFetchTopicID(tc.fetcher, tc.requested, tc.local)
 		if got != tc.want {
-			t.Errorf("MirrorFetchTopicID(%q, %q) = %v, want %v", tc.requested, tc.local, got, tc.want)
+			t.Errorf("MirrorFetchTopicID(%v, %q, %q) = %v, want %v", tc.fetcher, tc.requested, tc.local, got, tc.want)
 		}
 		if got != twinlogv1.ErrorCode_ERROR_CODE_NONE && !plan.Fatal(got) {
 			t.Errorf("%v is not fatal to the run", got)

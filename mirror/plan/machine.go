@@ -1445,6 +1445,18 @@ func (m *Machine) onRepaired(r twinlog.BrokerID) {
 		return // the next leadership resolves it from the loaded record
 	}
 	if m.lmle == nil || !slices.ContainsFunc(m.lmle.Taints, func(t *twinlogv1.ReplicaTaint) bool { return t.Replica == int32(r) }) {
+		seq, tainted := m.taintWrite[r]
+		if _, pending := m.writes[seq]; tainted && pending {
+			// A write on its way still carries r's taint (the record is
+			// clear of it in memory only: a clear for an earlier repair
+			// is queued behind it). r is clear once a later write lands
+			// (onWriteAcked); clearing now would let r into the ISR
+			// before the record tainting it is written, and a new leader
+			// would load that taint with r in the ISR (§8.19; two-cluster
+			// sweep seed 10733293).
+			m.writeLmle(false, r)
+			return
+		}
 		// The durable record holds no taint for r: nothing to write.
 		m.emit(ClearTaint{Replica: r})
 		return

@@ -302,15 +302,23 @@ func TestTransitionLegality(t *testing.T) {
 // partition PENDING, then FAILED after mirror.pending.timeout.ms; FAILED
 // retries to PREPARING with full-jitter exponential backoff up to
 // max.attempts, then only on Start (SPEC §6.5, §6.6 step 3, M5).
-func TestPendingTimeoutBackoffRetry(t *testing.T) {
+// pendingWithThree starts b mirroring a's two records with replicas
+// [1 2 3], ISR [1 2]: PENDING until replica 2 aligns (3 will be skipped).
+func pendingWithThree(t *testing.T, cfg plan.Config) *cluster {
+	t.Helper()
 	a, b := newCluster(t, 'a'), newCluster(t, 'b')
 	link(a, b)
 	a.le = 1
 	a.mustProduce(2)
 	b.status = plan.ReplicaStatus{Replicas: []twinlog.BrokerID{1, 2, 3}, ISR: []twinlog.BrokerID{1, 2}, MinInsyncReplicas: 2}
-	cfg := plan.Config{PendingTimeoutMs: 1000, RetryInitialBackoffMs: 100, RetryMaxBackoffMs: 250, RetryMaxAttempts: 2}
 	b.mirrorFrom(1, cfg)
 	b.checkState(plan.Pending)
+	return b
+}
+
+func TestPendingTimeoutBackoffRetry(t *testing.T) {
+	cfg := plan.Config{PendingTimeoutMs: 1000, RetryInitialBackoffMs: 100, RetryMaxBackoffMs: 250, RetryMaxAttempts: 2}
+	b := pendingWithThree(t, cfg)
 	b.tick(999)
 	b.checkState(plan.Pending)
 	b.tick(1000)
@@ -983,4 +991,33 @@ func TestCaughtUpIsThisRunsFetch(t *testing.T) {
 	b.checkState(plan.Mirroring)
 	b.fetch()
 	b.checkState(plan.Stopped)
+}
+
+// TestRepairedTwiceBeforeTheTaintIsWritten: a follower repaired twice while
+// the record that taints it is still on its way (the run's MIRRORING write)
+// is cleared only once a later write without its taint has landed: the
+// second FollowerRepaired found the in-memory record already without the
+// taint and cleared it at once, so the replica let the follower into the
+// ISR while the record tainting it was yet to be written, and a new leader
+// loading that record found a tainted replica in the ISR (§8.19;
+// two-cluster sweep seed 10733293).
+func TestRepairedTwiceBeforeTheTaintIsWritten(t *testing.T) {
+	b := pendingWithThree(t, plan.Config{})
+	te := twinlog.Epoch(b.runRecord().GetTruncationEpoch())
+	b.status.FollowerAlignedEpoch = map[twinlog.BrokerID]twinlog.Epoch{2: te}
+	b.holdWrites = true
+	b.step(plan.ReplicaStatusChanged{Status: b.status}) // skips 3: tainted, its record held
+	if _, ok := b.taints[3]; !ok {
+		t.Fatalf("replica 3 not tainted: %v", b.taints)
+	}
+	b.step(plan.FollowerRepaired{Replica: 3})
+	b.step(plan.FollowerRepaired{Replica: 3})
+	if _, ok := b.taints[3]; !ok {
+		t.Fatal("taint cleared while the record that taints the replica was still on its way")
+	}
+	b.releaseWrites()
+	b.checkState(plan.Mirroring)
+	if _, ok := b.taints[3]; ok || len(b.lmleRecord().GetTaints()) != 0 {
+		t.Fatalf("taint not cleared once written: replica %v, record %v", b.taints, b.lmleRecord().GetTaints())
+	}
 }

@@ -92,9 +92,9 @@ func SourceTopicCheck(sourceTopicID string, partitionCount, partition int32, top
 // re-created between the requester's Metadata and its fetch would answer
 // OFFSET_OUT_OF_RANGE or a DivergingEpoch from another topic's log, and the
 // requester would truncate its copy to match. An empty requested id is not
-// checked (requesters that predate the field).
-func MirrorFetchTopicID(requestedID, localID string) twinlogv1.ErrorCode {
-	if requestedID != "" && requestedID != localID {
+// checked (requesters that predate the field), nor are other fetchers'.
+func MirrorFetchTopicID(fetcher twinlogv1.FetcherType, requestedID, localID string) twinlogv1.ErrorCode {
+	if fetcher == twinlogv1.FetcherType_FETCHER_TYPE_MIRROR && requestedID != "" && requestedID != localID {
 		return twinlogv1.ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID
 	}
 	return twinlogv1.ErrorCode_ERROR_CODE_NONE

@@ -3,7 +3,16 @@
 // Metadata through the mirror's bootstrap addresses, sends Fetch{MIRROR} to
 // them and asks GetLastMirroredEpochs of the leader of the source's
 // __mirror_state partition. It holds no mirror state of its own; the
-// per-partition decisions are mirror/plan's and the runner is the broker's.
+// per-partition decisions are mirror/plan's and the runner is
+// mirror/runner's.
+//
+// The client's decisions (which address to ask, what the cache answers,
+// when a source's answer is a refusal) are made here once; its RPCs go
+// through a Transport: gRPC in production (GRPC), the simulated
+// cross-cluster network in internal/sim. Every call completes through a
+// callback, once, on whichever goroutine the Transport answers on (the
+// cache answers synchronously); the Wait forms block for callers on a
+// goroutine of their own.
 //
 // A Client is safe for concurrent use. Every RPC has a deadline.
 package source
@@ -13,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -24,6 +34,7 @@ import (
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/errcode"
+	"github.com/twinlog/twinlog/internal/rpcopt"
 	"github.com/twinlog/twinlog/mirror/plan"
 	"github.com/twinlog/twinlog/mirror/state"
 )
@@ -31,37 +42,91 @@ import (
 // ErrUnreachable: no bootstrap or leader address answered.
 var ErrUnreachable = errors.New("source: unreachable")
 
+// Transport carries the client's RPCs to the source broker at addr
+// ("host:port"), each bounded by timeout and by ctx. Each call runs done
+// exactly once, with the answer or the error (a gRPC status error for a
+// refusal, as the source's interceptor sends it).
+type Transport interface {
+	Metadata(ctx context.Context, addr string, timeout time.Duration, req *pb.MetadataRequest, done func(*pb.MetadataResponse, error))
+	Fetch(ctx context.Context, addr string, timeout time.Duration, req *pb.FetchRequest, done func(*pb.FetchResponse, error))
+	LastMirroredEpochs(ctx context.Context, addr string, timeout time.Duration, req *pb.GetLastMirroredEpochsRequest, done func(*pb.GetLastMirroredEpochsResponse, error))
+}
+
 // Dialer opens (or returns a cached) client connection to "host:port".
-type Dialer func(addr string) (*grpc.ClientConn, error)
+type Dialer func(addr string) (rpcopt.Conn, error)
+
+// GRPC is the production Transport: each RPC on a goroutine of its own,
+// over a connection from dial.
+type GRPC Dialer
+
+func (d GRPC) Metadata(ctx context.Context, addr string, timeout time.Duration, req *pb.MetadataRequest, done func(*pb.MetadataResponse, error)) {
+	goCall(d, ctx, addr, timeout, func(ctx context.Context, conn grpc.ClientConnInterface) (*pb.MetadataResponse, error) {
+		return pb.NewFetchServiceClient(conn).Metadata(ctx, req)
+	}, done)
+}
+
+func (d GRPC) Fetch(ctx context.Context, addr string, timeout time.Duration, req *pb.FetchRequest, done func(*pb.FetchResponse, error)) {
+	goCall(d, ctx, addr, timeout, func(ctx context.Context, conn grpc.ClientConnInterface) (*pb.FetchResponse, error) {
+		return pb.NewFetchServiceClient(conn).Fetch(ctx, req)
+	}, done)
+}
+
+func (d GRPC) LastMirroredEpochs(ctx context.Context, addr string, timeout time.Duration, req *pb.GetLastMirroredEpochsRequest, done func(*pb.GetLastMirroredEpochsResponse, error)) {
+	goCall(d, ctx, addr, timeout, func(ctx context.Context, conn grpc.ClientConnInterface) (*pb.GetLastMirroredEpochsResponse, error) {
+		return pb.NewMirrorSourceServiceClient(conn).GetLastMirroredEpochs(ctx, req)
+	}, done)
+}
+
+func goCall[Resp any](dial GRPC, ctx context.Context, addr string, timeout time.Duration, call func(context.Context, grpc.ClientConnInterface) (Resp, error), done func(Resp, error)) {
+	go func() {
+		conn, err := dial(addr)
+		if err != nil {
+			var zero Resp
+			done(zero, err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		done(call(ctx, conn))
+	}()
+}
 
 // Client talks to one source cluster.
 type Client struct {
-	dial    Dialer
+	tr      Transport
 	timeout time.Duration
 
 	mu        sync.Mutex
 	bootstrap []string
 	clusterID string
-	brokers   map[int32]string
-	topics    map[string]*pb.MetadataTopic
+	// offset is the metadata offset of the answer the cache holds.
+	offset  int64
+	brokers map[int32]string
+	topics  map[string]*pb.MetadataTopic
 }
 
 // New returns a client for the given bootstrap addresses. timeout bounds
-// each RPC.
-func New(dial Dialer, bootstrap []string, timeout time.Duration) *Client {
-	return &Client{dial: dial, timeout: timeout, bootstrap: append([]string(nil), bootstrap...),
+// each RPC (a Fetch: its long-poll wait and timeout).
+func New(tr Transport, bootstrap []string, timeout time.Duration) *Client {
+	return &Client{tr: tr, timeout: timeout, bootstrap: append([]string(nil), bootstrap...),
 		brokers: map[int32]string{}, topics: map[string]*pb.MetadataTopic{}}
 }
 
-// SetBootstrap re-points the client (a mirror re-pointed by StartMirrorTopics).
-func (c *Client) SetBootstrap(bootstrap []string) {
+// Track re-points the client at a mirror's bootstrap addresses (nothing
+// changes when they are the same; other ones drop what was learnt) and
+// returns the source cluster id the mirror expects: sourceClusterID, or
+// when that is unset, the id the source last answered with ("" unknown).
+func (c *Client) Track(bootstrap []string, sourceClusterID string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if fmt.Sprint(bootstrap) == fmt.Sprint(c.bootstrap) {
-		return
+	if !slices.Equal(bootstrap, c.bootstrap) {
+		c.bootstrap = slices.Clone(bootstrap)
+		c.brokers, c.topics, c.clusterID, c.offset = map[int32]string{}, map[string]*pb.MetadataTopic{}, "", 0
 	}
-	c.bootstrap = append([]string(nil), bootstrap...)
-	c.brokers, c.topics, c.clusterID = map[int32]string{}, map[string]*pb.MetadataTopic{}, ""
+	if sourceClusterID == "" {
+		return c.clusterID
+	}
+	return sourceClusterID
 }
 
 // ClusterID is the source's cluster id as last seen ("" unknown).
@@ -71,47 +136,77 @@ func (c *Client) ClusterID() string {
 	return c.clusterID
 }
 
-// Refresh asks Metadata for topics (plus __mirror_state) through the known
-// brokers, then the bootstrap addresses; the first answer wins.
-func (c *Client) Refresh(ctx context.Context, topics ...string) error {
+// Refresh asks Metadata for topics (plus __mirror_state) of the known
+// brokers, then of the bootstrap addresses, one after the other; the first
+// answer wins, unless it is older than the one the cache holds (a broker
+// whose metadata lags: its view may lack a topic the cluster has), which is
+// taken only if no address answers better.
+func (c *Client) Refresh(ctx context.Context, topics []string, done func(error)) {
 	c.mu.Lock()
 	addrs := make([]string, 0, len(c.brokers)+len(c.bootstrap))
-	for _, a := range c.brokers {
-		addrs = append(addrs, a)
+	for _, id := range sortedIDs(c.brokers) {
+		addrs = append(addrs, c.brokers[id])
 	}
 	addrs = append(addrs, c.bootstrap...)
 	c.mu.Unlock()
 	req := &pb.MetadataRequest{Topics: append(append([]string(nil), topics...), state.Topic)}
-	var last error = ErrUnreachable
-	for _, a := range addrs {
-		conn, err := c.dial(a)
-		if err != nil {
-			last = err
-			continue
-		}
-		rctx, cancel := context.WithTimeout(ctx, c.timeout)
-		resp, err := pb.NewFetchServiceClient(conn).Metadata(rctx, req)
-		cancel()
-		if err != nil {
-			last = err
-			if ctx.Err() != nil {
-				return ctx.Err()
+	var stale *pb.MetadataResponse // the freshest of the lagging answers
+	var ask func(i int, last error)
+	ask = func(i int, last error) {
+		if i == len(addrs) {
+			if stale != nil {
+				c.take(stale)
+				done(nil)
+				return
 			}
-			continue
+			done(fmt.Errorf("%w: %v", ErrUnreachable, last))
+			return
 		}
-		c.mu.Lock()
-		c.clusterID = resp.GetClusterId()
-		c.brokers = map[int32]string{}
-		for _, b := range resp.GetBrokers() {
-			c.brokers[b.GetId()] = net.JoinHostPort(b.GetHost(), strconv.Itoa(int(b.GetPort())))
-		}
-		for _, t := range resp.GetTopics() {
-			c.topics[t.GetName()] = t
-		}
-		c.mu.Unlock()
-		return nil
+		c.tr.Metadata(ctx, addrs[i], c.timeout, req, func(resp *pb.MetadataResponse, err error) {
+			switch {
+			case err != nil && ctx.Err() != nil:
+				done(ctx.Err())
+			case err != nil:
+				ask(i+1, err)
+			case c.lags(resp):
+				if stale == nil || resp.GetMetadataOffset() > stale.GetMetadataOffset() {
+					stale = resp
+				}
+				ask(i+1, fmt.Errorf("%s: metadata at offset %d, behind %d", addrs[i], resp.GetMetadataOffset(), c.cachedOffset()))
+			default:
+				c.take(resp)
+				done(nil)
+			}
+		})
 	}
-	return fmt.Errorf("%w: %v", ErrUnreachable, last)
+	ask(0, ErrUnreachable)
+}
+
+// lags: resp is older than the cache's answer from the same cluster.
+func (c *Client) lags(resp *pb.MetadataResponse) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return resp.GetClusterId() == c.clusterID && resp.GetMetadataOffset() < c.offset
+}
+
+func (c *Client) cachedOffset() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.offset
+}
+
+// take puts a Metadata answer in the cache.
+func (c *Client) take(resp *pb.MetadataResponse) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clusterID, c.offset = resp.GetClusterId(), resp.GetMetadataOffset()
+	c.brokers = map[int32]string{}
+	for _, b := range resp.GetBrokers() {
+		c.brokers[b.GetId()] = net.JoinHostPort(b.GetHost(), strconv.Itoa(int(b.GetPort())))
+	}
+	for _, t := range resp.GetTopics() {
+		c.topics[t.GetName()] = t
+	}
 }
 
 // Topic returns the cached metadata of topic (nil if unknown).
@@ -129,15 +224,25 @@ type PartitionLeader struct {
 	Addr        string
 }
 
-// Leader resolves tp's leader from the cache, refreshing when unknown or
-// when refresh is set. Errors: UNKNOWN_TOPIC_OR_PARTITION (the source does
-// not have it), NOT_LEADER_OR_FOLLOWER (no live leader), or ErrUnreachable.
-func (c *Client) Leader(ctx context.Context, tp twinlog.TopicPartition, refresh bool) (PartitionLeader, pb.ErrorCode, error) {
-	if refresh || c.Topic(tp.Topic) == nil {
-		if err := c.Refresh(ctx, tp.Topic); err != nil {
-			return PartitionLeader{}, pb.ErrorCode_ERROR_CODE_NONE, err
-		}
+// Leader resolves tp's leader from the cache (done runs before Leader
+// returns), refreshing first when the topic is unknown or refresh is set.
+// Codes: UNKNOWN_TOPIC_OR_PARTITION (the source does not have it),
+// NOT_LEADER_OR_FOLLOWER (no live leader); errors: ErrUnreachable.
+func (c *Client) Leader(ctx context.Context, tp twinlog.TopicPartition, refresh bool, done func(PartitionLeader, pb.ErrorCode, error)) {
+	if !refresh && c.Topic(tp.Topic) != nil {
+		done(c.cachedLeader(tp))
+		return
 	}
+	c.Refresh(ctx, []string{tp.Topic}, func(err error) {
+		if err != nil {
+			done(PartitionLeader{}, pb.ErrorCode_ERROR_CODE_NONE, err)
+			return
+		}
+		done(c.cachedLeader(tp))
+	})
+}
+
+func (c *Client) cachedLeader(tp twinlog.TopicPartition) (PartitionLeader, pb.ErrorCode, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.topics[tp.Topic]
@@ -150,6 +255,19 @@ func (c *Client) Leader(ctx context.Context, tp twinlog.TopicPartition, refresh 
 		return PartitionLeader{TopicID: t.GetTopicId(), Leader: -1}, pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, nil
 	}
 	return PartitionLeader{TopicID: t.GetTopicId(), Leader: p.GetLeaderId(), LeaderEpoch: twinlog.Epoch(p.GetLeaderEpoch()), Addr: addr}, pb.ErrorCode_ERROR_CODE_NONE, nil
+}
+
+// LeaderWait is Leader for a caller on a goroutine of its own.
+func (c *Client) LeaderWait(ctx context.Context, tp twinlog.TopicPartition, refresh bool) (PartitionLeader, pb.ErrorCode, error) {
+	type out struct {
+		l    PartitionLeader
+		code pb.ErrorCode
+		err  error
+	}
+	ch := make(chan out, 1)
+	c.Leader(ctx, tp, refresh, func(l PartitionLeader, code pb.ErrorCode, err error) { ch <- out{l, code, err} })
+	o := <-ch
+	return o.l, o.code, o.err
 }
 
 // FetchRequest is one Fetch{MIRROR} of a single partition.
@@ -166,16 +284,11 @@ type FetchRequest struct {
 	MaxBytes           int32
 }
 
-// Fetch sends Fetch{MIRROR} to addr (the source leader) and returns the
-// partition's answer.
-func (c *Client) Fetch(ctx context.Context, addr string, r FetchRequest) (*pb.FetchPartitionResponse, error) {
-	conn, err := c.dial(addr)
-	if err != nil {
-		return nil, err
-	}
-	rctx, cancel := context.WithTimeout(ctx, r.MaxWait+c.timeout)
-	defer cancel()
-	resp, err := pb.NewFetchServiceClient(conn).Fetch(rctx, &pb.FetchRequest{
+// Fetch sends Fetch{MIRROR} to addr (the source leader) and hands over the
+// partition's answer; a refusal of this cluster's principal is an answer
+// (its error code), not an error.
+func (c *Client) Fetch(ctx context.Context, addr string, r FetchRequest, done func(*pb.FetchPartitionResponse, error)) {
+	req := &pb.FetchRequest{
 		ReplicaId: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_MIRROR,
 		MaxWaitMs: int32(r.MaxWait.Milliseconds()), MinBytes: 1, MaxBytes: r.MaxBytes,
 		RequesterClusterId: r.RequesterClusterID,
@@ -184,29 +297,69 @@ func (c *Client) Fetch(ctx context.Context, addr string, r FetchRequest) (*pb.Fe
 			FetchOffset: int64(r.FetchOffset), CurrentLeaderEpoch: int32(r.CurrentLeaderEpoch),
 			LastFetchedEpoch: int32(r.LastFetchedEpoch), PartitionMaxBytes: r.MaxBytes,
 		}},
+	}
+	c.tr.Fetch(ctx, addr, r.MaxWait+c.timeout, req, func(resp *pb.FetchResponse, err error) {
+		if code, msg, ok := denied(err); ok {
+			done(&pb.FetchPartitionResponse{Topic: r.TopicPartition.Topic, Partition: r.TopicPartition.Partition, Error: code, ErrorMessage: msg}, nil)
+			return
+		}
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		if len(resp.GetPartitions()) != 1 {
+			done(nil, fmt.Errorf("source: fetch answered %d partitions", len(resp.GetPartitions())))
+			return
+		}
+		done(resp.GetPartitions()[0], nil)
 	})
-	if code, msg, ok := denied(err); ok {
-		return &pb.FetchPartitionResponse{Topic: r.TopicPartition.Topic, Partition: r.TopicPartition.Partition, Error: code, ErrorMessage: msg}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(resp.GetPartitions()) != 1 {
-		return nil, fmt.Errorf("source: fetch answered %d partitions", len(resp.GetPartitions()))
-	}
-	return resp.GetPartitions()[0], nil
 }
 
 // LastMirroredEpoch asks the source for tp's LMLE (SPEC §6.4): the leader of
 // the topic's __mirror_state partition, or any broker when the source has no
-// __mirror_state. It returns the lmle or a protocol error code:
+// __mirror_state. It hands over the lmle or a protocol error code:
 // UNKNOWN_TOPIC_OR_PARTITION or INCONSISTENT_TOPIC_ID, without asking, when
 // the source's Metadata no longer shows the partition under topicID.
-func (c *Client) LastMirroredEpoch(ctx context.Context, requesterClusterID, topicID string, tp twinlog.TopicPartition) (twinlog.Epoch, pb.ErrorCode, error) {
-	if err := c.Refresh(ctx, tp.Topic); err != nil {
-		return twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_NONE, err
-	}
+func (c *Client) LastMirroredEpoch(ctx context.Context, requesterClusterID, topicID string, tp twinlog.TopicPartition, done func(twinlog.Epoch, pb.ErrorCode, error)) {
+	c.Refresh(ctx, []string{tp.Topic}, func(err error) {
+		if err != nil {
+			done(twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_NONE, err)
+			return
+		}
+		addr, code := c.lmleAddr(topicID, tp)
+		if code != pb.ErrorCode_ERROR_CODE_NONE {
+			done(twinlog.NoEpoch, code, nil)
+			return
+		}
+		// The broker asked must know at least what this answer showed
+		// (it refuses, Unavailable, while its metadata lags).
+		req := &pb.GetLastMirroredEpochsRequest{RequesterClusterId: requesterClusterID, Topic: tp.Topic, TopicId: topicID,
+			Partitions: []int32{tp.Partition}, MinMetadataOffset: c.cachedOffset()}
+		c.tr.LastMirroredEpochs(ctx, addr, c.timeout, req, func(resp *pb.GetLastMirroredEpochsResponse, err error) {
+			if code, _, ok := denied(err); ok {
+				done(twinlog.NoEpoch, code, nil)
+				return
+			}
+			if err != nil {
+				done(twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_NONE, err)
+				return
+			}
+			for _, p := range resp.GetPartitions() {
+				if p.GetPartition() == tp.Partition {
+					done(twinlog.Epoch(p.GetLmle()), p.GetError(), nil)
+					return
+				}
+			}
+			done(twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, nil)
+		})
+	})
+}
+
+// lmleAddr is the broker to ask tp's LMLE of, from the cache just
+// refreshed, or the code refusing to ask.
+func (c *Client) lmleAddr(topicID string, tp twinlog.TopicPartition) (string, pb.ErrorCode) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	// The source's Metadata must still show the topic, with the mirror
 	// topic's id: the answering broker's view alone may be stale, and a
 	// lost topic must never be answered −1 ("truncate everything").
@@ -216,45 +369,47 @@ func (c *Client) LastMirroredEpoch(ctx context.Context, requesterClusterID, topi
 		srcID, srcParts = t.GetTopicId(), int32(len(t.GetPartitions()))
 	}
 	if code := plan.SourceTopicCheck(srcID, srcParts, tp.Partition, topicID); code != pb.ErrorCode_ERROR_CODE_NONE {
-		c.mu.Unlock()
-		return twinlog.NoEpoch, code, nil
+		return "", code
 	}
 	var addr string
 	st := c.topics[state.Topic]
 	if st == nil || st.GetError() != pb.ErrorCode_ERROR_CODE_NONE || len(st.GetPartitions()) == 0 {
-		for _, a := range c.brokers {
-			addr = a
-			break
+		if ids := sortedIDs(c.brokers); len(ids) > 0 {
+			addr = c.brokers[ids[0]]
 		}
 	} else {
 		p := st.GetPartitions()[state.PartitionFor(tp.Topic, int32(len(st.GetPartitions())))]
 		addr = c.brokers[p.GetLeaderId()]
 	}
-	c.mu.Unlock()
 	if addr == "" {
-		return twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER, nil
+		return "", pb.ErrorCode_ERROR_CODE_NOT_LEADER_OR_FOLLOWER
 	}
-	conn, err := c.dial(addr)
-	if err != nil {
-		return twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_NONE, err
+	return addr, pb.ErrorCode_ERROR_CODE_NONE
+}
+
+// LastMirroredEpochWait is LastMirroredEpoch for a caller on a goroutine
+// of its own.
+func (c *Client) LastMirroredEpochWait(ctx context.Context, requesterClusterID, topicID string, tp twinlog.TopicPartition) (twinlog.Epoch, pb.ErrorCode, error) {
+	type out struct {
+		lmle twinlog.Epoch
+		code pb.ErrorCode
+		err  error
 	}
-	rctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	resp, err := pb.NewMirrorSourceServiceClient(conn).GetLastMirroredEpochs(rctx, &pb.GetLastMirroredEpochsRequest{
-		RequesterClusterId: requesterClusterID, Topic: tp.Topic, TopicId: topicID, Partitions: []int32{tp.Partition},
-	})
-	if code, _, ok := denied(err); ok {
-		return twinlog.NoEpoch, code, nil
+	ch := make(chan out, 1)
+	c.LastMirroredEpoch(ctx, requesterClusterID, topicID, tp, func(lmle twinlog.Epoch, code pb.ErrorCode, err error) { ch <- out{lmle, code, err} })
+	o := <-ch
+	return o.lmle, o.code, o.err
+}
+
+// sortedIDs: the known brokers in id order (map order would make the
+// simulator's runs differ from one run of a seed to the next).
+func sortedIDs(brokers map[int32]string) []int32 {
+	ids := make([]int32, 0, len(brokers))
+	for id := range brokers {
+		ids = append(ids, id)
 	}
-	if err != nil {
-		return twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_NONE, err
-	}
-	for _, p := range resp.GetPartitions() {
-		if p.GetPartition() == tp.Partition {
-			return twinlog.Epoch(p.GetLmle()), p.GetError(), nil
-		}
-	}
-	return twinlog.NoEpoch, pb.ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, nil
+	slices.Sort(ids)
+	return ids
 }
 
 // denied returns the protocol code and message of a source's authorization

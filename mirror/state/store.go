@@ -209,17 +209,23 @@ func (s *Store) Record(topic string, key []byte, value proto.Message) (int32, []
 // SourceViewOf is what a source's GetLastMirroredEpochs answer takes from
 // its metadata image about topic (plan.SourceView without the
 // __mirror_state parts, which Answer fills), and the mirror the topic is
-// in ("" none).
-func SourceViewOf(img *metadata.Image, topic string) (plan.SourceView, string) {
+// in ("" none). An image that holds no metadata yet, or is older than the
+// requester's latest Metadata answer from this cluster (minOffset), gives
+// no view (metadata.Image.Reached): its "no such topic" would fail the
+// asking run.
+func SourceViewOf(img *metadata.Image, topic string, minOffset int64) (plan.SourceView, string, error) {
 	var v plan.SourceView
+	if err := img.Reached(minOffset); err != nil {
+		return v, "", err
+	}
 	t := img.Topic(topic)
 	if t == nil {
-		return v, ""
+		return v, "", nil
 	}
 	v.LocalTopicID, v.PartitionCount = t.GetTopicId(), t.GetPartitionCount()
 	mirror := t.GetMirrorName()
 	if mirror == "" {
-		return v, ""
+		return v, "", nil
 	}
 	v.InMirror = true
 	if m := img.Mirror(mirror); m != nil {
@@ -229,7 +235,7 @@ func SourceViewOf(img *metadata.Image, topic string) (plan.SourceView, string) {
 			}
 		}
 	}
-	return v, mirror
+	return v, mirror, nil
 }
 
 // Answer answers the other cluster's GetLastMirroredEpochs (SPEC §6.4)

@@ -189,6 +189,11 @@ type Filter struct {
 	Permission   Permission
 }
 
+// AnyFilter is the filter that selects every binding; set fields narrow it.
+func AnyFilter() Filter {
+	return Filter{ResourceType: AnyResourceType, PatternType: AnyPatternType, Operation: AnyOperation, Permission: AnyPermission}
+}
+
 // Validate reports whether f can be used: no field is Unknown or a code this
 // package does not know, and a non-empty principal has the "Type:name" form.
 // The error names every field at fault and its value.

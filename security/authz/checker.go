@@ -23,6 +23,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,6 +67,12 @@ type Config struct {
 	// as with a password over TLS (AuthorizationHeader), instead of a
 	// client certificate.
 	Users scram.Lookup
+	// AwaitACLs: the bindings come from metadata still loading (a broker
+	// that has just started). Until Follow sees the broker caught up, the
+	// interceptor answers a principal that is not a super user
+	// UNAVAILABLE (retriable: ask another broker, or again), not a denial
+	// it would take for the cluster's word.
+	AwaitACLs bool
 }
 
 // Checker answers authorization questions for one daemon. It is safe for
@@ -73,7 +80,11 @@ type Config struct {
 type Checker struct {
 	cfg Config
 	cur atomic.Pointer[acl.Authorizer]
-	log *slog.Logger
+	// loaded: cur holds the cluster's bindings (Config.AwaitACLs);
+	// followed is the ACL offset of the image Follow built cur from.
+	loaded   atomic.Bool
+	followed atomic.Int64
+	log      *slog.Logger
 	// denials bounds the denial log lines: a client repeating a refused
 	// request must not flood the log (the metric counts every one).
 	denials logLimiter
@@ -116,7 +127,43 @@ func NewChecker(cfg Config) *Checker {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.cur.Store(acl.New(cfg.ACL, nil))
+	c.loaded.Store(!cfg.AwaitACLs)
 	return c
+}
+
+// ImageACLs is the metadata a broker's checker follows (a
+// metadata.Image).
+type ImageACLs interface {
+	// ACLOffset changes whenever the bindings change.
+	ACLOffset() int64
+	// Authorizer is built from the bindings.
+	Authorizer(acl.Config) *acl.Authorizer
+}
+
+// Follow installs img's bindings once the broker has caught up (its image
+// holds its own current registration: what the cluster knew when it
+// joined, as a Kafka broker catches up before it serves) and whenever
+// they changed since. A broker calls it after each metadata change (with
+// the image's lock held, so calls do not overlap).
+func (c *Checker) Follow(img ImageACLs, caughtUp bool) {
+	if !caughtUp {
+		return
+	}
+	off := img.ACLOffset()
+	if c.loaded.Load() && c.followed.Load() == off {
+		return
+	}
+	c.followed.Store(off)
+	c.Update(img.Authorizer(c.cfg.ACL))
+}
+
+// ACLsLoaded reports whether the checker holds the cluster's bindings
+// (always, without Config.AwaitACLs).
+func (c *Checker) ACLsLoaded() bool { return c.loaded.Load() }
+
+// superUser reports whether principal is one of super.users.
+func (c *Checker) superUser(principal string) bool {
+	return slices.Contains(c.cfg.ACL.SuperUsers, principal)
 }
 
 // Enabled reports whether requests are checked.
@@ -126,7 +173,10 @@ func (c *Checker) Enabled() bool { return c != nil && c.cfg.Enabled }
 func (c *Checker) ACLConfig() acl.Config { return c.cfg.ACL }
 
 // Update installs the authorizer built from the current bindings.
-func (c *Checker) Update(a *acl.Authorizer) { c.cur.Store(a) }
+func (c *Checker) Update(a *acl.Authorizer) {
+	c.cur.Store(a)
+	c.loaded.Store(true)
+}
 
 // Allowed reports whether the caller of ctx may do n. A nil or disabled
 // Checker allows everything.

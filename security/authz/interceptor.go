@@ -4,6 +4,10 @@ import (
 	"context"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/twinlog/twinlog/security/transport"
 )
 
 // rule returns method's rule, false if the table has none.
@@ -25,6 +29,11 @@ func (c *Checker) authorize(ctx context.Context, method string, req any) error {
 	}
 	if r.Public {
 		return nil
+	}
+	if !c.loaded.Load() {
+		if p, _ := transport.Principal(ctx); !c.superUser(p) {
+			return status.Error(codes.Unavailable, "this broker has not loaded the cluster's ACLs yet (its metadata is catching up): ask another broker, or again")
+		}
 	}
 	if r.Broker != nil {
 		if id, ok := r.Broker(req); ok {

@@ -258,3 +258,54 @@ func TestDenialLogBounded(t *testing.T) {
 		t.Fatalf("next second: %v, %d held back, want %d", ok, held, 2*deniedLogsPerSecond)
 	}
 }
+
+// fakeImage is the ACL side of a broker's metadata image.
+type fakeImage struct {
+	offset   int64
+	bindings []acl.Binding
+}
+
+func (f *fakeImage) ACLOffset() int64                          { return f.offset }
+func (f *fakeImage) Authorizer(cfg acl.Config) *acl.Authorizer { return acl.New(cfg, f.bindings) }
+
+// TestAwaitACLs: a broker's checker answers a principal that is not a
+// super user UNAVAILABLE until the broker has caught up (a restarted
+// broker must not deny what the cluster allows: a mirror takes a denial
+// for the source's word), super users and public RPCs pass meanwhile;
+// once caught up it decides by the image's bindings and follows their
+// changes.
+func TestAwaitACLs(t *testing.T) {
+	c := NewChecker(Config{Enabled: true, AwaitACLs: true, ACL: acl.Config{SuperUsers: []string{"User:broker-1"}}})
+	call := func(principal string) error {
+		_, err := c.UnaryInterceptor()(ctxAs(principal), &pb.ListOffsetsRequest{Topics: []*pb.ListOffsetsTopic{{Name: "orders"}}},
+			&grpc.UnaryServerInfo{FullMethod: pb.FetchService_ListOffsets_FullMethodName}, func(context.Context, any) (any, error) { return nil, nil })
+		return err
+	}
+	img := &fakeImage{offset: 3, bindings: []acl.Binding{allow(acl.Topic, "orders", acl.Describe)}}
+	c.Follow(img, false)
+	if err := call("User:alice"); status.Code(err) != codes.Unavailable {
+		t.Fatalf("before the broker caught up: %v, want UNAVAILABLE", err)
+	}
+	if err := call("User:broker-1"); err != nil {
+		t.Fatalf("a super user before the broker caught up: %v", err)
+	}
+	if _, err := c.UnaryInterceptor()(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/grpc.health.v1.Health/Check"},
+		func(context.Context, any) (any, error) { return nil, nil }); err != nil {
+		t.Fatalf("health before the broker caught up: %v", err)
+	}
+	c.Follow(img, true)
+	if err := call("User:alice"); err != nil || !c.ACLsLoaded() {
+		t.Fatalf("caught up, with the grant: %v", err)
+	}
+	if err := call("User:bob"); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("caught up, without a grant: %v", err)
+	}
+	img.offset, img.bindings = 4, nil
+	c.Follow(img, true)
+	if err := call("User:alice"); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("after the grant was removed: %v", err)
+	}
+	if off := NewChecker(Config{Enabled: true}); !off.ACLsLoaded() {
+		t.Fatal("a checker without AwaitACLs waits for bindings")
+	}
+}

@@ -1487,8 +1487,13 @@ type GetLastMirroredEpochsRequest struct {
 	Topic              string                 `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
 	TopicId            string                 `protobuf:"bytes,3,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
 	Partitions         []int32                `protobuf:"varint,4,rep,packed,name=partitions,proto3" json:"partitions,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The metadata offset of the newest Metadata answer the requester has
+	// had from this cluster. A broker whose metadata is older answers
+	// UNAVAILABLE instead: its image may lack the topic the requester saw,
+	// and "no such topic" is fatal to the asking run. 0: not checked.
+	MinMetadataOffset int64 `protobuf:"varint,5,opt,name=min_metadata_offset,json=minMetadataOffset,proto3" json:"min_metadata_offset,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *GetLastMirroredEpochsRequest) Reset() {
@@ -1547,6 +1552,13 @@ func (x *GetLastMirroredEpochsRequest) GetPartitions() []int32 {
 		return x.Partitions
 	}
 	return nil
+}
+
+func (x *GetLastMirroredEpochsRequest) GetMinMetadataOffset() int64 {
+	if x != nil {
+		return x.MinMetadataOffset
+	}
+	return 0
 }
 
 type GetLastMirroredEpochsResponse struct {
@@ -1966,14 +1978,15 @@ const file_twinlog_v1_mirror_proto_rawDesc = "" +
 	"\x11truncation_offset\x18\n" +
 	" \x01(\x03R\x10truncationOffset\x12'\n" +
 	"\x0frecords_removed\x18\v \x01(\x03R\x0erecordsRemoved\x12:\n" +
-	"\x19committed_records_removed\x18\f \x01(\x03R\x17committedRecordsRemoved\"\xa1\x01\n" +
+	"\x19committed_records_removed\x18\f \x01(\x03R\x17committedRecordsRemoved\"\xd1\x01\n" +
 	"\x1cGetLastMirroredEpochsRequest\x120\n" +
 	"\x14requester_cluster_id\x18\x01 \x01(\tR\x12requesterClusterId\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x19\n" +
 	"\btopic_id\x18\x03 \x01(\tR\atopicId\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x04 \x03(\x05R\n" +
-	"partitions\"^\n" +
+	"partitions\x12.\n" +
+	"\x13min_metadata_offset\x18\x05 \x01(\x03R\x11minMetadataOffset\"^\n" +
 	"\x1dGetLastMirroredEpochsResponse\x12=\n" +
 	"\n" +
 	"partitions\x18\x01 \x03(\v2\x1d.twinlog.v1.LastMirroredEpochR\n" +

@@ -595,7 +595,7 @@ func (ff *aclFilterFlags) add(c *cobra.Command, verb string) {
 
 // filter builds the filter the flags describe.
 func (ff *aclFilterFlags) filter(cmd *cobra.Command) (acl.Filter, error) {
-	f := acl.Filter{ResourceType: acl.AnyResourceType, PatternType: acl.AnyPatternType, Operation: acl.AnyOperation, Permission: acl.AnyPermission}
+	f := acl.AnyFilter()
 	rs, err := ff.res.resources(cmd)
 	if err != nil {
 		return f, err

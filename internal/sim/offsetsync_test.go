@@ -1,0 +1,114 @@
+package sim
+
+import (
+	"flag"
+	"strconv"
+	"testing"
+	"time"
+)
+
+var flagTwoGroupSeeds = flag.Int("sim.twogroupseeds", 20, "number of two-cluster seeds with consumer groups TestTwoClusterGroupSeeds runs")
+
+// twoClusterGroupConfig is a two-cluster run whose groups' members follow
+// the writable cluster and whose destination syncs their offsets
+// (offsetsync.go).
+func twoClusterGroupConfig(seed uint64) Config {
+	cfg := twoClusterConfig(seed)
+	cfg.Groups = 2
+	return cfg
+}
+
+// TestTwoClusterGroupSeeds runs two-cluster seeds with consumer groups: the
+// destination's controller runs the shipped offset sync over the
+// simulator's networks, every failover's stop runs a last sync, and the
+// groups move to the cluster that took over. Beside every check of
+// TestTwoClusterSeeds and each cluster's "never backwards": a sync
+// commits no offset the source's members never sent and none above the
+// destination's HW, and once it is acknowledged the group holds there what
+// the source answered (it resumes there where it committed). Over 20 seeds
+// or more the syncs must really complete, commit, and be checked.
+func TestTwoClusterGroupSeeds(t *testing.T) {
+	start := time.Now()
+	list := seedList(*flagTwoGroupSeeds, 5)
+	reps := make([]*Report, len(list))
+	t.Run("seed", func(t *testing.T) {
+		for i, seed := range list {
+			t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+				t.Parallel()
+				reps[i] = runConfig(t, twoClusterGroupConfig(seed))
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	var syncs, complete, syncAcks, resumes, within, failovers, planned, fetches int
+	for _, r := range reps {
+		for _, c := range []*Report{r, r.Peer} {
+			syncs += c.OffsetSyncs
+			complete += c.OffsetSyncsComplete
+			syncAcks += c.Groups.SyncAcks
+			fetches += c.Groups.Fetches
+		}
+		resumes += r.Mirror.Checks["group resumes where it committed"]
+		within += r.Mirror.Checks["offset sync commit within source and destination HW"]
+		failovers += r.Mirror.Failovers
+		planned += r.Mirror.PlannedFailovers
+	}
+	t.Logf("%d seeds in %v: %d offset syncs (%d complete), %d sync commits acknowledged (%d checked), %d resume checks, %d planned of %d failovers, %d offset fetches",
+		len(list), time.Since(start).Round(time.Millisecond), syncs, complete, syncAcks, within, resumes, planned, failovers, fetches)
+	if len(list) < 20 {
+		return
+	}
+	want := map[string][2]int{
+		"complete offset syncs":     {complete, 2 * len(list)},
+		"sync commits acknowledged": {syncAcks, 2 * len(list)},
+		"resume checks":             {resumes, 2 * len(list)},
+		"offset fetches":            {fetches, 4 * len(list)},
+	}
+	for what, v := range want {
+		if v[0] < v[1] {
+			t.Errorf("%d seeds exercised only %d %s, want ≥ %d", len(list), v[0], what, v[1])
+		}
+	}
+}
+
+// TestOffsetSyncClampsToDestinationHW: the check bites. A sync writes a
+// source offset above the destination's HW as that HW; without the clamp
+// (testdata/reverts/TestOffsetSyncClampsToDestinationHW.diff) it commits
+// offsets the destination does not hold (115 of seeds 1–200 fail).
+func TestOffsetSyncClampsToDestinationHW(t *testing.T) {
+	for _, seed := range []uint64{45, 47, 48} {
+		runConfig(t, twoClusterGroupConfig(seed))
+	}
+}
+
+// TestOffsetSyncResumesWhereCommitted: the check bites. With the sync
+// reading each source offset one short
+// (testdata/reverts/TestOffsetSyncResumesWhereCommitted.diff), a group
+// resumes below its commit (153 of seeds 1–200 fail).
+func TestOffsetSyncResumesWhereCommitted(t *testing.T) {
+	for _, seed := range []uint64{97, 132, 170} {
+		runConfig(t, twoClusterGroupConfig(seed))
+	}
+}
+
+// TestTwoClusterGroupDeterminism: the same seed gives the same run with
+// offset syncs (their coroutines suspend and resume on the simulator's
+// clock only).
+func TestTwoClusterGroupDeterminism(t *testing.T) {
+	for _, seed := range []uint64{3, 97} {
+		cfg := twoClusterGroupConfig(seed)
+		a, errA := Run(cfg)
+		b, errB := Run(cfg)
+		if (errA == nil) != (errB == nil) {
+			t.Fatalf("seed %d: errors differ: %v / %v", seed, errA, errB)
+		}
+		if a.TraceHash != b.TraceHash || a.Peer.OffsetSyncs != b.Peer.OffsetSyncs || a.Peer.Groups != b.Peer.Groups {
+			t.Fatalf("seed %d: trace hash %x vs %x, syncs %d vs %d", seed, a.TraceHash, b.TraceHash, a.Peer.OffsetSyncs, b.Peer.OffsetSyncs)
+		}
+		if a.Peer.OffsetSyncs == 0 {
+			t.Fatalf("seed %d: no offset sync ran", seed)
+		}
+	}
+}
