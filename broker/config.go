@@ -72,6 +72,9 @@ type Config struct {
 	// asks for a client certificate without requiring one, and a client
 	// without one must authenticate with SASL.
 	SASLMechanisms []string
+	// SASLMaxSessionLifetime is connections.max.reauth.ms
+	// (kafka.SASL.MaxSessionLifetime; 0: sessions do not expire).
+	SASLMaxSessionLifetime time.Duration
 	// Authz configures authorization of both listeners (authorizer.enabled,
 	// super.users, ...; security/authz); the ACLs come from the metadata.
 	Authz authz.Config

@@ -155,7 +155,7 @@ func (b *Broker) kafkaSASL() *kafka.SASL {
 	if len(b.cfg.SASLMechanisms) == 0 {
 		return nil
 	}
-	return &kafka.SASL{Mechanisms: b.cfg.SASLMechanisms, Lookup: b.scramCredential, Random: rand.Reader}
+	return &kafka.SASL{Mechanisms: b.cfg.SASLMechanisms, Lookup: b.scramCredential, Random: rand.Reader, MaxSessionLifetime: b.cfg.SASLMaxSessionLifetime}
 }
 
 // scramCredential looks a user's SCRAM credential up in the image.

@@ -133,9 +133,9 @@ func NewBroker(reg prometheus.Registerer) (*Broker, error) {
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 	}, []string{"api"})
 	b.kafkaClosed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "twinlog_kafka_connections_closed_total", Help: "Kafka connections the broker closed: oversized or malformed frames, idle, a handler panic, a failed TLS handshake or principal (authentication).",
+		Name: "twinlog_kafka_connections_closed_total", Help: "Kafka connections the broker closed: oversized or malformed frames, idle, a handler panic, a failed TLS handshake or principal (authentication), a request after the SASL session ended (expired).",
 	}, []string{"reason"})
-	for _, r := range []string{"oversized", "malformed", "idle", "panic", "authentication"} {
+	for _, r := range []string{"oversized", "malformed", "idle", "panic", "authentication", "expired"} {
 		b.kafkaClosed.WithLabelValues(r)
 	}
 	b.cleanerRounds = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -319,14 +319,20 @@ func TestSecureKafka(t *testing.T) {
 	}
 }
 
-// TestSecureKafkaSASL: with sasl.enabled.mechanisms, a Kafka client
-// without a certificate authenticates with SCRAM (a user set through
-// AlterUserScramCredentials, as twinctl users set-password does) and gets
-// its user's ACLs; a wrong password and no SASL at all get nothing.
-func TestSecureKafkaSASL(t *testing.T) {
+// saslCluster starts a secure cluster whose Kafka listeners take SCRAM and
+// PLAIN, with sessions of lifetime (connections.max.reauth.ms; 0: none),
+// topic orders (1 partition, RF 3), user alice (SCRAM-SHA-512, password
+// s3cret) allowed to Write it, and returns it with a maker of franz-go
+// clients that dial over TLS without a client certificate (only SASL
+// authenticates them).
+func saslCluster(t *testing.T, lifetime time.Duration) (*Cluster, func(...kgo.Opt) *kgo.Client) {
+	t.Helper()
 	p := newSecurePKI(t)
 	opts := secureOptions(p)
-	opts.Configure = func(cfg *broker.Config) { cfg.SASLMechanisms = []string{"SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"} }
+	opts.Configure = func(cfg *broker.Config) {
+		cfg.SASLMechanisms = []string{"SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"}
+		cfg.SASLMaxSessionLifetime = lifetime
+	}
 	c := NewCluster(t, opts)
 	c.CreateTopic("orders", 1, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -342,23 +348,19 @@ func TestSecureKafkaSASL(t *testing.T) {
 	if err != nil || resp.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
 		t.Fatalf("AlterUserScramCredentials: %v %v", resp, err)
 	}
-	grant := func(op pb.AclOperation) {
-		r, err := c.Admin().CreateAcls(ctx, &pb.CreateAclsRequest{Creations: []*pb.AclBinding{{
-			ResourceType: pb.AclResourceType_ACL_RESOURCE_TYPE_TOPIC, ResourceName: "orders", PatternType: pb.AclPatternType_ACL_PATTERN_TYPE_LITERAL,
-			Principal: "User:alice", Host: "*", Operation: op, Permission: pb.AclPermission_ACL_PERMISSION_ALLOW}}})
-		if err != nil || r.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
-			t.Fatalf("CreateAcls: %v %v", r, err)
-		}
+	r, err := c.Admin().CreateAcls(ctx, &pb.CreateAclsRequest{Creations: []*pb.AclBinding{{
+		ResourceType: pb.AclResourceType_ACL_RESOURCE_TYPE_TOPIC, ResourceName: "orders", PatternType: pb.AclPatternType_ACL_PATTERN_TYPE_LITERAL,
+		Principal: "User:alice", Host: "*", Operation: pb.AclOperation_ACL_OPERATION_WRITE, Permission: pb.AclPermission_ACL_PERMISSION_ALLOW}}})
+	if err != nil || r.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+		t.Fatalf("CreateAcls: %v %v", r, err)
 	}
-	grant(pb.AclOperation_ACL_OPERATION_WRITE)
 
-	// TLS without a client certificate: only SASL authenticates.
 	src, err := tlsfiles.Load(tlsfiles.Files{CAFile: p.caFil}, tlsfiles.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dialTLS := src.TLSDialer(c.KafkaDialer())
-	client := func(opts ...kgo.Opt) *kgo.Client {
+	return c, func(opts ...kgo.Opt) *kgo.Client {
 		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.KafkaAddrs()...), kgo.Dialer(dialTLS),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequestRetries(1), kgo.RetryTimeout(5 * time.Second)}, opts...)...)
 		if err != nil {
@@ -367,6 +369,56 @@ func TestSecureKafkaSASL(t *testing.T) {
 		t.Cleanup(cl.Close)
 		return cl
 	}
+}
+
+// TestSecureKafkaSASLSessionLifetime (KIP-368): with
+// connections.max.reauth.ms, franz-go re-authenticates on its connections
+// and keeps producing across several lifetimes; once alice's credential is
+// deleted, her next re-authentication fails and her producer loses access
+// without a new connection being needed to notice.
+func TestSecureKafkaSASLSessionLifetime(t *testing.T) {
+	const lifetime = 2500 * time.Millisecond
+	c, client := saslCluster(t, lifetime)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	alice := client(kgo.SASL(saslscram.Auth{User: "alice", Pass: "s3cret"}.AsSha512Mechanism()))
+	pollFor(t, "alice may produce with SCRAM", func() bool {
+		return alice.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte("first")}).FirstErr() == nil
+	})
+	// Produce a record every 20 ms for two lifetimes: every one is
+	// acknowledged (the sessions are renewed, not ended).
+	tick := time.NewTicker(20 * time.Millisecond) // a steady producer, not a spin
+	defer tick.Stop()
+	n, start := 0, time.Now()
+	for ; time.Since(start) < 2*lifetime; <-tick.C {
+		if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte("renewed")}).FirstErr(); err != nil {
+			t.Fatalf("produce %d, %v after the first: %v", n, time.Since(start), err)
+		}
+		n++
+	}
+	t.Logf("%d records produced over %v of sessions lasting %v", n, 2*lifetime, lifetime)
+
+	resp, err := c.Admin().AlterUserScramCredentials(ctx, &pb.AlterUserScramCredentialsRequest{Deletions: []*pb.ScramCredentialDeletion{{
+		Name: "alice", Mechanism: pb.ScramMechanism_SCRAM_MECHANISM_SCRAM_SHA_512}}})
+	if err != nil || resp.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+		t.Fatalf("delete alice's credential: %v %v", resp, err)
+	}
+	deleted := time.Now()
+	pollFor(t, "alice's producer refused SASL_AUTHENTICATION_FAILED", func() bool {
+		err := alice.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte("after deletion")}).FirstErr()
+		return errors.Is(err, kerr.SaslAuthenticationFailed)
+	})
+	t.Logf("alice's producer lost access %v after her credential was deleted (session lifetime %v)", time.Since(deleted).Round(time.Millisecond), lifetime)
+}
+
+// TestSecureKafkaSASL: with sasl.enabled.mechanisms, a Kafka client
+// without a certificate authenticates with SCRAM (a user set through
+// AlterUserScramCredentials, as twinctl users set-password does) and gets
+// its user's ACLs; a wrong password and no SASL at all get nothing.
+func TestSecureKafkaSASL(t *testing.T) {
+	_, client := saslCluster(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	alice := client(kgo.SASL(saslscram.Auth{User: "alice", Pass: "s3cret"}.AsSha512Mechanism()))
 	pollFor(t, "alice may produce with SCRAM", func() bool {
 		return alice.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte("scram")}).FirstErr() == nil

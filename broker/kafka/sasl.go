@@ -25,6 +25,16 @@ import (
 // checked against the same stored credentials). On success the
 // connection's principal becomes "User:" and the SASL user, whatever
 // Authorizer.Principal (the TLS certificate) said.
+//
+// Re-authentication (KIP-368): with SASL.MaxSessionLifetime, a session
+// lasts that long. SaslAuthenticate v1+ tells the client, which must then
+// re-authenticate on the same connection (SaslHandshake and
+// SaslAuthenticate again, with the same mechanism, as the same user) before
+// it ends; a request other than that handshake after the end closes the
+// connection, as does a failed re-authentication. So a user whose
+// credentials are deleted or changed keeps no connection past the
+// lifetime. As in Kafka, a re-authentication may begin at most once a
+// second, and while one is under way only its SaslAuthenticate may follow.
 
 // The SASL mechanisms the listener can serve.
 const (
@@ -50,6 +60,13 @@ type SASL struct {
 	// PlainWithoutTLS allows PLAIN on connections that are not TLS (tests
 	// only; PLAIN sends the password).
 	PlainWithoutTLS bool
+	// MaxSessionLifetime is Kafka's connections.max.reauth.ms: how long a
+	// SASL authentication is good for before the client must
+	// re-authenticate (KIP-368). 0: sessions do not expire (Kafka's
+	// default). A principal from a client certificate does not expire.
+	MaxSessionLifetime time.Duration
+	// Now is the clock sessions expire by (nil: time.Now).
+	Now func() time.Time
 }
 
 // Validate reports a configuration that does not mean what it says: an
@@ -68,6 +85,9 @@ func (c *SASL) Validate() error {
 	}
 	if c.Lookup == nil {
 		return errors.New("kafka: SASL without a credential lookup")
+	}
+	if c.MaxSessionLifetime < 0 {
+		return fmt.Errorf("kafka: negative SASL session lifetime %v", c.MaxSessionLifetime)
 	}
 	return nil
 }
@@ -92,6 +112,10 @@ func (c *SASL) normalize() *SASL {
 	if n.Random == nil {
 		n.Random = rand.Reader
 	}
+	if n.Now == nil {
+		n.Now = time.Now
+	}
+	n.MaxSessionLifetime = max(n.MaxSessionLifetime, 0)
 	return &n
 }
 
@@ -138,6 +162,15 @@ type saslConn struct {
 	conv      *scram.ServerConversation
 	// principal is "User:" and the user once authenticated, "" before.
 	principal string
+	// expires is when the session ends (zero: never).
+	expires time.Time
+	// reauthenticating: a SaslHandshake began a re-authentication whose
+	// SaslAuthenticate has not yet succeeded; reauthBegan is when the last
+	// one began. badMechanism, when set, is why the re-authentication's
+	// SaslAuthenticate fails (its handshake named another mechanism).
+	reauthenticating bool
+	reauthBegan      time.Time
+	badMechanism     string
 	// closeReason, when set, closes the connection once the response is
 	// written, counted as "authentication"; closeErr is the internal
 	// reason, for the log only.
@@ -163,12 +196,43 @@ func (s *Server) newSASLConn(c net.Conn, start time.Time) *saslConn {
 func (sc *saslConn) pending() bool { return sc != nil && sc.principal == "" }
 
 // closeAfter marks the connection to be closed once the response is
-// written, unless it has authenticated (a late SaslHandshake or
-// SaslAuthenticate is only refused then, as in Kafka).
+// written, unless it has authenticated and is not re-authenticating (a late
+// SaslHandshake or SaslAuthenticate is only refused then, as in Kafka).
 func (sc *saslConn) closeAfter(reason string, err error) {
-	if sc.pending() && sc.closeReason == "" {
+	if (sc.pending() || sc.reauthenticating) && sc.closeReason == "" {
 		sc.closeReason, sc.closeErr = reason, err
 	}
+}
+
+// expired reports whether an authenticated connection's session has ended
+// (false without SASL or a session lifetime).
+func (sc *saslConn) expired() bool {
+	return sc != nil && !sc.expires.IsZero() && !sc.cfg.Now().Before(sc.expires)
+}
+
+// mayReauthenticate reports whether a SaslHandshake now begins a
+// re-authentication: the session has a lifetime, none is under way, and
+// the last began at least a second ago (Kafka's bound; otherwise the
+// handshake is refused as on any authenticated connection).
+func (sc *saslConn) mayReauthenticate() bool {
+	return sc.principal != "" && !sc.expires.IsZero() && !sc.reauthenticating &&
+		(sc.reauthBegan.IsZero() || sc.cfg.Now().Sub(sc.reauthBegan) >= time.Second)
+}
+
+// refuses reports whether a request of API key closes an authenticated
+// connection instead of being handled, with the closed-connection reason
+// (Observer) and why: after the session ended only a SaslHandshake
+// (re-authenticating) is handled ("expired"), and during a
+// re-authentication only its SaslAuthenticate ("authentication").
+func (sc *saslConn) refuses(key int16) (reason, why string) {
+	switch {
+	case sc == nil || sc.pending():
+	case sc.reauthenticating && key != saslAuthenticateKey:
+		return "authentication", "request during SASL re-authentication"
+	case !sc.reauthenticating && sc.expired() && key != saslHandshakeKey:
+		return "expired", "SASL session expired without re-authentication"
+	}
+	return "", ""
 }
 
 // saslHandshake answers SaslHandshake (key 17, v1): it chooses the
@@ -188,6 +252,18 @@ func (s *Server) saslHandshake(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 	}
 	resp.SupportedMechanisms = slices.Clone(sc.offered)
 	switch {
+	case sc.mayReauthenticate():
+		sc.reauthenticating, sc.reauthBegan = true, sc.cfg.Now()
+		switch {
+		case !slices.Contains(sc.offered, req.Mechanism):
+			resp.ErrorCode = unsupportedSASLMechanism
+			sc.closeAfter("SASL re-authentication failed", fmt.Errorf("unsupported mechanism %q", req.Mechanism))
+		case req.Mechanism != sc.mechanism:
+			// As Kafka: the handshake is answered, the exchange fails.
+			sc.badMechanism = fmt.Sprintf("SASL mechanism %s cannot re-authenticate a session of %s", req.Mechanism, sc.mechanism)
+		default:
+			sc.conv = sc.newConversation(req.Mechanism)
+		}
 	case sc.mechanism != "":
 		resp.ErrorCode = illegalSASLState
 		sc.closeAfter("SaslHandshake after a successful one", nil)
@@ -195,11 +271,18 @@ func (s *Server) saslHandshake(ctx context.Context, kreq kmsg.Request) (kmsg.Res
 		resp.ErrorCode = unsupportedSASLMechanism
 	default:
 		sc.mechanism = req.Mechanism
-		if m, err := scram.ParseMechanism(req.Mechanism); err == nil {
-			sc.conv = scram.NewServer(m, sc.cfg.Lookup, sc.cfg.Random)
-		}
+		sc.conv = sc.newConversation(req.Mechanism)
 	}
 	return resp, nil
+}
+
+// newConversation returns a SCRAM exchange for mechanism, nil for PLAIN
+// (checked in one message).
+func (sc *saslConn) newConversation(mechanism string) *scram.ServerConversation {
+	if m, err := scram.ParseMechanism(mechanism); err == nil {
+		return scram.NewServer(m, sc.cfg.Lookup, sc.cfg.Random)
+	}
+	return nil
 }
 
 func failSASLHandshake(kreq kmsg.Request, code int16) kmsg.Response {
@@ -213,8 +296,9 @@ func failSASLHandshake(kreq kmsg.Request, code int16) kmsg.Response {
 // message of the mechanism chosen, answered with the server's. A failure is
 // SASL_AUTHENTICATION_FAILED with only what package scram says may be told
 // (Error.SafeMessage), and closes the connection once answered, as in
-// Kafka. The session does not expire (session_lifetime_ms 0: no
-// re-authentication, KIP-368).
+// Kafka. On success v1+ answers the session's lifetime
+// (SASL.MaxSessionLifetime; 0: it does not expire). A re-authentication's
+// exchange must end as the same user, or it fails as above.
 func (s *Server) saslAuthenticate(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SASLAuthenticateRequest)
 	sc := requestHeader(ctx).sasl
@@ -227,8 +311,11 @@ func (s *Server) saslAuthenticate(ctx context.Context, kreq kmsg.Request) (kmsg.
 	switch {
 	case sc == nil:
 		return refuse(illegalSASLState, "SASL is not enabled")
-	case sc.principal != "":
+	case sc.principal != "" && !sc.reauthenticating:
 		return refuse(illegalSASLState, "already authenticated")
+	case sc.badMechanism != "":
+		sc.closeAfter("SASL re-authentication failed", nil)
+		return refuse(saslAuthenticationFailed, sc.badMechanism)
 	case sc.mechanism == "":
 		sc.closeAfter("SaslAuthenticate before SaslHandshake", nil)
 		return refuse(illegalSASLState, "SaslAuthenticate before SaslHandshake")
@@ -252,12 +339,28 @@ func (s *Server) saslAuthenticate(ctx context.Context, kreq kmsg.Request) (kmsg.
 		err = errors.New("empty user name")
 	}
 	if err != nil {
-		sc.closeAfter("SASL authentication failed", fmt.Errorf("%s: %w", sc.mechanism, err))
+		what := "SASL authentication failed"
+		if sc.reauthenticating {
+			what = "SASL re-authentication failed"
+		}
+		sc.closeAfter(what, fmt.Errorf("%s: %w", sc.mechanism, err))
 		return refuse(saslAuthenticationFailed, safeMessage(err))
 	}
+	if !done {
+		resp.SASLAuthBytes = out
+		return resp, nil
+	}
+	principal := "User:" + user
+	if sc.reauthenticating && principal != sc.principal {
+		msg := fmt.Sprintf("Cannot change principals during re-authentication from %s: %s", sc.principal, principal)
+		sc.closeAfter("SASL re-authentication failed", errors.New(msg))
+		return refuse(saslAuthenticationFailed, msg)
+	}
 	resp.SASLAuthBytes = out
-	if done {
-		sc.principal = "User:" + user
+	sc.principal, sc.reauthenticating, sc.conv = principal, false, nil
+	if life := sc.cfg.MaxSessionLifetime; life > 0 {
+		sc.expires = sc.cfg.Now().Add(life)
+		resp.SessionLifetimeMillis = life.Milliseconds() // v0 drops it: that client is closed at the end
 	}
 	return resp, nil
 }

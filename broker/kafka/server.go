@@ -86,10 +86,11 @@ type Observer interface {
 	// request by API name, with its handling time.
 	ObserveKafkaRequest(api string, d time.Duration)
 	// ObserveKafkaClosed counts a connection the server closed on bad
-	// input or inactivity: reason is oversized, malformed, idle, panic, or
+	// input or inactivity: reason is oversized, malformed, idle, panic,
 	// authentication (Authorizer.Principal failed; with SASL, a request
-	// before authenticating, a failed or out-of-order exchange, or no
-	// success within the idle timeout).
+	// before authenticating, a failed or out-of-order exchange or
+	// re-authentication, or no success within the idle timeout), or
+	// expired (a request after the SASL session's end, KIP-368).
 	ObserveKafkaClosed(reason string)
 }
 
@@ -333,6 +334,11 @@ func (s *Server) serveConn(c net.Conn) {
 		if err != nil {
 			s.cfg.Observer.ObserveKafkaClosed("malformed")
 			log.Info("kafka: connection closed", "reason", err)
+			return
+		}
+		if reason, why := sc.refuses(h.key); reason != "" {
+			s.cfg.Observer.ObserveKafkaClosed(reason)
+			log.Info("kafka: connection closed", "reason", why, "principal", p.principal, "api", kmsg.NameForKey(h.key), "client", h.clientID)
 			return
 		}
 		h.clientHost, h.peer, h.sasl = clientHost, p, sc

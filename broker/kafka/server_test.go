@@ -357,6 +357,8 @@ func FuzzFrame(f *testing.F) {
 		Mechanisms:      []string{MechanismSCRAMSHA512, MechanismSCRAMSHA256, MechanismPlain},
 		Lookup:          adm.scram.lookup,
 		PlainWithoutTLS: true,
+		// Sessions end, so re-authentication's states are reachable.
+		MaxSessionLifetime: time.Minute,
 	}}, fb, adm)
 	// A seed per API the listener serves (admin, ACL, SCRAM and SASL ones
 	// included), at its lowest and highest version, and the start of a
@@ -376,6 +378,7 @@ func FuzzFrame(f *testing.F) {
 	auth := kmsg.NewPtrSASLAuthenticateRequest()
 	auth.SASLAuthBytes = []byte("\x00alice\x00pw")
 	f.Add(conversation(frame(hs, 1), frame(auth, 2), frame(kmsg.NewPtrMetadataRequest(), 12)))
+	f.Add(conversation(frame(hs, 1), frame(auth, 2), frame(hs, 1), frame(auth, 2))) // a re-authentication
 	hs.Mechanism = MechanismSCRAMSHA256
 	auth.SASLAuthBytes = []byte("n,,n=alice,r=abcdefgh")
 	f.Add(conversation(frame(hs, 1), frame(auth, 1), frame(auth, 1)))
@@ -393,6 +396,12 @@ func FuzzFrame(f *testing.F) {
 			}
 			h, body, err := parseHeader(frame, s.apis)
 			if err != nil {
+				return
+			}
+			if sc.pending() && !beforeAuthentication(h.key) {
+				return // serveConn closes the connection
+			}
+			if reason, _ := sc.refuses(h.key); reason != "" {
 				return
 			}
 			h.sasl = sc

@@ -98,6 +98,7 @@ func brokerConfig(cfg config.BrokerConfig) broker.Config {
 		KafkaAdvertisedAddr:          cfg.KafkaAdvertisedAddress,
 		KafkaMaxRequestBytes:         cfg.SocketRequestMaxBytes,
 		SASLMechanisms:               cfg.SASLEnabledMechanisms,
+		SASLMaxSessionLifetime:       cfg.ConnectionsMaxReauth,
 		ControllerAddr:               cfg.ControllerAddress,
 		LogDirs:                      cfg.Log.Dirs,
 		ReplicaLagTimeMax:            cfg.ReplicaLagTimeMax,

@@ -130,6 +130,10 @@ type BrokerConfig struct {
 	// SASLEnabledMechanisms is sasl.enabled.mechanisms: SCRAM-SHA-512,
 	// SCRAM-SHA-256, PLAIN on the Kafka listener (empty: no SASL).
 	SASLEnabledMechanisms []string
+	// ConnectionsMaxReauth is connections.max.reauth.ms: how long a SASL
+	// session lasts before the client must re-authenticate (KIP-368; 0:
+	// forever).
+	ConnectionsMaxReauth time.Duration
 
 	Log    LogConfig
 	Mirror MirrorConfig
@@ -202,6 +206,7 @@ func brokerFields(c *BrokerConfig) []field {
 		strField("kafka.advertised.address", "", "address Kafka clients are told to reach this broker at (default kafka.listen.address)", &c.KafkaAdvertisedAddress),
 		intField("socket.request.max.bytes", "104857600", "largest Kafka request frame; a larger one closes its connection", &c.SocketRequestMaxBytes),
 		listField("sasl.enabled.mechanisms", "", "SASL mechanisms of the Kafka listener: SCRAM-SHA-512, SCRAM-SHA-256, PLAIN (TLS only); clients without a certificate must then authenticate (empty: no SASL)", &c.SASLEnabledMechanisms),
+		msField("connections.max.reauth.ms", "0", "how long a SASL session on the Kafka listener lasts: clients re-authenticate on the connection before it ends, or it is closed, so deleted or changed credentials lose their connections (0: sessions do not expire)", &c.ConnectionsMaxReauth),
 		listField("log.dirs", "./run/broker", "partition log directories", &c.Log.Dirs),
 		intField("log.segment.bytes", "1073741824", "segment size before rolling", &c.Log.SegmentBytes),
 		msField("log.roll.ms", "604800000", "segment age before rolling", &c.Log.RollInterval),
@@ -350,6 +355,9 @@ func (c BrokerConfig) Validate() error {
 		case m == "PLAIN" && !c.Security.TLSEnabled():
 			bad("sasl.enabled.mechanisms", m, "PLAIN sends the password: it needs TLS (tls.cert.file)")
 		}
+	}
+	if c.ConnectionsMaxReauth < 0 {
+		bad("connections.max.reauth.ms", c.ConnectionsMaxReauth.Milliseconds(), "must be ≥ 0 (0: sessions do not expire)")
 	}
 	checkAddr(&errs, "listen.address", c.ListenAddress, false)
 	checkAddr(&errs, "advertised.address", c.AdvertisedAddress, false)

@@ -46,6 +46,8 @@ func TestSecurityKeys(t *testing.T) {
 		"sasl.enabled.mechanisms: PLAIN\n":                                                    "PLAIN sends the password: it needs TLS",
 		"sasl.enabled.mechanisms: GSSAPI\n":                                                   "allowed values are SCRAM-SHA-512, SCRAM-SHA-256, PLAIN",
 		"sasl.enabled.mechanisms: PLAIN\ntls.cert.file: a\ntls.key.file: b\ntls.ca.file: c\n": "",
+		"connections.max.reauth.ms: 3600000\n":                                                "",
+		"connections.max.reauth.ms: -1\n":                                                     "connections.max.reauth.ms = -1: must be ≥ 0",
 	} {
 		b, err := LoadBroker(writeFile(t, "broker.id: 1\n"+body), nil)
 		if err != nil {
