@@ -39,6 +39,11 @@ func (c *Controller) aclSyncLoop(ctx context.Context) {
 		interval := time.Duration(metadata.ConfigInt(c.state.ClusterConfig(metadata.KeyMirrorACLSyncIntervalMs), 5000)) * time.Millisecond
 		mirrors := len(c.state.MirrorNames())
 		c.mu.RUnlock()
+		if !enabled {
+			c.mu.Lock()
+			c.lastACLSync = nil // describe shows no sync while it is off
+			c.mu.Unlock()
+		}
 		wait := aclSyncPoll
 		if enabled && mirrors > 0 {
 			rctx, cancel := context.WithTimeout(ctx, max(interval, c.cfg.RecoveryRPCTimeout))
@@ -70,11 +75,42 @@ type ACLSyncResult struct {
 	// Incomplete: a source did not answer, so nothing was removed.
 	Incomplete bool
 	Err        string
+	// Sources are the mirrors' sources as the sync read them, by mirror.
+	Sources map[string]ACLSyncSource
+	// NoFilters: mirror.acl.sync.filters is empty, so the sync read and
+	// changed nothing.
+	NoFilters bool
+}
+
+// ACLSyncSource is what one ACL sync read from a mirror's source: its
+// bindings (all of them, before the filters), or why it could not.
+type ACLSyncSource struct {
+	Bindings int
+	Err      string
+}
+
+// status is res as mirror's DescribeMirrors shows it: nil for a mirror
+// the sync did not reach (created since) unless the sync failed or had no
+// filters.
+func (res ACLSyncResult) status(mirror string) *twinlogv1.MirrorAclSyncStatus {
+	src, read := res.Sources[mirror]
+	st := &twinlogv1.MirrorAclSyncStatus{SyncedAtMs: res.At.UnixMilli(), SourceBindings: int32(src.Bindings),
+		Created: int32(res.Created), Removed: int32(res.Removed), RemovalsSkipped: res.Incomplete, Error: src.Err}
+	switch {
+	case st.Error != "":
+	case res.Err != "":
+		st.Error = res.Err
+	case res.NoFilters:
+		st.Error = metadata.KeyMirrorACLSyncFilters + " is empty: no binding is synced"
+	case !read:
+		return nil
+	}
+	return st
 }
 
 // syncACLs runs one ACL sync over every mirror's source.
 func (c *Controller) syncACLs(ctx context.Context) ACLSyncResult {
-	res := ACLSyncResult{At: time.Now()}
+	res := ACLSyncResult{At: time.Now(), Sources: map[string]ACLSyncSource{}}
 	note := func(format string, args ...any) {
 		if res.Err == "" {
 			res.Err = fmt.Sprintf(format, args...)
@@ -98,6 +134,7 @@ func (c *Controller) syncACLs(ctx context.Context) ACLSyncResult {
 		return res
 	}
 	if len(filters) == 0 {
+		res.NoFilters = true
 		c.aclSyncDone(res)
 		return res
 	}
@@ -110,8 +147,10 @@ func (c *Controller) syncACLs(ctx context.Context) ACLSyncResult {
 		if err != nil {
 			complete = false
 			note("mirror %s: %v", src.mirror, err)
+			res.Sources[src.mirror] = ACLSyncSource{Err: err.Error()}
 			continue
 		}
+		res.Sources[src.mirror] = ACLSyncSource{Bindings: len(bs)}
 		there = append(there, bs...)
 	}
 	res.Incomplete = !complete
@@ -154,9 +193,12 @@ func (c *Controller) syncACLs(ctx context.Context) ACLSyncResult {
 	return res
 }
 
-// aclSyncDone logs a sync that changed something or failed, and hands
-// its outcome to the observer.
+// aclSyncDone logs a sync that changed something or failed, keeps it for
+// DescribeMirrors and hands its outcome to the observer.
 func (c *Controller) aclSyncDone(res ACLSyncResult) {
+	c.mu.Lock()
+	c.lastACLSync = &res
+	c.mu.Unlock()
 	switch {
 	case res.Err != "":
 		c.log.Info("mirror ACL sync incomplete", "created", res.Created, "removed", res.Removed, "removals_skipped", res.Incomplete, "err", res.Err)

@@ -243,7 +243,10 @@ type Controller struct {
 	// offsetSync is each mirror's last offset sync (offsetsync.go);
 	// truncFixed the truncation points each mirror's fixTruncated pass
 	// covered.
-	offsetSync  map[string]*twinlogv1.MirrorOffsetSyncStatus
+	offsetSync map[string]*twinlogv1.MirrorOffsetSyncStatus
+	// lastACLSync is the last ACL sync's outcome (aclsync.go), nil before
+	// the first or once mirror.acl.sync.enable is off.
+	lastACLSync *ACLSyncResult
 	truncFixed  map[string]string
 	mirrorNames map[string]bool         // mirrors in the image
 	offline     map[int32]offlineReport // by reporting broker (server.go Heartbeat)

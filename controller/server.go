@@ -844,6 +844,9 @@ func (s mirrorServer) DescribeMirrors(ctx context.Context, req *twinlogv1.Descri
 		if st := c.offsetSync[name]; st != nil {
 			desc.OffsetSync = proto.Clone(st).(*twinlogv1.MirrorOffsetSyncStatus)
 		}
+		if res := c.lastACLSync; res != nil {
+			desc.AclSync = res.status(name)
+		}
 		for _, mt := range mr.GetTopics() {
 			tr := c.state.Topic(mt.GetTopic())
 			for p := range tr.GetPartitionCount() {

@@ -3,6 +3,7 @@ package brokertest
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -66,6 +67,16 @@ func aclsOf(ctx context.Context, t *testing.T, c *Cluster, principal string) []a
 	return out
 }
 
+// aclSyncOf is the ACL sync status mirror m's description shows on c.
+func aclSyncOf(ctx context.Context, t *testing.T, c *Cluster) *pb.MirrorAclSyncStatus {
+	t.Helper()
+	d, err := c.MirrorAdmin().DescribeMirrors(ctx, &pb.DescribeMirrorsRequest{Names: []string{"m"}})
+	if err != nil {
+		t.Fatalf("DescribeMirrors on %s: %v", c.Name, err)
+	}
+	return d.GetMirrors()[0].GetAclSync()
+}
+
 func changeACLs(ctx context.Context, t *testing.T, c *Cluster, create []acl.Binding, remove []acl.Binding) {
 	t.Helper()
 	if len(create) > 0 {
@@ -100,7 +111,9 @@ func changeACLs(ctx context.Context, t *testing.T, c *Cluster, create []acl.Bind
 // source authorizes the sync: until a grants b's controller Describe on
 // its Cluster, the syncs fail and change nothing; when a revokes it, a
 // binding a removed meanwhile stays on b (no removal without the source's
-// word).
+// word). DescribeMirrors shows each sync: nothing before it is enabled,
+// then the source's refusal, then the bindings read and those created and
+// removed, and nothing again once it is off.
 func TestMirrorACLSync(t *testing.T) {
 	watch := &aclSyncWatch{}
 	a, b := secureTwoClusters(t, func(name string, o *Options) {
@@ -125,6 +138,9 @@ func TestMirrorACLSync(t *testing.T) {
 	changeACLs(ctx, t, a, append(grants, appRead, appWrite, appGroup), nil)
 	b.CreateMirror("m", a, "orders")
 	changeACLs(ctx, t, b, []acl.Binding{appLocal, opsOrders}, nil)
+	if st := aclSyncOf(ctx, t, b); st != nil {
+		t.Fatalf("ACL sync status while it is off: %v", st)
+	}
 
 	start := time.Now()
 	resp, err := b.Admin().AlterConfigs(ctx, &pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
@@ -141,11 +157,20 @@ func TestMirrorACLSync(t *testing.T) {
 	if got := aclsOf(ctx, t, b, "User:app"); !slices.Equal(got, []acl.Binding{appLocal}) {
 		t.Fatalf("b's bindings of User:app after a refused sync: %v", got)
 	}
+	if st := aclSyncOf(ctx, t, b); st == nil || !st.GetRemovalsSkipped() || !strings.Contains(st.GetError(), "DescribeAcls") || st.GetSourceBindings() != 0 {
+		t.Fatalf("described ACL sync after a refused one: %v, want the source's refusal and no removals", st)
+	}
 
 	describeCluster := allow("User:b-controller", acl.Cluster, acl.ClusterName, acl.Describe)
 	changeACLs(ctx, t, a, []acl.Binding{describeCluster}, nil)
 	pollFor(t, "b holding a's topic bindings of User:app, and not its own", func() bool {
 		return slices.Equal(aclsOf(ctx, t, b, "User:app"), acl.SortBindings([]acl.Binding{appRead, appWrite}))
+	})
+	// a holds the grants above, describeCluster and User:app's three.
+	wantRead := int32(len(grants) + 4)
+	pollFor(t, "a described sync reading a's bindings without error", func() bool {
+		st := aclSyncOf(ctx, t, b)
+		return st.GetError() == "" && !st.GetRemovalsSkipped() && st.GetSourceBindings() == wantRead && st.GetSyncedAtMs() > start.UnixMilli()
 	})
 	if got := aclsOf(ctx, t, b, "User:ops"); !slices.Equal(got, []acl.Binding{opsOrders}) {
 		t.Fatalf("b's bindings of User:ops (outside the filters): %v", got)
@@ -170,4 +195,13 @@ func TestMirrorACLSync(t *testing.T) {
 	if got := aclsOf(ctx, t, b, "User:app"); !slices.Equal(got, []acl.Binding{appRead}) {
 		t.Fatalf("b's bindings of User:app while a refuses the sync: %v, want %v kept", got, appRead)
 	}
+
+	resp, err = b.Admin().AlterConfigs(ctx, &pb.AlterConfigsRequest{Resources: []*pb.AlterConfigsResource{{
+		Resource: &pb.ConfigResource{Type: pb.ConfigResourceType_CONFIG_RESOURCE_TYPE_CLUSTER},
+		Set:      map[string]string{metadata.KeyMirrorACLSyncEnable: "false"},
+	}}})
+	if err != nil || resp.GetResults()[0].GetError() != pb.ErrorCode_ERROR_CODE_NONE {
+		t.Fatalf("AlterConfigs: %v %v", resp, err)
+	}
+	pollFor(t, "no ACL sync described once it is off", func() bool { return aclSyncOf(ctx, t, b) == nil })
 }

@@ -802,7 +802,10 @@ type MirrorDescription struct {
 	Partitions      []*MirrorPartitionStatus `protobuf:"bytes,4,rep,name=partitions,proto3" json:"partitions,omitempty"`
 	// offset_sync is the last sync of the source's consumer group offsets
 	// (issue 16); unset before the first.
-	OffsetSync    *MirrorOffsetSyncStatus `protobuf:"bytes,5,opt,name=offset_sync,json=offsetSync,proto3" json:"offset_sync,omitempty"`
+	OffsetSync *MirrorOffsetSyncStatus `protobuf:"bytes,5,opt,name=offset_sync,json=offsetSync,proto3" json:"offset_sync,omitempty"`
+	// acl_sync is the last ACL sync of the mirror links
+	// (mirror.acl.sync.enable; issue 17); unset while it is off.
+	AclSync       *MirrorAclSyncStatus `protobuf:"bytes,6,opt,name=acl_sync,json=aclSync,proto3" json:"acl_sync,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -872,6 +875,105 @@ func (x *MirrorDescription) GetOffsetSync() *MirrorOffsetSyncStatus {
 	return nil
 }
 
+func (x *MirrorDescription) GetAclSync() *MirrorAclSyncStatus {
+	if x != nil {
+		return x.AclSync
+	}
+	return nil
+}
+
+// MirrorAclSyncStatus is one ACL sync as a mirror saw it. A sync reads the
+// ACLs of every mirror's source, then creates and removes the selected
+// bindings here for all of them at once: created and removed are that
+// sync's, removals_skipped says it removed nothing because a source did
+// not answer, and error is this mirror's source's failure or, failing
+// that, the sync's.
+type MirrorAclSyncStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// synced_at_ms is when the sync ended (Unix ms).
+	SyncedAtMs int64 `protobuf:"varint,1,opt,name=synced_at_ms,json=syncedAtMs,proto3" json:"synced_at_ms,omitempty"`
+	// source_bindings counts the bindings read from this mirror's source.
+	SourceBindings  int32  `protobuf:"varint,2,opt,name=source_bindings,json=sourceBindings,proto3" json:"source_bindings,omitempty"`
+	Created         int32  `protobuf:"varint,3,opt,name=created,proto3" json:"created,omitempty"`
+	Removed         int32  `protobuf:"varint,4,opt,name=removed,proto3" json:"removed,omitempty"`
+	RemovalsSkipped bool   `protobuf:"varint,5,opt,name=removals_skipped,json=removalsSkipped,proto3" json:"removals_skipped,omitempty"`
+	Error           string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *MirrorAclSyncStatus) Reset() {
+	*x = MirrorAclSyncStatus{}
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MirrorAclSyncStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MirrorAclSyncStatus) ProtoMessage() {}
+
+func (x *MirrorAclSyncStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MirrorAclSyncStatus.ProtoReflect.Descriptor instead.
+func (*MirrorAclSyncStatus) Descriptor() ([]byte, []int) {
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *MirrorAclSyncStatus) GetSyncedAtMs() int64 {
+	if x != nil {
+		return x.SyncedAtMs
+	}
+	return 0
+}
+
+func (x *MirrorAclSyncStatus) GetSourceBindings() int32 {
+	if x != nil {
+		return x.SourceBindings
+	}
+	return 0
+}
+
+func (x *MirrorAclSyncStatus) GetCreated() int32 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
+func (x *MirrorAclSyncStatus) GetRemoved() int32 {
+	if x != nil {
+		return x.Removed
+	}
+	return 0
+}
+
+func (x *MirrorAclSyncStatus) GetRemovalsSkipped() bool {
+	if x != nil {
+		return x.RemovalsSkipped
+	}
+	return false
+}
+
+func (x *MirrorAclSyncStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // MirrorOffsetSyncStatus is one offset sync of a mirror: the source groups
 // the filter took, the offsets written to the destination's groups, and
 // the groups left alone because they have members on the destination.
@@ -893,7 +995,7 @@ type MirrorOffsetSyncStatus struct {
 
 func (x *MirrorOffsetSyncStatus) Reset() {
 	*x = MirrorOffsetSyncStatus{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[16]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +1007,7 @@ func (x *MirrorOffsetSyncStatus) String() string {
 func (*MirrorOffsetSyncStatus) ProtoMessage() {}
 
 func (x *MirrorOffsetSyncStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[16]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +1020,7 @@ func (x *MirrorOffsetSyncStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MirrorOffsetSyncStatus.ProtoReflect.Descriptor instead.
 func (*MirrorOffsetSyncStatus) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{16}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MirrorOffsetSyncStatus) GetSyncedAtMs() int64 {
@@ -1000,7 +1102,7 @@ type MirrorPartitionStatus struct {
 
 func (x *MirrorPartitionStatus) Reset() {
 	*x = MirrorPartitionStatus{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[17]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1114,7 @@ func (x *MirrorPartitionStatus) String() string {
 func (*MirrorPartitionStatus) ProtoMessage() {}
 
 func (x *MirrorPartitionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[17]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1127,7 @@ func (x *MirrorPartitionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MirrorPartitionStatus.ProtoReflect.Descriptor instead.
 func (*MirrorPartitionStatus) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{17}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *MirrorPartitionStatus) GetMirror() string {
@@ -1180,7 +1282,7 @@ type ReplicaTaint struct {
 
 func (x *ReplicaTaint) Reset() {
 	*x = ReplicaTaint{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[18]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1294,7 @@ func (x *ReplicaTaint) String() string {
 func (*ReplicaTaint) ProtoMessage() {}
 
 func (x *ReplicaTaint) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[18]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1307,7 @@ func (x *ReplicaTaint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaTaint.ProtoReflect.Descriptor instead.
 func (*ReplicaTaint) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{18}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReplicaTaint) GetReplica() int32 {
@@ -1244,7 +1346,7 @@ type PreviewMirrorTruncationRequest struct {
 
 func (x *PreviewMirrorTruncationRequest) Reset() {
 	*x = PreviewMirrorTruncationRequest{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[19]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1358,7 @@ func (x *PreviewMirrorTruncationRequest) String() string {
 func (*PreviewMirrorTruncationRequest) ProtoMessage() {}
 
 func (x *PreviewMirrorTruncationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[19]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1371,7 @@ func (x *PreviewMirrorTruncationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewMirrorTruncationRequest.ProtoReflect.Descriptor instead.
 func (*PreviewMirrorTruncationRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{19}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PreviewMirrorTruncationRequest) GetMirror() string {
@@ -1302,7 +1404,7 @@ type PreviewMirrorTruncationResponse struct {
 
 func (x *PreviewMirrorTruncationResponse) Reset() {
 	*x = PreviewMirrorTruncationResponse{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[20]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1314,7 +1416,7 @@ func (x *PreviewMirrorTruncationResponse) String() string {
 func (*PreviewMirrorTruncationResponse) ProtoMessage() {}
 
 func (x *PreviewMirrorTruncationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[20]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1327,7 +1429,7 @@ func (x *PreviewMirrorTruncationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewMirrorTruncationResponse.ProtoReflect.Descriptor instead.
 func (*PreviewMirrorTruncationResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{20}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PreviewMirrorTruncationResponse) GetPartitions() []*MirrorTruncationPreview {
@@ -1369,7 +1471,7 @@ type MirrorTruncationPreview struct {
 
 func (x *MirrorTruncationPreview) Reset() {
 	*x = MirrorTruncationPreview{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[21]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1483,7 @@ func (x *MirrorTruncationPreview) String() string {
 func (*MirrorTruncationPreview) ProtoMessage() {}
 
 func (x *MirrorTruncationPreview) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[21]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1496,7 @@ func (x *MirrorTruncationPreview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MirrorTruncationPreview.ProtoReflect.Descriptor instead.
 func (*MirrorTruncationPreview) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{21}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MirrorTruncationPreview) GetTopic() string {
@@ -1498,7 +1600,7 @@ type GetLastMirroredEpochsRequest struct {
 
 func (x *GetLastMirroredEpochsRequest) Reset() {
 	*x = GetLastMirroredEpochsRequest{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[22]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1612,7 @@ func (x *GetLastMirroredEpochsRequest) String() string {
 func (*GetLastMirroredEpochsRequest) ProtoMessage() {}
 
 func (x *GetLastMirroredEpochsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[22]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1625,7 @@ func (x *GetLastMirroredEpochsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLastMirroredEpochsRequest.ProtoReflect.Descriptor instead.
 func (*GetLastMirroredEpochsRequest) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{22}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetLastMirroredEpochsRequest) GetRequesterClusterId() string {
@@ -1570,7 +1672,7 @@ type GetLastMirroredEpochsResponse struct {
 
 func (x *GetLastMirroredEpochsResponse) Reset() {
 	*x = GetLastMirroredEpochsResponse{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[23]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1684,7 @@ func (x *GetLastMirroredEpochsResponse) String() string {
 func (*GetLastMirroredEpochsResponse) ProtoMessage() {}
 
 func (x *GetLastMirroredEpochsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[23]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1697,7 @@ func (x *GetLastMirroredEpochsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLastMirroredEpochsResponse.ProtoReflect.Descriptor instead.
 func (*GetLastMirroredEpochsResponse) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{23}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetLastMirroredEpochsResponse) GetPartitions() []*LastMirroredEpoch {
@@ -1616,7 +1718,7 @@ type LastMirroredEpoch struct {
 
 func (x *LastMirroredEpoch) Reset() {
 	*x = LastMirroredEpoch{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[24]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1628,7 +1730,7 @@ func (x *LastMirroredEpoch) String() string {
 func (*LastMirroredEpoch) ProtoMessage() {}
 
 func (x *LastMirroredEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[24]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1641,7 +1743,7 @@ func (x *LastMirroredEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastMirroredEpoch.ProtoReflect.Descriptor instead.
 func (*LastMirroredEpoch) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{24}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LastMirroredEpoch) GetPartition() int32 {
@@ -1680,7 +1782,7 @@ type MirrorLmleRecord struct {
 
 func (x *MirrorLmleRecord) Reset() {
 	*x = MirrorLmleRecord{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[25]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1794,7 @@ func (x *MirrorLmleRecord) String() string {
 func (*MirrorLmleRecord) ProtoMessage() {}
 
 func (x *MirrorLmleRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[25]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1807,7 @@ func (x *MirrorLmleRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MirrorLmleRecord.ProtoReflect.Descriptor instead.
 func (*MirrorLmleRecord) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{25}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *MirrorLmleRecord) GetStateEpoch() int32 {
@@ -1768,7 +1870,7 @@ type MirrorRunRecord struct {
 
 func (x *MirrorRunRecord) Reset() {
 	*x = MirrorRunRecord{}
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[26]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +1882,7 @@ func (x *MirrorRunRecord) String() string {
 func (*MirrorRunRecord) ProtoMessage() {}
 
 func (x *MirrorRunRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_twinlog_v1_mirror_proto_msgTypes[26]
+	mi := &file_twinlog_v1_mirror_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +1895,7 @@ func (x *MirrorRunRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MirrorRunRecord.ProtoReflect.Descriptor instead.
 func (*MirrorRunRecord) Descriptor() ([]byte, []int) {
-	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{26}
+	return file_twinlog_v1_mirror_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *MirrorRunRecord) GetStateEpoch() int32 {
@@ -1909,7 +2011,7 @@ const file_twinlog_v1_mirror_proto_rawDesc = "" +
 	"\x16DescribeMirrorsRequest\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\"R\n" +
 	"\x17DescribeMirrorsResponse\x127\n" +
-	"\amirrors\x18\x01 \x03(\v2\x1d.twinlog.v1.MirrorDescriptionR\amirrors\"\x86\x02\n" +
+	"\amirrors\x18\x01 \x03(\v2\x1d.twinlog.v1.MirrorDescriptionR\amirrors\"\xc2\x02\n" +
 	"\x11MirrorDescription\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
 	"\x10source_bootstrap\x18\x02 \x03(\tR\x0fsourceBootstrap\x12*\n" +
@@ -1918,7 +2020,16 @@ const file_twinlog_v1_mirror_proto_rawDesc = "" +
 	"partitions\x18\x04 \x03(\v2!.twinlog.v1.MirrorPartitionStatusR\n" +
 	"partitions\x12C\n" +
 	"\voffset_sync\x18\x05 \x01(\v2\".twinlog.v1.MirrorOffsetSyncStatusR\n" +
-	"offsetSync\"\xff\x01\n" +
+	"offsetSync\x12:\n" +
+	"\bacl_sync\x18\x06 \x01(\v2\x1f.twinlog.v1.MirrorAclSyncStatusR\aaclSync\"\xd5\x01\n" +
+	"\x13MirrorAclSyncStatus\x12 \n" +
+	"\fsynced_at_ms\x18\x01 \x01(\x03R\n" +
+	"syncedAtMs\x12'\n" +
+	"\x0fsource_bindings\x18\x02 \x01(\x05R\x0esourceBindings\x12\x18\n" +
+	"\acreated\x18\x03 \x01(\x05R\acreated\x12\x18\n" +
+	"\aremoved\x18\x04 \x01(\x05R\aremoved\x12)\n" +
+	"\x10removals_skipped\x18\x05 \x01(\bR\x0fremovalsSkipped\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\"\xff\x01\n" +
 	"\x16MirrorOffsetSyncStatus\x12 \n" +
 	"\fsynced_at_ms\x18\x01 \x01(\x03R\n" +
 	"syncedAtMs\x12\x16\n" +
@@ -2042,7 +2153,7 @@ func file_twinlog_v1_mirror_proto_rawDescGZIP() []byte {
 	return file_twinlog_v1_mirror_proto_rawDescData
 }
 
-var file_twinlog_v1_mirror_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_twinlog_v1_mirror_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_twinlog_v1_mirror_proto_goTypes = []any{
 	(*CreateMirrorRequest)(nil),             // 0: twinlog.v1.CreateMirrorRequest
 	(*CreateMirrorResponse)(nil),            // 1: twinlog.v1.CreateMirrorResponse
@@ -2060,64 +2171,66 @@ var file_twinlog_v1_mirror_proto_goTypes = []any{
 	(*DescribeMirrorsRequest)(nil),          // 13: twinlog.v1.DescribeMirrorsRequest
 	(*DescribeMirrorsResponse)(nil),         // 14: twinlog.v1.DescribeMirrorsResponse
 	(*MirrorDescription)(nil),               // 15: twinlog.v1.MirrorDescription
-	(*MirrorOffsetSyncStatus)(nil),          // 16: twinlog.v1.MirrorOffsetSyncStatus
-	(*MirrorPartitionStatus)(nil),           // 17: twinlog.v1.MirrorPartitionStatus
-	(*ReplicaTaint)(nil),                    // 18: twinlog.v1.ReplicaTaint
-	(*PreviewMirrorTruncationRequest)(nil),  // 19: twinlog.v1.PreviewMirrorTruncationRequest
-	(*PreviewMirrorTruncationResponse)(nil), // 20: twinlog.v1.PreviewMirrorTruncationResponse
-	(*MirrorTruncationPreview)(nil),         // 21: twinlog.v1.MirrorTruncationPreview
-	(*GetLastMirroredEpochsRequest)(nil),    // 22: twinlog.v1.GetLastMirroredEpochsRequest
-	(*GetLastMirroredEpochsResponse)(nil),   // 23: twinlog.v1.GetLastMirroredEpochsResponse
-	(*LastMirroredEpoch)(nil),               // 24: twinlog.v1.LastMirroredEpoch
-	(*MirrorLmleRecord)(nil),                // 25: twinlog.v1.MirrorLmleRecord
-	(*MirrorRunRecord)(nil),                 // 26: twinlog.v1.MirrorRunRecord
-	(ErrorCode)(0),                          // 27: twinlog.v1.ErrorCode
-	(MirrorState)(0),                        // 28: twinlog.v1.MirrorState
+	(*MirrorAclSyncStatus)(nil),             // 16: twinlog.v1.MirrorAclSyncStatus
+	(*MirrorOffsetSyncStatus)(nil),          // 17: twinlog.v1.MirrorOffsetSyncStatus
+	(*MirrorPartitionStatus)(nil),           // 18: twinlog.v1.MirrorPartitionStatus
+	(*ReplicaTaint)(nil),                    // 19: twinlog.v1.ReplicaTaint
+	(*PreviewMirrorTruncationRequest)(nil),  // 20: twinlog.v1.PreviewMirrorTruncationRequest
+	(*PreviewMirrorTruncationResponse)(nil), // 21: twinlog.v1.PreviewMirrorTruncationResponse
+	(*MirrorTruncationPreview)(nil),         // 22: twinlog.v1.MirrorTruncationPreview
+	(*GetLastMirroredEpochsRequest)(nil),    // 23: twinlog.v1.GetLastMirroredEpochsRequest
+	(*GetLastMirroredEpochsResponse)(nil),   // 24: twinlog.v1.GetLastMirroredEpochsResponse
+	(*LastMirroredEpoch)(nil),               // 25: twinlog.v1.LastMirroredEpoch
+	(*MirrorLmleRecord)(nil),                // 26: twinlog.v1.MirrorLmleRecord
+	(*MirrorRunRecord)(nil),                 // 27: twinlog.v1.MirrorRunRecord
+	(ErrorCode)(0),                          // 28: twinlog.v1.ErrorCode
+	(MirrorState)(0),                        // 29: twinlog.v1.MirrorState
 }
 var file_twinlog_v1_mirror_proto_depIdxs = []int32{
-	27, // 0: twinlog.v1.CreateMirrorResponse.error:type_name -> twinlog.v1.ErrorCode
+	28, // 0: twinlog.v1.CreateMirrorResponse.error:type_name -> twinlog.v1.ErrorCode
 	2,  // 1: twinlog.v1.CreateMirrorResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
-	27, // 2: twinlog.v1.MirrorTopicResult.error:type_name -> twinlog.v1.ErrorCode
-	27, // 3: twinlog.v1.DeleteMirrorResponse.error:type_name -> twinlog.v1.ErrorCode
+	28, // 2: twinlog.v1.MirrorTopicResult.error:type_name -> twinlog.v1.ErrorCode
+	28, // 3: twinlog.v1.DeleteMirrorResponse.error:type_name -> twinlog.v1.ErrorCode
 	2,  // 4: twinlog.v1.StartMirrorTopicsResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
 	2,  // 5: twinlog.v1.StopMirrorTopicsResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
 	2,  // 6: twinlog.v1.PauseMirrorTopicsResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
 	2,  // 7: twinlog.v1.ResumeMirrorTopicsResponse.topics:type_name -> twinlog.v1.MirrorTopicResult
 	15, // 8: twinlog.v1.DescribeMirrorsResponse.mirrors:type_name -> twinlog.v1.MirrorDescription
-	17, // 9: twinlog.v1.MirrorDescription.partitions:type_name -> twinlog.v1.MirrorPartitionStatus
-	16, // 10: twinlog.v1.MirrorDescription.offset_sync:type_name -> twinlog.v1.MirrorOffsetSyncStatus
-	28, // 11: twinlog.v1.MirrorPartitionStatus.state:type_name -> twinlog.v1.MirrorState
-	28, // 12: twinlog.v1.MirrorPartitionStatus.desired_state:type_name -> twinlog.v1.MirrorState
-	18, // 13: twinlog.v1.MirrorPartitionStatus.taints:type_name -> twinlog.v1.ReplicaTaint
-	21, // 14: twinlog.v1.PreviewMirrorTruncationResponse.partitions:type_name -> twinlog.v1.MirrorTruncationPreview
-	27, // 15: twinlog.v1.MirrorTruncationPreview.error:type_name -> twinlog.v1.ErrorCode
-	24, // 16: twinlog.v1.GetLastMirroredEpochsResponse.partitions:type_name -> twinlog.v1.LastMirroredEpoch
-	27, // 17: twinlog.v1.LastMirroredEpoch.error:type_name -> twinlog.v1.ErrorCode
-	18, // 18: twinlog.v1.MirrorLmleRecord.taints:type_name -> twinlog.v1.ReplicaTaint
-	28, // 19: twinlog.v1.MirrorRunRecord.state:type_name -> twinlog.v1.MirrorState
-	0,  // 20: twinlog.v1.MirrorService.CreateMirror:input_type -> twinlog.v1.CreateMirrorRequest
-	3,  // 21: twinlog.v1.MirrorService.DeleteMirror:input_type -> twinlog.v1.DeleteMirrorRequest
-	5,  // 22: twinlog.v1.MirrorService.StartMirrorTopics:input_type -> twinlog.v1.StartMirrorTopicsRequest
-	7,  // 23: twinlog.v1.MirrorService.StopMirrorTopics:input_type -> twinlog.v1.StopMirrorTopicsRequest
-	9,  // 24: twinlog.v1.MirrorService.PauseMirrorTopics:input_type -> twinlog.v1.PauseMirrorTopicsRequest
-	11, // 25: twinlog.v1.MirrorService.ResumeMirrorTopics:input_type -> twinlog.v1.ResumeMirrorTopicsRequest
-	13, // 26: twinlog.v1.MirrorService.DescribeMirrors:input_type -> twinlog.v1.DescribeMirrorsRequest
-	19, // 27: twinlog.v1.MirrorService.PreviewMirrorTruncation:input_type -> twinlog.v1.PreviewMirrorTruncationRequest
-	22, // 28: twinlog.v1.MirrorSourceService.GetLastMirroredEpochs:input_type -> twinlog.v1.GetLastMirroredEpochsRequest
-	1,  // 29: twinlog.v1.MirrorService.CreateMirror:output_type -> twinlog.v1.CreateMirrorResponse
-	4,  // 30: twinlog.v1.MirrorService.DeleteMirror:output_type -> twinlog.v1.DeleteMirrorResponse
-	6,  // 31: twinlog.v1.MirrorService.StartMirrorTopics:output_type -> twinlog.v1.StartMirrorTopicsResponse
-	8,  // 32: twinlog.v1.MirrorService.StopMirrorTopics:output_type -> twinlog.v1.StopMirrorTopicsResponse
-	10, // 33: twinlog.v1.MirrorService.PauseMirrorTopics:output_type -> twinlog.v1.PauseMirrorTopicsResponse
-	12, // 34: twinlog.v1.MirrorService.ResumeMirrorTopics:output_type -> twinlog.v1.ResumeMirrorTopicsResponse
-	14, // 35: twinlog.v1.MirrorService.DescribeMirrors:output_type -> twinlog.v1.DescribeMirrorsResponse
-	20, // 36: twinlog.v1.MirrorService.PreviewMirrorTruncation:output_type -> twinlog.v1.PreviewMirrorTruncationResponse
-	23, // 37: twinlog.v1.MirrorSourceService.GetLastMirroredEpochs:output_type -> twinlog.v1.GetLastMirroredEpochsResponse
-	29, // [29:38] is the sub-list for method output_type
-	20, // [20:29] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	18, // 9: twinlog.v1.MirrorDescription.partitions:type_name -> twinlog.v1.MirrorPartitionStatus
+	17, // 10: twinlog.v1.MirrorDescription.offset_sync:type_name -> twinlog.v1.MirrorOffsetSyncStatus
+	16, // 11: twinlog.v1.MirrorDescription.acl_sync:type_name -> twinlog.v1.MirrorAclSyncStatus
+	29, // 12: twinlog.v1.MirrorPartitionStatus.state:type_name -> twinlog.v1.MirrorState
+	29, // 13: twinlog.v1.MirrorPartitionStatus.desired_state:type_name -> twinlog.v1.MirrorState
+	19, // 14: twinlog.v1.MirrorPartitionStatus.taints:type_name -> twinlog.v1.ReplicaTaint
+	22, // 15: twinlog.v1.PreviewMirrorTruncationResponse.partitions:type_name -> twinlog.v1.MirrorTruncationPreview
+	28, // 16: twinlog.v1.MirrorTruncationPreview.error:type_name -> twinlog.v1.ErrorCode
+	25, // 17: twinlog.v1.GetLastMirroredEpochsResponse.partitions:type_name -> twinlog.v1.LastMirroredEpoch
+	28, // 18: twinlog.v1.LastMirroredEpoch.error:type_name -> twinlog.v1.ErrorCode
+	19, // 19: twinlog.v1.MirrorLmleRecord.taints:type_name -> twinlog.v1.ReplicaTaint
+	29, // 20: twinlog.v1.MirrorRunRecord.state:type_name -> twinlog.v1.MirrorState
+	0,  // 21: twinlog.v1.MirrorService.CreateMirror:input_type -> twinlog.v1.CreateMirrorRequest
+	3,  // 22: twinlog.v1.MirrorService.DeleteMirror:input_type -> twinlog.v1.DeleteMirrorRequest
+	5,  // 23: twinlog.v1.MirrorService.StartMirrorTopics:input_type -> twinlog.v1.StartMirrorTopicsRequest
+	7,  // 24: twinlog.v1.MirrorService.StopMirrorTopics:input_type -> twinlog.v1.StopMirrorTopicsRequest
+	9,  // 25: twinlog.v1.MirrorService.PauseMirrorTopics:input_type -> twinlog.v1.PauseMirrorTopicsRequest
+	11, // 26: twinlog.v1.MirrorService.ResumeMirrorTopics:input_type -> twinlog.v1.ResumeMirrorTopicsRequest
+	13, // 27: twinlog.v1.MirrorService.DescribeMirrors:input_type -> twinlog.v1.DescribeMirrorsRequest
+	20, // 28: twinlog.v1.MirrorService.PreviewMirrorTruncation:input_type -> twinlog.v1.PreviewMirrorTruncationRequest
+	23, // 29: twinlog.v1.MirrorSourceService.GetLastMirroredEpochs:input_type -> twinlog.v1.GetLastMirroredEpochsRequest
+	1,  // 30: twinlog.v1.MirrorService.CreateMirror:output_type -> twinlog.v1.CreateMirrorResponse
+	4,  // 31: twinlog.v1.MirrorService.DeleteMirror:output_type -> twinlog.v1.DeleteMirrorResponse
+	6,  // 32: twinlog.v1.MirrorService.StartMirrorTopics:output_type -> twinlog.v1.StartMirrorTopicsResponse
+	8,  // 33: twinlog.v1.MirrorService.StopMirrorTopics:output_type -> twinlog.v1.StopMirrorTopicsResponse
+	10, // 34: twinlog.v1.MirrorService.PauseMirrorTopics:output_type -> twinlog.v1.PauseMirrorTopicsResponse
+	12, // 35: twinlog.v1.MirrorService.ResumeMirrorTopics:output_type -> twinlog.v1.ResumeMirrorTopicsResponse
+	14, // 36: twinlog.v1.MirrorService.DescribeMirrors:output_type -> twinlog.v1.DescribeMirrorsResponse
+	21, // 37: twinlog.v1.MirrorService.PreviewMirrorTruncation:output_type -> twinlog.v1.PreviewMirrorTruncationResponse
+	24, // 38: twinlog.v1.MirrorSourceService.GetLastMirroredEpochs:output_type -> twinlog.v1.GetLastMirroredEpochsResponse
+	30, // [30:39] is the sub-list for method output_type
+	21, // [21:30] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_twinlog_v1_mirror_proto_init() }
@@ -2132,7 +2245,7 @@ func file_twinlog_v1_mirror_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_twinlog_v1_mirror_proto_rawDesc), len(file_twinlog_v1_mirror_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

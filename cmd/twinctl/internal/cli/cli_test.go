@@ -361,6 +361,8 @@ func goldenFake() *fakeAdmin {
 		},
 		OffsetSync: &twinlogv1.MirrorOffsetSyncStatus{SyncedAtMs: fakeReportedAtMs, Groups: 4, OffsetsCommitted: 7, OffsetsClamped: 1,
 			GroupsActiveOnDestination: 1, Error: "group g3 at the source: NOT_COORDINATOR"},
+		AclSync: &twinlogv1.MirrorAclSyncStatus{SyncedAtMs: fakeReportedAtMs, SourceBindings: 12, Created: 2, Removed: 0, RemovalsSkipped: true,
+			Error: "mirror a-to-c: DescribeAcls from 127.0.0.1:9191: not allowed"},
 	}}
 	return f
 }

@@ -512,6 +512,19 @@ type mirrorView struct {
 	// OffsetSync is the last sync of the source's group offsets (nil
 	// before the first).
 	OffsetSync *offsetSyncView `json:"offset_sync"`
+	// ACLSync is the last ACL sync of the mirror links (nil while
+	// mirror.acl.sync.enable is off).
+	ACLSync *aclSyncView `json:"acl_sync"`
+}
+
+type aclSyncView struct {
+	SyncedAt        string `json:"synced_at"`
+	SourceBindings  int32  `json:"source_bindings"`
+	Created         int32  `json:"created"`
+	Removed         int32  `json:"removed"`
+	RemovalsSkipped bool   `json:"removals_skipped"`
+	Error           string `json:"error"`
+	syncedAtMs      int64
 }
 
 type offsetSyncView struct {
@@ -533,6 +546,12 @@ func mirrorViews(ms []*twinlogv1.MirrorDescription) []mirrorView {
 				SyncedAt: time.UnixMilli(st.GetSyncedAtMs()).UTC().Format(time.RFC3339Nano), Groups: st.GetGroups(),
 				OffsetsCommitted: st.GetOffsetsCommitted(), OffsetsClamped: st.GetOffsetsClamped(),
 				GroupsActiveOnDestination: st.GetGroupsActiveOnDestination(), Error: st.GetError(), syncedAtMs: st.GetSyncedAtMs(),
+			}
+		}
+		if st := m.GetAclSync(); st != nil {
+			mv.ACLSync = &aclSyncView{
+				SyncedAt: time.UnixMilli(st.GetSyncedAtMs()).UTC().Format(time.RFC3339Nano), SourceBindings: st.GetSourceBindings(),
+				Created: st.GetCreated(), Removed: st.GetRemoved(), RemovalsSkipped: st.GetRemovalsSkipped(), Error: st.GetError(), syncedAtMs: st.GetSyncedAtMs(),
 			}
 		}
 		for _, p := range m.GetPartitions() {
@@ -609,6 +628,18 @@ func renderMirrors(p *printer, ms []mirrorView, now time.Time) error {
 			age := float64(max(0, now.UnixMilli()-st.syncedAtMs)) / 1000
 			fmt.Fprintf(p.w, "offset sync %ss ago: %d groups, %d offsets committed (%d clamped to the high watermark), %d groups active here left alone",
 				strconv.FormatFloat(age, 'f', 1, 64), st.Groups, st.OffsetsCommitted, st.OffsetsClamped, st.GroupsActiveOnDestination)
+			if st.Error != "" {
+				fmt.Fprintf(p.w, "; error: %s", st.Error)
+			}
+			fmt.Fprintln(p.w)
+		}
+		if st := m.ACLSync; st != nil {
+			age := float64(max(0, now.UnixMilli()-st.syncedAtMs)) / 1000
+			fmt.Fprintf(p.w, "ACL sync %ss ago: %d bindings read from the source; %d created, %d removed here (all links)",
+				strconv.FormatFloat(age, 'f', 1, 64), st.SourceBindings, st.Created, st.Removed)
+			if st.RemovalsSkipped {
+				fmt.Fprint(p.w, "; removals skipped: a source did not answer")
+			}
 			if st.Error != "" {
 				fmt.Fprintf(p.w, "; error: %s", st.Error)
 			}
