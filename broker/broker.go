@@ -450,7 +450,7 @@ func (b *Broker) Run(ctx context.Context) error {
 		}
 		b.groups = groups
 		b.kafka = kafka.NewServer(kafka.Config{
-			BrokerID: int32(b.cfg.ID), MaxRequestBytes: b.cfg.KafkaMaxRequestBytes,
+			BrokerID: int32(b.cfg.ID), MaxRequestBytes: b.cfg.KafkaMaxRequestBytes, IdleTimeout: b.cfg.KafkaIdleTimeout,
 			Logger: b.log.With("listener", "kafka"), InvalidRequest: ErrInvalidRequest, Observer: kobs,
 			Groups: groups, Authorizer: kafkaAuthorizer{b}, SASL: b.kafkaSASL(),
 		}, b, kafkaAdmin{adminServer{b: b}})

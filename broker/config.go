@@ -67,6 +67,9 @@ type Config struct {
 	// KafkaMaxRequestBytes is socket.request.max.bytes (default
 	// kafka.DefaultMaxRequestBytes).
 	KafkaMaxRequestBytes int32
+	// KafkaIdleTimeout is connections.max.idle.ms (default
+	// kafka.DefaultIdleTimeout).
+	KafkaIdleTimeout time.Duration
 	// SASLMechanisms are the Kafka listener's SASL mechanisms
 	// (sasl.enabled.mechanisms; empty: no SASL). With them, the listener
 	// asks for a client certificate without requiring one, and a client

@@ -97,6 +97,7 @@ func brokerConfig(cfg config.BrokerConfig) broker.Config {
 		KafkaListenAddr:              cfg.KafkaListenAddress,
 		KafkaAdvertisedAddr:          cfg.KafkaAdvertisedAddress,
 		KafkaMaxRequestBytes:         cfg.SocketRequestMaxBytes,
+		KafkaIdleTimeout:             cfg.ConnectionsMaxIdle,
 		SASLMechanisms:               cfg.SASLEnabledMechanisms,
 		SASLMaxSessionLifetime:       cfg.ConnectionsMaxReauth,
 		ControllerAddr:               cfg.ControllerAddress,

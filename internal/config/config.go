@@ -127,6 +127,9 @@ type BrokerConfig struct {
 	KafkaListenAddress     string // kafka.listen.address: the Kafka protocol listener (empty: none)
 	KafkaAdvertisedAddress string // kafka.advertised.address: what Metadata tells Kafka clients (default kafka.listen.address)
 	SocketRequestMaxBytes  int32  // socket.request.max.bytes: largest Kafka request frame
+	// ConnectionsMaxIdle is connections.max.idle.ms: a Kafka connection
+	// that sends nothing for that long is closed.
+	ConnectionsMaxIdle time.Duration
 	// SASLEnabledMechanisms is sasl.enabled.mechanisms: SCRAM-SHA-512,
 	// SCRAM-SHA-256, PLAIN on the Kafka listener (empty: no SASL).
 	SASLEnabledMechanisms []string
@@ -205,6 +208,7 @@ func brokerFields(c *BrokerConfig) []field {
 		strField("kafka.listen.address", "127.0.0.1:9092", "Kafka protocol listen address host:port (empty: no Kafka listener)", &c.KafkaListenAddress),
 		strField("kafka.advertised.address", "", "address Kafka clients are told to reach this broker at (default kafka.listen.address)", &c.KafkaAdvertisedAddress),
 		intField("socket.request.max.bytes", "104857600", "largest Kafka request frame; a larger one closes its connection", &c.SocketRequestMaxBytes),
+		msField("connections.max.idle.ms", "600000", "a Kafka connection that sends nothing for this long is closed (also the time a connection has to authenticate)", &c.ConnectionsMaxIdle),
 		listField("sasl.enabled.mechanisms", "", "SASL mechanisms of the Kafka listener: SCRAM-SHA-512, SCRAM-SHA-256, PLAIN (TLS only); clients without a certificate must then authenticate (empty: no SASL)", &c.SASLEnabledMechanisms),
 		msField("connections.max.reauth.ms", "0", "how long a SASL session on the Kafka listener lasts: clients re-authenticate on the connection before it ends, or it is closed, so deleted or changed credentials lose their connections (0: sessions do not expire)", &c.ConnectionsMaxReauth),
 		listField("log.dirs", "./run/broker", "partition log directories", &c.Log.Dirs),
@@ -371,6 +375,9 @@ func (c BrokerConfig) Validate() error {
 	checkAddr(&errs, "kafka.advertised.address", c.KafkaAdvertisedAddress, true)
 	if clash(c.ListenAddress, c.KafkaListenAddress) {
 		bad("kafka.listen.address", c.KafkaListenAddress, fmt.Sprintf("shares its port with listen.address %s; give the Kafka listener its own (default 127.0.0.1:9092)", c.ListenAddress))
+	}
+	if c.ConnectionsMaxIdle < time.Second {
+		bad("connections.max.idle.ms", c.ConnectionsMaxIdle.Milliseconds(), "must be ≥ 1000")
 	}
 	if c.SocketRequestMaxBytes < 1024 {
 		bad("socket.request.max.bytes", c.SocketRequestMaxBytes, "must be ≥ 1024")

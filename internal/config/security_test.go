@@ -48,6 +48,8 @@ func TestSecurityKeys(t *testing.T) {
 		"sasl.enabled.mechanisms: PLAIN\ntls.cert.file: a\ntls.key.file: b\ntls.ca.file: c\n": "",
 		"connections.max.reauth.ms: 3600000\n":                                                "",
 		"connections.max.reauth.ms: -1\n":                                                     "connections.max.reauth.ms = -1: must be ≥ 0",
+		"connections.max.idle.ms: 30000\n":                                                    "",
+		"connections.max.idle.ms: 10\n":                                                       "connections.max.idle.ms = 10: must be ≥ 1000",
 	} {
 		b, err := LoadBroker(writeFile(t, "broker.id: 1\n"+body), nil)
 		if err != nil {
