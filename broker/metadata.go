@@ -111,6 +111,14 @@ func (b *Broker) applyMetadata(resp *pb.FetchMetadataResponse) error {
 	return nil
 }
 
+// TopicName is the name of the topic whose id is id in the broker's image
+// (kafka.Backend: Fetch v13+ names topics by id).
+func (b *Broker) TopicName(id string) (string, bool) {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	return b.image.TopicByID(id)
+}
+
 // MetadataOffset is the offset of the last applied metadata change.
 func (b *Broker) MetadataOffset() int64 {
 	b.metaMu.Lock()

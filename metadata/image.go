@@ -48,6 +48,7 @@ type Image struct {
 	// scanning and sorting all of them.
 	byBroker   map[int32]map[tpKey]struct{} // partitions whose R holds the broker
 	leaderless map[tpKey]struct{}           // partitions with L = −1
+	topicByID  map[string]string            // topic id → name (TopicByID)
 }
 
 type tpKey struct {
@@ -83,6 +84,7 @@ func (img *Image) reset() {
 	img.scram = map[ScramKey]*twinlogv1.UserScramCredentialRecord{}
 	img.byBroker = map[int32]map[tpKey]struct{}{}
 	img.leaderless = map[tpKey]struct{}{}
+	img.topicByID = map[string]string{}
 }
 
 // ClusterID returns the cluster id.
@@ -115,6 +117,22 @@ func (img *Image) Topic(name string) *twinlogv1.TopicRecord { return img.topics[
 
 // TopicNames returns all topic names in byte-wise order.
 func (img *Image) TopicNames() []string { return slices.Sorted(maps.Keys(img.topics)) }
+
+// TopicByID returns the name of the topic whose id is id (false when no
+// topic has it: never created, or deleted).
+func (img *Image) TopicByID(id string) (string, bool) {
+	name, ok := img.topicByID[id]
+	return name, ok
+}
+
+// putTopic stores t, replacing its name's topic.
+func (img *Image) putTopic(t *twinlogv1.TopicRecord) {
+	if old := img.topics[t.GetName()]; old != nil {
+		delete(img.topicByID, old.GetTopicId())
+	}
+	img.topics[t.GetName()] = t
+	img.topicByID[t.GetTopicId()] = t.GetName()
+}
 
 // Partition returns a partition record, nil if unknown. Do not modify it.
 func (img *Image) Partition(topic string, p int32) *twinlogv1.PartitionRecord {
@@ -300,6 +318,9 @@ func (img *Image) Apply(d *twinlogv1.MetadataDelta) error {
 		img.producerIDs = r
 	}
 	for _, name := range d.GetRemovedTopics() {
+		if old := img.topics[name]; old != nil {
+			delete(img.topicByID, old.GetTopicId())
+		}
 		delete(img.topics, name)
 		img.dropTopicPartitions(name)
 	}
@@ -308,7 +329,7 @@ func (img *Image) Apply(d *twinlogv1.MetadataDelta) error {
 		if old != nil && old.GetTopicId() != t.GetTopicId() {
 			img.dropTopicPartitions(t.GetName())
 		}
-		img.topics[t.GetName()] = t
+		img.putTopic(t)
 	}
 	for _, p := range d.GetPartitions() {
 		img.putPartition(p)
@@ -430,7 +451,7 @@ func (img *Image) Restore(snap *twinlogv1.MetadataSnapshot) {
 		img.brokers[b.GetBrokerId()] = proto.Clone(b).(*twinlogv1.BrokerRecord)
 	}
 	for _, t := range snap.GetTopics() {
-		img.topics[t.GetName()] = proto.Clone(t).(*twinlogv1.TopicRecord)
+		img.putTopic(proto.Clone(t).(*twinlogv1.TopicRecord))
 	}
 	for _, p := range snap.GetPartitions() {
 		img.putPartition(ClonePartition(p))
@@ -459,10 +480,15 @@ func (img *Image) Restore(snap *twinlogv1.MetadataSnapshot) {
 // It returns all violations joined.
 func (img *Image) CheckConsistency() error {
 	var errs []error
+	byID := map[string]string{}
 	for name, tr := range img.topics {
 		if int(tr.GetPartitionCount()) != len(img.partitions[name]) {
 			errs = append(errs, fmt.Errorf("topic %s: %d partitions recorded, count %d", name, len(img.partitions[name]), tr.GetPartitionCount()))
 		}
+		byID[tr.GetTopicId()] = name
+	}
+	if !maps.Equal(byID, img.topicByID) {
+		errs = append(errs, fmt.Errorf("topic id index %v, image %v", img.topicByID, byID))
 	}
 	byBroker := map[int32]map[tpKey]struct{}{}
 	leaderless := map[tpKey]struct{}{}

@@ -78,7 +78,7 @@ func (s *Server) table() map[int16]api {
 		// broker whose range includes Produce v2; v0-v2 themselves (the
 		// old message formats) are refused.
 		0:  {min: 3, max: 9, advertisedMin: new(int16(0)), start: s.startProduce, fail: failProduce, timeout: produceTimeout},
-		1:  {min: 4, max: 12, handle: s.fetch, fail: failFetch, timeout: fetchTimeout},
+		1:  {min: 4, max: 15, handle: s.fetch, fail: failFetch, timeout: fetchTimeout},
 		2:  {min: 1, max: 6, handle: s.listOffsets, fail: failListOffsets, timeout: fixed},
 		23: {min: 0, max: 4, handle: s.offsetForLeaderEpoch, fail: failOffsetForLeaderEpoch, timeout: fixed},
 		60: {min: 0, max: 1, handle: s.describeCluster, fail: failDescribeCluster, timeout: fixed},
@@ -210,6 +210,10 @@ func (s *Server) errorCode(err error) int16 {
 // deniedCode is the Kafka code of a gRPC PermissionDenied status, whose
 // message names the twinlog code (errcode.Denied; security/authz).
 func deniedCode(msg string) int16 { return kafkaCode(errcode.Denied(msg)) }
+
+// topicIDString is Kafka's binary topic id in twinlog's string form
+// (topicID's inverse).
+func topicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
 // topicID is a twinlog topic id (16 bytes, base64url as Kafka prints
 // Uuids) in Kafka's binary form; zero if it is not one.

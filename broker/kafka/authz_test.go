@@ -227,6 +227,17 @@ func (b *recBackend) Metadata(_ context.Context, req *pb.MetadataRequest) (*pb.M
 	return resp, nil
 }
 
+func (b *recBackend) TopicName(id string) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.topics {
+		if t.GetTopicId() == id {
+			return t.GetName(), true
+		}
+	}
+	return "", false
+}
+
 func (b *recBackend) InitProducerId(_ context.Context, req *pb.InitProducerIdRequest) (*pb.InitProducerIdResponse, error) {
 	b.record(req)
 	return &pb.InitProducerIdResponse{ProducerId: 1000}, nil

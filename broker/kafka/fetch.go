@@ -24,7 +24,10 @@ func fetchTimeout(kreq kmsg.Request) time.Duration {
 // a session gets FETCH_SESSION_ID_NOT_FOUND and starts over. Replicas do
 // not fetch here (they use the broker's gRPC replication service).
 // Read-committed consumers read the same records: without transactions
-// the last stable offset is the HW.
+// the last stable offset is the HW. From v13 topics are named by id
+// (KIP-516): an id no topic has (deleted, or deleted and created again
+// under the same name) is UNKNOWN_TOPIC_ID, so a consumer never reads a
+// new topic's records at its old positions.
 func (s *Server) fetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
 	switch {
@@ -35,6 +38,13 @@ func (s *Server) fetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, e
 		resp.ErrorCode, resp.Topics = fetchSessionIDError, nil
 		return resp, nil
 	}
+	byID := req.GetVersion() >= 13
+	if byID {
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			t.Topic, _ = s.backend.TopicName(topicIDString(t.TopicID)) // "": unknown
+		}
+	}
 	denied := s.access(ctx).fetch(req)
 	preq := &pb.FetchRequest{
 		ReplicaId: -1, FetcherType: pb.FetcherType_FETCHER_TYPE_CONSUMER,
@@ -44,7 +54,7 @@ func (s *Server) fetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, e
 		LeaderEpochOptional: true,
 	}
 	for _, t := range req.Topics {
-		if denied[t.Topic] {
+		if (byID && t.Topic == "") || denied[t.Topic] {
 			continue
 		}
 		for _, p := range t.Partitions {
@@ -72,6 +82,9 @@ func (s *Server) fetch(ctx context.Context, kreq kmsg.Request) (kmsg.Response, e
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
 			switch {
+			case byID && rt.Topic == "":
+				rt.Partitions[j].ErrorCode = unknownTopicID
+				continue
 			case denied[rt.Topic]:
 				rt.Partitions[j].ErrorCode = topicAuthorizationFailed
 				continue

@@ -32,6 +32,9 @@ type Backend interface {
 	OffsetForLeaderEpoch(ctx context.Context, req *pb.OffsetForLeaderEpochRequest) (*pb.OffsetForLeaderEpochResponse, error)
 	Metadata(ctx context.Context, req *pb.MetadataRequest) (*pb.MetadataResponse, error)
 	InitProducerId(ctx context.Context, req *pb.InitProducerIdRequest) (*pb.InitProducerIdResponse, error)
+	// TopicName is the name of the topic whose id is id (twinlog's string
+	// form), false if no topic has it: Fetch v13+ names topics by id.
+	TopicName(id string) (string, bool)
 }
 
 // Defaults, as Kafka's.

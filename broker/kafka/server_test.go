@@ -61,6 +61,8 @@ func (f *fakeBackend) OffsetForLeaderEpoch(context.Context, *pb.OffsetForLeaderE
 	return &pb.OffsetForLeaderEpochResponse{}, nil
 }
 
+func (f *fakeBackend) TopicName(string) (string, bool) { return "", false }
+
 func (f *fakeBackend) Metadata(context.Context, *pb.MetadataRequest) (*pb.MetadataResponse, error) {
 	return &pb.MetadataResponse{ClusterId: "c", Brokers: []*pb.MetadataBroker{{Id: 1, KafkaHost: "h", KafkaPort: 9092}, {Id: 2}}}, nil
 }
