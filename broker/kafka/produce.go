@@ -60,13 +60,45 @@ func (s *Server) startProduce(ctx context.Context, kreq kmsg.Request) func() kms
 		if req.Acks == 0 {
 			return nil // a denied topic's records are dropped silently, as Kafka does
 		}
-		return produceAnswer(req, denied, code, presp)
+		resp := produceAnswer(req, denied, code, presp)
+		if req.GetVersion() >= 10 {
+			s.hintProduce(ctx, resp)
+		}
+		return resp
+	}
+}
+
+// hintProduce adds KIP-951's leader hints (leaders.go) to resp's moved
+// partitions.
+func (s *Server) hintProduce(ctx context.Context, resp *kmsg.ProduceResponse) {
+	var moved []tp
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if movedCode(rp.ErrorCode) {
+				moved = append(moved, tp{rt.Topic, rp.Partition})
+			}
+		}
+	}
+	hints, brokers := s.leaderHints(ctx, moved)
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			if h, ok := hints[tp{rt.Topic, rp.Partition}]; ok && movedCode(rp.ErrorCode) {
+				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = h.id, h.epoch
+			}
+		}
+	}
+	for _, b := range sortedBrokers(brokers) {
+		rb := kmsg.NewProduceResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = b.GetId(), b.GetKafkaHost(), b.GetKafkaPort()
+		resp.Brokers = append(resp.Brokers, rb)
 	}
 }
 
 // produceAnswer is Produce's answer in the request's shape: the broker's
 // answer per partition, code for all when the broker gave none.
-func produceAnswer(req *kmsg.ProduceRequest, denied map[string]bool, code int16, presp *pb.ProduceResponse) kmsg.Response {
+func produceAnswer(req *kmsg.ProduceRequest, denied map[string]bool, code int16, presp *pb.ProduceResponse) *kmsg.ProduceResponse {
 	byTP := make(map[tp]*pb.ProducePartitionResponse, len(presp.GetPartitions()))
 	for _, pr := range presp.GetPartitions() {
 		byTP[tp{pr.GetTopic(), pr.GetPartition()}] = pr

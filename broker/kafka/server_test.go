@@ -90,13 +90,20 @@ func (o *countingObserver) ObserveKafkaClosed(reason string) {
 // startServer serves a fakeBackend on a loopback listener.
 func startServer(t *testing.T, cfg Config) (*Server, *fakeBackend, string) {
 	t.Helper()
+	fb := &fakeBackend{}
+	s, addr := serveBackend(t, cfg, fb)
+	return s, fb, addr
+}
+
+// serveBackend serves b on a loopback listener until the test ends.
+func serveBackend(t *testing.T, cfg Config, b Backend) (*Server, string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	fb := &fakeBackend{}
-	s := NewServer(cfg, fb, nil)
+	s := NewServer(cfg, b, nil)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
 	t.Cleanup(func() {
@@ -105,7 +112,7 @@ func startServer(t *testing.T, cfg Config) (*Server, *fakeBackend, string) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return s, fb, ln.Addr().String()
+	return s, ln.Addr().String()
 }
 
 type client struct {
@@ -198,8 +205,8 @@ func TestApiVersions(t *testing.T) {
 	}
 
 	for _, k := range resp.ApiKeys {
-		if k.ApiKey == 0 && (k.MinVersion != 0 || k.MaxVersion != 9) {
-			t.Errorf("Produce advertised %d..%d, want 0..9 (KAFKA-18659)", k.MinVersion, k.MaxVersion)
+		if k.ApiKey == 0 && (k.MinVersion != 0 || k.MaxVersion != 10) {
+			t.Errorf("Produce advertised %d..%d, want 0..10 (KAFKA-18659)", k.MinVersion, k.MaxVersion)
 		}
 	}
 	// Produce v2 (the old message format) is advertised but refused.
