@@ -245,38 +245,14 @@ func (b BatchView) Validate() error { return b.validate(nil, nil) }
 // smallest and largest record timestamps, and with nullKey non-nil it sets
 // it when a record has a null key, in the same walk.
 func (b BatchView) validate(ts *TimestampRange, nullKey *bool) error {
-	if len(b) < BatchHeaderSize {
-		return corruptf(0, "batch of %d bytes is shorter than the %d-byte header", len(b), BatchHeaderSize)
-	}
-	if got := batchSize(b); got != int64(len(b)) {
-		return corruptf(0, "batchLength says %d bytes, have %d", got, len(b))
-	}
-	if b.Magic() != Magic {
-		return corruptf(0, "magic %d, want %d", b.Magic(), Magic)
-	}
-	if crc := crc32.Checksum(b[offAttributes:], castagnoli); crc != b.CRC() {
-		return corruptf(0, "crc %08x, computed %08x", b.CRC(), crc)
-	}
-	if err := checkAttributes(b.Attributes()); err != nil {
+	if err := b.validateHeader(); err != nil {
 		return err
-	}
-	if b.BaseOffset() < 0 {
-		return corruptf(0, "negative base offset %d", b.BaseOffset())
-	}
-	n := b.RecordCount()
-	if n < 0 {
-		return corruptf(0, "record count %d", n)
-	}
-	if b.LastOffsetDelta() < 0 {
-		return corruptf(0, "negative lastOffsetDelta %d", b.LastOffsetDelta())
 	}
 	if ts != nil {
 		*ts = TimestampRange{Min: math.MaxInt64, Max: math.MinInt64}
 	}
+	n := b.RecordCount()
 	if n == 0 {
-		if b.Codec() != CodecNone || len(b) != BatchHeaderSize {
-			return corruptf(0, "record count 0 with %d bytes of %s records", len(b)-BatchHeaderSize, b.Codec())
-		}
 		return nil
 	}
 	recs, err := b.recordBytes()
@@ -305,6 +281,42 @@ func (b BatchView) validate(ts *TimestampRange, nullKey *bool) error {
 	}
 	if prev > int64(b.LastOffsetDelta()) {
 		return corruptf(0, "record offset delta %d beyond lastOffsetDelta %d", prev, b.LastOffsetDelta())
+	}
+	return nil
+}
+
+// validateHeader is Validate without the records: lengths, magic, crc
+// (which covers the records, compressed or not), attributes, a
+// non-negative base offset, record count and lastOffsetDelta, and an
+// empty batch's shape.
+func (b BatchView) validateHeader() error {
+	if len(b) < BatchHeaderSize {
+		return corruptf(0, "batch of %d bytes is shorter than the %d-byte header", len(b), BatchHeaderSize)
+	}
+	if got := batchSize(b); got != int64(len(b)) {
+		return corruptf(0, "batchLength says %d bytes, have %d", got, len(b))
+	}
+	if b.Magic() != Magic {
+		return corruptf(0, "magic %d, want %d", b.Magic(), Magic)
+	}
+	if crc := crc32.Checksum(b[offAttributes:], castagnoli); crc != b.CRC() {
+		return corruptf(0, "crc %08x, computed %08x", b.CRC(), crc)
+	}
+	if err := checkAttributes(b.Attributes()); err != nil {
+		return err
+	}
+	if b.BaseOffset() < 0 {
+		return corruptf(0, "negative base offset %d", b.BaseOffset())
+	}
+	n := b.RecordCount()
+	if n < 0 {
+		return corruptf(0, "record count %d", n)
+	}
+	if b.LastOffsetDelta() < 0 {
+		return corruptf(0, "negative lastOffsetDelta %d", b.LastOffsetDelta())
+	}
+	if n == 0 && (b.Codec() != CodecNone || len(b) != BatchHeaderSize) {
+		return corruptf(0, "record count 0 with %d bytes of %s records", len(b)-BatchHeaderSize, b.Codec())
 	}
 	return nil
 }
@@ -436,6 +448,18 @@ func (b BatchView) eachRecord(recs []byte, fn func(r *Record, delta int64, raw [
 // DecodeBatch splits the first batch off buf and validates it. On success
 // it returns the batch (aliasing buf) and the rest.
 func DecodeBatch(buf []byte) (BatchView, []byte, error) {
+	b, rest, err := splitBatch(buf)
+	if err == nil {
+		err = b.Validate()
+	}
+	if err != nil {
+		return nil, buf, err
+	}
+	return b, rest, nil
+}
+
+// splitBatch cuts the first batch off buf by its length field, unchecked.
+func splitBatch(buf []byte) (BatchView, []byte, error) {
 	if len(buf) < logOverhead {
 		return nil, buf, corruptf(0, "%d bytes cannot hold a batch length", len(buf))
 	}
@@ -443,11 +467,7 @@ func DecodeBatch(buf []byte) (BatchView, []byte, error) {
 	if size < BatchHeaderSize || size > int64(len(buf)) {
 		return nil, buf, corruptf(0, "batch length %d with %d bytes available", size, len(buf))
 	}
-	b := BatchView(buf[:size:size])
-	if err := b.Validate(); err != nil {
-		return nil, buf, err
-	}
-	return b, buf[size:], nil
+	return BatchView(buf[:size:size]), buf[size:], nil
 }
 
 // Batches iterates over concatenated batches, validating each. It stops
@@ -496,11 +516,34 @@ type Validated struct {
 
 // ValidateBatches validates buf like SplitBatches and returns it as a
 // Validated for a later append. Errors are *CorruptError positioned in buf.
-func ValidateBatches(buf []byte) (Validated, error) {
+func ValidateBatches(buf []byte) (Validated, error) { return validateBatches(buf, BatchView.Validate) }
+
+// ValidateReplicatedBatches is ValidateBatches for the batches a follower
+// fetched from its leader: a compressed batch is checked as Kafka's
+// followers check one, by its header and crc (which covers the compressed
+// records), without decompressing it. Its leader decompressed and checked
+// every record when it took the batch from its producer or source, and the
+// crc says these are the same bytes; the records are read again only by
+// consumers and the log cleaner, which validate what they decode.
+// Uncompressed batches are walked as in ValidateBatches (no decompression
+// to save).
+func ValidateReplicatedBatches(buf []byte) (Validated, error) {
+	return validateBatches(buf, func(b BatchView) error {
+		if b.Codec() != CodecNone {
+			return b.validateHeader()
+		}
+		return b.Validate()
+	})
+}
+
+func validateBatches(buf []byte, validate func(BatchView) error) (Validated, error) {
 	var out []BatchView
 	var pos int64
 	for rest := buf; len(rest) > 0; {
-		b, next, err := DecodeBatch(rest)
+		b, next, err := splitBatch(rest)
+		if err == nil {
+			err = validate(b)
+		}
 		if err != nil {
 			return Validated{}, withFile(err, "", pos)
 		}

@@ -518,7 +518,8 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 }
 
 // AppendValidatedAsFollower is AppendAsFollower for batches the caller
-// already validated with ValidateBatches (see AppendValidatedAsLeader).
+// already validated with ValidateBatches or ValidateReplicatedBatches (see
+// AppendValidatedAsLeader).
 func (l *Log) AppendValidatedAsFollower(v Validated) (AppendInfo, error) {
 	bs, err := l.checkValidated(v)
 	if err != nil {

@@ -73,7 +73,8 @@ func Readable(d replica.FetchDecision) bool {
 
 // Answer is the follower machine's view of pr, the leader's answer to its
 // request req, with the answer's records validated once (the log appends
-// them without checking their crcs again). Corrupt records are an error:
+// them without checking their crcs again; compressed batches by header and
+// crc, storage.ValidateReplicatedBatches). Corrupt records are an error:
 // the follower drops the answer and fetches again (SPEC §2.2).
 func Answer(req replica.FetchRequest, pr *pb.FetchPartitionResponse) (replica.FetchResponse, storage.Validated, error) {
 	fr := replica.FetchResponse{
@@ -90,7 +91,7 @@ func Answer(req replica.FetchRequest, pr *pb.FetchPartitionResponse) (replica.Fe
 	var recs storage.Validated
 	if raw := pr.GetRecords(); len(raw) > 0 {
 		var err error
-		if recs, err = storage.ValidateBatches(raw); err != nil {
+		if recs, err = storage.ValidateReplicatedBatches(raw); err != nil {
 			return replica.FetchResponse{}, storage.Validated{}, fmt.Errorf("corrupt batch from the leader: %w", err)
 		}
 		for _, bv := range recs.Batches() {
