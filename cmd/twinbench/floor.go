@@ -60,7 +60,7 @@ func floor(ctx context.Context, o options) (*Result, error) {
 		return nil, err
 	}
 	defer cc.Close()
-	msg := newStamper(o.batchRecords, o.recordSize).stamp(time.Now())
+	msg := newStamper(o.payload.values(o.batchRecords, o.recordSize, 0), o.compression.compressor()).stamp(time.Now())
 	interval := time.Duration(0)
 	if o.rate > 0 {
 		interval = time.Duration(float64(time.Second) * float64(o.batchRecords) / o.rate)

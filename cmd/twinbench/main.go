@@ -6,6 +6,8 @@
 //	twinbench --inprocess --partitions 8 --rf 3 --min-isr 2 --acks -1 --record-size 1024 --duration 30s
 //	twinbench --bootstrap 127.0.0.1:9091 --rate 2000 --duration 60s --json
 //	twinbench --inprocess --kafka   # the same load through the Kafka listeners (franz-go)
+//	twinbench --inprocess --kafka --compression lz4 --payload text   # lz4 batches of log-like values
+//	twinbench --bootstrap 127.0.0.1:9091 --kafka --kafka-bootstrap 127.0.0.1:9291 --pids 101,102,103   # cluster A's brokerd pids: the brokers' own CPU s/MB
 //	twinbench --inprocess --tls     # mutual TLS on every hop (see tls.go)
 //	twinbench --inprocess --compare-tls 3 --duration 20s   # plaintext and TLS alternately, medians
 package main
@@ -19,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"iter"
 	"math"
 	"net/http"
@@ -35,6 +38,7 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/experimental"
 
@@ -79,6 +83,13 @@ type options struct {
 	// client is the bench's clients' TLS (nil: plaintext), set by
 	// --inprocess --tls.
 	client *tlstransport.Transport
+	// compression is the producers' batch codec, payload what their
+	// values hold (payload.go).
+	compression compression
+	payload     payload
+	// cpuSplit profiles the measured window to tell the in-process
+	// brokers' CPU from the load generator's (cpusplit.go).
+	cpuSplit bool
 }
 
 // The brokers' non-zeroing gRPC buffer pool also for the proto codec (and,
@@ -86,33 +97,13 @@ type options struct {
 func init() { experimental.SetDefaultBufferPool(broker.BufferPool) }
 
 func main() {
-	var o options
-	flag.StringVar(&o.bootstrap, "bootstrap", "", "broker host:port of a running cluster")
-	flag.BoolVar(&o.inprocess, "inprocess", false, "start a controller and --brokers brokers in this process (TCP loopback, temp dirs)")
-	flag.IntVar(&o.brokers, "brokers", 3, "brokers for --inprocess")
-	flag.StringVar(&o.topic, "topic", "", "topic (default: bench-<unix time>, created)")
-	flag.IntVar(&o.partitions, "partitions", 8, "partitions")
-	flag.IntVar(&o.rf, "rf", 3, "replication factor")
-	flag.IntVar(&o.minISR, "min-isr", 2, "min.insync.replicas of the topic")
-	flag.IntVar(&o.acks, "acks", -1, "acks: 0, 1 or -1 (all)")
-	flag.IntVar(&o.recordSize, "record-size", 1024, "record value bytes")
-	flag.IntVar(&o.batchRecords, "batch", 64, "records per batch (one batch per request)")
-	flag.IntVar(&o.inflight, "inflight", 4, "concurrent requests per partition")
-	flag.DurationVar(&o.duration, "duration", 30*time.Second, "measured run time")
-	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured warm-up")
-	flag.Float64Var(&o.rate, "rate", 0, "target records/s over all partitions (0: as fast as possible)")
-	flag.BoolVar(&o.consume, "consume", true, "run consumers and measure end-to-end latency")
-	flag.BoolVar(&o.syncEach, "fsync", false, "--inprocess: fsync every batch on every replica (group commit)")
-	flag.BoolVar(&o.jsonOut, "json", false, "print JSON instead of a table")
-	flag.StringVar(&o.dataDir, "data-dir", "", "--inprocess: data directory (default: a temp dir, removed)")
-	flag.StringVar(&o.pids, "pids", "", "comma-separated broker process ids to report CPU and RSS for (brokers started outside twinbench)")
-	flag.BoolVar(&o.kafka, "kafka", false, "produce and consume through the brokers' Kafka listeners (franz-go) instead of gRPC, with the same batches and requests in flight")
-	flag.StringVar(&o.kafkaBootstrap, "kafka-bootstrap", "", "with --kafka and --bootstrap: a broker's Kafka listener host:port")
-	flag.BoolVar(&o.tls, "tls", false, "--inprocess: mutual TLS on every hop (a CA and certificates made in the data dir; the bench's clients dial with TLS too)")
-	flag.IntVar(&o.compareTLS, "compare-tls", 0, "--inprocess: run the benchmark N times in plaintext and N times with --tls, alternately, each on a fresh cluster, and print the medians")
-	flag.BoolVar(&o.floor, "floor", false, "measure the machine's floor instead: one bare gRPC echo of a request's bytes on loopback, at the same request rate")
-	flag.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
-	flag.Parse()
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		os.Exit(2) // the flag set printed the error and the usage
+	}
 	if o.pprofAddr != "" {
 		runtime.SetBlockProfileRate(int(100 * time.Microsecond))
 		runtime.SetMutexProfileFraction(10)
@@ -126,21 +117,79 @@ func main() {
 	}
 }
 
+// parseFlags parses the command line; errors and --help are printed to
+// out.
+func parseFlags(args []string, out io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("twinbench", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&o.bootstrap, "bootstrap", "", "broker host:port of a running cluster")
+	fs.BoolVar(&o.inprocess, "inprocess", false, "start a controller and --brokers brokers in this process (TCP loopback, temp dirs)")
+	fs.IntVar(&o.brokers, "brokers", 3, "brokers for --inprocess")
+	fs.StringVar(&o.topic, "topic", "", "topic (default: bench-<unix time>, created)")
+	fs.IntVar(&o.partitions, "partitions", 8, "partitions")
+	fs.IntVar(&o.rf, "rf", 3, "replication factor")
+	fs.IntVar(&o.minISR, "min-isr", 2, "min.insync.replicas of the topic")
+	fs.IntVar(&o.acks, "acks", -1, "acks: 0, 1 or -1 (all)")
+	fs.IntVar(&o.recordSize, "record-size", 1024, "record value bytes")
+	fs.IntVar(&o.batchRecords, "batch", 64, "records per batch (one batch per request)")
+	fs.IntVar(&o.inflight, "inflight", 4, "concurrent requests per partition")
+	fs.DurationVar(&o.duration, "duration", 30*time.Second, "measured run time")
+	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured warm-up")
+	fs.Float64Var(&o.rate, "rate", 0, "target records/s over all partitions (0: as fast as possible)")
+	fs.BoolVar(&o.consume, "consume", true, "run consumers and measure end-to-end latency")
+	fs.BoolVar(&o.syncEach, "fsync", false, "--inprocess: fsync every batch on every replica (group commit)")
+	fs.BoolVar(&o.jsonOut, "json", false, "print JSON instead of a table")
+	fs.StringVar(&o.dataDir, "data-dir", "", "--inprocess: data directory (default: a temp dir, removed)")
+	fs.StringVar(&o.pids, "pids", "", "comma-separated broker process ids to report CPU (also per MB of payload acknowledged) and RSS for (brokers started outside twinbench): the brokers' CPU alone, without the load generator's")
+	fs.BoolVar(&o.kafka, "kafka", false, "produce and consume through the brokers' Kafka listeners (franz-go) instead of gRPC, with the same batches and requests in flight")
+	fs.StringVar(&o.kafkaBootstrap, "kafka-bootstrap", "", "with --kafka and --bootstrap: a broker's Kafka listener host:port")
+	fs.Var(&o.compression, "compression", "batch compression `codec`, "+choices(compressionCodecs)+" (default none), on either API: each request's batch is compressed "+
+		"with franz-go's compressor (kgo.DefaultCompressor, what kgo.ProducerBatchCompression installs) and sent uncompressed when that is not shorter, as kgo does")
+	fs.Var(&o.payload, "payload", "record values after their 8-byte send time, a `kind`: zeros (the default; compress to almost nothing), random (incompressible), "+
+		"text (JSON log lines, compress about as logs do: 2.6x with lz4)")
+	fs.BoolVar(&o.cpuSplit, "cpu-split", false, "--inprocess: CPU-profile the measured window and report the brokers' share of the process CPU (per MB too) apart from the load generator's, by profiler labels")
+	fs.BoolVar(&o.tls, "tls", false, "--inprocess: mutual TLS on every hop (a CA and certificates made in the data dir; the bench's clients dial with TLS too)")
+	fs.IntVar(&o.compareTLS, "compare-tls", 0, "--inprocess: run the benchmark N times in plaintext and N times with --tls, alternately, each on a fresh cluster, and print the medians")
+	fs.BoolVar(&o.floor, "floor", false, "measure the machine's floor instead: one bare gRPC echo of a request's bytes on loopback, at the same request rate")
+	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060)")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		err := fmt.Errorf("unexpected arguments %q", fs.Args())
+		fmt.Fprintln(out, "twinbench:", err)
+		return options{}, err
+	}
+	return o, nil
+}
+
 // Result is the --json output.
 type Result struct {
-	Config            map[string]any `json:"config"`
-	DurationSeconds   float64        `json:"duration_seconds"`
-	Records           int64          `json:"records"`
-	Bytes             int64          `json:"bytes"`
-	RecordsPerSec     float64        `json:"records_per_sec"`
-	MBPerSec          float64        `json:"mb_per_sec"`
-	Requests          int64          `json:"requests"`
-	Errors            map[string]int `json:"errors"`
-	ProduceLatencyMs  Percentiles    `json:"produce_latency_ms"`
-	EndToEndLatencyMs *Percentiles   `json:"end_to_end_latency_ms,omitempty"`
-	ConsumedRecords   int64          `json:"consumed_records"`
-	Process           *ProcessStats  `json:"process,omitempty"`
-	Brokers           []BrokerStats  `json:"brokers,omitempty"`
+	Config          map[string]any `json:"config"`
+	DurationSeconds float64        `json:"duration_seconds"`
+	Records         int64          `json:"records"`
+	// Bytes is the acknowledged records' values (payload), uncompressed.
+	Bytes int64 `json:"bytes"`
+	// BatchBytes is the acknowledged batches as sent (compressed with
+	// --compression), UncompressedBatchBytes the same batches before
+	// compression: their ratio is the codec's on this payload.
+	BatchBytes             int64          `json:"batch_bytes"`
+	UncompressedBatchBytes int64          `json:"uncompressed_batch_bytes"`
+	CompressionRatio       float64        `json:"compression_ratio"`
+	RecordsPerSec          float64        `json:"records_per_sec"`
+	MBPerSec               float64        `json:"mb_per_sec"`
+	Requests               int64          `json:"requests"`
+	Errors                 map[string]int `json:"errors"`
+	ProduceLatencyMs       Percentiles    `json:"produce_latency_ms"`
+	EndToEndLatencyMs      *Percentiles   `json:"end_to_end_latency_ms,omitempty"`
+	ConsumedRecords        int64          `json:"consumed_records"`
+	Process                *ProcessStats  `json:"process,omitempty"`
+	Brokers                []BrokerStats  `json:"brokers,omitempty"`
+	// BrokersCPUSecondsPerMB is the --pids processes' CPU seconds,
+	// together, per MB (1e6 bytes) of payload acknowledged: the brokers'
+	// CPU alone when they run as their own processes.
+	BrokersCPUSecondsPerMB float64 `json:"brokers_cpu_seconds_per_mb,omitempty"`
 	// LoadAvg is /proc/loadavg at the end: other work on the machine
 	// competes for the same cores.
 	LoadAvg string `json:"loadavg,omitempty"`
@@ -148,9 +197,10 @@ type Result struct {
 
 // BrokerStats is the CPU and RSS of a broker process given by --pids.
 type BrokerStats struct {
-	PID      int     `json:"pid"`
-	CPUCores float64 `json:"cpu_cores_avg"`
-	MaxRSSMB float64 `json:"max_rss_mb"`
+	PID        int     `json:"pid"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	CPUCores   float64 `json:"cpu_cores_avg"`
+	MaxRSSMB   float64 `json:"max_rss_mb"`
 }
 
 // Percentiles of a latency histogram in milliseconds.
@@ -167,7 +217,20 @@ type Percentiles struct {
 type ProcessStats struct {
 	CPUSeconds float64 `json:"cpu_seconds"`
 	CPUCores   float64 `json:"cpu_cores_avg"`
-	MaxRSSMB   float64 `json:"max_rss_mb"`
+	// CPUSecondsPerMB is CPUSeconds per MB (1e6 bytes) of payload
+	// acknowledged. With --inprocess it is the brokers' and the load
+	// generator's (producers, compression, consumers, decompression)
+	// together; the brokers' alone needs them in their own processes
+	// and --pids (Result.BrokersCPUSecondsPerMB).
+	CPUSecondsPerMB float64 `json:"cpu_seconds_per_mb"`
+	MaxRSSMB        float64 `json:"max_rss_mb"`
+	// With --cpu-split: LoadCPUShare is the load generator's share of the
+	// CPU profile's samples, BrokersCPUSeconds the rest of CPUSeconds (the
+	// in-process brokers' and the Go runtime's background work), per MB
+	// of payload acknowledged in BrokersCPUSecondsPerMB.
+	LoadCPUShare           float64 `json:"load_cpu_share,omitempty"`
+	BrokersCPUSeconds      float64 `json:"brokers_cpu_seconds,omitempty"`
+	BrokersCPUSecondsPerMB float64 `json:"brokers_cpu_seconds_per_mb,omitempty"`
 }
 
 func percentiles(h *hdr.Histogram) Percentiles {
@@ -286,6 +349,9 @@ func runOnce(ctx context.Context, o options) (*Result, error) {
 	if o.tls && !o.inprocess {
 		return nil, errors.New("--tls needs --inprocess")
 	}
+	if o.cpuSplit && !o.inprocess {
+		return nil, errors.New("--cpu-split needs --inprocess (brokers in their own processes: --pids)")
+	}
 	if o.inprocess {
 		ip, err := startInProcess(ctx, o)
 		if err != nil {
@@ -294,6 +360,16 @@ func runOnce(ctx context.Context, o options) (*Result, error) {
 		defer ip.stop()
 		o.bootstrap, o.kafkaBootstrap, o.client = ip.bootstrap, ip.kafkaBootstrap, ip.client
 	}
+	// Everything the load starts from here carries its profiler label,
+	// the brokers' goroutines none (--cpu-split).
+	var res *Result
+	var err error
+	withLoadLabel(ctx, func(ctx context.Context) { res, err = runLoad(ctx, o) })
+	return res, err
+}
+
+// runLoad creates the topic unless --topic names one and runs the load.
+func runLoad(ctx context.Context, o options) (*Result, error) {
 	if o.bootstrap == "" {
 		return nil, errors.New("--bootstrap or --inprocess is required")
 	}
@@ -335,7 +411,7 @@ func runOnce(ctx context.Context, o options) (*Result, error) {
 		if o.kafkaBootstrap == "" {
 			return nil, errors.New("--kafka needs --kafka-bootstrap with --bootstrap (or --inprocess)")
 		}
-		kt, err := newKafkaTransport(o, cl)
+		kt, err := newKafkaTransport(ctx, o, cl)
 		if err != nil {
 			return nil, err
 		}
@@ -361,6 +437,8 @@ func bench(ctx context.Context, o options, tr transport) *Result {
 		measuring atomic.Bool
 		records   atomic.Int64
 		bytes     atomic.Int64
+		sent      atomic.Int64 // batch bytes as sent
+		raw       atomic.Int64 // the same batches uncompressed
 		requests  atomic.Int64
 		consumed  atomic.Int64
 		errMu     sync.Mutex
@@ -374,7 +452,7 @@ func bench(ctx context.Context, o options, tr transport) *Result {
 	var wg sync.WaitGroup
 	workers := o.partitions * o.inflight
 	perWorkerRate := o.rate / float64(workers)
-	value := make([]byte, o.recordSize)
+	comp := o.compression.compressor()
 	for p := 0; p < o.partitions; p++ {
 		for w := 0; w < o.inflight; w++ {
 			k := p*o.inflight + w // worker index, for the --rate phase
@@ -382,7 +460,7 @@ func bench(ctx context.Context, o options, tr transport) *Result {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				st := newStamper(o.batchRecords, len(value))
+				st := newStamper(o.payload.values(o.batchRecords, o.recordSize, uint64(k)), comp)
 				interval := time.Duration(0)
 				if perWorkerRate > 0 {
 					interval = time.Duration(float64(time.Second) * float64(o.batchRecords) / perWorkerRate)
@@ -429,6 +507,8 @@ func bench(ctx context.Context, o options, tr transport) *Result {
 					}
 					records.Add(int64(o.batchRecords))
 					bytes.Add(int64(o.batchRecords * o.recordSize))
+					sent.Add(int64(len(buf)))
+					raw.Add(int64(len(st.buf)))
 					histMu.Lock()
 					_ = prodHist.RecordValue(max(lat.Microseconds(), 1))
 					histMu.Unlock()
@@ -494,6 +574,13 @@ func bench(ctx context.Context, o options, tr transport) *Result {
 	for i, pid := range pids {
 		pcpu0[i] = cpuSecondsOf(strconv.Itoa(pid))
 	}
+	var split *cpuSplit
+	if o.cpuSplit {
+		var err error
+		if split, err = startCPUSplit(); err != nil {
+			fmt.Fprintln(os.Stderr, "twinbench: --cpu-split:", err)
+		}
+	}
 	cpu0 := cpuSeconds()
 	measuring.Store(true)
 	start := time.Now()
@@ -501,10 +588,21 @@ func bench(ctx context.Context, o options, tr transport) *Result {
 	measuring.Store(false)
 	elapsed := time.Since(start)
 	cpu1 := cpuSeconds()
+	var loadNs, otherNs int64
+	if split != nil {
+		var err error
+		if loadNs, otherNs, err = split.stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "twinbench: --cpu-split:", err)
+		}
+	}
 	var brokers []BrokerStats
 	for i, pid := range pids {
 		c := cpuSecondsOf(strconv.Itoa(pid))
-		brokers = append(brokers, BrokerStats{PID: pid, CPUCores: (c - pcpu0[i]) / elapsed.Seconds(), MaxRSSMB: maxRSSMBOf(strconv.Itoa(pid))})
+		if c < 0 || pcpu0[i] < 0 {
+			continue // gone, or no /proc
+		}
+		brokers = append(brokers, BrokerStats{PID: pid, CPUSeconds: c - pcpu0[i], CPUCores: (c - pcpu0[i]) / elapsed.Seconds(),
+			MaxRSSMB: maxRSSMBOf(strconv.Itoa(pid))})
 	}
 	cancel()
 	wg.Wait()
@@ -512,8 +610,9 @@ func bench(ctx context.Context, o options, tr transport) *Result {
 		Config: map[string]any{"topic": o.topic, "partitions": o.partitions, "rf": o.rf, "min_isr": o.minISR,
 			"acks": o.acks, "record_size": o.recordSize, "batch_records": o.batchRecords, "inflight": o.inflight,
 			"rate": o.rate, "inprocess": o.inprocess, "fsync_each_batch": o.syncEach, "gomaxprocs": runtime.GOMAXPROCS(0),
-			"api": tr.name(), "tls": o.client != nil},
+			"api": tr.name(), "tls": o.client != nil, "compression": o.compression.String(), "payload": o.payload.String()},
 		DurationSeconds: elapsed.Seconds(), Records: records.Load(), Bytes: bytes.Load(), Requests: requests.Load(),
+		BatchBytes: sent.Load(), UncompressedBatchBytes: raw.Load(),
 		Errors: errs, ProduceLatencyMs: percentiles(prodHist), ConsumedRecords: consumed.Load(), Brokers: brokers,
 	}
 	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -521,12 +620,34 @@ func bench(ctx context.Context, o options, tr transport) *Result {
 	}
 	res.RecordsPerSec = float64(res.Records) / elapsed.Seconds()
 	res.MBPerSec = float64(res.Bytes) / elapsed.Seconds() / 1e6
+	if res.BatchBytes > 0 {
+		res.CompressionRatio = float64(res.UncompressedBatchBytes) / float64(res.BatchBytes)
+	}
+	mb := float64(res.Bytes) / 1e6
+	if len(brokers) > 0 && mb > 0 {
+		var cpu float64
+		for _, b := range brokers {
+			cpu += b.CPUSeconds
+		}
+		res.BrokersCPUSecondsPerMB = cpu / mb
+	}
 	if o.consume && e2eHist.TotalCount() > 0 {
 		p := percentiles(e2eHist)
 		res.EndToEndLatencyMs = &p
 	}
 	if cpu0 >= 0 && cpu1 >= 0 {
 		res.Process = &ProcessStats{CPUSeconds: cpu1 - cpu0, CPUCores: (cpu1 - cpu0) / elapsed.Seconds(), MaxRSSMB: maxRSSMB()}
+		if mb > 0 {
+			res.Process.CPUSecondsPerMB = res.Process.CPUSeconds / mb
+		}
+		if loadNs+otherNs > 0 {
+			p := res.Process
+			p.LoadCPUShare = float64(loadNs) / float64(loadNs+otherNs)
+			p.BrokersCPUSeconds = (1 - p.LoadCPUShare) * p.CPUSeconds
+			if mb > 0 {
+				p.BrokersCPUSecondsPerMB = p.BrokersCPUSeconds / mb
+			}
+		}
 	}
 	return res
 }
@@ -537,9 +658,8 @@ func bench(ctx context.Context, o options, tr transport) *Result {
 // twice in the consumers, CPU the in-process brokers then lacked.)
 func splitBatches(buf []byte) iter.Seq[storage.BatchView] {
 	return func(yield func(storage.BatchView) bool) {
-		const lengthEnd = 12 // baseOffset, batchLength: the bytes batchLength does not count
 		for len(buf) >= storage.BatchHeaderSize {
-			size := lengthEnd + int64(storage.BatchView(buf).BatchLength())
+			size := batchLengthEnd + int64(storage.BatchView(buf).BatchLength())
 			if size < storage.BatchHeaderSize || size > int64(len(buf)) {
 				return
 			}
@@ -557,28 +677,39 @@ func splitBatches(buf []byte) iter.Seq[storage.BatchView] {
 // storage.AppendBatch of the records with that time (main_test.go), but
 // each request no longer re-encodes every record, two copies of every
 // value: with --inprocess the load generator takes CPU from the brokers it
-// measures.
+// measures. With a compressor the records are compressed for every
+// request (their send times differ), as a producer compresses each batch.
 type stamper struct {
 	buf  []byte
 	vals []int // offsets of the values in buf; none below 8 bytes
+	comp kgo.Compressor
+	// out is the compressed batch; zbuf the compressor's buffer.
+	out  []byte
+	zbuf bytes.Buffer
 }
 
 // Kafka v2 record batch header offsets (storage/batch.go).
 const (
+	batchOffLength         = 8
 	batchOffCRC            = 17
 	batchOffAttributes     = 21
 	batchOffFirstTimestamp = 27
 	batchOffMaxTimestamp   = 35
+	// batchLengthEnd is baseOffset and batchLength: the bytes
+	// batchLength does not count.
+	batchLengthEnd = 12
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// newStamper encodes n records of size-byte values. Each value starts with
-// a marker unique in the batch, so its offset is found by search.
-func newStamper(n, size int) *stamper {
-	recs := make([]storage.Record, n)
+// newStamper encodes records of values (at least one; the stamper keeps
+// copies), compressed with comp unless it is nil. Each value starts with a
+// marker unique in the batch, so its offset is found by search.
+func newStamper(values [][]byte, comp kgo.Compressor) *stamper {
+	recs := make([]storage.Record, len(values))
+	size := len(values[0])
 	for i := range recs {
-		recs[i].Value = make([]byte, size)
+		recs[i].Value = bytes.Clone(values[i])
 		if size >= 8 {
 			binary.BigEndian.PutUint64(recs[i].Value, stampMarker(i))
 		}
@@ -587,7 +718,7 @@ func newStamper(n, size int) *stamper {
 	if err != nil {
 		panic(err) // n >= 1 records always encode
 	}
-	st := &stamper{buf: buf}
+	st := &stamper{buf: buf, comp: comp}
 	if size < 8 {
 		return st
 	}
@@ -597,15 +728,16 @@ func newStamper(n, size int) *stamper {
 		binary.BigEndian.PutUint64(m[:], stampMarker(i))
 		j := bytes.Index(buf[pos:], m[:])
 		st.vals = append(st.vals, pos+j)
-		pos += j + size
+		pos += j + len(values[i])
 	}
 	return st
 }
 
 func stampMarker(i int) uint64 { return 0xa5a5a5a5<<32 | uint64(i) }
 
-// stamp sets the batch's send time to now and returns it; the buffer is
-// the same on every call (the previous request must have completed).
+// stamp sets the batch's send time to now, compresses it with a
+// compressor, and returns it; the buffer is the same on every call (the
+// previous request must have completed).
 func (s *stamper) stamp(now time.Time) []byte {
 	b := s.buf
 	ms := uint64(now.UnixMilli())
@@ -613,6 +745,19 @@ func (s *stamper) stamp(now time.Time) []byte {
 	binary.BigEndian.PutUint64(b[batchOffMaxTimestamp:], ms)
 	for _, off := range s.vals {
 		binary.BigEndian.PutUint64(b[off:], uint64(now.UnixNano()))
+	}
+	if s.comp != nil {
+		s.zbuf.Reset()
+		recs := b[storage.BatchHeaderSize:]
+		// kgo's producer (sink.go) keeps a batch uncompressed when the
+		// codec fails or does not make it shorter: random bytes go out
+		// as they are.
+		if z, codec := s.comp.Compress(&s.zbuf, recs); z != nil && codec > kgo.CodecNone && len(z) < len(recs) {
+			s.out = append(append(s.out[:0], b[:storage.BatchHeaderSize]...), z...)
+			b = s.out
+			binary.BigEndian.PutUint32(b[batchOffLength:], uint32(len(b)-batchLengthEnd))
+			binary.BigEndian.PutUint16(b[batchOffAttributes:], uint16(codec))
+		}
 	}
 	binary.BigEndian.PutUint32(b[batchOffCRC:], crc32.Checksum(b[batchOffAttributes:], castagnoli))
 	return b
@@ -664,12 +809,14 @@ func maxRSSMBOf(pid string) float64 {
 
 func printTable(r *Result) {
 	c := r.Config
-	fmt.Printf("twinbench  partitions=%v rf=%v min_isr=%v acks=%v record=%vB batch=%v inflight=%v rate=%v fsync=%v tls=%v\n",
-		c["partitions"], c["rf"], c["min_isr"], c["acks"], c["record_size"], c["batch_records"], c["inflight"], c["rate"], c["fsync_each_batch"], c["tls"])
+	fmt.Printf("twinbench  api=%v partitions=%v rf=%v min_isr=%v acks=%v record=%vB batch=%v inflight=%v rate=%v fsync=%v tls=%v compression=%v payload=%v\n",
+		c["api"], c["partitions"], c["rf"], c["min_isr"], c["acks"], c["record_size"], c["batch_records"], c["inflight"], c["rate"], c["fsync_each_batch"], c["tls"],
+		c["compression"], c["payload"])
 	fmt.Printf("%-28s %12.2f\n", "duration (s)", r.DurationSeconds)
 	fmt.Printf("%-28s %12.0f\n", "throughput (records/s)", r.RecordsPerSec)
 	fmt.Printf("%-28s %12.2f\n", "throughput (MB/s)", r.MBPerSec)
 	fmt.Printf("%-28s %12d\n", "requests", r.Requests)
+	fmt.Printf("%-28s %12.2f (%d of %d batch bytes sent)\n", "compression ratio", r.CompressionRatio, r.BatchBytes, r.UncompressedBatchBytes)
 	pl := r.ProduceLatencyMs
 	fmt.Printf("%-28s %8.3f %8.3f %8.3f %8.3f\n", "produce latency ms p50/p99/p999/max", pl.P50, pl.P99, pl.P999, pl.Max)
 	if e := r.EndToEndLatencyMs; e != nil {
@@ -678,12 +825,23 @@ func printTable(r *Result) {
 	fmt.Printf("%-28s %12d\n", "consumed records", r.ConsumedRecords)
 	if p := r.Process; p != nil {
 		fmt.Printf("%-28s %12.2f cores, max RSS %.0f MB\n", "process CPU", p.CPUCores, p.MaxRSSMB)
+		what := "twinbench CPU s/MB"
+		if c["inprocess"] == true {
+			what = "CPU s/MB brokers+loadgen"
+		}
+		fmt.Printf("%-28s %12.4f (CPU seconds per MB of payload acknowledged)\n", what, p.CPUSecondsPerMB)
+		if p.BrokersCPUSeconds > 0 {
+			fmt.Printf("%-28s %12.4f (profile: load generator %.0f%% of the samples)\n", "CPU s/MB brokers (split)", p.BrokersCPUSecondsPerMB, 100*p.LoadCPUShare)
+		}
 	}
 	if r.LoadAvg != "" {
 		fmt.Printf("%-28s %s\n", "loadavg (machine)", r.LoadAvg)
 	}
 	for _, b := range r.Brokers {
 		fmt.Printf("%-28s %12.2f cores, max RSS %.0f MB\n", fmt.Sprintf("broker pid %d CPU", b.PID), b.CPUCores, b.MaxRSSMB)
+	}
+	if len(r.Brokers) > 0 {
+		fmt.Printf("%-28s %12.4f (the --pids brokers' CPU seconds per MB of payload acknowledged)\n", "brokers CPU s/MB", r.BrokersCPUSecondsPerMB)
 	}
 	for k, v := range r.Errors {
 		fmt.Printf("error %-40s %d\n", k, v)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -101,15 +102,37 @@ type kafkaTransport struct {
 	seeds   []string
 	workers []*kgo.Client
 	cons    *kgo.Client
+	// topicID names the topic in Fetch v13 and later (KIP-516), which
+	// ignore the name: kgo sends the newest version the broker lists.
+	topicID [16]byte
 }
 
-func newKafkaTransport(o options, cl *cluster) (*kafkaTransport, error) {
+func newKafkaTransport(ctx context.Context, o options, cl *cluster) (*kafkaTransport, error) {
 	t := &kafkaTransport{o: o, cl: cl, seeds: []string{o.kafkaBootstrap}}
 	c, err := kgo.NewClient(append(kafkaOpts(o), kgo.SeedBrokers(t.seeds...))...)
 	if err != nil {
 		return nil, err
 	}
 	t.cons = c
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(o.topic)
+	req.Topics = append(req.Topics, rt)
+	mctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(mctx, c)
+	switch {
+	case err != nil:
+	case len(resp.Topics) != 1:
+		err = fmt.Errorf("%d topics in the answer", len(resp.Topics))
+	default:
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("kafka metadata of %s: %w", o.topic, err)
+	}
+	t.topicID = resp.Topics[0].TopicID
 	return t, nil
 }
 
@@ -160,7 +183,7 @@ func (t *kafkaTransport) consumer(p int) func(context.Context, int64) ([]byte, e
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 500, 1, 8<<20
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = t.o.topic
+		rt.Topic, rt.TopicID = t.o.topic, t.topicID
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = int32(p), off, t.cl.les[p], 8<<20
 		rt.Partitions = append(rt.Partitions, rp)
