@@ -28,23 +28,30 @@ func movedCode(code int16) bool { return code == notLeaderOrFollower || code == 
 // leaderHint is a partition's current leader and leader epoch.
 type leaderHint struct{ id, epoch int32 }
 
-// leaderHints are KIP-951's hints for the partitions in moved: each one's
-// leader (absent when the metadata has none) and the leaders' brokers,
-// by id, with a Kafka listener. Without an answer from the broker's
-// metadata there are no hints (the client refreshes its metadata).
-func (s *Server) leaderHints(ctx context.Context, moved []tp) (map[tp]leaderHint, map[int32]*pb.MetadataBroker) {
+// movedPartition is a partition answered with a movedCode, and how to
+// write its hint into the answer.
+type movedPartition struct {
+	tp
+	set func(leaderHint)
+}
+
+// hintMoved writes each moved partition's hint, if there is one, and
+// returns the Kafka listeners of the leaders named, in id order. Without
+// an answer from the broker's metadata there are no hints (the client
+// refreshes its metadata).
+func (s *Server) hintMoved(ctx context.Context, moved []movedPartition) []*pb.MetadataBroker {
 	if len(moved) == 0 {
-		return nil, nil
+		return nil
 	}
 	var names []string
-	for _, k := range moved {
-		if !slices.Contains(names, k.topic) {
-			names = append(names, k.topic)
+	for _, m := range moved {
+		if !slices.Contains(names, m.topic) {
+			names = append(names, m.topic)
 		}
 	}
 	md, err := s.backend.Metadata(ctx, &pb.MetadataRequest{Topics: names})
 	if err != nil {
-		return nil, nil
+		return nil
 	}
 	brokers := map[int32]*pb.MetadataBroker{}
 	for _, b := range md.GetBrokers() {
@@ -52,28 +59,24 @@ func (s *Server) leaderHints(ctx context.Context, moved []tp) (map[tp]leaderHint
 			brokers[b.GetId()] = b
 		}
 	}
-	hints := map[tp]leaderHint{}
-	used := map[int32]*pb.MetadataBroker{}
+	leaders := map[tp]leaderHint{}
 	for _, t := range md.GetTopics() {
 		for _, p := range t.GetPartitions() {
-			k := tp{t.GetName(), p.GetIndex()}
-			b := brokers[p.GetLeaderId()]
-			if !slices.Contains(moved, k) || b == nil {
-				continue
-			}
-			hints[k] = leaderHint{p.GetLeaderId(), p.GetLeaderEpoch()}
-			used[b.GetId()] = b
+			leaders[tp{t.GetName(), p.GetIndex()}] = leaderHint{p.GetLeaderId(), p.GetLeaderEpoch()}
 		}
 	}
-	return hints, used
-}
-
-// sortedBrokers are brokers in id order (a deterministic answer).
-func sortedBrokers(bs map[int32]*pb.MetadataBroker) []*pb.MetadataBroker {
-	out := make([]*pb.MetadataBroker, 0, len(bs))
-	for _, b := range bs {
-		out = append(out, b)
+	var named []*pb.MetadataBroker
+	for _, m := range moved {
+		h, ok := leaders[m.tp]
+		b := brokers[h.id]
+		if !ok || b == nil {
+			continue
+		}
+		m.set(h)
+		if !slices.Contains(named, b) {
+			named = append(named, b)
+		}
 	}
-	slices.SortFunc(out, func(x, y *pb.MetadataBroker) int { return int(x.GetId()) - int(y.GetId()) })
-	return out
+	slices.SortFunc(named, func(x, y *pb.MetadataBroker) int { return int(x.GetId()) - int(y.GetId()) })
+	return named
 }

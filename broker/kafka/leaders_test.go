@@ -77,6 +77,16 @@ func TestLeaderHints(t *testing.T) {
 	hintedWant := []hinted{{0, 0, -1, -1}, {1, notLeaderOrFollower, 2, 5}, {2, fencedLeaderEpoch, -1, -1}}
 	noHints := []hinted{{0, 0, -1, -1}, {1, notLeaderOrFollower, -1, -1}, {2, fencedLeaderEpoch, -1, -1}}
 	wantBrokers := []string{"2 h2:9093"}
+	check := func(what string, got []hinted, brokers []string, hints bool) {
+		t.Helper()
+		want, wantB := noHints, []string(nil)
+		if hints {
+			want, wantB = hintedWant, wantBrokers
+		}
+		if !slices.Equal(got, want) || !slices.Equal(brokers, wantB) {
+			t.Errorf("%s: partitions %v, brokers %v; want %v, %v", what, got, brokers, want, wantB)
+		}
+	}
 
 	for _, v := range []int16{9, 10} {
 		req := kmsg.NewPtrProduceRequest()
@@ -99,13 +109,7 @@ func TestLeaderHints(t *testing.T) {
 		for _, b := range resp.Brokers {
 			brokers = append(brokers, fmtBroker(b.NodeID, b.Host, b.Port))
 		}
-		want, wantB := noHints, []string(nil)
-		if v >= 10 {
-			want, wantB = hintedWant, wantBrokers
-		}
-		if !slices.Equal(got, want) || !slices.Equal(brokers, wantB) {
-			t.Errorf("Produce v%d: partitions %v, brokers %v; want %v, %v", v, got, brokers, want, wantB)
-		}
+		check(fmt.Sprintf("Produce v%d", v), got, brokers, v >= 10)
 	}
 
 	for _, v := range []int16{15, 16} {
@@ -128,12 +132,6 @@ func TestLeaderHints(t *testing.T) {
 		for _, b := range resp.Brokers {
 			brokers = append(brokers, fmtBroker(b.NodeID, b.Host, b.Port))
 		}
-		want, wantB := noHints, []string(nil)
-		if v >= 16 {
-			want, wantB = hintedWant, wantBrokers
-		}
-		if !slices.Equal(got, want) || !slices.Equal(brokers, wantB) {
-			t.Errorf("Fetch v%d: partitions %v, brokers %v; want %v, %v", v, got, brokers, want, wantB)
-		}
+		check(fmt.Sprintf("Fetch v%d", v), got, brokers, v >= 16)
 	}
 }

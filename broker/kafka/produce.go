@@ -71,25 +71,18 @@ func (s *Server) startProduce(ctx context.Context, kreq kmsg.Request) func() kms
 // hintProduce adds KIP-951's leader hints (leaders.go) to resp's moved
 // partitions.
 func (s *Server) hintProduce(ctx context.Context, resp *kmsg.ProduceResponse) {
-	var moved []tp
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			if movedCode(rp.ErrorCode) {
-				moved = append(moved, tp{rt.Topic, rp.Partition})
-			}
-		}
-	}
-	hints, brokers := s.leaderHints(ctx, moved)
+	var moved []movedPartition
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
-			if h, ok := hints[tp{rt.Topic, rp.Partition}]; ok && movedCode(rp.ErrorCode) {
-				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = h.id, h.epoch
+			if rp := &rt.Partitions[j]; movedCode(rp.ErrorCode) {
+				moved = append(moved, movedPartition{tp{rt.Topic, rp.Partition}, func(h leaderHint) {
+					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = h.id, h.epoch
+				}})
 			}
 		}
 	}
-	for _, b := range sortedBrokers(brokers) {
+	for _, b := range s.hintMoved(ctx, moved) {
 		rb := kmsg.NewProduceResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = b.GetId(), b.GetKafkaHost(), b.GetKafkaPort()
 		resp.Brokers = append(resp.Brokers, rb)
