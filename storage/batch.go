@@ -255,7 +255,8 @@ func (b BatchView) validate(ts *TimestampRange, nullKey *bool) error {
 	if n == 0 {
 		return nil
 	}
-	recs, err := b.recordBytes()
+	recs, release, err := b.scratchRecordBytes()
+	defer release()
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -82,22 +83,57 @@ func checkAttributes(a int16) error {
 
 // recordBytes are the batch's records: the bytes after the header, or
 // those decompressed for a compressed batch.
-func (b BatchView) recordBytes() ([]byte, error) {
+func (b BatchView) recordBytes() ([]byte, error) { return b.recordBytesTo(nil) }
+
+// recordBytesTo is recordBytes, decompressing into dst's memory (its
+// length is ignored) when it is large enough.
+func (b BatchView) recordBytesTo(dst []byte) ([]byte, error) {
 	c := b.Codec()
 	if c == CodecNone {
 		return b[BatchHeaderSize:], nil
 	}
-	out, err := decompress(c, b[BatchHeaderSize:])
+	out, err := decompressTo(dst[:0], c, b[BatchHeaderSize:])
 	if err != nil {
 		return nil, corruptf(0, "%s records: %v", c, err)
 	}
 	return out, nil
 }
 
+// scratchRecordBytes is recordBytes for a caller that is done with the
+// records when it calls release: a compressed batch is decompressed into
+// a pooled buffer (a leader validates every batch a producer sends, and
+// the records it decompresses only to check them need not be allocated
+// each time).
+func (b BatchView) scratchRecordBytes() (recs []byte, release func(), err error) {
+	if b.Codec() == CodecNone {
+		return b[BatchHeaderSize:], func() {}, nil
+	}
+	p, _ := scratchBuffers.Get().(*[]byte)
+	if p == nil {
+		p = new([]byte)
+	}
+	recs, err = b.recordBytesTo(*p)
+	return recs, func() {
+		if cap(recs) <= maxScratchBytes {
+			*p = recs[:0]
+		}
+		scratchBuffers.Put(p)
+	}, err
+}
+
+// scratchBuffers hold decompressed records between uses
+// (scratchRecordBytes); one larger than maxScratchBytes is not kept.
+var scratchBuffers sync.Pool // *[]byte
+
+const maxScratchBytes = 4 << 20
+
 var errTooLarge = fmt.Errorf("decompress to more than %d bytes", MaxDecompressedBytes)
 
 // decompress inflates src with codec c, at most MaxDecompressedBytes.
-func decompress(c Codec, src []byte) ([]byte, error) {
+func decompress(c Codec, src []byte) ([]byte, error) { return decompressTo(nil, c, src) }
+
+// decompressTo is decompress, appending to dst.
+func decompressTo(dst []byte, c Codec, src []byte) ([]byte, error) {
 	switch c {
 	case CodecGzip:
 		r, _ := gzipReaders.Get().(*gzip.Reader)
@@ -108,21 +144,21 @@ func decompress(c Codec, src []byte) ([]byte, error) {
 		if err := r.Reset(bytes.NewReader(src)); err != nil {
 			return nil, err
 		}
-		return readBounded(r)
+		return readBounded(dst, r, len(src))
 	case CodecSnappy:
-		return unsnappy(src)
+		return unsnappy(dst, src)
 	case CodecLZ4:
 		r := lz4Readers.Get().(*lz4.Reader)
 		defer lz4Readers.Put(r)
 		r.Reset(bytes.NewReader(src))
-		return readBounded(r)
+		return readBounded(dst, r, len(src))
 	case CodecZstd:
 		d := zstdDecoders.Get().(*zstd.Decoder)
 		defer zstdDecoders.Put(d)
 		if err := d.Reset(bytes.NewReader(src)); err != nil {
 			return nil, err
 		}
-		return readBounded(d)
+		return readBounded(dst, d, len(src))
 	}
 	return nil, fmt.Errorf("unknown codec %d", c)
 }
@@ -145,16 +181,27 @@ var zstdDecoders = sync.Pool{New: func() any {
 	return d
 }}
 
-// readBounded reads r to its end, refusing more than MaxDecompressedBytes.
-func readBounded(r io.Reader) ([]byte, error) {
-	out, err := io.ReadAll(io.LimitReader(r, MaxDecompressedBytes+1))
-	if err != nil {
-		return nil, err
+// readBounded appends r's bytes up to its end to dst, refusing more than
+// MaxDecompressedBytes. It starts with room for four times the compressed
+// size (compressed records of real data shrink 2-5x), then doubles.
+func readBounded(dst []byte, r io.Reader, compressed int) ([]byte, error) {
+	dst = slices.Grow(dst, min(4*compressed+512, MaxDecompressedBytes+1))
+	for {
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, min(cap(dst), MaxDecompressedBytes+1-len(dst)))
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if len(dst) > MaxDecompressedBytes {
+			return nil, errTooLarge
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if len(out) > MaxDecompressedBytes {
-		return nil, errTooLarge
-	}
-	return out, nil
 }
 
 // xerialMagic starts snappy data in the xerial framing Kafka's Java client
@@ -165,15 +212,15 @@ var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 const xerialHeaderSize = 16
 
-// unsnappy decodes raw or xerial-framed snappy.
-func unsnappy(src []byte) ([]byte, error) {
+// unsnappy decodes raw or xerial-framed snappy, appending to dst.
+func unsnappy(dst, src []byte) ([]byte, error) {
 	if !bytes.HasPrefix(src, xerialMagic) {
-		return unsnappyBlock(nil, src)
+		return unsnappyBlock(dst, src)
 	}
 	if len(src) < xerialHeaderSize {
 		return nil, errors.New("truncated xerial snappy header")
 	}
-	var out []byte
+	out := dst
 	for p := src[xerialHeaderSize:]; len(p) > 0; {
 		if len(p) < 4 {
 			return nil, errors.New("truncated xerial snappy chunk length")
@@ -201,11 +248,11 @@ func unsnappyBlock(dst, block []byte) ([]byte, error) {
 	if n > MaxDecompressedBytes-len(dst) {
 		return nil, errTooLarge
 	}
-	out, err := snappy.Decode(make([]byte, n), block)
-	if err != nil {
+	dst = slices.Grow(dst, n)
+	if _, err := snappy.Decode(dst[len(dst):len(dst)+n], block); err != nil {
 		return nil, err
 	}
-	return append(dst, out...), nil
+	return dst[:len(dst)+n], nil
 }
 
 // compress compresses src with codec c as Kafka's brokers write a batch
