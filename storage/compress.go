@@ -129,10 +129,8 @@ const maxScratchBytes = 4 << 20
 
 var errTooLarge = fmt.Errorf("decompress to more than %d bytes", MaxDecompressedBytes)
 
-// decompress inflates src with codec c, at most MaxDecompressedBytes.
-func decompress(c Codec, src []byte) ([]byte, error) { return decompressTo(nil, c, src) }
-
-// decompressTo is decompress, appending to dst.
+// decompressTo inflates src with codec c, at most MaxDecompressedBytes,
+// appending to dst.
 func decompressTo(dst []byte, c Codec, src []byte) ([]byte, error) {
 	switch c {
 	case CodecGzip:
