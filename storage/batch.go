@@ -260,23 +260,34 @@ func (b BatchView) validate(ts *TimestampRange, nullKey *bool) error {
 	if err != nil {
 		return err
 	}
-	if int64(n) > int64(len(recs)) {
-		return corruptf(0, "record count %d cannot fit in %d bytes", n, len(recs))
-	}
-	var prev int64 = -1
-	err = b.eachRecord(recs, func(r *Record, delta int64, _ []byte) error {
-		if delta <= prev {
-			return corruptf(0, "offset delta %d after %d", delta, prev)
-		}
-		prev = delta
+	return b.checkRecords(recs, false, func(r *Record) {
 		if ts != nil {
 			ts.Min, ts.Max = min(ts.Min, r.Timestamp), max(ts.Max, r.Timestamp)
 		}
 		if nullKey != nil && r.Key == nil {
 			*nullKey = true
 		}
+	})
+}
+
+// checkRecords walks the batch's records recs (recordBytes, the batch's
+// header checked) as Validate checks them: record count within the bytes,
+// each record well-formed, offset deltas strictly increasing and at most
+// lastOffsetDelta. It calls fn on each record (with full, its headers
+// filled: eachRecord).
+func (b BatchView) checkRecords(recs []byte, full bool, fn func(*Record)) error {
+	if n := b.RecordCount(); int64(n) > int64(len(recs)) {
+		return corruptf(0, "record count %d cannot fit in %d bytes", n, len(recs))
+	}
+	var prev int64 = -1
+	err := b.eachRecord(recs, func(r *Record, delta int64, _ []byte) error {
+		if delta <= prev {
+			return corruptf(0, "offset delta %d after %d", delta, prev)
+		}
+		prev = delta
+		fn(r)
 		return nil
-	}, false)
+	}, full)
 	if err != nil {
 		return err
 	}
@@ -322,23 +333,25 @@ func (b BatchView) validateHeader() error {
 	return nil
 }
 
-// Records decodes the records, decompressing a compressed batch. The batch
-// must be valid; the returned keys, values and header values alias b (or
-// the decompressed records).
+// Records decodes the records, decompressing a compressed batch once,
+// and checks them as Validate does. The returned keys, values and header
+// values alias b (or the decompressed records).
 func (b BatchView) Records() ([]Record, error) {
-	if err := b.Validate(); err != nil {
+	if err := b.validateHeader(); err != nil {
 		return nil, err
+	}
+	if b.RecordCount() == 0 {
+		return []Record{}, nil
 	}
 	recs, err := b.recordBytes()
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Record, 0, b.RecordCount())
-	err = b.eachRecord(recs, func(r *Record, _ int64, _ []byte) error {
-		out = append(out, *r)
-		return nil
-	}, true)
-	return out, err
+	if err := b.checkRecords(recs, true, func(r *Record) { out = append(out, *r) }); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // eachRecord walks the records in recs (recordBytes); with full it fills
