@@ -3,8 +3,10 @@ package kafka
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -150,5 +152,104 @@ func TestPipelineClosesWithConnection(t *testing.T) {
 	defer be.mu.Unlock()
 	if slices.Contains(be.log, "end a") {
 		t.Fatalf("events %v: the wait ended by its release, not by the connection's end", be.log)
+	}
+}
+
+// TestPipelineOrderUnderRandomOutcomes: for seeded random mixes of up to
+// 20 produces (more than maxPipelined outstanding) and Metadata requests
+// on one connection, whose produces' outcomes arrive in a random order,
+// every answer comes back in request order and is its own request's, and
+// each Metadata runs only after every produce sent before it has ended.
+func TestPipelineOrderUnderRandomOutcomes(t *testing.T) {
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		n := 2 + rng.IntN(19)
+		var kinds []string // a produce's topic (its length is its index + 1), or "" for Metadata
+		be := &pipeBackend{started: make(chan string, n), release: map[string]chan struct{}{}}
+		for i := range n {
+			if rng.IntN(4) == 0 {
+				kinds = append(kinds, "")
+				continue
+			}
+			topic := strings.Repeat("t", i+1)
+			kinds = append(kinds, topic)
+			be.release[topic] = make(chan struct{})
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewServer(Config{Logger: slog.New(slog.DiscardHandler)}, be, nil)
+		go s.Serve(ln)
+		c := dial(t, ln.Addr().String())
+		corrs := make([]int32, n)
+		for i, k := range kinds {
+			if k == "" {
+				md := kmsg.NewPtrMetadataRequest()
+				md.SetVersion(1)
+				corrs[i] = c.send(md)
+			} else {
+				corrs[i] = c.send(produceTo(k))
+			}
+		}
+		// The outcomes arrive in a random order, while the answers are
+		// being read.
+		var topics []string
+		for _, k := range kinds {
+			if k != "" {
+				topics = append(topics, k)
+			}
+		}
+		rng.Shuffle(len(topics), func(i, j int) { topics[i], topics[j] = topics[j], topics[i] })
+		go func() {
+			for _, k := range topics {
+				close(be.release[k])
+			}
+		}()
+		for i, k := range kinds {
+			if k == "" {
+				c.recv(corrs[i], kmsg.NewPtrMetadataResponse(), false) // recv checks the correlation id
+				continue
+			}
+			r := kmsg.NewPtrProduceResponse()
+			r.SetVersion(7)
+			c.recv(corrs[i], r, false)
+			if got := r.Topics[0].Partitions[0].BaseOffset; got != int64(len(k)) {
+				t.Fatalf("seed %d: answer %d carries base offset %d, want %d (another request's)", seed, i, got, len(k))
+			}
+		}
+		// The k-th Metadata run is the k-th Metadata request (requests
+		// start in order): every produce sent before it must have ended.
+		var before [][]string
+		var sent []string
+		for _, k := range kinds {
+			if k == "" {
+				before = append(before, slices.Clone(sent))
+			} else {
+				sent = append(sent, k)
+			}
+		}
+		be.mu.Lock()
+		log := slices.Clone(be.log)
+		be.mu.Unlock()
+		ended, m := map[string]bool{}, 0
+		for _, e := range log {
+			if topic, ok := strings.CutPrefix(e, "end "); ok {
+				ended[topic] = true
+			}
+			if e != "metadata" {
+				continue
+			}
+			for _, k := range before[m] {
+				if !ended[k] {
+					t.Fatalf("seed %d: events %v: Metadata %d ran before produce %q ended", seed, log, m, k)
+				}
+			}
+			m++
+		}
+		if m != len(before) {
+			t.Fatalf("seed %d: %d Metadata runs, want %d", seed, m, len(before))
+		}
+		s.Close()
 	}
 }
