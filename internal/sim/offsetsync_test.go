@@ -66,11 +66,7 @@ func TestTwoClusterGroupSeeds(t *testing.T) {
 		"resume checks":             {resumes, 2 * len(list)},
 		"offset fetches":            {fetches, 4 * len(list)},
 	}
-	for what, v := range want {
-		if v[0] < v[1] {
-			t.Errorf("%d seeds exercised only %d %s, want ≥ %d", len(list), v[0], what, v[1])
-		}
-	}
+	checkExercised(t, len(list), want)
 }
 
 // TestOffsetSyncClampsToDestinationHW: the check bites. A sync writes a

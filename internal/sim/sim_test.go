@@ -110,11 +110,7 @@ func TestSimSeeds(t *testing.T) {
 		"controller compactions":  {total.Faults["controller-compact"], len(list) / 4},
 		"snapshot pages gathered": {total.Checks["metadata snapshot page gathered"], len(list) / 4},
 	}
-	for what, v := range want {
-		if v[0] < v[1] {
-			t.Errorf("%d seeds exercised only %d %s, want ≥ %d", len(list), v[0], what, v[1])
-		}
-	}
+	checkExercised(t, len(list), want)
 }
 
 func add(total, r *Report) {
@@ -205,5 +201,16 @@ func TestChecksBite(t *testing.T) {
 			}
 			t.Fatalf("mutation %s went unnoticed over 30 seeds", m)
 		})
+	}
+}
+
+// checkExercised fails t for each of want's counts (got, least) over
+// seeds seeds below its least: a sweep that did not reach what it checks.
+func checkExercised(t *testing.T, seeds int, want map[string][2]int) {
+	t.Helper()
+	for what, v := range want {
+		if v[0] < v[1] {
+			t.Errorf("%d seeds exercised only %d %s, want ≥ %d", seeds, v[0], what, v[1])
+		}
 	}
 }
