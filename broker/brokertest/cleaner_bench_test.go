@@ -340,6 +340,7 @@ func syncLogDirs(c *Cluster) error {
 // acks=all request to its partition's leader every loadEvery.
 type produceLoad struct {
 	topic   string
+	topicID [16]byte
 	clients []*kgo.Client
 	parts   []int32
 	leaders []twinlog.BrokerID
@@ -368,9 +369,7 @@ func newProduceLoad(bm *testing.B, c *Cluster, topic string, parts int) *produce
 		leader, _ := c.Leader(topic, p)
 		l.parts, l.leaders = append(l.parts, p), append(l.leaders, leader)
 		// Load the client's brokers, for Broker(id).
-		if _, err := kmsg.NewPtrMetadataRequest().RequestWith(context.Background(), cl); err != nil {
-			bm.Fatal(err)
-		}
+		l.topicID = kafkaTopicID(context.Background(), bm, cl, topic)
 	}
 	vals := make([][]byte, 8)
 	for i := range vals {
@@ -410,7 +409,7 @@ func (l *produceLoad) run(ctx context.Context, stop <-chan struct{}) ([]loadSamp
 				req := kmsg.NewPtrProduceRequest()
 				req.Acks, req.TimeoutMillis = -1, 10000
 				rt := kmsg.NewProduceRequestTopic()
-				rt.Topic = l.topic
+				rt.Topic, rt.TopicID = l.topic, l.topicID // v13+ sends the id
 				rp := kmsg.NewProduceRequestTopicPartition()
 				rp.Partition, rp.Records = l.parts[i], l.batch
 				rt.Partitions = append(rt.Partitions, rp)

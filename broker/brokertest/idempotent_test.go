@@ -35,7 +35,7 @@ func idempotentProduce(ctx context.Context, t *testing.T, cl *kgo.Client, id twi
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 10_000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, kafkaTopicID(ctx, t, cl, topic) // v13+ sends the id
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Records = batch
 	rt.Partitions = append(rt.Partitions, rp)

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/twinlog/twinlog"
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
@@ -36,20 +37,41 @@ func kafkaClient(t *testing.T, c *Cluster, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
+// kafkaTopicID is topic's id as cl's Metadata answers it (raw Produce
+// v13+ and Fetch v13+ requests name topics by id).
+func kafkaTopicID(ctx context.Context, t testing.TB, cl *kgo.Client, topic string) [16]byte {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = &topic
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("metadata %s: %v %+v", topic, err, resp)
+	}
+	return resp.Topics[0].TopicID
+}
+
 // TestKafkaClientProducesAndConsumes: a franz-go producer (acks=all, no
-// compression, not idempotent: InitProducerId is not served yet) writes
-// keyed records over three partitions through the Kafka listeners; a
-// franz-go consumer reads every one back at the offset its produce was
+// compression, not idempotent: idempotent_test.go has those) writes keyed
+// records over three partitions through the Kafka listeners; a franz-go
+// consumer reads every one back at the offset its produce was
 // acknowledged with, and twinlog's own gRPC read of the same partitions
-// returns the same values: both APIs front the same logs.
+// returns the same values: both APIs front the same logs. Both clients
+// refuse anything older than the newest versions twinlog serves of
+// Produce (v13: topics by id), Fetch and Metadata, which franz-go sends.
 func TestKafkaClientProducesAndConsumes(t *testing.T) {
 	c := NewCluster(t, Options{MinISR: 2})
 	c.CreateTopic("k", 3, 3, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
+	newest := new(kversion.Versions)
+	newest.SetMaxKeyVersion(0, 13) // Produce
+	newest.SetMaxKeyVersion(1, 16) // Fetch
+	newest.SetMaxKeyVersion(3, 12) // Metadata
 	prod := kafkaClient(t, c, kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic("k"))
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic("k"), kgo.MinVersions(newest))
 	const n = 600
 	type acked struct {
 		p      int32
@@ -86,7 +108,7 @@ func TestKafkaClientProducesAndConsumes(t *testing.T) {
 
 	cons := kafkaClient(t, c, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		"k": {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart(), 2: kgo.NewOffset().AtStart()},
-	}))
+	}), kgo.MinVersions(newest))
 	got := map[string]acked{}
 	for len(got) < n {
 		fs := cons.PollFetches(ctx)

@@ -77,7 +77,7 @@ func (s *Server) table() map[int16]api {
 		// librdkafka before 2.10 enables gzip, snappy (and lz4) only for a
 		// broker whose range includes Produce v2; v0-v2 themselves (the
 		// old message formats) are refused.
-		0:  {min: 3, max: 10, advertisedMin: new(int16(0)), start: s.startProduce, fail: failProduce, timeout: produceTimeout},
+		0:  {min: 3, max: 13, advertisedMin: new(int16(0)), start: s.startProduce, fail: failProduce, timeout: produceTimeout},
 		1:  {min: 4, max: 16, handle: s.fetch, fail: failFetch, timeout: fetchTimeout},
 		2:  {min: 1, max: 6, handle: s.listOffsets, fail: failListOffsets, timeout: fixed},
 		23: {min: 0, max: 4, handle: s.offsetForLeaderEpoch, fail: failOffsetForLeaderEpoch, timeout: fixed},

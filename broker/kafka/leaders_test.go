@@ -67,7 +67,7 @@ type hinted struct {
 	leaderID, leaderEpoch int32
 }
 
-// TestLeaderHints (KIP-951): Produce v10 and Fetch v16 answer
+// TestLeaderHints (KIP-951): Produce v10+ and Fetch v16 answer
 // NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH with the partition's
 // current leader and epoch, and the leaders' Kafka endpoints; a leader
 // without a Kafka listener is not named; older versions carry no hints.
@@ -88,12 +88,12 @@ func TestLeaderHints(t *testing.T) {
 		}
 	}
 
-	for _, v := range []int16{9, 10} {
+	for _, v := range []int16{9, 10, 13} {
 		req := kmsg.NewPtrProduceRequest()
 		req.SetVersion(v)
 		req.Acks, req.TimeoutMillis = -1, 1000
 		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "t"
+		rt.Topic, rt.TopicID = "t", idBytes(7) // each version sends one
 		for p := range int32(3) {
 			rp := kmsg.NewProduceRequestTopicPartition()
 			rp.Partition, rp.Records = p, []byte{}

@@ -20,17 +20,27 @@ func produceTimeout(kreq kmsg.Request) time.Duration {
 // §4.1): the record bytes of each partition are passed as they came, the
 // broker validates them as Kafka's RecordBatch v2 and appends them before
 // startProduce returns; the wait is for the acks (pipeline.go).
-// Transactional produce is refused (transactions are out of scope). With
-// acks=0 the client expects no answer and gets none.
+// Transactional produce is refused (transactions are out of scope), and
+// so v11 and v12, which differ from v10 only for transactions, are v10.
+// From v13 topics are named by id (KIP-516): an id no topic has is
+// UNKNOWN_TOPIC_ID. With acks=0 the client expects no answer and gets
+// none.
 func (s *Server) startProduce(ctx context.Context, kreq kmsg.Request) func() kmsg.Response {
 	req := kreq.(*kmsg.ProduceRequest)
 	if req.TransactionID != nil {
 		return answered(failProduce(req, invalidTxnState))
 	}
+	byID := req.GetVersion() >= 13
+	if byID {
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			t.Topic, _ = s.backend.TopicName(topicIDString(t.TopicID)) // "": unknown
+		}
+	}
 	denied := s.access(ctx).produce(req)
 	preq := &pb.ProduceRequest{Acks: int32(req.Acks), TimeoutMs: req.TimeoutMillis}
 	for _, t := range req.Topics {
-		if denied[t.Topic] {
+		if (byID && t.Topic == "") || denied[t.Topic] {
 			continue
 		}
 		for _, p := range t.Partitions {
@@ -103,6 +113,9 @@ func produceAnswer(req *kmsg.ProduceRequest, denied map[string]bool, code int16,
 			rp := &rt.Partitions[j]
 			pr := byTP[tp{rt.Topic, rp.Partition}]
 			switch {
+			case req.GetVersion() >= 13 && rt.Topic == "": // no topic has the id
+				rp.ErrorCode = unknownTopicID
+				continue
 			case denied[rt.Topic]:
 				rp.ErrorCode = topicAuthorizationFailed
 				continue
@@ -135,7 +148,7 @@ func failProduce(kreq kmsg.Request, code int16) kmsg.Response {
 	resp.SetVersion(req.GetVersion())
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition, rp.ErrorCode, rp.BaseOffset = p.Partition, code, -1

@@ -205,8 +205,8 @@ func TestApiVersions(t *testing.T) {
 	}
 
 	for _, k := range resp.ApiKeys {
-		if k.ApiKey == 0 && (k.MinVersion != 0 || k.MaxVersion != 10) {
-			t.Errorf("Produce advertised %d..%d, want 0..10 (KAFKA-18659)", k.MinVersion, k.MaxVersion)
+		if k.ApiKey == 0 && (k.MinVersion != 0 || k.MaxVersion != 13) {
+			t.Errorf("Produce advertised %d..%d, want 0..13 (KAFKA-18659)", k.MinVersion, k.MaxVersion)
 		}
 	}
 	// Produce v2 (the old message format) is advertised but refused.

@@ -156,7 +156,7 @@ func (t *kafkaTransport) producer(p, _ int) func(context.Context, []byte) (strin
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis = int16(t.o.acks), 30000
 		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = t.o.topic
+		rt.Topic, rt.TopicID = t.o.topic, t.topicID // v13+ sends the id
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition, rp.Records = int32(p), buf
 		rt.Partitions = append(rt.Partitions, rp)
