@@ -138,7 +138,11 @@
 // with acks=all through the partition), __consumer_offsets is created by
 // the host's FindCoordinator path, and 2–3 members per group find the
 // coordinator, join, sync, fetch their offsets, heartbeat and commit over
-// the lossy network, restarting or leaving now and then. Checked: no
+// the lossy network, restarting or leaving now and then. A member's
+// position moves only over records the partition's leader on its cluster
+// holds below the HW, and each commit carries the leader epoch of the
+// record before the position (the last consumed, as a Kafka client
+// commits it; -1 at 0). Checked: no
 // committed offset (an OffsetFetch answer, an acknowledged commit, the
 // final OffsetFetch after healing) is below one acknowledged before,
 // unless a truncation or lossy shutdowns of the coordinator's partition
@@ -159,8 +163,16 @@
 // destination's answered HW, its reads of the source are never below the
 // source's acknowledged commits, and when a sync ends each group whose
 // commit the destination acknowledged holds there what the source
-// answered, clamped to the HW. A sync's acknowledged
-// commit is the group's new offset on that cluster (a reset). Not
+// answered, clamped to the HW (or, where the sync's truncation pass moved
+// it, the pass's offset), and the truncation pass (controller
+// fixTruncated) moves a group back only as a recorded truncation
+// explains: a truncation point between the move and the old offset, or
+// the old offset's record gone from the log after a truncation. Group g2
+// is excluded from the sync (Config.OffsetSyncExclude), so its commits
+// into an old source's unmirrored tail survive the failback for the pass;
+// healing waits for a complete sync after the last truncation point. A
+// sync's acknowledged commit is the group's new offset on that cluster (a
+// reset). Not
 // simulated: the catch-up wait of StopMirrorTopics (the world's own). Replay
 // with go test ./internal/sim -run TestTwoClusterGroupSeeds -sim.seed=N (a
 // sweep: -sim.twogroupseeds=N -sim.first=F).

@@ -30,12 +30,18 @@ import (
 // FindCoordinator path (EnsureInternalTopic to the controller), hosted
 // and replicated like any partition, and written by acks=all appends
 // through the coordinator's own partition. Members of Config.Groups
-// groups consume topic t (they commit positions, they do not read the
-// records): they find the coordinator through a random broker, join,
-// sync (the leader assigns round-robin), fetch their committed offsets
-// and commit increasing positions in their generation while
+// groups consume topic t: they find the coordinator through a random
+// broker, join, sync (the leader assigns round-robin), fetch their
+// committed offsets and commit their positions in their generation while
 // heartbeating, over the lossy network; now and then one restarts
-// without leaving (its session expires) or leaves.
+// without leaving (its session expires) or leaves. A member does not
+// read the records over the network, but its position only moves over
+// records the partition's leader holds below its HW on the member's
+// cluster (consume: the simulator's omniscient view of a consumer's
+// fetch), and each commit carries the leader epoch of the record before
+// the position (the last one consumed, as Kafka clients commit it; -1
+// at position 0), so a failback's truncation can leave a commit in
+// truncated history for the offset sync's truncation pass.
 //
 // The check ("a committed offset never goes backwards unless a truncation
 // or reset explains it"): every commit a coordinator acknowledged is the
@@ -68,6 +74,11 @@ type GroupReport struct {
 	// the answers below an acknowledged commit that a later sync commit
 	// explains (its acknowledgement lost).
 	SyncAcks, Resets int
+	// TruncationMoves counts the offset sync's commits out of truncated
+	// history (controller fixTruncated) acknowledged here, of which
+	// TruncationMovesBack went below the group's acknowledged offset (each
+	// explained by a recorded truncation: checkTruncationMove).
+	TruncationMoves, TruncationMovesBack int
 }
 
 // groupRequestTimeoutMs bounds a member's wait for one answer (a
@@ -293,6 +304,7 @@ type simGroup struct {
 // commitAck is an acknowledged commit and where it was made.
 type commitAck struct {
 	offset int64
+	epoch  int32  // the commit's leader epoch (of the record before offset)
 	seq    uint64 // History position at the acknowledgement
 	n      uint64 // order among the cluster's acknowledgements and resets
 	cp     int32  // the coordinator's __consumer_offsets partition
@@ -318,7 +330,10 @@ type member struct {
 	// stable: the member looks for a new coordinator from Stable (it
 	// resumes heartbeating in its generation there).
 	stable bool
-	pos    map[int32]int64
+	// pos is the position on each assigned partition; epoch the leader
+	// epoch of the record before it (the last consumed; -1 unknown).
+	pos   map[int32]int64
+	epoch map[int32]int32
 
 	// main carries FindCoordinator, JoinGroup, SyncGroup and
 	// OffsetFetch; heartbeats and commits have their own lines, as a
@@ -347,7 +362,7 @@ func (s *Sim) setupGroups() {
 	for gi := range s.cfg.Groups {
 		g := &simGroup{id: "g" + strconv.Itoa(gi), acked: map[int32]commitAck{}, sent: map[int32]int64{}, resets: map[int32][]commitAck{}}
 		for range 2 + s.rng.IntN(2) {
-			m := &member{s: s, g: g, idx: idx, name: fmt.Sprintf("%s.%d", g.id, len(g.members)), pos: map[int32]int64{}}
+			m := &member{s: s, g: g, idx: idx, name: fmt.Sprintf("%s.%d", g.id, len(g.members)), pos: map[int32]int64{}, epoch: map[int32]int32{}}
 			g.members = append(g.members, m)
 			idx++
 		}
@@ -645,7 +660,12 @@ func (m *member) fetch() {
 					return
 				}
 				s.checkCommitted(m.g, p.Partition, p.Offset, before, a.le, "OffsetFetch by "+m.name)
-				m.pos[p.Partition] = max(p.Offset, 0)
+				// A Kafka client resumes at the committed offset with its
+				// committed leader epoch.
+				m.pos[p.Partition], m.epoch[p.Partition] = max(p.Offset, 0), -1
+				if p.Offset > 0 {
+					m.epoch[p.Partition] = p.LeaderEpoch
+				}
 			}
 		}
 		m.tracef("generation %d: resumes at %v", m.generation, m.positions())
@@ -656,9 +676,38 @@ func (m *member) fetch() {
 func (m *member) positions() []string {
 	out := make([]string, 0, len(m.assigned))
 	for _, p := range m.assigned {
-		out = append(out, fmt.Sprintf("%d@%d", p, m.pos[p]))
+		out = append(out, fmt.Sprintf("%d@%d(LE %d)", p, m.pos[p], m.epochOf(p)))
 	}
 	return out
+}
+
+// epochOf is the leader epoch a commit of partition p's position carries.
+func (m *member) epochOf(p int32) int32 {
+	if e, ok := m.epoch[p]; ok && m.pos[p] > 0 {
+		return e
+	}
+	return -1
+}
+
+// consume moves the position on partition p over up to 64 records the
+// partition's leader on the member's cluster holds below its HW (none if
+// no leader answers or the position is at or above the HW), and keeps
+// the leader epoch of the last record passed from the leader's epoch
+// cache: what a consumer's fetch from the leader (the controller's, in
+// its LE) would give it.
+func (m *member) consume(p int32) {
+	s := m.s
+	n := 1 + int64(s.rng.IntN(64))
+	lp := s.leaderPart(twinlog.TopicPartition{Topic: "t", Partition: p})
+	if lp == nil {
+		return
+	}
+	hw, pos := int64(lp.r.HighWatermark()), m.pos[p]
+	if pos >= hw {
+		return
+	}
+	next := min(pos+n, hw)
+	m.pos[p], m.epoch[p] = next, int32(lp.log.Epochs().EpochForOffset(twinlog.Offset(next-1)))
 }
 
 // current reports whether the member is still Stable in generation
@@ -688,14 +737,15 @@ func (m *member) heartbeat() {
 	})
 }
 
-// commit advances each assigned partition's position and commits them
-// in the member's generation.
+// commit consumes on each assigned partition and commits the positions,
+// with the leader epochs of their last records, in the member's
+// generation.
 func (m *member) commit() {
 	s := m.s
 	parts := make([]group.CommitPartition, len(m.assigned))
 	for i, p := range m.assigned {
-		m.pos[p] += 1 + int64(s.rng.IntN(4))
-		parts[i] = group.CommitPartition{Partition: p, Offset: m.pos[p], LeaderEpoch: -1}
+		m.consume(p)
+		parts[i] = group.CommitPartition{Partition: p, Offset: m.pos[p], LeaderEpoch: m.epochOf(p)}
 		m.g.sent[p] = max(m.g.sent[p], m.pos[p])
 	}
 	req := group.OffsetCommitRequest{Version: 8, GroupID: m.g.id, GenerationID: m.generation, MemberID: m.memberID, RetentionTimeMs: -1,
@@ -716,8 +766,8 @@ func (m *member) commit() {
 			for _, t := range a.resp.Topics {
 				for _, p := range t.Partitions {
 					if p.ErrorCode == group.None {
-						off := parts[slices.IndexFunc(parts, func(c group.CommitPartition) bool { return c.Partition == p.Partition })].Offset
-						s.ackCommit(m.g, p.Partition, off, a.cp, a.le, m.name)
+						c := parts[slices.IndexFunc(parts, func(c group.CommitPartition) bool { return c.Partition == p.Partition })]
+						s.ackCommit(m.g, p.Partition, c.Offset, c.LeaderEpoch, a.cp, a.le, m.name)
 					}
 				}
 			}
@@ -747,6 +797,7 @@ func (m *member) restart() {
 	m.tracef("restarts (old member %s)", m.memberID)
 	m.memberID, m.assigned, m.state = "", nil, memberFind
 	clear(m.pos)
+	clear(m.epoch)
 }
 
 // leave sends LeaveGroup (its answer is not awaited beyond the request's
@@ -761,20 +812,21 @@ func (m *member) leave() {
 	}), func(answered[*group.LeaveGroupResponse]) {})
 	m.memberID, m.assigned, m.state, m.backAt = "", nil, memberGone, s.now+int64(500+s.rng.IntN(2000))
 	clear(m.pos)
+	clear(m.epoch)
 }
 
 // ---- the check ----
 
 // ackCommit records an acknowledged commit, which must not be below the
 // highest acknowledged before it (unless explained).
-func (s *Sim) ackCommit(g *simGroup, p int32, off int64, cp, le int32, by string) {
+func (s *Sim) ackCommit(g *simGroup, p int32, off int64, epoch, cp, le int32, by string) {
 	s.report.Groups.CommitAcks++
 	s.checkCommitted(g, p, off, g.acked, le, "a commit of "+by+" acknowledged")
 	if s.failed {
 		return
 	}
 	if prev, ok := g.acked[p]; !ok || off >= prev.offset || s.excused(prev) {
-		g.acked[p] = commitAck{offset: off, seq: s.hist.Seq(), n: s.nextGroupEvent(), cp: cp, le: le, m: s.offsetsMinISR()}
+		g.acked[p] = commitAck{offset: off, epoch: epoch, seq: s.hist.Seq(), n: s.nextGroupEvent(), cp: cp, le: le, m: s.offsetsMinISR()}
 	}
 }
 

@@ -179,6 +179,13 @@ type world struct {
 	groupsOn *Sim
 	pending  *pendingFailover
 	nextSync int64
+	// truncPoints are the truncation points recorded per cluster and
+	// partition (offsetsync.go's checkTruncationMove).
+	truncPoints map[*Sim]map[string][]truncPoint
+	// truncatedAt is when a cluster's latest truncation point was
+	// recorded; syncedFrom when its latest complete offset sync started
+	// (offsetsSettled).
+	truncatedAt, syncedFrom map[*Sim]int64
 }
 
 type copyRec struct {
@@ -218,6 +225,8 @@ func runTwo(cfg Config) (rep *Report, err error) {
 		w.copies[s] = map[string]map[int64]copyRec{}
 		w.staleUntilTrunc[s] = map[string]bool{}
 	}
+	w.truncPoints = map[*Sim]map[string][]truncPoint{w.a: {}, w.b: {}}
+	w.truncatedAt, w.syncedFrom = map[*Sim]int64{}, map[*Sim]int64{}
 	w.src, w.dst = w.a, w.b
 	defer func() {
 		if r := recover(); r != nil {
@@ -577,6 +586,8 @@ func (w *world) staleLeader(p *simPart, le int32, hw int64) bool {
 func (w *world) recordTruncationPoint(s *Sim, key string, le int32, o int64) {
 	delete(w.staleUntilTrunc[s], key)
 	s.hist.RecordTruncation(key, le)
+	w.truncPoints[s][key] = append(w.truncPoints[s][key], truncPoint{le: le, offset: o, seq: s.hist.Seq()})
+	w.truncatedAt[s] = s.now
 	s.noteUnclean(key, le)
 	s.tracef("mirror: truncation point %s (LE %d, offset %d)", key, le, o)
 }
@@ -861,7 +872,7 @@ func (w *world) heal() {
 			w.reviveState(b)
 		}
 		w.tick()
-		if w.phase == phaseMirroring && a.quiescent() && b.quiescent() && w.caughtUp() {
+		if w.phase == phaseMirroring && a.quiescent() && b.quiescent() && w.caughtUp() && w.offsetsSettled() {
 			quiet++
 			if quiet > 200 {
 				break

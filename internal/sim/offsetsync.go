@@ -24,6 +24,7 @@ import (
 	"github.com/twinlog/twinlog/internal/rpcopt"
 	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/security/authz"
+	"github.com/twinlog/twinlog/storage/epoch"
 )
 
 // A mirror's offset sync in the two-cluster simulator (issue 16; with
@@ -59,7 +60,12 @@ import (
 //   - when a sync ends, every group whose commit the destination
 //     acknowledged holds there exactly what the source answered, clamped
 //     to the destination's HW (checkSynced): after a failover's last sync,
-//     a group resumes on the destination where it committed on the source.
+//     a group resumes on the destination where it committed on the source;
+//   - a commit of the sync's truncation pass (controller fixTruncated,
+//     every commit after its first OffsetForLeaderEpoch) below the group's
+//     acknowledged offset there is explained by a recorded truncation
+//     (checkTruncationMove); it is counted (GroupReport.TruncationMoves)
+//     and is a reset from then on.
 
 // offsetSyncEveryMs is mirror.offset.sync.interval.ms in the simulator;
 // the sync timeouts are the periodic sync's, a planned failover's last
@@ -91,28 +97,37 @@ type syncRunKey struct{}
 
 // syncRun is one SyncOffsets in progress on a controller incarnation.
 type syncRun struct {
-	c      *controller
-	inc    int
-	final  bool
-	ctx    context.Context
-	cancel context.CancelFunc
-	yield  func(*syncCall) bool
-	next   func() (*syncCall, bool)
-	stop   func()
-	status *pb.MirrorOffsetSyncStatus
-	done   func(*syncRun)
+	c       *controller
+	inc     int
+	final   bool
+	startMs int64
+	ctx     context.Context
+	cancel  context.CancelFunc
+	yield   func(*syncCall) bool
+	next    func() (*syncCall, bool)
+	stop    func()
+	status  *pb.MirrorOffsetSyncStatus
+	done    func(*syncRun)
 	// abandoned hears that the controller stopped during the run.
 	abandoned func()
 	// What the controller was answered, for the checks: the destination
 	// leaders' HWs and consumer epoch ends by partition of t; by group,
 	// the source's offsets, the leader epoch of the destination
 	// coordinator that answered its offsets, whether the destination
-	// acknowledged a commit in full.
+	// acknowledged the copy's commit in full.
 	hw        map[int32]int64
 	ends      map[int32]int64
 	srcOffset map[string]map[int32]int64
 	destRead  map[string]int32
 	commitOK  map[string]bool
+	// fixing: the sync asked an OffsetForLeaderEpoch of the destination,
+	// so its truncation pass runs (every later commit is the pass's);
+	// moved are the pass's commits the destination acknowledged, by
+	// group and partition; fixSent and fixAcked the groups the pass
+	// committed to, and those whose commit it saw acknowledged in full.
+	fixing            bool
+	moved             map[string]map[int32]int64
+	fixSent, fixAcked map[string]bool
 }
 
 // startSync runs one offset sync on c unless one runs; done hears its end
@@ -122,8 +137,9 @@ func (c *controller) startSync(final bool, timeoutMs int64, done func(*syncRun))
 		return false
 	}
 	s := c.s
-	run := &syncRun{c: c, inc: c.inc, final: final, done: done, hw: map[int32]int64{}, ends: map[int32]int64{},
-		srcOffset: map[string]map[int32]int64{}, destRead: map[string]int32{}, commitOK: map[string]bool{}}
+	run := &syncRun{c: c, inc: c.inc, final: final, startMs: s.now, done: done, hw: map[int32]int64{}, ends: map[int32]int64{},
+		srcOffset: map[string]map[int32]int64{}, destRead: map[string]int32{}, commitOK: map[string]bool{}, moved: map[string]map[int32]int64{},
+		fixSent: map[string]bool{}, fixAcked: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), syncRunKey{}, run))
 	run.ctx, run.cancel = ctx, cancel
 	shell := c.shell
@@ -153,6 +169,7 @@ func (run *syncRun) resume() {
 			st.GetGroups(), st.GetOffsetsCommitted(), st.GetOffsetsClamped(), st.GetGroupsActiveOnDestination(), st.GetError())
 		if st.GetError() == "" {
 			s.report.OffsetSyncsComplete++
+			s.w.syncedFrom[s] = run.startMs
 		}
 		s.w.checkSynced(run)
 		if s.failed {
@@ -288,8 +305,18 @@ func (w *world) controllerCall(run *syncRun, call *syncCall, resume func()) {
 		}
 	}
 	principal := s.controllerPrincipal()
+	if call.method == pb.FetchService_OffsetForLeaderEpoch_FullMethodName && to == s {
+		run.fixing = true
+	}
 	serveIt := func() {
 		if r, ok := call.req.(*pb.CommitOffsetsRequest); ok && to == s {
+			if run.fixing {
+				run.fixSent[r.GetGroupId()] = true
+				w.checkTruncationMove(s, r)
+				if s.failed {
+					return
+				}
+			}
 			s.resetArrives(b, r)
 		}
 		b.serveCall(principal, call.method, call.req, func(resp proto.Message, err error) {
@@ -414,9 +441,21 @@ func (w *world) served(run *syncRun, at *Sim, b *simBroker, call *syncCall, resp
 			}
 			p, off := o.GetPartition(), o.GetOffset()
 			w.rep.Checks["offset sync commit within source and destination HW"]++
-			if end, ok := run.ends[p]; ok && end == off {
-				// fixTruncated's move out of truncated history: checked by
-				// the reads that follow, like any reset.
+			if end, ok := run.ends[p]; ok && end == off && run.fixing {
+				// fixTruncated's move out of truncated history: checked when
+				// it reached the coordinator (checkTruncationMove), a reset
+				// for the reads that follow.
+				dst.report.Groups.TruncationMoves++
+				if a, ok := dg.acked[p]; ok && off < a.offset {
+					dst.report.Groups.TruncationMovesBack++
+				}
+				if run.moved[dg.id] == nil {
+					run.moved[dg.id] = map[int32]int64{}
+				}
+				run.moved[dg.id][p] = off
+				if run.final {
+					w.rep.Checks["offset sync truncation move in a failover's last sync"]++
+				}
 			} else {
 				var sent int64
 				ok := false
@@ -435,7 +474,13 @@ func (w *world) served(run *syncRun, at *Sim, b *simBroker, call *syncCall, resp
 					return
 				}
 			}
-			dst.syncAck(dg, p, off, cp, le)
+			epoch := int32(-1)
+			for _, c := range req.GetOffsets() {
+				if c.GetTopic() == "t" && c.GetPartition() == p {
+					epoch = c.GetLeaderEpoch()
+				}
+			}
+			dst.syncAck(dg, p, off, epoch, cp, le)
 		}
 	}
 }
@@ -475,17 +520,98 @@ func (w *world) delivered(run *syncRun, call *syncCall) {
 		for _, o := range r.GetResults() {
 			ok = ok && o.GetError() == pb.ErrorCode_ERROR_CODE_NONE
 		}
-		run.commitOK[id] = ok
+		if run.fixing {
+			run.fixAcked[id] = ok
+		} else {
+			run.commitOK[id] = ok
+		}
 	}
 }
 
 // syncAck records a commit of the offset sync that dst's coordinator
 // acknowledged: the group's offset from then on, even below the members'
 // (a reset, as an administrator's).
-func (s *Sim) syncAck(g *simGroup, p int32, off int64, cp, le int32) {
+func (s *Sim) syncAck(g *simGroup, p int32, off int64, epoch, cp, le int32) {
 	s.report.Groups.SyncAcks++
-	g.acked[p] = commitAck{offset: off, seq: s.hist.Seq(), n: s.nextGroupEvent(), cp: cp, le: le, m: s.offsetsMinISR()}
+	g.acked[p] = commitAck{offset: off, epoch: epoch, seq: s.hist.Seq(), n: s.nextGroupEvent(), cp: cp, le: le, m: s.offsetsMinISR()}
 	s.tracef("%s t-%d: the offset sync's commit of %d acknowledged", g.id, p, off)
+}
+
+// truncPoint is a truncation point a BumpLeaderEpoch installed on a
+// partition of a cluster (recordTruncationPoint): LE le cut the log at
+// offset, at history position seq.
+type truncPoint struct {
+	le     int32
+	offset int64
+	seq    uint64
+}
+
+// checkTruncationMove checks the commits of the offset sync's truncation
+// pass (controller fixTruncated) reaching d's coordinators: one below the
+// group's acknowledged offset a must be explained by a recorded
+// truncation, either
+//   - a truncation point of the partition recorded on d that cut the log
+//     below a (the commit pointed past the cut) and not below the move:
+//     the pass moves to the cut even a commit whose record is there again
+//     (replica.ConsumerEndOffsetFor cannot tell the records of the commit's
+//     epoch from those the cut removed: a re-read, never a skip), or
+//   - d's leader no longer holds the record a names (offset a-1 in a's
+//     leader epoch), and a truncation point recorded on d below a, or a
+//     truncation recorded on either cluster (a truncation point or an
+//     unclean election; both number their epochs alike) that installed a
+//     leader epoch above a's, accounts for it (a commit made before the
+//     cut, or copied from the other cluster's history).
+//
+// Without either the pass moved a group back over records the log still
+// holds, or for no truncation at all.
+func (w *world) checkTruncationMove(d *Sim, r *pb.CommitOffsetsRequest) {
+	g := d.groupByID(r.GetGroupId())
+	if g == nil {
+		return
+	}
+	for _, o := range r.GetOffsets() {
+		if o.GetTopic() != "t" {
+			continue
+		}
+		p, off := o.GetPartition(), o.GetOffset()
+		a, ok := g.acked[p]
+		if !ok || off >= a.offset {
+			continue
+		}
+		tp := twinlog.TopicPartition{Topic: "t", Partition: p}
+		key := tp.String()
+		why := ""
+		for _, pt := range w.truncPoints[d][key] {
+			if off <= pt.offset && pt.offset < a.offset {
+				why = "truncated before the commit"
+				if pt.seq > a.seq {
+					why = "truncated after the commit"
+				}
+				break
+			}
+		}
+		lp := d.leaderPart(tp)
+		var epochs []epoch.Entry
+		if lp != nil {
+			epochs = lp.r.EpochEntries()
+		}
+		if last := twinlog.Offset(a.offset - 1); why == "" && a.epoch >= 0 && lp != nil &&
+			(last >= lp.r.LogEndOffset() || lp.log.Epochs().EpochForOffset(last) != twinlog.Epoch(a.epoch)) {
+			switch {
+			case slices.ContainsFunc(w.truncPoints[d][key], func(pt truncPoint) bool { return pt.offset < a.offset }):
+				why = "record cut by a truncation point"
+			case d.hist.TruncatedAbove(key, a.epoch) || w.other(d).hist.TruncatedAbove(key, a.epoch):
+				why = "record of another history"
+			}
+		}
+		if why == "" {
+			d.fail("offset sync moved an offset back without a truncation", "%s t-%d: the truncation pass commits %d (LE %d) on %s; %d (LE %d) was acknowledged and no truncation explains it (truncation points there %v; the leader's epochs %v)",
+				g.id, p, off, o.GetLeaderEpoch(), d.clusterID, a.offset, a.epoch, w.truncPoints[d][key], epochs)
+			return
+		}
+		w.rep.Checks["offset sync truncation move: "+why]++
+		d.tracef("%s t-%d: the truncation pass moves %d (LE %d) back to %d (LE %d): %s", g.id, p, a.offset, a.epoch, off, o.GetLeaderEpoch(), why)
+	}
 }
 
 // resetArrives records a commit of the offset sync reaching broker b's
@@ -507,7 +633,7 @@ func (s *Sim) resetArrives(b *simBroker, r *pb.CommitOffsetsRequest) {
 		}
 		p := o.GetPartition()
 		g.sent[p] = max(g.sent[p], o.GetOffset())
-		g.resets[p] = append(g.resets[p], commitAck{offset: o.GetOffset(), seq: s.hist.Seq(), n: s.nextGroupEvent(), cp: cp, le: le, m: 1})
+		g.resets[p] = append(g.resets[p], commitAck{offset: o.GetOffset(), epoch: o.GetLeaderEpoch(), seq: s.hist.Seq(), n: s.nextGroupEvent(), cp: cp, le: le, m: 1})
 	}
 }
 
@@ -571,6 +697,7 @@ func (w *world) stepGroups() {
 				for _, m := range g.members {
 					m.memberID, m.assigned, m.state, m.stable = "", nil, memberFind, false
 					clear(m.pos)
+					clear(m.epoch)
 				}
 			}
 		}
@@ -580,6 +707,18 @@ func (w *world) stepGroups() {
 			w.nextSync = w.now() + offsetSyncEveryMs
 		}
 	}
+}
+
+// offsetsSettled: with groups, the destination completed an offset sync
+// that started after its latest truncation point, so its truncation pass
+// has seen every point (healing waits for it: the pass's moves are
+// checked, and the run's final state includes them).
+func (w *world) offsetsSettled() bool {
+	if w.cfg.Groups <= 0 {
+		return true
+	}
+	at, ok := w.truncatedAt[w.dst]
+	return !ok || w.syncedFrom[w.dst] > at
 }
 
 // pendingFailover is a failover waiting for its last offset sync.
@@ -628,10 +767,16 @@ func (w *world) finishFailover(pf *pendingFailover) {
 // acknowledged in full holds there what the source answered, clamped to
 // the destination's HW, on every partition the sync knew the HW of (those
 // it did not commit were equal already): after a failover's last sync, a
-// group resumes where it committed. A destination read from a coordinator
-// in an older leader epoch than the one leading now (deposed: the
-// partitions it called equal may not be), or a loss a recorded truncation
-// or lossy shutdowns explain, is counted, not failed.
+// group resumes where it committed. Where the sync's truncation pass then
+// moved the group (its commit acknowledged; checkTruncationMove explained
+// it), the group holds the pass's offset instead: the pass runs after the
+// copy from the source and may move the copied offset itself (a consumer
+// re-reads from the truncation point, replica.ConsumerEndOffsetFor); a
+// group whose pass commit was not seen acknowledged is left. A
+// destination read from a coordinator in an older leader epoch than the
+// one leading now (deposed: the partitions it called equal may not be),
+// or a loss a recorded truncation or lossy shutdowns explain, is counted,
+// not failed.
 func (w *world) checkSynced(run *syncRun) {
 	d := run.c.s
 	n, ok := coord.PartitionsIn(d.ctl.image)
@@ -641,6 +786,11 @@ func (w *world) checkSynced(run *syncRun) {
 	for _, id := range slices.Sorted(maps.Keys(run.srcOffset)) {
 		readLE, read := run.destRead[id]
 		if !run.commitOK[id] || !read {
+			continue
+		}
+		if run.fixSent[id] && !run.fixAcked[id] {
+			// The pass's commit may or may not be there.
+			w.rep.Checks["group resume check: truncation pass outcome unknown"]++
 			continue
 		}
 		g := d.groupByID(id)
@@ -675,6 +825,10 @@ func (w *world) checkSynced(run *syncRun) {
 				continue
 			}
 			want := min(run.srcOffset[id][p], hw)
+			if mv, ok := run.moved[id][p]; ok {
+				want = mv
+				w.rep.Checks["group resumes at the truncation pass's move"]++
+			}
 			w.rep.Checks["group resumes where it committed"]++
 			if got[p] == want {
 				continue

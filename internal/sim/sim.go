@@ -80,6 +80,12 @@ type Config struct {
 	// 0, the default, runs none (and draws nothing for them from the
 	// seed, so a seed's run without groups stays what it was).
 	Groups int
+	// OffsetSyncExclude is mirror.offset.sync.groups.exclude on both
+	// clusters (two clusters with Groups): the groups it names are never
+	// copied from the source, so each cluster keeps its own offsets for
+	// them, and after a failback only the offset sync's truncation pass
+	// (controller fixTruncated) moves those left in truncated history.
+	OffsetSyncExclude string
 
 	// TraceLines is how many trace lines a failure shows (default 50).
 	TraceLines int
@@ -398,6 +404,9 @@ func (s *Sim) setupStart() {
 		})
 		if cfg.Groups > 0 {
 			cc[metadata.KeyOffsetsTopicNumPartitions] = strconv.Itoa(1 + s.rng.IntN(3))
+		}
+		if cfg.OffsetSyncExclude != "" {
+			cc[metadata.KeyMirrorOffsetSyncExclude] = cfg.OffsetSyncExclude
 		}
 		return &pb.MetadataDelta{Offset: st.Offset() + 1, ClusterConfig: &pb.ClusterConfigRecord{Configs: cc}}
 	})
