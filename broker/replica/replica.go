@@ -183,13 +183,20 @@ func (r *Replica) EndOffsetFor(e twinlog.Epoch) EpochEndOffset {
 // replaced records keep them; the fetch tells twinlog's own consumers the
 // offset (LOG_TRUNCATED), a Kafka consumer only learns it here. A consumer
 // that read e's records after the truncation re-reads from the point: a
-// duplicate delivery, never a skipped record.
+// duplicate delivery, never a skipped record. A point below which the log
+// holds no epoch (a truncation to the log start) is answered with e, as
+// the cache answers an epoch below all it holds (SPEC §2.4): a Kafka
+// client takes an answer without an epoch for an unknown one and resets
+// by its policy, which may skip, instead of moving back to the point.
 func (r *Replica) ConsumerEndOffsetFor(e twinlog.Epoch) EpochEndOffset {
 	eo := r.EndOffsetFor(e)
 	for _, tp := range r.truncPts {
 		if tp.LeaderEpoch > e && tp.Offset < eo.EndOffset {
 			eo.EndOffset = tp.Offset
 			eo.Epoch = r.cache.EpochForOffset(tp.Offset - 1)
+			if eo.Epoch == twinlog.NoEpoch {
+				eo.Epoch = e
+			}
 		}
 	}
 	return eo

@@ -136,10 +136,13 @@ type EpochEnd struct {
 // holds (the leader's end offset for e, ends[tp], is below it — a failback
 // truncated the log to the LMLE since) is moved to that end offset, with
 // the answered epoch, so the consumer re-reads from there instead of
-// skipping what replaced the removed records. Offsets committed without a
-// leader epoch (-1), or whose partition has no answer, cannot be placed
-// and are left. A group with members is left to them (their clients do
-// the same check).
+// skipping what replaced the removed records. An end offset without an
+// epoch (-1: the leader holds no epoch below it, as after a failback that
+// truncated the log to nothing) moves the offset there too, without an
+// epoch. Offsets committed without a leader epoch (-1), or whose
+// partition has no answer or an unknown end (-1), cannot be placed and
+// are left. A group with members is left to them (their clients do the
+// same check).
 func Truncated(g Group, ends map[twinlog.TopicPartition]EpochEnd) []Commit {
 	if g.DestMembers > 0 {
 		return nil
@@ -147,7 +150,7 @@ func Truncated(g Group, ends map[twinlog.TopicPartition]EpochEnd) []Commit {
 	var out []Commit
 	for tp, o := range g.Dest {
 		e, ok := ends[tp]
-		if o.LeaderEpoch < 0 || !ok || e.Epoch < 0 || e.EndOffset < 0 || e.EndOffset >= o.Offset {
+		if o.LeaderEpoch < 0 || !ok || e.EndOffset < 0 || e.EndOffset >= o.Offset {
 			continue
 		}
 		out = append(out, Commit{Partition: tp, To: Offset{Offset: e.EndOffset, LeaderEpoch: e.Epoch, Metadata: o.Metadata}, Clamped: true})

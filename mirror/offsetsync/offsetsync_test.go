@@ -67,15 +67,20 @@ func TestTruncated(t *testing.T) {
 		tp("a", 0): {Epoch: 2, EndOffset: 100}, // truncated to 100: offset 150 is gone
 		tp("a", 1): {Epoch: 3, EndOffset: 200}, // still holds 150
 		tp("a", 2): {Epoch: -1, EndOffset: -1}, // no such epoch: unknown
+		tp("a", 4): {Epoch: -1, EndOffset: 0},  // truncated to nothing (seed 13100046)
 	}
 	g := Group{ID: "g", Dest: map[twinlog.TopicPartition]Offset{
 		tp("a", 0): {Offset: 150, LeaderEpoch: 2, Metadata: "m"},
 		tp("a", 1): {Offset: 150, LeaderEpoch: 3},
 		tp("a", 2): {Offset: 150, LeaderEpoch: 1},
 		tp("a", 3): {Offset: 150, LeaderEpoch: 1}, // no answer
+		tp("a", 4): {Offset: 131, LeaderEpoch: 2},
 		tp("b", 0): {Offset: 150, LeaderEpoch: -1},
 	}}
-	want := []Commit{{Partition: tp("a", 0), To: Offset{Offset: 100, LeaderEpoch: 2, Metadata: "m"}, Clamped: true}}
+	want := []Commit{
+		{Partition: tp("a", 0), To: Offset{Offset: 100, LeaderEpoch: 2, Metadata: "m"}, Clamped: true},
+		{Partition: tp("a", 4), To: Offset{Offset: 0, LeaderEpoch: -1}, Clamped: true},
+	}
 	if got := Truncated(g, ends); !slices.Equal(got, want) {
 		t.Fatalf("Truncated = %+v, want %+v", got, want)
 	}
