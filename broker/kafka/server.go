@@ -328,20 +328,14 @@ func (s *Server) serveConn(c net.Conn) {
 			return
 		}
 		begin := time.Now()
-		h, body, err := parseHeader(frame, s.apis)
-		if sc.pending() && !beforeAuthentication(h.key) {
-			s.cfg.Observer.ObserveKafkaClosed("authentication")
-			log.Info("kafka: connection closed", "reason", "request before SASL authentication", "api", kmsg.NameForKey(h.key), "client", h.clientID)
-			return
-		}
-		if err != nil {
-			s.cfg.Observer.ObserveKafkaClosed("malformed")
-			log.Info("kafka: connection closed", "reason", err)
-			return
-		}
-		if reason, why := sc.refuses(h.key); reason != "" {
-			s.cfg.Observer.ObserveKafkaClosed(reason)
-			log.Info("kafka: connection closed", "reason", why, "principal", p.principal, "api", kmsg.NameForKey(h.key), "client", h.clientID)
+		h, body, closed, why := s.admit(frame, sc)
+		if closed != "" {
+			s.cfg.Observer.ObserveKafkaClosed(closed)
+			if closed == "malformed" {
+				log.Info("kafka: connection closed", "reason", why)
+			} else {
+				log.Info("kafka: connection closed", "reason", why, "principal", p.principal, "api", kmsg.NameForKey(h.key), "client", h.clientID)
+			}
 			return
 		}
 		h.clientHost, h.peer, h.sasl = clientHost, p, sc
@@ -386,6 +380,26 @@ func (s *Server) serveConn(c net.Conn) {
 			out = nil // do not pin a large fetch's buffer on an idle connection
 		}
 	}
+}
+
+// admit parses a request frame's header and applies the connection's
+// gates, in order: until SASL authentication completes only the APIs
+// allowed before it (beforeAuthentication); a malformed header; a SASL
+// session that refuses the request (saslConn.refuses: re-authenticating,
+// expired). A request it does not admit closes the connection: closed is
+// the reason counted (Observer.ObserveKafkaClosed), why the one logged.
+func (s *Server) admit(frame []byte, sc *saslConn) (h header, body []byte, closed string, why any) {
+	h, body, err := parseHeader(frame, s.apis)
+	if sc.pending() && !beforeAuthentication(h.key) {
+		return h, nil, "authentication", "request before SASL authentication"
+	}
+	if err != nil {
+		return h, nil, "malformed", err
+	}
+	if reason, why := sc.refuses(h.key); reason != "" {
+		return h, nil, reason, why
+	}
+	return h, body, "", nil
 }
 
 // authenticate finds the connection's peer before its first request: its

@@ -392,8 +392,8 @@ func FuzzFrame(f *testing.F) {
 	auth.SASLAuthBytes = []byte("n,,n=alice,r=abcdefgh")
 	f.Add(conversation(frame(hs, 1), frame(auth, 1), frame(auth, 1)))
 
-	// Each input is one connection: up to 4 frames, handled in turn with
-	// the connection's SASL state, as serveConn does.
+	// Each input is one connection: up to 4 frames, admitted and handled
+	// in turn with the connection's SASL state, as serveConn does.
 	f.Fuzz(func(t *testing.T, in []byte) {
 		sc := &saslConn{cfg: s.cfg.SASL, offered: s.cfg.SASL.Mechanisms, deadline: time.Now().Add(time.Minute)}
 		for n := 0; n < 4 && len(in) >= 2; n++ {
@@ -403,15 +403,9 @@ func FuzzFrame(f *testing.F) {
 			if len(frame) < 8 {
 				return // readFrame refuses these
 			}
-			h, body, err := parseHeader(frame, s.apis)
-			if err != nil {
-				return
-			}
-			if sc.pending() && !beforeAuthentication(h.key) {
+			h, body, closed, _ := s.admit(frame, sc)
+			if closed != "" {
 				return // serveConn closes the connection
-			}
-			if reason, _ := sc.refuses(h.key); reason != "" {
-				return
 			}
 			h.sasl = sc
 			finish, err := s.handle(t.Context(), h, body)
