@@ -386,6 +386,12 @@ func (c *Controller) fixTruncated(ctx context.Context, conns *rpcopt.Pool, mirro
 			continue
 		}
 		ends := f.epochEnds(ctx, conns, g)
+		if missing := unanswered(f, g, ends); len(missing) > 0 {
+			// Its leader unknown when the sync began, or its answer failed
+			// (a newer LE fenced it): the pass is not complete, the next
+			// sync passes again.
+			note("group %s here: no end offset for %s", id, strings.Join(missing, ", "))
+		}
 		if g.DestMembers > 0 {
 			// Left to its members; should they leave without committing
 			// past the truncation, a later pass moves the group.
@@ -401,6 +407,19 @@ func (c *Controller) fixTruncated(ctx context.Context, conns *rpcopt.Pool, mirro
 		c.truncFixed[mirror] = seen
 		c.mu.Unlock()
 	}
+}
+
+// unanswered are the truncated partitions g committed to with a leader
+// epoch that ends has no answer for, sorted: the pass cannot place them.
+func unanswered(f syncFacts, g offsetsync.Group, ends map[twinlog.TopicPartition]offsetsync.EpochEnd) []string {
+	var out []string
+	for tp, o := range g.Dest {
+		if _, ok := ends[tp]; !ok && o.LeaderEpoch >= 0 && len(f.truncations[tp]) > 0 {
+			out = append(out, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // truncationsKey names a set of truncation points (fixTruncated's pass

@@ -167,7 +167,13 @@
 // it, the pass's offset), and the truncation pass (controller
 // fixTruncated) moves a group back only as a recorded truncation
 // explains: a truncation point between the move and the old offset, or
-// the old offset's record gone from the log after a truncation. Group g2
+// the old offset's record gone from the log after a truncation; and once
+// a sync that started after the destination's latest truncation point
+// completes, no group without members there still holds a commit the
+// pass read in truncated history: one above a truncation point of a
+// later LE than its epoch whose record (offset-1 in that epoch, the value
+// its member read) the leader no longer holds ("committed offset left in
+// truncated history", checkLeftInTruncated). Group g2
 // is excluded from the sync (Config.OffsetSyncExclude), so its commits
 // into an old source's unmirrored tail survive the failback for the pass;
 // healing waits for a complete sync after the last truncation point. A

@@ -310,6 +310,11 @@ type commitAck struct {
 	cp     int32  // the coordinator's __consumer_offsets partition
 	le     int32  // its leader epoch at the coordinator that answered
 	m      int    // min.insync.replicas of __consumer_offsets then
+	// value is the record the commit names (the one at offset-1, the
+	// last consumed) as the member read it from its leader; "" unknown
+	// (the offset sync's commits, a position resumed from an unknown
+	// commit).
+	value string
 }
 
 // member is one consumer of a group, one request in flight at a time.
@@ -334,6 +339,9 @@ type member struct {
 	// epoch of the record before it (the last consumed; -1 unknown).
 	pos   map[int32]int64
 	epoch map[int32]int32
+	// named is the value of the record before the position ("" unknown):
+	// what a commit of it names (offsetsync.go's checkLeftInTruncated).
+	named map[int32]string
 
 	// main carries FindCoordinator, JoinGroup, SyncGroup and
 	// OffsetFetch; heartbeats and commits have their own lines, as a
@@ -362,7 +370,7 @@ func (s *Sim) setupGroups() {
 	for gi := range s.cfg.Groups {
 		g := &simGroup{id: "g" + strconv.Itoa(gi), acked: map[int32]commitAck{}, sent: map[int32]int64{}, resets: map[int32][]commitAck{}}
 		for range 2 + s.rng.IntN(2) {
-			m := &member{s: s, g: g, idx: idx, name: fmt.Sprintf("%s.%d", g.id, len(g.members)), pos: map[int32]int64{}, epoch: map[int32]int32{}}
+			m := &member{s: s, g: g, idx: idx, name: fmt.Sprintf("%s.%d", g.id, len(g.members)), pos: map[int32]int64{}, epoch: map[int32]int32{}, named: map[int32]string{}}
 			g.members = append(g.members, m)
 			idx++
 		}
@@ -662,9 +670,12 @@ func (m *member) fetch() {
 				s.checkCommitted(m.g, p.Partition, p.Offset, before, a.le, "OffsetFetch by "+m.name)
 				// A Kafka client resumes at the committed offset with its
 				// committed leader epoch.
-				m.pos[p.Partition], m.epoch[p.Partition] = max(p.Offset, 0), -1
+				m.pos[p.Partition], m.epoch[p.Partition], m.named[p.Partition] = max(p.Offset, 0), -1, ""
 				if p.Offset > 0 {
 					m.epoch[p.Partition] = p.LeaderEpoch
+					if a, ok := m.g.acked[p.Partition]; ok && a.offset == p.Offset && a.epoch == p.LeaderEpoch {
+						m.named[p.Partition] = a.value
+					}
 				}
 			}
 		}
@@ -708,6 +719,8 @@ func (m *member) consume(p int32) {
 	}
 	next := min(pos+n, hw)
 	m.pos[p], m.epoch[p] = next, int32(lp.log.Epochs().EpochForOffset(twinlog.Offset(next-1)))
+	rec, _ := lp.shadow.at(next - 1)
+	m.named[p] = rec.value
 }
 
 // current reports whether the member is still Stable in generation
@@ -743,9 +756,13 @@ func (m *member) heartbeat() {
 func (m *member) commit() {
 	s := m.s
 	parts := make([]group.CommitPartition, len(m.assigned))
+	named := make([]string, len(m.assigned))
 	for i, p := range m.assigned {
 		m.consume(p)
 		parts[i] = group.CommitPartition{Partition: p, Offset: m.pos[p], LeaderEpoch: m.epochOf(p)}
+		if m.pos[p] > 0 {
+			named[i] = m.named[p]
+		}
 		m.g.sent[p] = max(m.g.sent[p], m.pos[p])
 	}
 	req := group.OffsetCommitRequest{Version: 8, GroupID: m.g.id, GenerationID: m.generation, MemberID: m.memberID, RetentionTimeMs: -1,
@@ -766,8 +783,8 @@ func (m *member) commit() {
 			for _, t := range a.resp.Topics {
 				for _, p := range t.Partitions {
 					if p.ErrorCode == group.None {
-						c := parts[slices.IndexFunc(parts, func(c group.CommitPartition) bool { return c.Partition == p.Partition })]
-						s.ackCommit(m.g, p.Partition, c.Offset, c.LeaderEpoch, a.cp, a.le, m.name)
+						i := slices.IndexFunc(parts, func(c group.CommitPartition) bool { return c.Partition == p.Partition })
+						s.ackCommit(m.g, p.Partition, parts[i].Offset, parts[i].LeaderEpoch, named[i], a.cp, a.le, m.name)
 					}
 				}
 			}
@@ -798,6 +815,7 @@ func (m *member) restart() {
 	m.memberID, m.assigned, m.state = "", nil, memberFind
 	clear(m.pos)
 	clear(m.epoch)
+	clear(m.named)
 }
 
 // leave sends LeaveGroup (its answer is not awaited beyond the request's
@@ -813,20 +831,21 @@ func (m *member) leave() {
 	m.memberID, m.assigned, m.state, m.backAt = "", nil, memberGone, s.now+int64(500+s.rng.IntN(2000))
 	clear(m.pos)
 	clear(m.epoch)
+	clear(m.named)
 }
 
 // ---- the check ----
 
 // ackCommit records an acknowledged commit, which must not be below the
 // highest acknowledged before it (unless explained).
-func (s *Sim) ackCommit(g *simGroup, p int32, off int64, epoch, cp, le int32, by string) {
+func (s *Sim) ackCommit(g *simGroup, p int32, off int64, epoch int32, value string, cp, le int32, by string) {
 	s.report.Groups.CommitAcks++
 	s.checkCommitted(g, p, off, g.acked, le, "a commit of "+by+" acknowledged")
 	if s.failed {
 		return
 	}
 	if prev, ok := g.acked[p]; !ok || off >= prev.offset || s.excused(prev) {
-		g.acked[p] = commitAck{offset: off, epoch: epoch, seq: s.hist.Seq(), n: s.nextGroupEvent(), cp: cp, le: le, m: s.offsetsMinISR()}
+		g.acked[p] = commitAck{offset: off, epoch: epoch, seq: s.hist.Seq(), n: s.nextGroupEvent(), cp: cp, le: le, m: s.offsetsMinISR(), value: value}
 	}
 }
 

@@ -186,6 +186,9 @@ type world struct {
 	// recorded; syncedFrom when its latest complete offset sync started
 	// (offsetsSettled).
 	truncatedAt, syncedFrom map[*Sim]int64
+	// lastPass is a cluster's latest offset sync in which the truncation
+	// pass ran, whatever the rest of the sync did (checkLeftInTruncated).
+	lastPass map[*Sim]*syncRun
 }
 
 type copyRec struct {
@@ -226,7 +229,7 @@ func runTwo(cfg Config) (rep *Report, err error) {
 		w.staleUntilTrunc[s] = map[string]bool{}
 	}
 	w.truncPoints = map[*Sim]map[string][]truncPoint{w.a: {}, w.b: {}}
-	w.truncatedAt, w.syncedFrom = map[*Sim]int64{}, map[*Sim]int64{}
+	w.truncatedAt, w.syncedFrom, w.lastPass = map[*Sim]int64{}, map[*Sim]int64{}, map[*Sim]*syncRun{}
 	w.src, w.dst = w.a, w.b
 	defer func() {
 		if r := recover(); r != nil {

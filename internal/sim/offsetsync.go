@@ -65,7 +65,12 @@ import (
 //     every commit after its first OffsetForLeaderEpoch) below the group's
 //     acknowledged offset there is explained by a recorded truncation
 //     (checkTruncationMove); it is counted (GroupReport.TruncationMoves)
-//     and is a reset from then on.
+//     and is a reset from then on;
+//   - when a sync that started after the destination's latest truncation
+//     point completes (offsetsSettled), no group without members there
+//     holds a commit the pass had to move and whose record is gone
+//     (checkLeftInTruncated: "committed offset left in truncated
+//     history").
 
 // offsetSyncEveryMs is mirror.offset.sync.interval.ms in the simulator;
 // the sync timeouts are the periodic sync's, a planned failover's last
@@ -128,6 +133,32 @@ type syncRun struct {
 	fixing            bool
 	moved             map[string]map[int32]int64
 	fixSent, fixAcked map[string]bool
+	// destMembers is, by group, how many members the destination's last
+	// DescribeGroups answer of the run showed (the truncation pass's view:
+	// it leaves a group with members to them).
+	destMembers map[string]int
+	// curGroup is the group whose offsets the run last asked the
+	// destination for; passEnds the destination leaders' answers to the
+	// truncation pass's OffsetForLeaderEpoch, by that group and partition
+	// (the pass asks for a group right after reading its offsets).
+	curGroup string
+	passEnds map[string]map[int32]int64
+	// passRan: the run's truncation pass ran (it lists the destination's
+	// groups; the copy lists the source's); passRead is what the pass
+	// read of each group's offsets there (after the copy's commits),
+	// passReadLE the leader epoch of the coordinator that answered, and
+	// passReadN the cluster's group event count then (nextGroupEvent: the
+	// sync commits that reached the destination since are later).
+	passRan    bool
+	passRead   map[string]map[int32]committed
+	passReadLE map[string]int32
+	passReadN  map[string]uint64
+}
+
+// committed is a committed offset and its leader epoch.
+type committed struct {
+	offset int64
+	epoch  int32
 }
 
 // startSync runs one offset sync on c unless one runs; done hears its end
@@ -139,7 +170,8 @@ func (c *controller) startSync(final bool, timeoutMs int64, done func(*syncRun))
 	s := c.s
 	run := &syncRun{c: c, inc: c.inc, final: final, startMs: s.now, done: done, hw: map[int32]int64{}, ends: map[int32]int64{},
 		srcOffset: map[string]map[int32]int64{}, destRead: map[string]int32{}, commitOK: map[string]bool{}, moved: map[string]map[int32]int64{},
-		fixSent: map[string]bool{}, fixAcked: map[string]bool{}}
+		fixSent: map[string]bool{}, fixAcked: map[string]bool{}, destMembers: map[string]int{}, passEnds: map[string]map[int32]int64{},
+		passRead: map[string]map[int32]committed{}, passReadLE: map[string]int32{}, passReadN: map[string]uint64{}}
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), syncRunKey{}, run))
 	run.ctx, run.cancel = ctx, cancel
 	shell := c.shell
@@ -174,6 +206,12 @@ func (run *syncRun) resume() {
 		s.w.checkSynced(run)
 		if s.failed {
 			return
+		}
+		if st.GetError() == "" {
+			s.w.checkLeftInTruncated(run)
+			if s.failed {
+				return
+			}
 		}
 		if run.done != nil {
 			run.done(run)
@@ -307,6 +345,16 @@ func (w *world) controllerCall(run *syncRun, call *syncCall, resume func()) {
 	principal := s.controllerPrincipal()
 	if call.method == pb.FetchService_OffsetForLeaderEpoch_FullMethodName && to == s {
 		run.fixing = true
+	}
+	if r, ok := call.req.(*pb.FetchOffsetsRequest); ok && to == s {
+		run.curGroup = r.GetGroupId()
+	}
+	if call.method == pb.GroupService_ListGroups_FullMethodName && to == s && !run.passRan {
+		// The pass runs in this sync: its answers are the latest (a
+		// pass that completes is not run again for the same points,
+		// whatever the rest of its sync did).
+		run.passRan = true
+		w.lastPass[s] = run
 	}
 	serveIt := func() {
 		if r, ok := call.req.(*pb.CommitOffsetsRequest); ok && to == s {
@@ -514,6 +562,36 @@ func (w *world) delivered(run *syncRun, call *syncCall) {
 			return
 		}
 		run.destRead[id] = call.le
+		if run.passRan {
+			got := map[int32]committed{}
+			for _, o := range r.GetOffsets() {
+				if o.GetTopic() == "t" && o.GetError() == pb.ErrorCode_ERROR_CODE_NONE {
+					got[o.GetPartition()] = committed{o.GetOffset(), o.GetLeaderEpoch()}
+				}
+			}
+			run.passRead[id], run.passReadLE[id], run.passReadN[id] = got, call.le, dst.groupEvents
+		}
+	case *pb.OffsetForLeaderEpochResponse:
+		if call.at != dst {
+			return
+		}
+		for _, p := range r.GetPartitions() {
+			if p.GetTopic() == "t" && p.GetError() == pb.ErrorCode_ERROR_CODE_NONE {
+				if run.passEnds[run.curGroup] == nil {
+					run.passEnds[run.curGroup] = map[int32]int64{}
+				}
+				run.passEnds[run.curGroup][p.GetPartition()] = p.GetEndOffset()
+			}
+		}
+	case *pb.DescribeGroupsResponse:
+		if call.at != dst {
+			return
+		}
+		for _, g := range r.GetGroups() {
+			if g.GetError() == pb.ErrorCode_ERROR_CODE_NONE {
+				run.destMembers[g.GetGroupId()] = len(g.GetMembers())
+			}
+		}
 	case *pb.CommitOffsetsResponse:
 		id := call.req.(*pb.CommitOffsetsRequest).GetGroupId()
 		ok := call.at == dst
@@ -698,6 +776,7 @@ func (w *world) stepGroups() {
 					m.memberID, m.assigned, m.state, m.stable = "", nil, memberFind, false
 					clear(m.pos)
 					clear(m.epoch)
+					clear(m.named)
 				}
 			}
 		}
@@ -842,4 +921,157 @@ func (w *world) checkSynced(run *syncRun) {
 			return
 		}
 	}
+}
+
+// checkLeftInTruncated: once a complete sync started after the
+// destination's latest truncation point (offsetsSettled), the latest
+// truncation pass (controller fixTruncated, w.lastPass: it ran in that
+// sync or, for the same points, in an earlier one) has seen every point,
+// so no group without members there still holds a commit the pass read
+// and had to move. A commit (offset o > 0, leader epoch e ≥ 0) of
+// partition p must be moved when a truncation point recorded there in a
+// later LE than e cut the log below o (replica.ConsumerEndOffsetFor
+// answers at most that point for e, and offsetsync.Truncated moves every
+// offset above its answer, with or without an epoch); it is left in
+// truncated history, a violation, when besides the record it names is
+// gone: the leader's log holds no record at o-1, or one of another epoch,
+// or another record than the one the committing member read (a record of
+// the other cluster's history with the same epoch number; known for the
+// members' commits, commitAck.value). A commit whose record is there
+// again may be moved (the pass cannot tell: a re-read) or left.
+//
+// Only commits the pass read and the group still holds, not written
+// again since by a later sync's copy (g.resets), are checked: the pass's
+// own moves and the copy's later commits (source offsets clamped to the
+// HW, whatever their epochs) are not the pass's to move. Skipped, and
+// counted: a pass older than the latest point, a group the pass saw with
+// members or that has members now (left to them), a pass that read the
+// group from a deposed coordinator, a partition without a leader, and a
+// commit the coordinator's partition may have lost since (excused). A
+// pass that completed without an answer for the partition is a known bug
+// of the controller (offset-sync-pass-completes-unanswered).
+func (w *world) checkLeftInTruncated(run *syncRun) {
+	d := run.c.s
+	at, ok := w.truncatedAt[d]
+	if !ok || run.startMs <= at {
+		return
+	}
+	pass := w.lastPass[d]
+	if pass == nil {
+		return // no pass read anything
+	}
+	if pass.startMs <= at {
+		w.rep.Checks["truncated history check: pass before the latest point"]++
+		return
+	}
+	n, ok := coord.PartitionsIn(d.ctl.image)
+	if !ok {
+		return
+	}
+	for _, g := range d.groups {
+		read, ok := pass.passRead[g.id]
+		if !ok {
+			continue
+		}
+		pr := d.ctl.image.Partition(metadata.ConsumerOffsetsTopic, group.PartitionFor(g.id, n))
+		if pr.GetLeader() < 1 {
+			continue
+		}
+		b := d.brokers[pr.GetLeader()-1]
+		if b.groups == nil || !b.groups.live() {
+			continue
+		}
+		_, le := b.groups.coordinatorEpoch(g.id)
+		r, err := b.groups.host.OffsetFetch(context.Background(), group.OffsetFetchRequest{GroupID: g.id})
+		if err != nil || r.ErrorCode != group.None || le < 0 {
+			continue
+		}
+		desc, err := b.groups.host.DescribeGroups(context.Background(), []string{g.id})
+		if err != nil || len(desc) != 1 || desc[0].ErrorCode != group.None {
+			continue
+		}
+		if pass.destMembers[g.id] > 0 || len(desc[0].Members) > 0 {
+			w.rep.Checks["truncated history check: group with members"]++
+			continue
+		}
+		if pass.passReadLE[g.id] < le {
+			w.rep.Checks["truncated history check: stale destination read"]++
+			continue
+		}
+		for _, t := range r.Topics {
+			if t.Name != "t" {
+				continue
+			}
+			for _, fp := range t.Partitions {
+				if fp.ErrorCode != group.None || read[fp.Partition] != (committed{fp.Offset, fp.LeaderEpoch}) {
+					continue // not what the pass read: written since
+				}
+				if slices.ContainsFunc(g.resets[fp.Partition], func(r commitAck) bool {
+					return r.n > pass.passReadN[g.id] && r.offset == fp.Offset && r.epoch == fp.LeaderEpoch
+				}) {
+					// A later sync's copy wrote the source's offset again.
+					w.rep.Checks["truncated history check: copied again since the pass"]++
+					continue
+				}
+				w.checkCommitLeft(d, pass, g, fp.Partition, fp.Offset, fp.LeaderEpoch)
+				if d.failed {
+					return
+				}
+			}
+		}
+	}
+}
+
+// checkCommitLeft is checkLeftInTruncated's rule for one commit (o, e)
+// that group g holds on d's partition t-p and pass read and left.
+func (w *world) checkCommitLeft(d *Sim, pass *syncRun, g *simGroup, p int32, o int64, e int32) {
+	if o <= 0 || e < 0 {
+		return
+	}
+	w.rep.Checks["committed offset not left in truncated history"]++
+	tp := twinlog.TopicPartition{Topic: "t", Partition: p}
+	key := tp.String()
+	var cut *truncPoint
+	for i, pt := range w.truncPoints[d][key] {
+		if pt.le > e && pt.offset < o {
+			cut = &w.truncPoints[d][key][i]
+			break
+		}
+	}
+	if cut == nil {
+		return
+	}
+	lp := d.leaderPart(tp)
+	if lp == nil {
+		w.rep.Checks["truncated history check: no leader"]++
+		return
+	}
+	named := ""
+	if a, ok := g.acked[p]; ok && a.offset == o && a.epoch == e {
+		named = a.value
+	}
+	rec, held := lp.shadow.at(o - 1)
+	if held && rec.epoch == e && (named == "" || rec.value == named) {
+		// The record is there again (the mirror copied it anew): the pass
+		// may leave it.
+		w.rep.Checks["committed offset in truncated history: record there again"]++
+		return
+	}
+	if a, ok := g.acked[p]; ok && (a.offset != o || a.epoch != e) && d.excused(a) {
+		w.rep.Checks["truncated history check: excused loss"]++
+		return
+	}
+	if _, ok := pass.passEnds[g.id][p]; !ok {
+		// The pass had no answer for the partition (its leader unknown
+		// when the sync started, or its OffsetForLeaderEpoch failed:
+		// fenced by a newer LE, no answer) and still completed, so the
+		// commit is never moved (controller fixTruncated counted such a
+		// pass complete until it noted the partitions it could not place,
+		// TestOffsetSyncPassNeedsEveryAnswer).
+		d.fail("truncation pass completed without an answer", "%s t-%d: %s holds %d (LE %d) in truncated history (cut by %+v); the truncation pass of the sync started at %d had no answer for the partition and completed",
+			g.id, p, d.clusterID, o, e, *cut, pass.startMs)
+		return
+	}
+	d.fail("committed offset left in truncated history", "%s t-%d: after a complete offset sync (started at %d, latest truncation point at %d), %s holds %d (LE %d) for the group, without members; truncation point %+v cut the log below it and the leader (broker %d, LE %d, log [%d, %d), epochs %v) holds %+v at %d (held %t), the commit named %q; the truncation pass (sync started at %d) read it, was answered ends %v for the group and left it",
+		g.id, p, w.syncedFrom[d], w.truncatedAt[d], d.clusterID, o, e, *cut, lp.b.id, lp.r.LeaderEpoch(), lp.shadow.start, lp.shadow.leo(), lp.r.EpochEntries(), rec, o-1, held, named, pass.startMs, pass.passEnds[g.id])
 }

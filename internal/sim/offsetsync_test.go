@@ -32,9 +32,11 @@ func twoClusterGroupConfig(seed uint64) Config {
 // destination's HW, and once it is acknowledged the group holds there what
 // the source answered (it resumes there where it committed), and the
 // sync's truncation pass moves a group back only as far as a truncation
-// point explains (checkTruncationMove). Over 20 seeds or more the syncs
-// must really complete, commit, be checked, and the truncation pass must
-// move offsets back out of truncated history.
+// point explains (checkTruncationMove), and once a sync after the latest
+// truncation point completed no group without members holds a commit
+// whose record a truncation removed (checkLeftInTruncated). Over 20 seeds
+// or more the syncs must really complete, commit, be checked, and the
+// truncation pass must move offsets back out of truncated history.
 func TestTwoClusterGroupSeeds(t *testing.T) {
 	start := time.Now()
 	list := seedList(*flagTwoGroupSeeds, 5)
@@ -50,7 +52,7 @@ func TestTwoClusterGroupSeeds(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	var syncs, complete, syncAcks, resumes, within, failovers, planned, fetches, moves, movesBack int
+	var syncs, complete, syncAcks, resumes, within, failovers, planned, fetches, moves, movesBack, left int
 	for _, r := range reps {
 		for _, c := range []*Report{r, r.Peer} {
 			syncs += c.OffsetSyncs
@@ -62,11 +64,12 @@ func TestTwoClusterGroupSeeds(t *testing.T) {
 		}
 		resumes += r.Mirror.Checks["group resumes where it committed"]
 		within += r.Mirror.Checks["offset sync commit within source and destination HW"]
+		left += r.Mirror.Checks["committed offset not left in truncated history"]
 		failovers += r.Mirror.Failovers
 		planned += r.Mirror.PlannedFailovers
 	}
-	t.Logf("%d seeds in %v: %d offset syncs (%d complete), %d sync commits acknowledged (%d checked), %d resume checks, %d planned of %d failovers, %d offset fetches, %d truncation moves acknowledged (%d back)",
-		len(list), time.Since(start).Round(time.Millisecond), syncs, complete, syncAcks, within, resumes, planned, failovers, fetches, moves, movesBack)
+	t.Logf("%d seeds in %v: %d offset syncs (%d complete), %d sync commits acknowledged (%d checked), %d resume checks, %d planned of %d failovers, %d offset fetches, %d truncation moves acknowledged (%d back), %d commits checked out of truncated history",
+		len(list), time.Since(start).Round(time.Millisecond), syncs, complete, syncAcks, within, resumes, planned, failovers, fetches, moves, movesBack, left)
 	if len(list) < 20 {
 		return
 	}
@@ -78,6 +81,10 @@ func TestTwoClusterGroupSeeds(t *testing.T) {
 		// The truncation pass (controller fixTruncated) moving a group back
 		// out of a failback's truncated history: about one seed in four.
 		"truncation moves back": {movesBack, len(list) / 10},
+		// Commits (offset > 0, with an epoch) checked against the log once
+		// a sync after the latest truncation point completed
+		// (checkLeftInTruncated): about five a seed.
+		"commits checked out of truncated history": {left, len(list)},
 	}
 	checkExercised(t, len(list), want)
 }
@@ -100,6 +107,37 @@ func TestOffsetSyncClampsToDestinationHW(t *testing.T) {
 // consuming the partitions' records, positions up to the HW).
 func TestOffsetSyncResumesWhereCommitted(t *testing.T) {
 	for _, seed := range []uint64{2, 3, 5} {
+		runConfig(t, twoClusterGroupConfig(seed))
+	}
+}
+
+// TestOffsetSyncMovesCommitsOutOfTruncatedHistory: the check bites. A
+// failback that truncated a partition to offset 0 leaves a leader that
+// answers the truncation pass's OffsetForLeaderEpoch without an epoch
+// (end 0); without 99c57b1's fix
+// (testdata/reverts/TestOffsetSyncMovesCommitsOutOfTruncatedHistory.diff:
+// replica.ConsumerEndOffsetFor answers epoch -1 there, and
+// offsetsync.Truncated skips answers without an epoch) the pass completes
+// and leaves the commit pointing into the removed history ("committed
+// offset left in truncated history"; seed 13100046: g2 holds 131 in LE 2
+// on b, whose t-0 a failback cut to 0 in LE 3). 30 of seeds
+// 13100000–13100399 fail without the fix, none with it.
+func TestOffsetSyncMovesCommitsOutOfTruncatedHistory(t *testing.T) {
+	for _, seed := range []uint64{13100046, 13100009, 13100037, 13100058} {
+		runConfig(t, twoClusterGroupConfig(seed))
+	}
+}
+
+// TestOffsetSyncPassNeedsEveryAnswer: the check bites. A truncation pass
+// that has no OffsetForLeaderEpoch answer for a truncated partition a
+// group committed to (its leader unknown when the sync began, or the
+// answer failed: a newer LE fenced it) cannot place that commit; without
+// noting it (testdata/reverts/TestOffsetSyncPassNeedsEveryAnswer.diff)
+// controller fixTruncated counted the pass complete and never came back
+// ("truncation pass completed without an answer"): 15 of seeds
+// 13100000–13100399 fail without it, none with it.
+func TestOffsetSyncPassNeedsEveryAnswer(t *testing.T) {
+	for _, seed := range []uint64{13100368, 13100352, 13100338} {
 		runConfig(t, twoClusterGroupConfig(seed))
 	}
 }
