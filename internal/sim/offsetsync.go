@@ -116,12 +116,13 @@ type syncRun struct {
 	// abandoned hears that the controller stopped during the run.
 	abandoned func()
 	// What the controller was answered, for the checks: the destination
-	// leaders' HWs and consumer epoch ends by partition of t; by group,
+	// leaders' HWs and consumer epoch ends (every one answered) by
+	// partition of t; by group,
 	// the source's offsets, the leader epoch of the destination
 	// coordinator that answered its offsets, whether the destination
 	// acknowledged the copy's commit in full.
 	hw        map[int32]int64
-	ends      map[int32]int64
+	ends      map[int32]map[int64]bool
 	srcOffset map[string]map[int32]int64
 	destRead  map[string]int32
 	commitOK  map[string]bool
@@ -168,7 +169,7 @@ func (c *controller) startSync(final bool, timeoutMs int64, done func(*syncRun))
 		return false
 	}
 	s := c.s
-	run := &syncRun{c: c, inc: c.inc, final: final, startMs: s.now, done: done, hw: map[int32]int64{}, ends: map[int32]int64{},
+	run := &syncRun{c: c, inc: c.inc, final: final, startMs: s.now, done: done, hw: map[int32]int64{}, ends: map[int32]map[int64]bool{},
 		srcOffset: map[string]map[int32]int64{}, destRead: map[string]int32{}, commitOK: map[string]bool{}, moved: map[string]map[int32]int64{},
 		fixSent: map[string]bool{}, fixAcked: map[string]bool{}, destMembers: map[string]int{}, passEnds: map[string]map[int32]int64{},
 		passRead: map[string]map[int32]committed{}, passReadLE: map[string]int32{}, passReadN: map[string]uint64{}}
@@ -458,7 +459,12 @@ func (w *world) served(run *syncRun, at *Sim, b *simBroker, call *syncCall, resp
 	case *pb.OffsetForLeaderEpochResponse:
 		for _, p := range r.GetPartitions() {
 			if p.GetTopic() == "t" && p.GetError() == pb.ErrorCode_ERROR_CODE_NONE && at == dst {
-				run.ends[p.GetPartition()] = p.GetEndOffset()
+				// One answer per group asked (their commits' epochs
+				// differ): every end answered for the partition.
+				if run.ends[p.GetPartition()] == nil {
+					run.ends[p.GetPartition()] = map[int64]bool{}
+				}
+				run.ends[p.GetPartition()][p.GetEndOffset()] = true
 			}
 		}
 	case *pb.FetchOffsetsResponse:
@@ -489,7 +495,7 @@ func (w *world) served(run *syncRun, at *Sim, b *simBroker, call *syncCall, resp
 			}
 			p, off := o.GetPartition(), o.GetOffset()
 			w.rep.Checks["offset sync commit within source and destination HW"]++
-			if end, ok := run.ends[p]; ok && end == off && run.fixing {
+			if run.ends[p][off] && run.fixing {
 				// fixTruncated's move out of truncated history: checked when
 				// it reached the coordinator (checkTruncationMove), a reset
 				// for the reads that follow.
