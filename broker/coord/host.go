@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -122,7 +124,8 @@ func (h *Host) Start() {
 	tick()
 }
 
-// Close unloads every shard: parked requests are answered NOT_COORDINATOR.
+// Close unloads every shard, by partition (the simulator replays its
+// answers): parked requests are answered NOT_COORDINATOR.
 func (h *Host) Close() {
 	h.mu.Lock()
 	h.closed = true
@@ -132,8 +135,8 @@ func (h *Host) Close() {
 	shards := h.shards
 	h.shards = map[int32]*shard{}
 	h.mu.Unlock()
-	for _, s := range shards {
-		s.unload()
+	for _, p := range slices.Sorted(maps.Keys(shards)) {
+		shards[p].unload()
 	}
 }
 
@@ -164,9 +167,9 @@ func (h *Host) Reconcile() {
 			load = append(load, s)
 		}
 	}
-	for p, s := range h.shards {
+	for _, p := range slices.Sorted(maps.Keys(h.shards)) {
 		if p >= n {
-			unload = append(unload, s)
+			unload = append(unload, h.shards[p])
 			delete(h.shards, p)
 		}
 	}
@@ -201,13 +204,13 @@ func (h *Host) shardFor(groupID string) *shard {
 	return h.shards[p]
 }
 
-// allShards are the shards held now.
+// allShards are the shards held now, by partition.
 func (h *Host) allShards() []*shard {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]*shard, 0, len(h.shards))
-	for _, s := range h.shards {
-		out = append(out, s)
+	for _, p := range slices.Sorted(maps.Keys(h.shards)) {
+		out = append(out, h.shards[p])
 	}
 	return out
 }
