@@ -415,7 +415,7 @@ func unanswered(f syncFacts, g offsetsync.Group, ends map[twinlog.TopicPartition
 	var out []string
 	for tp, o := range g.Dest {
 		if _, ok := ends[tp]; !ok && o.LeaderEpoch >= 0 && len(f.truncations[tp]) > 0 {
-			out = append(out, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
+			out = append(out, tp.String())
 		}
 	}
 	slices.Sort(out)
