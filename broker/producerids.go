@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
+	"github.com/twinlog/twinlog/broker/serve"
 	"github.com/twinlog/twinlog/metadata"
 )
 
@@ -62,9 +63,8 @@ type producerIDs struct {
 	obs   ProducerIDObserver
 
 	mu sync.Mutex
-	// next and end bound the current block's unused ids [next, end); end
-	// only rises.
-	next, end int64
+	// block holds the current block's unused ids.
+	block serve.ProducerIDBlock
 	// fetching is closed when the block request in flight ends; nil when
 	// none is.
 	fetching chan struct{}
@@ -83,9 +83,7 @@ func newProducerIDs(fetch func(ctx context.Context) (producerIDBlock, error), ob
 func (a *producerIDs) Next(ctx context.Context) (int64, error) {
 	for {
 		a.mu.Lock()
-		if a.next < a.end {
-			id := a.next
-			a.next++
+		if id, ok := a.block.Take(); ok {
 			a.mu.Unlock()
 			a.obs.ObserveProducerID()
 			return id, nil
@@ -107,12 +105,11 @@ func (a *producerIDs) Next(ctx context.Context) (int64, error) {
 		a.mu.Lock()
 		a.fetching = nil
 		close(done)
-		if err == nil && (blk.Len <= 0 || blk.Start < a.end) {
-			// Used, it could give an id twice: never.
-			err = fmt.Errorf("broker: producer id block [%d, +%d) is empty or overlaps ids given before (up to %d)", blk.Start, blk.Len, a.end)
-		}
 		if err == nil {
-			a.next, a.end = blk.Start, blk.Start+int64(blk.Len)
+			// A block that could give an id twice is never used.
+			if rerr := a.block.Refill(blk.Start, blk.Len); rerr != nil {
+				err = fmt.Errorf("broker: %w", rerr)
+			}
 		}
 		a.mu.Unlock()
 		a.obs.ObserveProducerIDBlock(err == nil)
