@@ -46,6 +46,15 @@ type History struct {
 	// ExemptConflicts counts offsets seen with two values in a partition
 	// under the §6.8 exemption (Exempt), which are not violations there.
 	ExemptConflicts int
+
+	// Reappends lets a value be seen at a second offset when a recorded
+	// truncation may have removed it from the first since it was seen
+	// there (different generations of the first offset): an idempotent
+	// producer's retry appends a batch again once the copy it was not
+	// told about is gone. Two offsets in one generation, and so two copies
+	// in the final log, stay violations. Counted in Reappended.
+	Reappends  bool
+	Reappended int
 }
 
 // Violation is one inconsistency the checker found.
@@ -95,11 +104,18 @@ type partHistory struct {
 	// (RecordTruncationPoint).
 	points  []truncPoint
 	seen    map[int64][]observation
-	valueAt map[string]int64
+	valueAt map[string]valueSeen
 	acked   map[int64]ackRecord
 	lossy   []lossy
 	// exempt: a tainted replica was elected uncleanly (Exempt).
 	exempt bool
+}
+
+// valueSeen is where a value was seen last, and the latest LE it was seen
+// there in.
+type valueSeen struct {
+	offset int64
+	le     int32
 }
 
 type consumerHistory struct {
@@ -114,7 +130,7 @@ func NewHistory() *History {
 func (h *History) part(tp string) *partHistory {
 	p := h.parts[tp]
 	if p == nil {
-		p = &partHistory{seen: map[int64][]observation{}, valueAt: map[string]int64{}, acked: map[int64]ackRecord{}}
+		p = &partHistory{seen: map[int64][]observation{}, valueAt: map[string]valueSeen{}, acked: map[int64]ackRecord{}}
 		h.parts[tp] = p
 	}
 	return p
@@ -199,7 +215,7 @@ func (h *History) RecordLossyShutdown(tp string, broker int32, from int64) {
 func (h *History) RecordAck(tp string, offset int64, value string, le int32, acksAll bool, m int) {
 	h.seq++
 	p := h.part(tp)
-	h.checkValue(p, tp, offset, value)
+	h.checkValue(p, tp, offset, value, le)
 	if !acksAll {
 		h.AckedOne++
 		return
@@ -215,7 +231,7 @@ func (h *History) RecordRead(consumer, tp string, offset int64, value string, le
 	h.seq++
 	h.Reads++
 	p := h.part(tp)
-	h.checkValue(p, tp, offset, value)
+	h.checkValue(p, tp, offset, value, le)
 	h.observe(p, tp, offset, observation{value: value, le: le, source: "read by " + consumer})
 	c := h.consumers[consumer]
 	if c == nil {
@@ -275,12 +291,20 @@ func (p *partHistory) lossyBrokers(seq uint64, offset int64) int {
 	return len(brokers)
 }
 
-func (h *History) checkValue(p *partHistory, tp string, offset int64, value string) {
-	if o, ok := p.valueAt[value]; ok && o != offset {
-		h.violate("§8.13 value at two offsets", tp, "value %q at offsets %d and %d", value, o, offset)
+func (h *History) checkValue(p *partHistory, tp string, offset int64, value string, le int32) {
+	seen, ok := p.valueAt[value]
+	switch {
+	case !ok:
+	case seen.offset == offset:
+		le = max(le, seen.le)
+	case h.Reappends && p.generation(seen.le, seen.offset) != p.generation(le, seen.offset):
+		h.Reappended++
+	default:
+		h.violate("§8.13 value at two offsets", tp, "value %q at offsets %d (LE %d) and %d (LE %d) with no recorded truncation of the first between (%s)",
+			value, seen.offset, seen.le, offset, le, p.truncationsString())
 		return
 	}
-	p.valueAt[value] = offset
+	p.valueAt[value] = valueSeen{offset: offset, le: le}
 }
 
 func (h *History) observe(p *partHistory, tp string, offset int64, ob observation) {
@@ -321,7 +345,7 @@ func (h *History) Final(tp string, final map[int64]string, le int32) {
 	}
 	slices.Sort(offs)
 	for _, o := range offs {
-		h.checkValue(p, tp, o, final[o])
+		h.checkValue(p, tp, o, final[o], le)
 		h.observe(p, tp, o, observation{value: final[o], le: le, source: "final log"})
 	}
 	acked := make([]int64, 0, len(p.acked))

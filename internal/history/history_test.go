@@ -96,6 +96,58 @@ func TestHistoryValueTwoOffsets(t *testing.T) {
 	}
 }
 
+// TestHistoryReappends: with Reappends, a value may come back at another
+// offset only once a recorded truncation may have removed its first copy;
+// two copies in one generation, or in the final log, stay violations.
+func TestHistoryReappends(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(h *History)
+		want string
+	}{
+		{"after a truncation", func(h *History) {
+			h.RecordRead("c", "t-0", 3, "a", 1)
+			h.RecordTruncation("t-0", 2)
+			h.RecordAck("t-0", 1, "a", 2, true, 2)
+			h.Final("t-0", map[int64]string{1: "a"}, 2)
+		}, ""},
+		{"after a truncation point below the first copy", func(h *History) {
+			h.RecordRead("c", "t-0", 3, "a", 1)
+			h.RecordTruncationPoint("t-0", 2, 2)
+			h.RecordAck("t-0", 5, "a", 2, true, 2)
+		}, ""},
+		{"a truncation point above the first copy", func(h *History) {
+			h.RecordRead("c", "t-0", 3, "a", 1)
+			h.RecordTruncationPoint("t-0", 2, 4)
+			h.RecordAck("t-0", 5, "a", 2, true, 2)
+		}, "§8.13 value at two offsets"},
+		{"seen at the first offset after the truncation", func(h *History) {
+			h.RecordRead("c", "t-0", 3, "a", 1)
+			h.RecordTruncation("t-0", 2)
+			h.RecordRead("d", "t-0", 3, "a", 2)
+			h.RecordAck("t-0", 5, "a", 2, true, 2)
+		}, "§8.13 value at two offsets"},
+		{"no truncation", func(h *History) {
+			h.RecordRead("c", "t-0", 3, "a", 1)
+			h.RecordAck("t-0", 5, "a", 1, true, 2)
+		}, "§8.13 value at two offsets"},
+		{"twice in the final log", func(h *History) {
+			h.RecordRead("c", "t-0", 3, "a", 1)
+			h.RecordTruncation("t-0", 2)
+			h.Final("t-0", map[int64]string{3: "a", 5: "a"}, 2)
+		}, "§8.13 value at two offsets"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewHistory()
+			h.Reappends = true
+			tc.run(h)
+			if got := kinds(h.Violations()); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestHistoryNonMonotonicRead(t *testing.T) {
 	h := NewHistory()
 	h.RecordRead("c", "t-0", 3, "a", 1)
