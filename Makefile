@@ -15,12 +15,13 @@ build:
 	$(GO) build $(PKGS)
 
 # test: every package with the race detector (the simulator's 50 default
-# seeds included), then 200 single-cluster, 200 two-cluster and 200
-# consumer-group simulator seeds without -race (issue 7's CI floor; ~40 s;
-# the regression seeds run in the first line).
+# seeds included), then 200 single-cluster, 200 two-cluster, 200
+# consumer-group and 200 + 100 idempotent-producer simulator seeds without
+# -race (issue 7's CI floor; ~45 s; the regression seeds run in the first
+# line).
 test:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
-	$(GO) test -count=1 -timeout 10m ./internal/sim -run 'TestSimSeeds|TestTwoClusterSeeds|TestGroupSeeds|TestTwoClusterGroupSeeds' -sim.seeds=200 -sim.twoseeds=200 -sim.groupseeds=200 -sim.twogroupseeds=200
+	$(GO) test -count=1 -timeout 10m ./internal/sim -run 'TestSimSeeds|TestTwoClusterSeeds|TestGroupSeeds|TestTwoClusterGroupSeeds|TestIdempotentSeeds|TestTwoClusterIdempotentSeeds' -sim.seeds=200 -sim.twoseeds=200 -sim.groupseeds=200 -sim.twogroupseeds=200 -sim.idemseeds=200 -sim.twoidemseeds=100
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
@@ -82,15 +83,18 @@ bench:
 # TWOSEEDS two-cluster seeds (mirroring, failovers, failbacks; TWOFAULTMS of
 # faults each, 0 = the test's default of 8 s), GROUPSEEDS single-cluster
 # seeds with consumer groups and TWOGROUPSEEDS two-cluster seeds whose
-# groups follow failovers through the mirror's offset sync. The defaults
-# take about 2 + 2 + 1 + 1 minutes on 2 cores.
+# groups follow failovers through the mirror's offset sync; IDEMSEEDS and
+# TWOIDEMSEEDS single- and two-cluster seeds with idempotent producers. The
+# defaults take about 2 + 2 + 1 + 1 + 1 + 1 minutes on 2 cores.
 SEEDS ?= 2000
 TWOSEEDS ?= 500
 TWOFAULTMS ?= 0
 GROUPSEEDS ?= 2000
 TWOGROUPSEEDS ?= 1000
+IDEMSEEDS ?= 2000
+TWOIDEMSEEDS ?= 500
 sim:
-	$(GO) test ./internal/sim -run 'TestSimSeeds|TestTwoClusterSeeds|TestGroupSeeds|TestTwoClusterGroupSeeds' -count=1 -timeout 60m -sim.seeds=$(SEEDS) -sim.twoseeds=$(TWOSEEDS) -sim.twofaultms=$(TWOFAULTMS) -sim.groupseeds=$(GROUPSEEDS) -sim.twogroupseeds=$(TWOGROUPSEEDS)
+	$(GO) test ./internal/sim -run 'TestSimSeeds|TestTwoClusterSeeds|TestGroupSeeds|TestTwoClusterGroupSeeds|TestIdempotentSeeds|TestTwoClusterIdempotentSeeds' -count=1 -timeout 60m -sim.seeds=$(SEEDS) -sim.twoseeds=$(TWOSEEDS) -sim.twofaultms=$(TWOFAULTMS) -sim.groupseeds=$(GROUPSEEDS) -sim.twogroupseeds=$(TWOGROUPSEEDS) -sim.idemseeds=$(IDEMSEEDS) -sim.twoidemseeds=$(TWOIDEMSEEDS)
 
 # e2e: docker-compose end-to-end test of both clusters, mirroring, failover
 # and failback (scripts/e2e.sh). Skips when no Docker engine answers.

@@ -68,6 +68,8 @@ type simBroker struct {
 	// lostLEO holds each partition's LEO at the last crash, to detect
 	// lossy shutdowns when the log is reopened.
 	lostLEO map[string]int64
+	// pids is this incarnation's producer id block (idempotent.go).
+	pids serve.ProducerIDBlock
 }
 
 // simPart is one hosted replica.
@@ -132,6 +134,7 @@ func (b *simBroker) start() {
 	b.epoch = 0
 	b.image = metadata.New("")
 	b.authz, b.caughtUp = s.brokerAuthz(), false
+	b.pids = serve.ProducerIDBlock{}
 	b.meta = metaloop.New(simMeta{b}, simMeta{b}, metaloop.Config{BrokerID: b.id, Idle: time.Duration(s.cfg.MetadataPollMs) * time.Millisecond,
 		Backoff: 100 * time.Millisecond, MaxSnapshotItems: metadata.MaxSnapshotItems})
 	b.parts = map[twinlog.TopicPartition]*simPart{}

@@ -131,12 +131,19 @@ type producer struct {
 	id       int
 	n        int
 	inflight int
+	// idemSt is the idempotent producer's state (Config.Idempotent,
+	// idempotent.go); nil otherwise.
+	idemSt *idemState
 }
 
 func (pr *producer) node() nodeID { return clientBase + nodeID(pr.id) }
 
 func (pr *producer) produce() {
 	s := pr.s
+	if s.cfg.Idempotent {
+		pr.produceIdempotent()
+		return
+	}
 	if pr.inflight >= 3 {
 		return
 	}
@@ -229,7 +236,7 @@ func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, 
 	}
 	leo := p.r.LogEndOffset()
 	var out pb.ProducePartitionResponse
-	d, _ := serve.Propose(p.r, p.log, batches, replica.Proposal{ID: id, Acks: acks, TimeoutMs: timeoutMs, NumRecords: n}, s.now, &out)
+	d, duplicate := serve.Propose(p.r, p.log, batches, replica.Proposal{ID: id, Acks: acks, TimeoutMs: timeoutMs, NumRecords: n}, s.now, &out)
 	if s.w != nil {
 		s.w.checkProduce(p, d, leo)
 	}
@@ -239,7 +246,14 @@ func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, 
 		return false
 	}
 	req := &produceReq{batches: batches, values: values, le: int32(d.LeaderEpoch), reply: reply}
-	p.proposals[id] = req
+	if duplicate {
+		// An idempotent producer's retry of a batch the log holds: no
+		// batch to append, the answer is the original's.
+		s.report.Idempotent.Duplicates++
+		s.tracef("broker %d %s: duplicate of [%d, %d]", b.id, p.key, d.BaseOffset, d.LastOffset)
+	} else {
+		p.proposals[id] = req
+	}
 	p.results[id] = req
 	p.processReady()
 	return true

@@ -183,6 +183,28 @@
 // with go test ./internal/sim -run TestTwoClusterGroupSeeds -sim.seed=N (a
 // sweep: -sim.twogroupseeds=N -sim.first=F).
 //
+// # Idempotent producers
+//
+// Config{Idempotent: true} (TestIdempotentSeeds, TestTwoClusterIdempotentSeeds,
+// idempotent.go) makes the producers idempotent, as Kafka clients with
+// enable.idempotence: an id from a broker's InitProducerId (its block from
+// the shipped controller's AllocateProducerIds, handed out through
+// serve.ProducerIDBlock), sequences per partition, up to three batches
+// unacknowledged per partition, each sent again, the same bytes, after a
+// lost request or answer or a retriable error until it is acknowledged;
+// the id is given up (its batches abandoned) when the head of a queue is
+// refused OUT_OF_ORDER_SEQUENCE_NUMBER, on INVALID_PRODUCER_EPOCH, or when
+// a batch waited 8 s. The leaders answer retries through the shipped
+// serve.Propose over each log's producer state (storage/producer), which
+// followers and mirrors build from the batches they append and truncations
+// rebuild. Checked: no record appended twice (the history's "value at two
+// offsets", which then allows a value at a second offset only when a
+// recorded truncation may have removed the first copy: a retry appended
+// again after the copy it was not told about was cut), no producer id
+// handed out twice in a run (both clusters). Off by default. Not
+// simulated: a producer carried from one cluster to the other at a
+// failover (the harness's kgo failover test covers it).
+//
 // Operator actions of ops.go, on their own random stream (Config knobs,
 // negative disables): PauseProb pauses the destination's mirror topic
 // while mirroring (resumed 0.1–3.1 s later, before a planned failover

@@ -221,6 +221,7 @@ func runTwo(cfg Config) (rep *Report, err error) {
 	w.a = newSim(cfg, "a", cfg.Seed)
 	w.b = newSim(cfg, "b", cfg.Seed+0xb)
 	w.b.producerBase = 10
+	w.b.pidsGiven = w.a.pidsGiven
 	w.a.tracePrefix, w.b.tracePrefix = "[a] ", "[b] "
 	w.b.traceSink = w.a
 	for _, s := range []*Sim{w.a, w.b} {

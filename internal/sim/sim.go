@@ -86,6 +86,10 @@ type Config struct {
 	// them, and after a failback only the offset sync's truncation pass
 	// (controller fixTruncated) moves those left in truncated history.
 	OffsetSyncExclude string
+	// Idempotent makes the producers idempotent (idempotent.go): producer
+	// ids from the brokers, sequences, retries of the same batch until
+	// acknowledged. Off by default, so other tests' seeds keep their runs.
+	Idempotent bool
 
 	// TraceLines is how many trace lines a failure shows (default 50).
 	TraceLines int
@@ -182,6 +186,8 @@ type Report struct {
 	Mirror *MirrorReport
 	// Groups is what the consumer groups did (Config.Groups).
 	Groups GroupReport
+	// Idempotent is what the idempotent producers did (Config.Idempotent).
+	Idempotent IdempotentReport
 }
 
 // FaultCount is the total of injected faults.
@@ -305,6 +311,9 @@ type Sim struct {
 	traceSink    *Sim
 	tracePrefix  string
 	producerBase int
+	// pidsGiven names the producer each producer id went to (both
+	// clusters of a run share it).
+	pidsGiven map[int64]string
 }
 
 type simTimer struct {
@@ -341,11 +350,12 @@ func Run(cfg Config) (rep *Report, err error) {
 
 func newSim(cfg Config, clusterID string, stream uint64) *Sim {
 	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, stream)), hist: history.NewHistory(), clusterID: clusterID,
-		lastUnclean: map[string]int32{}, trueHW: map[string]int64{}, suspend87: map[string]int32{}, behind87: map[string]map[int32]bool{}, verified: map[[2]*simPart]verifiedPrefix{}}
+		pidsGiven: map[int64]string{}, lastUnclean: map[string]int32{}, trueHW: map[string]int64{}, suspend87: map[string]int32{}, behind87: map[string]map[int32]bool{}, verified: map[[2]*simPart]verifiedPrefix{}}
 	h := fnv.New64a()
 	s.traceHash = h.Sum64()
 	s.report = Report{Seed: cfg.Seed, Cluster: clusterID, Faults: map[string]int{}, Checks: map[string]int{}, KnownBugs: map[string]int{}}
 	s.net = newNetwork(s)
+	s.hist.Reappends = cfg.Idempotent // a retry may come back after a truncation
 	return s
 }
 

@@ -1,0 +1,108 @@
+package sim
+
+import (
+	"flag"
+	"strconv"
+	"testing"
+	"time"
+)
+
+var (
+	flagIdemSeeds    = flag.Int("sim.idemseeds", 30, "number of seeds TestIdempotentSeeds runs (idempotent producers)")
+	flagTwoIdemSeeds = flag.Int("sim.twoidemseeds", 10, "number of two-cluster seeds TestTwoClusterIdempotentSeeds runs")
+)
+
+func idempotentConfig(seed uint64) Config { return Config{Seed: seed, Idempotent: true} }
+
+func twoClusterIdempotentConfig(seed uint64) Config {
+	cfg := twoClusterConfig(seed)
+	cfg.Idempotent = true
+	return cfg
+}
+
+// TestIdempotentSeeds runs seeds whose producers are idempotent and send
+// a batch again until it is acknowledged, while brokers crash and leaders
+// move: no record is appended twice (the history's value at two offsets),
+// no producer id is handed out twice, besides every check of
+// TestSimSeeds. Over 20 seeds or more the leaders must really answer
+// retries as duplicates and refuse gaps.
+func TestIdempotentSeeds(t *testing.T) {
+	runIdempotentSeeds(t, seedList(*flagIdemSeeds, 5), idempotentConfig, 100)
+}
+
+// TestTwoClusterIdempotentSeeds: the same with two clusters, where the
+// mirrors build the destination's producer state from the batches they
+// copy and each cluster's producers take ids from its own space. Fewer
+// batches are acknowledged: the destination's producers are refused
+// (READ_ONLY_TOPIC) while it mirrors.
+func TestTwoClusterIdempotentSeeds(t *testing.T) {
+	runIdempotentSeeds(t, seedList(*flagTwoIdemSeeds, 3), twoClusterIdempotentConfig, 50)
+}
+
+// runIdempotentSeeds runs list in parallel and, over ten seeds or more,
+// wants ackedPerSeed acknowledged batches per seed and the rest exercised.
+func runIdempotentSeeds(t *testing.T, list []uint64, config func(uint64) Config, ackedPerSeed int) {
+	start := time.Now()
+	reps := make([]*Report, len(list))
+	t.Run("seed", func(t *testing.T) {
+		for i, seed := range list {
+			t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+				t.Parallel()
+				reps[i] = runConfig(t, config(seed))
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	var total IdempotentReport
+	acked := 0
+	for _, r := range reps {
+		for _, c := range []*Report{r, r.Peer} {
+			if c == nil {
+				continue
+			}
+			i := c.Idempotent
+			total.Inits += i.Inits
+			total.Resets += i.Resets
+			total.Batches += i.Batches
+			total.Sends += i.Sends
+			total.Acked += i.Acked
+			total.Duplicates += i.Duplicates
+			total.OutOfOrder += i.OutOfOrder
+			total.Fenced += i.Fenced
+			total.Abandoned += i.Abandoned
+			acked += c.AckedAll + c.AckedOne
+		}
+	}
+	t.Logf("%d seeds in %v: %+v, records acknowledged %d", len(list), time.Since(start).Round(time.Millisecond), total, acked)
+	if len(list) < 10 {
+		return
+	}
+	want := map[string][2]int{
+		"producer ids":          {total.Inits, 2 * len(list)},
+		"batches acknowledged":  {total.Acked, ackedPerSeed * len(list)},
+		"retries":               {total.Sends - total.Batches, 10 * len(list)},
+		"duplicates answered":   {total.Duplicates, len(list)},
+		"out-of-order refusals": {total.OutOfOrder, len(list) / 5},
+	}
+	checkExercised(t, len(list), want)
+}
+
+// TestIdempotentDeterminism: the same seed gives the same trace with
+// idempotent producers (their ids, retries and resets are the seed's).
+func TestIdempotentDeterminism(t *testing.T) {
+	for _, cfg := range []Config{idempotentConfig(7), idempotentConfig(13800123), twoClusterIdempotentConfig(11)} {
+		a, errA := Run(cfg)
+		b, errB := Run(cfg)
+		if (errA == nil) != (errB == nil) {
+			t.Fatalf("seed %d: errors differ: %v / %v", cfg.Seed, errA, errB)
+		}
+		if a.TraceHash != b.TraceHash || a.Idempotent != b.Idempotent {
+			t.Fatalf("seed %d: trace hash %x vs %x, %+v vs %+v", cfg.Seed, a.TraceHash, b.TraceHash, a.Idempotent, b.Idempotent)
+		}
+		if a.Idempotent.Acked == 0 {
+			t.Fatalf("seed %d: no batch acknowledged: %+v", cfg.Seed, a.Idempotent)
+		}
+	}
+}
