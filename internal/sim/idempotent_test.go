@@ -106,3 +106,25 @@ func TestIdempotentDeterminism(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotentRetryIsDuplicate: the check bites. With the leader's
+// duplicate detection removed (storage/producer answers a retry of a batch
+// it holds as a new one: testdata/reverts/TestIdempotentRetryIsDuplicate.diff)
+// these seeds append a retried batch a second time ("value at two
+// offsets"; 29 of seeds 1-30 fail).
+func TestIdempotentRetryIsDuplicate(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		runConfig(t, idempotentConfig(seed))
+	}
+}
+
+// TestIdempotentTruncationRebuildsProducers: the check bites. A log
+// truncation rebuilds the producer state to the cut; without
+// (testdata/reverts/TestIdempotentTruncationRebuildsProducers.diff) a
+// leader answers a retry as a duplicate of a batch that was cut, with
+// offsets that now hold other records (seeds 15 and 17 of 1-30).
+func TestIdempotentTruncationRebuildsProducers(t *testing.T) {
+	for _, seed := range []uint64{15, 17} {
+		runConfig(t, idempotentConfig(seed))
+	}
+}
