@@ -250,9 +250,16 @@ func (b *simBroker) handleProduce(tp twinlog.TopicPartition, acks replica.Acks, 
 		// An idempotent producer's retry of a batch the log holds: no
 		// batch to append, the answer is the original's.
 		s.report.Idempotent.Duplicates++
+		bv := batches.Batches()[0]
+		s.dupSeqs[[2]int64{bv.ProducerID(), int64(bv.BaseSequence())}] = true
 		s.tracef("broker %d %s: duplicate of [%d, %d]", b.id, p.key, d.BaseOffset, d.LastOffset)
 	} else {
 		p.proposals[id] = req
+		if s.w != nil && s.cfg.Idempotent {
+			for _, v := range values {
+				s.w.noteAppended(v, int32(d.LeaderEpoch), s.clusterID)
+			}
+		}
 	}
 	p.results[id] = req
 	p.processReady()

@@ -201,9 +201,14 @@
 // offsets", which then allows a value at a second offset only when a
 // recorded truncation may have removed the first copy: a retry appended
 // again after the copy it was not told about was cut), no producer id
-// handed out twice in a run (both clusters). Off by default. Not
-// simulated: a producer carried from one cluster to the other at a
-// failover (the harness's kgo failover test covers it).
+// handed out twice in a run (both clusters). With two clusters, at each
+// failover every source producer with an id moves to the destination with
+// even odds (moveProducers): the destination's producer of the same index
+// takes over its id, epoch, sequences and unacknowledged batches and sends
+// them there, where the leaders must answer the batches the mirror copied
+// as duplicates with their offsets and continue the sequence; §8.20 then
+// names a record's cluster by the leader that accepted it (originOf), not
+// by its writer's name. Off by default.
 //
 // Operator actions of ops.go, on their own random stream (Config knobs,
 // negative disables): PauseProb pauses the destination's mirror topic

@@ -64,6 +64,12 @@ type IdempotentReport struct {
 	OutOfOrder, Fenced int
 	// Abandoned counts batches given up unacknowledged.
 	Abandoned int
+	// Moved counts producers carried to the other cluster at a failover
+	// (two clusters), MovedAcked the batches they had unacknowledged
+	// then that the new cluster acknowledged, MovedDuplicates those of
+	// them it answered as duplicates (it held them, mirrored), and
+	// MovedResets the carried ids given up.
+	Moved, MovedAcked, MovedDuplicates, MovedResets int
 }
 
 // idemState is one producer's idempotence: its id and per partition its
@@ -78,6 +84,9 @@ type idemState struct {
 	initAt int64
 	// parts by the index of the partition in Sim.topics.
 	parts []*idemPart
+	// moved: carried over from the other cluster's producer with this
+	// id (pid, epoch, sequences and unacknowledged batches).
+	moved bool
 }
 
 type idemPart struct {
@@ -97,6 +106,8 @@ type idemBatch struct {
 	attempt  int
 	inflight bool
 	retryAt  int64
+	// moved: unacknowledged when its producer moved to the other cluster.
+	moved bool
 }
 
 func (pr *producer) idem() *idemState {
@@ -185,25 +196,27 @@ func (pr *producer) sendIdem(bt *idemBatch) {
 	s.net.send(pr.node(), b.node(), "produce", func() {
 		b.handleProduce(bt.tp, bt.acks, bt.buf, bt.values, s.cfg.ProduceTimeoutMs, func(code pb.ErrorCode, base int64, le int32) {
 			s.net.send(b.node(), pr.node(), "produce-resp", func() {
-				pr.idemResult(gen, bt, attempt, code, base, le)
+				pr.idemResult(st, gen, bt, attempt, code, base, le)
 			})
 		})
 	})
 	// A lost request or answer: send again once twice the produce timeout
 	// has passed without one.
 	s.after(s.cfg.ProduceTimeoutMs*2, func() {
-		if pr.idem().gen == gen && bt.attempt == attempt && bt.inflight {
+		if pr.idemSt == st && st.gen == gen && bt.attempt == attempt && bt.inflight {
 			bt.inflight = false
 		}
 	})
 }
 
-// idemResult handles the answer to attempt of bt, sent under id gen.
-func (pr *producer) idemResult(gen int, bt *idemBatch, attempt int, code pb.ErrorCode, base int64, le int32) {
+// idemResult handles the answer to attempt of bt, sent by st under id
+// gen.
+func (pr *producer) idemResult(st *idemState, gen int, bt *idemBatch, attempt int, code pb.ErrorCode, base int64, le int32) {
 	s := pr.s
-	st := pr.idem()
-	if st.gen != gen {
-		return // for an id given up: its batches are abandoned
+	if pr.idemSt != st || st.gen != gen {
+		// For an id given up (its batches are abandoned), or a request
+		// sent before the producer moved to the other cluster.
+		return
 	}
 	i := slices.Index(s.topics, bt.tp)
 	ip := st.parts[i]
@@ -217,6 +230,12 @@ func (pr *producer) idemResult(gen int, bt *idemBatch, attempt int, code pb.Erro
 	case pb.ErrorCode_ERROR_CODE_NONE:
 		ip.queue = slices.Delete(ip.queue, at, at+1)
 		s.report.Idempotent.Acked++
+		if bt.moved {
+			s.report.Idempotent.MovedAcked++
+			if s.dupSeqs[[2]int64{st.pid, int64(bt.seq)}] {
+				s.report.Idempotent.MovedDuplicates++
+			}
+		}
 		pr.result(bt.tp, bt.acks, bt.values, code, base, le)
 		return
 	case pb.ErrorCode_ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER:
@@ -255,8 +274,46 @@ func (pr *producer) resetIdem(why string) {
 	}
 	s.report.Idempotent.Resets++
 	s.report.Idempotent.Abandoned += n
+	if st.moved {
+		s.report.Idempotent.MovedResets++
+	}
 	s.tracef("producer %d gives up pid %d (%s): %d batches abandoned", pr.id, st.pid, why, n)
-	st.pid, st.gen, st.initAt = -1, st.gen+1, -1
+	st.pid, st.gen, st.initAt, st.moved = -1, st.gen+1, -1, false
+}
+
+// moveProducers carries, at a failover, each of the old source's
+// idempotent producers with a producer id to the destination with even
+// odds, as an application moved to the other cluster with its producer:
+// the destination's producer of the same index takes over its id, epoch,
+// sequences and unacknowledged batches (their values keep the name of
+// their writer) and sends them there; the answers to what it sent before
+// are lost with the old connection. The destination's producer gives up
+// its own state and the source's starts afresh. On the destination the
+// leaders must answer the batches it holds (mirrored) as duplicates with
+// their offsets, and go on from the last sequence it holds.
+func (w *world) moveProducers(from, to *Sim) {
+	for i, sp := range from.producers {
+		st := sp.idemSt
+		if st == nil || st.pid < 0 || w.rng.IntN(2) == 0 {
+			continue
+		}
+		dp := to.producers[i]
+		if old := dp.idemSt; old != nil && old.pid >= 0 {
+			dp.resetIdem("its application moved away")
+		}
+		n := 0
+		for _, ip := range st.parts {
+			for _, bt := range ip.queue {
+				bt.inflight, bt.retryAt, bt.moved = false, 0, true
+				bt.first = to.now // the new connection's delivery timeout
+				n++
+			}
+		}
+		st.moved = true
+		dp.idemSt, sp.idemSt = st, nil
+		to.report.Idempotent.Moved++
+		w.a.tracef("mirror: producer %d of %s moves to %s as producer %d with pid %d and %d unacknowledged batches", sp.id, from.clusterID, to.clusterID, dp.id, st.pid, n)
+	}
 }
 
 // initProducerID asks a random running broker for a producer id.

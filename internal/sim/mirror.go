@@ -139,6 +139,9 @@ type world struct {
 	rng      *rand.Rand
 	a, b     *Sim
 	src, dst *Sim
+	// appended names the cluster whose leader accepted a value in an
+	// epoch (Config.Idempotent only: originOf).
+	appended map[valueEpoch]string
 	phase    phase
 	since    int64 // phase start
 	drainEnd int64
@@ -213,7 +216,7 @@ type xmsg struct {
 
 func runTwo(cfg Config) (rep *Report, err error) {
 	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x6d6972726f72)),
-		byPart: map[*simPart]*mirrorRunner{}, writable: map[*simPart]bool{}, writableLE: map[*simPart]twinlog.Epoch{},
+		byPart: map[*simPart]*mirrorRunner{}, appended: map[valueEpoch]string{}, writable: map[*simPart]bool{}, writableLE: map[*simPart]twinlog.Epoch{},
 		stateHW: map[*Sim]twinlog.Offset{}, stateViews: map[*Sim]*stateViewCache{}, stateAckedView: map[*Sim]*state.View{},
 		copies: map[*Sim]map[string]map[int64]copyRec{}, exempt: map[string]bool{},
 		leaderSeen: map[*simPart]int32{}, staleLE: map[*simPart]bool{}, staleUntilTrunc: map[*Sim]map[string]bool{},
@@ -762,6 +765,9 @@ func (w *world) failover(planned bool) {
 	}
 	w.phase, w.since = phaseFailedOver, w.now()
 	w.a.tracef("mirror: failover to %s (planned %t)", d.clusterID, planned)
+	if w.cfg.Idempotent && w.faultsOn {
+		w.moveProducers(w.src, d)
+	}
 	if w.faultsOn && w.rng.IntN(2) == 0 {
 		// The old source "fails": unreachable from the other cluster.
 		heal := w.now() + int64(200+w.rng.IntN(2000))
@@ -989,6 +995,46 @@ func (w *world) checkStep() {
 	}
 }
 
+// originOf is the cluster whose leader appended value in epoch: the one
+// whose leader accepted its produce (appended), else the one whose producer
+// wrote it (origin). They differ only for a producer carried to the other
+// cluster (moveProducers), whose earlier values the new cluster may
+// append. "ab" when the leaders of both accepted it in an epoch of that
+// number (a split brain's tail that a failback cuts and the other's
+// copy): either may be the record a log holds.
+func (w *world) originOf(value string, epoch int32) string {
+	if o, ok := w.appended[valueEpoch{value, epoch}]; ok {
+		return o
+	}
+	return origin(value)
+}
+
+// noteAppended records that cluster's leader accepted value in epoch.
+func (w *world) noteAppended(value string, epoch int32, cluster string) {
+	k := valueEpoch{value, epoch}
+	if o, ok := w.appended[k]; ok && o != cluster {
+		cluster = "ab"
+	}
+	w.appended[k] = cluster
+}
+
+// commonOrigin is the clusters two records' origins (originOf) have in
+// common: "" when none, and then one epoch holds records of both.
+func commonOrigin(x, y string) string {
+	var out []byte
+	for _, c := range []byte("ab") {
+		if strings.IndexByte(x, c) >= 0 && strings.IndexByte(y, c) >= 0 {
+			out = append(out, c)
+		}
+	}
+	return string(out)
+}
+
+type valueEpoch struct {
+	value string
+	epoch int32
+}
+
 // origin is the cluster whose producer wrote value ("p<id>-<n>").
 func origin(value string) string {
 	i := strings.IndexByte(value, '-')
@@ -1075,15 +1121,18 @@ func (w *world) check20() {
 		where := map[int32]string{}
 		for _, p := range w.untainted(tp) {
 			for i, rec := range p.shadow.recs {
-				o := origin(rec.value)
-				if cur, ok := owner[rec.epoch]; ok && cur != o {
+				o := w.originOf(rec.value, rec.epoch)
+				cur, ok := owner[rec.epoch]
+				if ok && commonOrigin(cur, o) == "" {
 					w.dst.fail("§8.20 epoch with records of both clusters", "%s epoch %d: %s has %q (cluster %s) at %d; %s\n%s\n%s", key, rec.epoch, p.b.s.clusterID+strconv.Itoa(int(p.b.id)), rec.value, o, p.shadow.start+int64(i), where[rec.epoch],
 						w.logs(tp), w.describe(w.dst))
 					return
 				}
-				if _, ok := owner[rec.epoch]; !ok {
+				if !ok {
 					owner[rec.epoch] = o
 					where[rec.epoch] = fmt.Sprintf("%s%d has %q (cluster %s) at %d", p.b.s.clusterID, p.b.id, rec.value, o, p.shadow.start+int64(i))
+				} else {
+					owner[rec.epoch] = commonOrigin(cur, o)
 				}
 			}
 		}
@@ -1103,10 +1152,10 @@ func (w *world) logs(tp twinlog.TopicPartition) string {
 			fmt.Fprintf(&b, "  %s%d LE %d HW %d:", s.clusterID, br.id, p.r.LeaderEpoch(), p.r.HighWatermark())
 			for i := 0; i < len(p.shadow.recs); {
 				j := i
-				for j+1 < len(p.shadow.recs) && p.shadow.recs[j+1].epoch == p.shadow.recs[i].epoch && origin(p.shadow.recs[j+1].value) == origin(p.shadow.recs[i].value) {
+				for j+1 < len(p.shadow.recs) && p.shadow.recs[j+1].epoch == p.shadow.recs[i].epoch && w.originOf(p.shadow.recs[j+1].value, p.shadow.recs[j+1].epoch) == w.originOf(p.shadow.recs[i].value, p.shadow.recs[i].epoch) {
 					j++
 				}
-				fmt.Fprintf(&b, " %d-%d@%d%s", p.shadow.start+int64(i), p.shadow.start+int64(j), p.shadow.recs[i].epoch, origin(p.shadow.recs[i].value))
+				fmt.Fprintf(&b, " %d-%d@%d%s", p.shadow.start+int64(i), p.shadow.start+int64(j), p.shadow.recs[i].epoch, w.originOf(p.shadow.recs[i].value, p.shadow.recs[i].epoch))
 				i = j + 1
 			}
 			b.WriteString("\n")

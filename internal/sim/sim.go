@@ -314,6 +314,9 @@ type Sim struct {
 	// pidsGiven names the producer each producer id went to (both
 	// clusters of a run share it).
 	pidsGiven map[int64]string
+	// dupSeqs holds the producer ids and base sequences of the batches
+	// this cluster's leaders answered as duplicates.
+	dupSeqs map[[2]int64]bool
 }
 
 type simTimer struct {
@@ -350,7 +353,7 @@ func Run(cfg Config) (rep *Report, err error) {
 
 func newSim(cfg Config, clusterID string, stream uint64) *Sim {
 	s := &Sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, stream)), hist: history.NewHistory(), clusterID: clusterID,
-		pidsGiven: map[int64]string{}, lastUnclean: map[string]int32{}, trueHW: map[string]int64{}, suspend87: map[string]int32{}, behind87: map[string]map[int32]bool{}, verified: map[[2]*simPart]verifiedPrefix{}}
+		pidsGiven: map[int64]string{}, dupSeqs: map[[2]int64]bool{}, lastUnclean: map[string]int32{}, trueHW: map[string]int64{}, suspend87: map[string]int32{}, behind87: map[string]map[int32]bool{}, verified: map[[2]*simPart]verifiedPrefix{}}
 	h := fnv.New64a()
 	s.traceHash = h.Sum64()
 	s.report = Report{Seed: cfg.Seed, Cluster: clusterID, Faults: map[string]int{}, Checks: map[string]int{}, KnownBugs: map[string]int{}}
