@@ -143,53 +143,51 @@ func (l stateLog) Leads(sp int32) bool {
 
 // Read reads the local replica when it leads sp, else fetches from the
 // leader on a goroutine of the run (RPCTimeout).
-func (l stateLog) Read(sp int32, from twinlog.Offset, done func([]storage.Record, twinlog.Offset, error)) {
+func (l stateLog) Read(sp int32, from twinlog.Offset, last twinlog.Epoch, done func([]storage.Record, twinlog.Epoch, twinlog.Offset, error)) {
 	b, tp := l.b, twinlog.TopicPartition{Topic: state.Topic, Partition: sp}
-	if recs, hw, ok, err := b.readStateLocal(tp, from); ok {
-		done(recs, hw, err)
+	if p, hw, leso, ok := b.stateLeaderLocal(tp); ok {
+		done(state.ReadLocal(p.log, from, last, hw, leso))
 		return
 	}
-	b.goLoop(b.runCtx, func(ctx context.Context) { done(b.readStateRemote(ctx, tp, from)) })
+	b.goLoop(b.runCtx, func(ctx context.Context) { done(b.readStateRemote(ctx, tp, from, last)) })
 }
 
-// readStateLocal reads tp below the HW when this broker leads it (ok).
-func (b *Broker) readStateLocal(tp twinlog.TopicPartition, from twinlog.Offset) ([]storage.Record, twinlog.Offset, bool, error) {
-	p := b.partition(tp)
+// stateLeaderLocal returns tp's partition with its HW and LE start offset
+// when this broker leads it, usable (ok).
+func (b *Broker) stateLeaderLocal(tp twinlog.TopicPartition) (p *partition, hw, leso twinlog.Offset, ok bool) {
+	p = b.partition(tp)
 	if p == nil {
-		return nil, -1, false, nil
+		return nil, -1, -1, false
 	}
 	p.mu.Lock()
-	leader := p.usableLocked() == nil && p.r.Role() == replica.RoleLeader
-	hw, leso := p.r.HighWatermark(), p.r.LeaderEpochStartOffset()
-	p.mu.Unlock()
-	if !leader {
-		return nil, -1, false, nil
+	defer p.mu.Unlock()
+	if p.usableLocked() != nil || p.r.Role() != replica.RoleLeader {
+		return nil, -1, -1, false
 	}
-	recs, hw, err := state.ReadLocal(p.log, from, hw, leso)
-	return recs, hw, true, err
+	return p, p.r.HighWatermark(), p.r.LeaderEpochStartOffset(), true
 }
 
 // readStateRemote reads records of a __mirror_state partition from offset
 // from, below the leader's HW, with a consumer fetch from its leader, and
-// returns them with that HW.
-func (b *Broker) readStateRemote(ctx context.Context, tp twinlog.TopicPartition, from twinlog.Offset) ([]storage.Record, twinlog.Offset, error) {
+// returns them with the epoch of the last and that HW.
+func (b *Broker) readStateRemote(ctx context.Context, tp twinlog.TopicPartition, from twinlog.Offset, last twinlog.Epoch) ([]storage.Record, twinlog.Epoch, twinlog.Offset, error) {
 	leader, ok := b.leaderHint(tp)
 	if !ok || leader < 0 {
-		return nil, -1, state.ErrNotReady
+		return nil, twinlog.NoEpoch, -1, state.ErrNotReady
 	}
 	addr, ok := b.brokerAddr(twinlog.BrokerID(leader))
 	if !ok {
-		return nil, -1, state.ErrNotReady
+		return nil, twinlog.NoEpoch, -1, state.ErrNotReady
 	}
 	c, err := b.conn(addr)
 	if err != nil {
-		return nil, -1, err
+		return nil, twinlog.NoEpoch, -1, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, b.cfg.RPCTimeout)
 	defer cancel()
-	resp, err := pb.NewFetchServiceClient(c).Fetch(rctx, state.ReadRequest(tp.Partition, from, b.leaderEpochHint(tp)))
+	resp, err := pb.NewFetchServiceClient(c).Fetch(rctx, state.ReadRequest(tp.Partition, from, last, b.leaderEpochHint(tp)))
 	if err != nil {
-		return nil, -1, err
+		return nil, twinlog.NoEpoch, -1, err
 	}
 	return state.ReadAnswer(tp.Partition, resp)
 }

@@ -874,6 +874,16 @@ func (l *Log) EndOffsetForEpoch(e twinlog.Epoch) (twinlog.Epoch, twinlog.Offset)
 	return l.cache.EndOffsetFor(e, l.leo())
 }
 
+// Diverging is epoch.Cache.Diverging against this log: whether a reader
+// whose last record is of epoch last and who reads from offset from holds
+// records this log does not.
+func (l *Log) Diverging(last twinlog.Epoch, from twinlog.Offset) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	_, _, ok := l.cache.Diverging(last, from, l.leo())
+	return ok
+}
+
 // AssignEpoch records epoch e starting at offset o (a non-mirror leader
 // entering LE does AssignEpoch(LE, LEO), SPEC §2.4) and checkpoints.
 func (l *Log) AssignEpoch(e twinlog.Epoch, o twinlog.Offset) error {

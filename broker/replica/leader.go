@@ -168,12 +168,9 @@ func (r *Replica) HandleFollowerFetch(f FetchRequest, nowMs int64) FetchDecision
 		d.DivergingEpoch = &EpochEndOffset{Epoch: min(f.LastFetchedEpoch, t.Epoch), EndOffset: t.Offset}
 		return d
 	}
-	if f.LastFetchedEpoch >= 0 {
-		e, o := r.cache.EndOffsetFor(f.LastFetchedEpoch, r.leo)
-		if e < f.LastFetchedEpoch || o < f.FetchOffset {
-			d.DivergingEpoch = &EpochEndOffset{Epoch: e, EndOffset: o}
-			return d
-		}
+	if e, o, ok := r.cache.Diverging(f.LastFetchedEpoch, f.FetchOffset, r.leo); ok {
+		d.DivergingEpoch = &EpochEndOffset{Epoch: e, EndOffset: o}
+		return d
 	}
 	// Step 5.
 	if f.FetchOffset > r.leo {

@@ -48,23 +48,23 @@ func (l simStateLog) Leads(sp int32) bool {
 	return p != nil && p.r.Role() == replica.RoleLeader
 }
 
-func (l simStateLog) Read(sp int32, from twinlog.Offset, done func([]storage.Record, twinlog.Offset, error)) {
+func (l simStateLog) Read(sp int32, from twinlog.Offset, last twinlog.Epoch, done func([]storage.Record, twinlog.Epoch, twinlog.Offset, error)) {
 	b, s := l.b, l.b.s
 	if p := l.part(sp); p != nil && p.r.Role() == replica.RoleLeader {
-		done(state.ReadLocal(p.log, from, p.r.HighWatermark(), p.r.LeaderEpochStartOffset()))
+		done(state.ReadLocal(p.log, from, last, p.r.HighWatermark(), p.r.LeaderEpochStartOffset()))
 		return
 	}
 	lb, le := b.stateLeader(sp)
 	if lb == nil {
-		done(nil, -1, state.ErrNotReady)
+		done(nil, twinlog.NoEpoch, -1, state.ErrNotReady)
 		return
 	}
-	req := state.ReadRequest(sp, from, le)
-	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(nil, -1, errNoAnswer) })
+	req := state.ReadRequest(sp, from, last, le)
+	reply := s.once(s.cfg.RPCTimeoutMs, func() { done(nil, twinlog.NoEpoch, -1, errNoAnswer) })
 	principal := s.brokerPrincipal(b.id)
 	s.net.send(b.node(), lb.node(), "mirror-state-read", func() {
 		if err := lb.admit(principal, pb.FetchService_Fetch_FullMethodName, req); err != nil {
-			s.net.send(lb.node(), b.node(), "mirror-state-read-resp", func() { reply(func() { done(nil, -1, err) }) })
+			s.net.send(lb.node(), b.node(), "mirror-state-read-resp", func() { reply(func() { done(nil, twinlog.NoEpoch, -1, err) }) })
 			return
 		}
 		resp := lb.serveFetch(req, state.MaxReadBytes)
@@ -169,7 +169,7 @@ func (w *world) committedState(s *Sim) *state.View {
 	}
 	v := &state.View{Next: from.log.LogStartOffset()}
 	for v.Next < hw {
-		recs, _, err := state.ReadLocal(from.log, v.Next, hw, twinlog.NoOffset)
+		recs, _, _, err := state.ReadLocal(from.log, v.Next, twinlog.NoEpoch, hw, twinlog.NoOffset)
 		if err != nil || len(recs) == 0 {
 			s.fail("storage read", "broker %d %s: read [%d, %d): %d records, %v", from.b.id, from.key, v.Next, hw, len(recs), err)
 			return v

@@ -71,6 +71,11 @@ func partition(s []byte) (int32, error) {
 // latest record per key, and the offset to read from next.
 type View struct {
 	Next twinlog.Offset
+	// Last is the leader epoch of the batch of the last record read
+	// (below Next), which the next read checks the log still holds;
+	// NoEpoch when unknown (Next moved over offsets without records).
+	// Unused while Next is 0.
+	Last twinlog.Epoch
 	Lmle plan.StateTable[plan.LmleKey, *pb.MirrorLmleRecord]
 	Run  plan.StateTable[plan.RunKey, *pb.MirrorRunRecord]
 }

@@ -44,11 +44,14 @@ type Log interface {
 	// Leads reports whether this broker leads partition sp, usable.
 	Leads(sp int32) bool
 	// Read reads partition sp from offset from, below its leader's HW:
-	// from the local replica when this broker leads sp, else with a
-	// consumer fetch from the leader. It returns the records read (which
-	// the caller owns) and that HW. done may run on any goroutine, before
+	// from the local replica when this broker leads sp (ReadLocal), else
+	// with a consumer fetch from the leader (ReadRequest, ReadAnswer).
+	// last is the epoch of the reader's last record below from (NoEpoch:
+	// none or unknown), which the leader checks its log still holds. It
+	// returns the records read (which the caller owns), the epoch of the
+	// last one's batch and that HW. done may run on any goroutine, before
 	// Read returns or after.
-	Read(sp int32, from twinlog.Offset, done func(recs []storage.Record, hw twinlog.Offset, err error))
+	Read(sp int32, from twinlog.Offset, last twinlog.Epoch, done func(recs []storage.Record, epoch twinlog.Epoch, hw twinlog.Offset, err error))
 	// NowMs is the broker's clock (the records' timestamps).
 	NowMs() int64
 }
@@ -94,15 +97,20 @@ func (s *Store) Sync(sp int32, done func(error)) {
 		v = &View{}
 		s.views[sp] = v
 	}
-	from := v.Next
+	from, last := v.Next, v.Last
+	if from == 0 {
+		last = twinlog.NoEpoch
+	}
 	s.mu.Unlock()
-	s.log.Read(sp, from, func(recs []storage.Record, hw twinlog.Offset, err error) {
-		if from > 0 && ((err == nil && hw < from) || errors.Is(err, errOutOfRange)) {
-			// The leader's log ends below what this view applied: records
-			// it read are gone (an unclean election of the partition,
-			// SPEC §6.4's runbook). Read the partition again from its
-			// start, or every later read fails (or skips the records
-			// written at the lost offsets since).
+	s.log.Read(sp, from, last, func(recs []storage.Record, epoch twinlog.Epoch, hw twinlog.Offset, err error) {
+		if from > 0 && ((err == nil && hw < from) || errors.Is(err, errOutOfRange) || errors.Is(err, errDiverged)) {
+			// The leader's log ends below what this view applied, or no
+			// longer holds the last record it read: records it read are
+			// gone (an unclean election of the partition, SPEC §6.4's
+			// runbook), and others may have been written at their
+			// offsets since. Read the partition again from its start, or
+			// every later read fails (or the view keeps the lost records
+			// and skips those written in their place).
 			s.mu.Lock()
 			if s.views[sp] == v && v.Next == from {
 				s.views[sp] = &View{}
@@ -127,9 +135,12 @@ func (s *Store) Sync(sp int32, done func(error)) {
 					s.skipped(sp, r.Offset, err)
 				}
 				v.Next = r.Offset + 1
+				v.Last = epoch
 			}
 			if len(recs) == 0 && hw > v.Next {
-				v.Next = hw // nothing readable in between (compacted away)
+				// Nothing readable in between (compacted away): the
+				// epoch below the new Next is not known.
+				v.Next, v.Last = hw, twinlog.NoEpoch
 			}
 		}
 		next := v.Next

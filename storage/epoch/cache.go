@@ -155,6 +155,21 @@ func (c *Cache) EndOffsetFor(e twinlog.Epoch, leo twinlog.Offset) (twinlog.Epoch
 	return c.entries[i-1].Epoch, c.entries[i].StartOffset
 }
 
+// Diverging decides a fetch that carries the epoch of the last record
+// its reader holds (KIP-320's lastFetchedEpoch; NoEpoch: none, nothing
+// to check) against this log, whose end is leo: the reader's log diverges
+// from this one when this log has no epoch last (the largest it holds at
+// or below it is smaller) or its last ends before fetchOffset. Then the
+// answer is EndOffsetFor(last), where the reader must truncate to; ok is
+// false when the logs agree up to fetchOffset.
+func (c *Cache) Diverging(last twinlog.Epoch, fetchOffset, leo twinlog.Offset) (e twinlog.Epoch, end twinlog.Offset, ok bool) {
+	if last < 0 {
+		return twinlog.NoEpoch, twinlog.NoOffset, false
+	}
+	e, end = c.EndOffsetFor(last, leo)
+	return e, end, e < last || end < fetchOffset
+}
+
 // EpochForOffset returns the epoch covering offset o (the last entry starting
 // at or before o), or NoEpoch if o precedes every entry.
 func (c *Cache) EpochForOffset(o twinlog.Offset) twinlog.Epoch {

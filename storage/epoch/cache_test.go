@@ -52,6 +52,40 @@ func TestEndOffsetFor(t *testing.T) {
 	}
 }
 
+// TestDiverging: a reader whose last record is of epoch last and who reads
+// from offset from holds records this log does not exactly when the log
+// lacks last or ends it before from (KIP-320's check of a fetch).
+func TestDiverging(t *testing.T) {
+	const leo = 20
+	full := []Entry{{1, 0}, {3, 5}, {6, 10}}
+	tests := []struct {
+		name    string
+		last    twinlog.Epoch
+		from    twinlog.Offset
+		want    bool
+		e       twinlog.Epoch
+		wantEnd twinlog.Offset
+	}{
+		{"no last epoch", -1, 7, false, -1, -1},
+		{"within epoch 3", 3, 7, false, 3, 10},
+		{"at the end of epoch 3", 3, 10, false, 3, 10},
+		{"past the end of epoch 3", 3, 11, true, 3, 10},
+		{"epoch 4 missing", 4, 8, true, 3, 10},
+		{"latest epoch up to the LEO", 6, 20, false, 6, leo},
+		{"past the LEO in the latest epoch", 6, 21, true, 6, leo},
+		{"a later epoch than the log has", 7, 15, true, 6, leo},
+	}
+	c := mustCache(t, full...)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, end, ok := c.Diverging(tt.last, tt.from, leo)
+			if ok != tt.want || e != tt.e || end != tt.wantEnd {
+				t.Fatalf("Diverging(%d, %d) = (%d, %d, %t), want (%d, %d, %t)", tt.last, tt.from, e, end, ok, tt.e, tt.wantEnd, tt.want)
+			}
+		})
+	}
+}
+
 func TestAssign(t *testing.T) {
 	tests := []struct {
 		name    string
