@@ -166,7 +166,9 @@
 // answered, clamped to the HW (or, where the sync's truncation pass moved
 // it, the pass's offset), and the truncation pass (controller
 // fixTruncated) moves a group back only as a recorded truncation
-// explains: a truncation point between the move and the old offset, or
+// explains (from its acknowledged offset, or a sync's commit after it
+// whose acknowledgement was lost): a truncation point between the move
+// and the old offset, or
 // the old offset's record gone from the log after a truncation; and once
 // a sync that started after the destination's latest truncation point
 // completes, no group without members there still holds a commit the

@@ -647,7 +647,11 @@ type truncPoint struct {
 //     cut, or copied from the other cluster's history).
 //
 // Without either the pass moved a group back over records the log still
-// holds, or for no truncation at all.
+// holds, or for no truncation at all. The pass may have read, instead of
+// a, a commit the offset sync sent after it whose acknowledgement was lost
+// (g.resets, as resetExplains): a move explained from one of those is
+// explained too (seed 14000136: the copy of a source commit into the
+// source's replaced history, moved to the log's start).
 func (w *world) checkTruncationMove(d *Sim, r *pb.CommitOffsetsRequest) {
 	g := d.groupByID(r.GetGroupId())
 	if g == nil {
@@ -664,38 +668,56 @@ func (w *world) checkTruncationMove(d *Sim, r *pb.CommitOffsetsRequest) {
 		}
 		tp := twinlog.TopicPartition{Topic: "t", Partition: p}
 		key := tp.String()
-		why := ""
-		for _, pt := range w.truncPoints[d][key] {
-			if off <= pt.offset && pt.offset < a.offset {
-				why = "truncated before the commit"
-				if pt.seq > a.seq {
-					why = "truncated after the commit"
-				}
+		from := a
+		why := w.truncationExplains(d, tp, a, off)
+		for _, rs := range g.resets[p] {
+			if why != "" {
 				break
 			}
-		}
-		lp := d.leaderPart(tp)
-		var epochs []epoch.Entry
-		if lp != nil {
-			epochs = lp.r.EpochEntries()
-		}
-		if last := twinlog.Offset(a.offset - 1); why == "" && a.epoch >= 0 && lp != nil &&
-			(last >= lp.r.LogEndOffset() || lp.log.Epochs().EpochForOffset(last) != twinlog.Epoch(a.epoch)) {
-			switch {
-			case slices.ContainsFunc(w.truncPoints[d][key], func(pt truncPoint) bool { return pt.offset < a.offset }):
-				why = "record cut by a truncation point"
-			case d.hist.TruncatedAbove(key, a.epoch) || w.other(d).hist.TruncatedAbove(key, a.epoch):
-				why = "record of another history"
+			if rs.n > a.n && off < rs.offset {
+				if why = w.truncationExplains(d, tp, rs, off); why != "" {
+					from, why = rs, why+" (an unacknowledged sync commit)"
+				}
 			}
 		}
 		if why == "" {
+			var epochs []epoch.Entry
+			if lp := d.leaderPart(tp); lp != nil {
+				epochs = lp.r.EpochEntries()
+			}
 			d.fail("offset sync moved an offset back without a truncation", "%s t-%d: the truncation pass commits %d (LE %d) on %s; %d (LE %d) was acknowledged and no truncation explains it (truncation points there %v; the leader's epochs %v)",
 				g.id, p, off, o.GetLeaderEpoch(), d.clusterID, a.offset, a.epoch, w.truncPoints[d][key], epochs)
 			return
 		}
 		w.rep.Checks["offset sync truncation move: "+why]++
-		d.tracef("%s t-%d: the truncation pass moves %d (LE %d) back to %d (LE %d): %s", g.id, p, a.offset, a.epoch, off, o.GetLeaderEpoch(), why)
+		d.tracef("%s t-%d: the truncation pass moves %d (LE %d) back to %d (LE %d): %s", g.id, p, from.offset, from.epoch, off, o.GetLeaderEpoch(), why)
 	}
+}
+
+// truncationExplains is why a recorded truncation explains the pass's
+// move of commit a of tp on d back to off (checkTruncationMove), "" when
+// none does.
+func (w *world) truncationExplains(d *Sim, tp twinlog.TopicPartition, a commitAck, off int64) string {
+	key := tp.String()
+	for _, pt := range w.truncPoints[d][key] {
+		if off <= pt.offset && pt.offset < a.offset {
+			if pt.seq > a.seq {
+				return "truncated after the commit"
+			}
+			return "truncated before the commit"
+		}
+	}
+	lp := d.leaderPart(tp)
+	if last := twinlog.Offset(a.offset - 1); a.epoch >= 0 && lp != nil &&
+		(last >= lp.r.LogEndOffset() || lp.log.Epochs().EpochForOffset(last) != twinlog.Epoch(a.epoch)) {
+		switch {
+		case slices.ContainsFunc(w.truncPoints[d][key], func(pt truncPoint) bool { return pt.offset < a.offset }):
+			return "record cut by a truncation point"
+		case d.hist.TruncatedAbove(key, a.epoch) || w.other(d).hist.TruncatedAbove(key, a.epoch):
+			return "record of another history"
+		}
+	}
+	return ""
 }
 
 // resetArrives records a commit of the offset sync reaching broker b's

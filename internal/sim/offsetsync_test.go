@@ -142,6 +142,21 @@ func TestOffsetSyncPassNeedsEveryAnswer(t *testing.T) {
 	}
 }
 
+// TestOffsetSyncMoveFromUnacknowledgedCopy: a checker gap the sweep found
+// (seed 14000136 of 14000000-14000999, 20 s of faults; no shipped bug).
+// B's sync copied g1's t-1 commit from A, 35 in LE 1, a commit into A's
+// history before A's failback truncated it to 0 (A's own truncation pass
+// never completed); the copy's acknowledgement was lost, so the checker's
+// offset for g1 on B stayed B's members' 34 in LE 2. B's truncation pass
+// then read the copy and moved it to 0 (no LE 1 in B's log: a re-read, not
+// a skip), which the checker called a move without a truncation, as it
+// judged the move from the acknowledged commit only.
+func TestOffsetSyncMoveFromUnacknowledgedCopy(t *testing.T) {
+	cfg := twoClusterGroupConfig(14000136)
+	cfg.FaultMs = 20_000
+	runConfig(t, cfg)
+}
+
 // TestTwoClusterGroupDeterminism: the same seed gives the same run with
 // offset syncs (their coroutines suspend and resume on the simulator's
 // clock only).
