@@ -19,6 +19,7 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/coord"
 	"github.com/twinlog/twinlog/broker/groupsvc"
+	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/broker/serve"
 	"github.com/twinlog/twinlog/group"
 	"github.com/twinlog/twinlog/internal/rpcopt"
@@ -694,6 +695,20 @@ func (w *world) checkTruncationMove(d *Sim, r *pb.CommitOffsetsRequest) {
 	}
 }
 
+// leadingPart is the replica of tp on the broker the controller names its
+// leader, if that broker runs and leads it in any LE (nil otherwise).
+func (s *Sim) leadingPart(tp twinlog.TopicPartition) *simPart {
+	pr := s.ctl.image.Partition(tp.Topic, tp.Partition)
+	if pr.GetLeader() < 1 {
+		return nil
+	}
+	b := s.brokers[pr.GetLeader()-1]
+	if p := b.parts[tp]; b.up && p != nil && p.r.Role() == replica.RoleLeader {
+		return p
+	}
+	return nil
+}
+
 // truncationExplains is why a recorded truncation explains the pass's
 // move of commit a of tp on d back to off (checkTruncationMove), "" when
 // none does.
@@ -708,6 +723,12 @@ func (w *world) truncationExplains(d *Sim, tp twinlog.TopicPartition, a commitAc
 		}
 	}
 	lp := d.leaderPart(tp)
+	if lp == nil {
+		// A leader that has not yet taken the controller's newest LE (a
+		// bump with a truncation point in flight, seed 14101415) answers
+		// the pass from its log as it is.
+		lp = d.leadingPart(tp)
+	}
 	if last := twinlog.Offset(a.offset - 1); a.epoch >= 0 && lp != nil &&
 		(last >= lp.r.LogEndOffset() || lp.log.Epochs().EpochForOffset(last) != twinlog.Epoch(a.epoch)) {
 		switch {
