@@ -152,18 +152,7 @@ func (pr *producer) produce() {
 	if leader < 1 {
 		return
 	}
-	acks := replica.AcksAll
-	if s.chance(0.3) {
-		acks = replica.AcksLeader
-	}
-	n := 1 + s.rng.IntN(3)
-	values := make([]string, n)
-	recs := make([]storage.Record, n)
-	for i := range values {
-		pr.n++
-		values[i] = fmt.Sprintf("p%d-%d", pr.id, pr.n)
-		recs[i] = storage.Record{Timestamp: s.clock().UnixMilli(), Value: []byte(values[i])}
-	}
+	acks, values, recs := pr.nextRecords()
 	buf, err := storage.EncodeBatch(recs, storage.BatchOptions{})
 	if err != nil {
 		s.fail("encode", "%v", err)
@@ -189,6 +178,25 @@ func (pr *producer) produce() {
 	})
 	// A lost request or answer frees the slot after the request timeout.
 	s.after(s.cfg.ProduceTimeoutMs*2, free)
+}
+
+// nextRecords draws the acks and the 1-3 records of the producer's next
+// batch, whose values are unique ("p<id>-<n>").
+func (pr *producer) nextRecords() (replica.Acks, []string, []storage.Record) {
+	s := pr.s
+	acks := replica.AcksAll
+	if s.chance(0.3) {
+		acks = replica.AcksLeader
+	}
+	n := 1 + s.rng.IntN(3)
+	values := make([]string, n)
+	recs := make([]storage.Record, n)
+	for i := range values {
+		pr.n++
+		values[i] = fmt.Sprintf("p%d-%d", pr.id, pr.n)
+		recs[i] = storage.Record{Timestamp: s.clock().UnixMilli(), Value: []byte(values[i])}
+	}
+	return acks, values, recs
 }
 
 func (pr *producer) result(tp twinlog.TopicPartition, acks replica.Acks, values []string, code pb.ErrorCode, base int64, le int32) {

@@ -152,25 +152,14 @@ func (pr *producer) produceIdempotent() {
 		return
 	}
 	tp := s.topics[i]
-	acks := replica.AcksAll
-	if s.chance(0.3) {
-		acks = replica.AcksLeader
-	}
-	n := 1 + s.rng.IntN(3)
-	values := make([]string, n)
-	recs := make([]storage.Record, n)
-	for j := range values {
-		pr.n++
-		values[j] = fmt.Sprintf("p%d-%d", pr.id, pr.n)
-		recs[j] = storage.Record{Timestamp: s.clock().UnixMilli(), Value: []byte(values[j])}
-	}
+	acks, values, recs := pr.nextRecords()
 	buf, err := storage.EncodeBatch(recs, storage.BatchOptions{Producer: &storage.Producer{ID: st.pid, Epoch: st.epoch, BaseSequence: ip.next}})
 	if err != nil {
 		s.fail("encode", "%v", err)
 		return
 	}
 	bt := &idemBatch{tp: tp, values: values, seq: ip.next, buf: buf, acks: acks, first: s.now}
-	ip.next += int32(n)
+	ip.next += int32(len(values))
 	ip.queue = append(ip.queue, bt)
 	s.report.Idempotent.Batches++
 	pr.sendIdem(bt)
