@@ -131,6 +131,14 @@ func TestHistoryReappends(t *testing.T) {
 			h.RecordRead("c", "t-0", 3, "a", 1)
 			h.RecordAck("t-0", 5, "a", 1, true, 2)
 		}, "§8.13 value at two offsets"},
+		{"an acks=1 answer of a stale leader", func(h *History) {
+			h.RecordRead("c", "t-0", 27, "a", 1)
+			h.RecordAck("t-0", 34, "a", 0, false, 1)
+		}, ""},
+		{"an acks=all answer of a second copy", func(h *History) {
+			h.RecordRead("c", "t-0", 27, "a", 1)
+			h.RecordAck("t-0", 34, "a", 1, true, 1)
+		}, "§8.13 value at two offsets"},
 		{"twice in the final log", func(h *History) {
 			h.RecordRead("c", "t-0", 3, "a", 1)
 			h.RecordTruncation("t-0", 2)

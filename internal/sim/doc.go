@@ -202,7 +202,9 @@
 // rebuild. Checked: no record appended twice (the history's "value at two
 // offsets", which then allows a value at a second offset only when a
 // recorded truncation may have removed the first copy: a retry appended
-// again after the copy it was not told about was cut), no producer id
+// again after the copy it was not told about was cut; and leaves out
+// acks=1 answers, which a stale leader may give for a second copy in its
+// diverged log, as a Kafka zombie leader does), no producer id
 // handed out twice in a run (both clusters). With two clusters, at each
 // failover every source producer with an id moves to the destination with
 // even odds (moveProducers): the destination's producer of the same index
