@@ -22,26 +22,13 @@ func twoClusterConfig(seed uint64) Config {
 	return cfg
 }
 
-func runTwoSeed(t *testing.T, seed uint64) *Report {
-	t.Helper()
-	return runConfig(t, twoClusterConfig(seed))
-}
-
 // TestTwoClusterSeeds runs two-cluster seeds (A, and B mirroring it with
 // failovers and failbacks; see mirror.go) and asserts that together they
 // fail over, fail back, truncate for LMLE and copy records.
 func TestTwoClusterSeeds(t *testing.T) {
 	start := time.Now()
 	list := seedList(*flagTwoSeeds, 8)
-	reps := make([]*Report, len(list))
-	t.Run("seed", func(t *testing.T) {
-		for i, seed := range list {
-			t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
-				t.Parallel()
-				reps[i] = runTwoSeed(t, seed)
-			})
-		}
-	})
+	reps := runParallel(t, list, twoClusterConfig)
 	if t.Failed() {
 		return
 	}

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"flag"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -21,15 +20,7 @@ func groupConfig(seed uint64) Config { return Config{Seed: seed, Groups: 2} }
 func TestGroupSeeds(t *testing.T) {
 	start := time.Now()
 	list := seedList(*flagGroupSeeds, 5)
-	reps := make([]*Report, len(list))
-	t.Run("seed", func(t *testing.T) {
-		for i, seed := range list {
-			t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
-				t.Parallel()
-				reps[i] = runConfig(t, groupConfig(seed))
-			})
-		}
-	})
+	reps := runParallel(t, list, groupConfig)
 	if t.Failed() {
 		return
 	}

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"flag"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -45,15 +44,7 @@ func TestTwoClusterIdempotentSeeds(t *testing.T) {
 // wants ackedPerSeed acknowledged batches per seed and the rest exercised.
 func runIdempotentSeeds(t *testing.T, list []uint64, config func(uint64) Config, ackedPerSeed int) {
 	start := time.Now()
-	reps := make([]*Report, len(list))
-	t.Run("seed", func(t *testing.T) {
-		for i, seed := range list {
-			t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
-				t.Parallel()
-				reps[i] = runConfig(t, config(seed))
-			})
-		}
-	})
+	reps := runParallel(t, list, config)
 	if t.Failed() {
 		return
 	}

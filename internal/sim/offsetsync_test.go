@@ -2,7 +2,6 @@ package sim
 
 import (
 	"flag"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -40,15 +39,7 @@ func twoClusterGroupConfig(seed uint64) Config {
 func TestTwoClusterGroupSeeds(t *testing.T) {
 	start := time.Now()
 	list := seedList(*flagTwoGroupSeeds, 5)
-	reps := make([]*Report, len(list))
-	t.Run("seed", func(t *testing.T) {
-		for i, seed := range list {
-			t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
-				t.Parallel()
-				reps[i] = runConfig(t, twoClusterGroupConfig(seed))
-			})
-		}
-	})
+	reps := runParallel(t, list, twoClusterGroupConfig)
 	if t.Failed() {
 		return
 	}

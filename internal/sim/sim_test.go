@@ -42,6 +42,24 @@ func runSeed(t *testing.T, seed uint64) *Report {
 	return runConfig(t, Config{Seed: seed})
 }
 
+// runParallel runs config(seed) for each seed of list in parallel
+// subtests "seed/<n>" of t (seeds are independent single-goroutine runs,
+// each still deterministic) and returns their reports in list's order;
+// the caller sums them unless t failed.
+func runParallel(t *testing.T, list []uint64, config func(uint64) Config) []*Report {
+	t.Helper()
+	reps := make([]*Report, len(list))
+	t.Run("seed", func(t *testing.T) {
+		for i, seed := range list {
+			t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+				t.Parallel()
+				reps[i] = runConfig(t, config(seed))
+			})
+		}
+	})
+	return reps
+}
+
 // runConfig runs one simulation (traced with -sim.trace when replaying one
 // seed) and fails the test with the failure and the report.
 func runConfig(t *testing.T, cfg Config) *Report {
@@ -70,17 +88,7 @@ func TestSimSeeds(t *testing.T) {
 	var total Report
 	total.Faults, total.Checks = map[string]int{}, map[string]int{}
 	list := seeds(t)
-	reps := make([]*Report, len(list))
-	// Seeds are independent single-goroutine runs: run them in parallel
-	// subtests (each is still deterministic), then sum the reports.
-	t.Run("seed", func(t *testing.T) {
-		for i, seed := range list {
-			t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
-				t.Parallel()
-				reps[i] = runSeed(t, seed)
-			})
-		}
-	})
+	reps := runParallel(t, list, func(seed uint64) Config { return Config{Seed: seed} })
 	if t.Failed() {
 		return
 	}
