@@ -813,6 +813,12 @@ func (m *member) restart() {
 	m.s.report.Groups.Restarts++
 	m.tracef("restarts (old member %s)", m.memberID)
 	m.memberID, m.assigned, m.state = "", nil, memberFind
+	m.forgetPositions()
+}
+
+// forgetPositions drops what the member consumed: a new member instance
+// resumes from the group's committed offsets.
+func (m *member) forgetPositions() {
 	clear(m.pos)
 	clear(m.epoch)
 	clear(m.named)
@@ -829,9 +835,7 @@ func (m *member) leave() {
 		return h.StartLeaveGroup(req, done)
 	}), func(answered[*group.LeaveGroupResponse]) {})
 	m.memberID, m.assigned, m.state, m.backAt = "", nil, memberGone, s.now+int64(500+s.rng.IntN(2000))
-	clear(m.pos)
-	clear(m.epoch)
-	clear(m.named)
+	m.forgetPositions()
 }
 
 // ---- the check ----
@@ -888,21 +892,48 @@ func (s *Sim) checkCommitted(g *simGroup, p int32, off int64, before map[int32]c
 	}
 }
 
+// groupCoordinator is the broker that coordinates group id in the
+// controller's image (the leader of its __consumer_offsets partition),
+// nil when there is none or its coordinators are not live.
+func (s *Sim) groupCoordinator(id string) *simBroker {
+	n, ok := coord.PartitionsIn(s.ctl.image)
+	if !ok {
+		return nil
+	}
+	pr := s.ctl.image.Partition(metadata.ConsumerOffsetsTopic, group.PartitionFor(id, n))
+	if pr.GetLeader() < 1 {
+		return nil
+	}
+	b := s.brokers[pr.GetLeader()-1]
+	if b.groups == nil || !b.groups.live() {
+		return nil
+	}
+	return b
+}
+
+// committedNow asks group id's coordinator, in process (a check, not a
+// client), for the group's committed offsets: its broker, its answer and
+// the leader epoch it coordinates the group in; nil when there is no
+// coordinator, it has no leader epoch or it answers an error.
+func (s *Sim) committedNow(id string) (*simBroker, *group.OffsetFetchResponse, int32) {
+	b := s.groupCoordinator(id)
+	if b == nil {
+		return nil, nil, -1
+	}
+	_, le := b.groups.coordinatorEpoch(id)
+	r, err := b.groups.host.OffsetFetch(context.Background(), group.OffsetFetchRequest{GroupID: id})
+	if err != nil || r.ErrorCode != group.None || le < 0 {
+		return nil, nil, -1
+	}
+	return b, r, le
+}
+
 // finalGroupCheck asks each group's coordinator, after healing, for its
 // committed offsets (in process: the check, not a client).
 func (s *Sim) finalGroupCheck() {
-	n, ok := coord.PartitionsIn(s.ctl.image)
-	if !ok {
-		return
-	}
 	for _, g := range s.groups {
-		cp := group.PartitionFor(g.id, n)
-		pr := s.ctl.image.Partition(metadata.ConsumerOffsetsTopic, cp)
-		if pr.GetLeader() < 1 {
-			continue
-		}
-		b := s.brokers[pr.GetLeader()-1]
-		if b.groups == nil || !b.groups.live() {
+		b := s.groupCoordinator(g.id)
+		if b == nil {
 			continue
 		}
 		r, err := b.groups.host.OffsetFetch(context.Background(), group.OffsetFetchRequest{GroupID: g.id})

@@ -821,16 +821,25 @@ func (w *world) failback() {
 // leaderPart is the partition's current leader replica if it runs in the
 // controller's LE.
 func (s *Sim) leaderPart(tp twinlog.TopicPartition) *simPart {
+	p := s.leadingPart(tp)
+	if p == nil || p.r.LeaderEpoch() != twinlog.Epoch(s.ctl.image.Partition(tp.Topic, tp.Partition).GetLeaderEpoch()) {
+		return nil
+	}
+	return p
+}
+
+// leadingPart is the replica of tp on the broker the controller names its
+// leader, if that broker runs and leads it in any LE (nil otherwise).
+func (s *Sim) leadingPart(tp twinlog.TopicPartition) *simPart {
 	pr := s.ctl.image.Partition(tp.Topic, tp.Partition)
 	if pr.GetLeader() < 1 {
 		return nil
 	}
 	b := s.brokers[pr.GetLeader()-1]
-	p := b.parts[tp]
-	if !b.up || p == nil || p.r.LeaderEpoch() != twinlog.Epoch(pr.GetLeaderEpoch()) || p.r.Role() != replica.RoleLeader {
-		return nil
+	if p := b.parts[tp]; b.up && p != nil && p.r.Role() == replica.RoleLeader {
+		return p
 	}
-	return p
+	return nil
 }
 
 // caughtUp: every destination leader mirrors and holds the source leader's

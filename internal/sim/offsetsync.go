@@ -19,11 +19,9 @@ import (
 	pb "github.com/twinlog/twinlog/api/proto/twinlog/v1"
 	"github.com/twinlog/twinlog/broker/coord"
 	"github.com/twinlog/twinlog/broker/groupsvc"
-	"github.com/twinlog/twinlog/broker/replica"
 	"github.com/twinlog/twinlog/broker/serve"
 	"github.com/twinlog/twinlog/group"
 	"github.com/twinlog/twinlog/internal/rpcopt"
-	"github.com/twinlog/twinlog/metadata"
 	"github.com/twinlog/twinlog/security/authz"
 	"github.com/twinlog/twinlog/storage/epoch"
 )
@@ -695,20 +693,6 @@ func (w *world) checkTruncationMove(d *Sim, r *pb.CommitOffsetsRequest) {
 	}
 }
 
-// leadingPart is the replica of tp on the broker the controller names its
-// leader, if that broker runs and leads it in any LE (nil otherwise).
-func (s *Sim) leadingPart(tp twinlog.TopicPartition) *simPart {
-	pr := s.ctl.image.Partition(tp.Topic, tp.Partition)
-	if pr.GetLeader() < 1 {
-		return nil
-	}
-	b := s.brokers[pr.GetLeader()-1]
-	if p := b.parts[tp]; b.up && p != nil && p.r.Role() == replica.RoleLeader {
-		return p
-	}
-	return nil
-}
-
 // truncationExplains is why a recorded truncation explains the pass's
 // move of commit a of tp on d back to off (checkTruncationMove), "" when
 // none does.
@@ -722,13 +706,10 @@ func (w *world) truncationExplains(d *Sim, tp twinlog.TopicPartition, a commitAc
 			return "truncated before the commit"
 		}
 	}
-	lp := d.leaderPart(tp)
-	if lp == nil {
-		// A leader that has not yet taken the controller's newest LE (a
-		// bump with a truncation point in flight, seed 14101415) answers
-		// the pass from its log as it is.
-		lp = d.leadingPart(tp)
-	}
+	// The leader's log, even before it runs in the controller's newest
+	// LE (a bump with a truncation point in flight, seed 14101415): it
+	// answers the pass from its log as it is.
+	lp := d.leadingPart(tp)
 	if last := twinlog.Offset(a.offset - 1); a.epoch >= 0 && lp != nil &&
 		(last >= lp.r.LogEndOffset() || lp.log.Epochs().EpochForOffset(last) != twinlog.Epoch(a.epoch)) {
 		switch {
@@ -823,9 +804,7 @@ func (w *world) stepGroups() {
 			for _, g := range on.groups {
 				for _, m := range g.members {
 					m.memberID, m.assigned, m.state, m.stable = "", nil, memberFind, false
-					clear(m.pos)
-					clear(m.epoch)
-					clear(m.named)
+					m.forgetPositions()
 				}
 			}
 		}
@@ -907,10 +886,6 @@ func (w *world) finishFailover(pf *pendingFailover) {
 // not failed.
 func (w *world) checkSynced(run *syncRun) {
 	d := run.c.s
-	n, ok := coord.PartitionsIn(d.ctl.image)
-	if !ok {
-		return
-	}
 	for _, id := range slices.Sorted(maps.Keys(run.srcOffset)) {
 		readLE, read := run.destRead[id]
 		if !run.commitOK[id] || !read {
@@ -922,17 +897,11 @@ func (w *world) checkSynced(run *syncRun) {
 			continue
 		}
 		g := d.groupByID(id)
-		pr := d.ctl.image.Partition(metadata.ConsumerOffsetsTopic, group.PartitionFor(id, n))
-		if g == nil || pr.GetLeader() < 1 {
+		if g == nil {
 			continue
 		}
-		b := d.brokers[pr.GetLeader()-1]
-		if b.groups == nil || !b.groups.live() {
-			continue
-		}
-		_, le := b.groups.coordinatorEpoch(id)
-		r, err := b.groups.host.OffsetFetch(context.Background(), group.OffsetFetchRequest{GroupID: id})
-		if err != nil || r.ErrorCode != group.None || le < 0 {
+		_, r, le := d.committedNow(id)
+		if r == nil {
 			continue
 		}
 		if readLE < le {
@@ -1013,26 +982,13 @@ func (w *world) checkLeftInTruncated(run *syncRun) {
 		w.rep.Checks["truncated history check: pass before the latest point"]++
 		return
 	}
-	n, ok := coord.PartitionsIn(d.ctl.image)
-	if !ok {
-		return
-	}
 	for _, g := range d.groups {
 		read, ok := pass.passRead[g.id]
 		if !ok {
 			continue
 		}
-		pr := d.ctl.image.Partition(metadata.ConsumerOffsetsTopic, group.PartitionFor(g.id, n))
-		if pr.GetLeader() < 1 {
-			continue
-		}
-		b := d.brokers[pr.GetLeader()-1]
-		if b.groups == nil || !b.groups.live() {
-			continue
-		}
-		_, le := b.groups.coordinatorEpoch(g.id)
-		r, err := b.groups.host.OffsetFetch(context.Background(), group.OffsetFetchRequest{GroupID: g.id})
-		if err != nil || r.ErrorCode != group.None || le < 0 {
+		b, r, le := d.committedNow(g.id)
+		if r == nil {
 			continue
 		}
 		desc, err := b.groups.host.DescribeGroups(context.Background(), []string{g.id})
